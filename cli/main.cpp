@@ -1,0 +1,63 @@
+// gpt-vk: GPT models on any Vulkan device. Dispatches to one subcommand and turns every
+// error into one line on stderr with the CONTRACT's exit codes (1 bad input, 2 bad usage).
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "engine/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace gptvk;
+  CLI::App app{"gpt-vk: run GPT-2 family models on any Vulkan device (GPU, or CPU through lavapipe)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gpt-vk 0.1");
+  cli::Common common;
+  std::map<CLI::App*, cli::Action> actions;
+  auto reg = [&](cli::Action (*add)(CLI::App&, cli::Common&)) {
+    size_t before = app.get_subcommands({}).size();
+    cli::Action a = add(app, common);
+    actions[app.get_subcommands({})[before]] = std::move(a);
+  };
+  reg(cli::add_devices);
+  reg(cli::add_generate);
+  reg(cli::add_forward);
+  reg(cli::add_tokenize);
+  reg(cli::add_detokenize);
+  reg(cli::add_perplexity);
+  reg(cli::add_bench);
+  for (auto& [sub, action] : actions) {
+    sub->add_option("--device", common.device, "Vulkan device index from `gpt-vk devices` (default: best device)")
+        ->check(CLI::NonNegativeNumber);
+    sub->add_flag("--validation", common.validation, "enable the Khronos validation layer (debugging)");
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "gpt-vk: %s\n", e.what());
+    return 2;
+  }
+  try {
+    for (auto& [sub, action] : actions)
+      if (sub->parsed()) return action();
+    return 2;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "gpt-vk: %s\n", e.what());
+    return 2;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "gpt-vk: %s\n", e.what());
+    return 1;
+  } catch (const DeviceError& e) {
+    std::fprintf(stderr, "gpt-vk: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "gpt-vk: out of host memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpt-vk: internal error: %s\n", e.what());
+    return 3;
+  }
+}

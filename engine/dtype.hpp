@@ -1,0 +1,40 @@
+// Storage dtypes and the host-side conversions between them (round-to-nearest-even).
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace gptvk {
+
+enum class DType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
+
+inline uint32_t dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+const char* dtype_name(DType t);
+DType parse_dtype(const std::string& s);  // "f32" | "f16" | "bf16"; throws InputError otherwise
+
+inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t f32_to_f16(float f);
+float f16_to_f32(uint16_t h);
+
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u = f32_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16_to_f32(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
+
+// Converts n values from `src` (in dtype `from`) to `dst` (in dtype `to`).
+void convert(const void* src, DType from, void* dst, DType to, size_t n);
+
+}  // namespace gptvk

@@ -1,0 +1,214 @@
+#include "engine/graph.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/error.hpp"
+#include "engine/vk/check.hpp"
+#include "engine/vk/context.hpp"
+
+namespace gptvk {
+
+namespace {
+
+struct Range {
+  VkBuffer buffer;
+  uint64_t begin, end;
+  bool write;
+};
+
+bool conflicts(const Range& a, const Range& b) {
+  return a.buffer == b.buffer && (a.write || b.write) && a.begin < b.end && b.begin < a.end;
+}
+
+void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = src;
+  mb.dstAccessMask = dst;
+  vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+}  // namespace
+
+Graph::Graph(vk::Context& ctx) : ctx_(ctx) {}
+
+Graph::~Graph() {
+  VkDevice dev = ctx_.device();
+  if (in_flight_) vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
+  if (queries_) vkDestroyQueryPool(dev, queries_, nullptr);
+  if (fence_) vkDestroyFence(dev, fence_, nullptr);
+  if (cb_) vkFreeCommandBuffers(dev, ctx_.command_pool(), 1, &cb_);
+  if (pool_) vkDestroyDescriptorPool(dev, pool_, nullptr);
+}
+
+void Graph::add(Dispatch d) {
+  if (recorded()) throw std::logic_error("Graph::add after record");
+  if (!d.pipeline) throw std::logic_error("dispatch '" + d.name + "' has no pipeline");
+  const auto& desc = d.pipeline->desc;
+  if (d.args.size() != desc.bindings)
+    throw std::logic_error("dispatch '" + d.name + "' binds " + std::to_string(d.args.size()) + " buffers, " +
+                           desc.shader + " takes " + std::to_string(desc.bindings));
+  if (d.push.size() * 4 != desc.push_bytes)
+    throw std::logic_error("dispatch '" + d.name + "' pushes " + std::to_string(d.push.size() * 4) + " bytes, " +
+                           desc.shader + " takes " + std::to_string(desc.push_bytes));
+  const auto& caps = ctx_.caps();
+  for (const auto& a : d.args) {
+    if (!a.view.buffer || a.view.buffer->empty())
+      throw std::logic_error("dispatch '" + d.name + "' binds an empty buffer");
+    if (a.view.offset + a.view.size() > a.view.buffer->size())
+      throw std::logic_error("dispatch '" + d.name + "' binds past the end of a buffer");
+    if (a.view.offset % caps.storage_offset_alignment)
+      throw std::logic_error("dispatch '" + d.name + "' binds at an unaligned offset");
+    if (a.view.size() > caps.max_storage_buffer_range)
+      throw DeviceError("dispatch '" + d.name + "' binds " + std::to_string(a.view.size() >> 20) +
+                        " MiB, more than the device's storage buffer range of " +
+                        std::to_string(caps.max_storage_buffer_range >> 20) + " MiB");
+  }
+  for (uint32_t g : d.groups)
+    if (g == 0 || g > 65535) throw std::logic_error("dispatch '" + d.name + "' has a bad group count");
+  nodes_.push_back(std::move(d));
+}
+
+void Graph::record(bool profile) {
+  if (recorded()) throw std::logic_error("Graph::record called twice");
+  VkDevice dev = ctx_.device();
+
+  uint32_t total_bindings = 0;
+  for (const auto& n : nodes_) total_bindings += static_cast<uint32_t>(n.args.size());
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(total_bindings, 1u)};
+  VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pci.maxSets = std::max<uint32_t>(static_cast<uint32_t>(nodes_.size()), 1);
+  pci.poolSizeCount = 1;
+  pci.pPoolSizes = &size;
+  vk::check(vkCreateDescriptorPool(dev, &pci, nullptr, &pool_), "creating a descriptor pool");
+
+  // Descriptor sets are written once here; replaying the graph touches none of them.
+  std::vector<VkDescriptorSet> sets(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& n = nodes_[i];
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = pool_;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &n.pipeline->set_layout;
+    vk::check(vkAllocateDescriptorSets(dev, &ai, &sets[i]), "allocating a descriptor set");
+    std::vector<VkDescriptorBufferInfo> infos(n.args.size());
+    std::vector<VkWriteDescriptorSet> writes(n.args.size());
+    for (size_t b = 0; b < n.args.size(); ++b) {
+      infos[b] = {n.args[b].view.buffer->handle(), n.args[b].view.offset, n.args[b].view.size()};
+      writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[b].dstSet = sets[i];
+      writes[b].dstBinding = static_cast<uint32_t>(b);
+      writes[b].descriptorCount = 1;
+      writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[b].pBufferInfo = &infos[b];
+    }
+    vkUpdateDescriptorSets(dev, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  }
+
+  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cai.commandPool = ctx_.command_pool();
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  vk::check(vkAllocateCommandBuffers(dev, &cai, &cb_), "allocating a command buffer");
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  vk::check(vkCreateFence(dev, &fci, nullptr, &fence_), "creating a fence");
+
+  bool timestamps = profile && ctx_.caps().timestamps;
+  uint32_t query_count = static_cast<uint32_t>(nodes_.size()) + 1;
+  if (timestamps) {
+    VkQueryPoolCreateInfo qci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qci.queryCount = query_count;
+    vk::check(vkCreateQueryPool(dev, &qci, nullptr, &queries_), "creating a timestamp query pool");
+  }
+
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  vk::check(vkBeginCommandBuffer(cb_, &bi), "beginning the graph's command buffer");
+  if (timestamps) {
+    vkCmdResetQueryPool(cb_, queries_, 0, query_count);
+    vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
+  }
+  // Host writes and uploads made before this submission become visible to the shaders.
+  global_barrier(cb_, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+
+  std::vector<Range> pending;  // ranges touched since the last barrier
+  barriers_ = 0;
+  const vk::Pipeline* bound = nullptr;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& n = nodes_[i];
+    std::vector<Range> mine;
+    for (const auto& a : n.args)
+      mine.push_back({a.view.buffer->handle(), a.view.offset, a.view.offset + a.view.size(),
+                      a.access != Access::Read});
+    bool hazard = false;
+    for (const auto& m : mine)
+      for (const auto& p : pending) hazard |= conflicts(m, p);
+    if (hazard) {
+      global_barrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      ++barriers_;
+      pending.clear();
+    }
+    pending.insert(pending.end(), mine.begin(), mine.end());
+
+    if (bound != n.pipeline) {
+      vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->pipeline);
+      bound = n.pipeline;
+    }
+    vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->layout, 0, 1, &sets[i], 0, nullptr);
+    if (!n.push.empty())
+      vkCmdPushConstants(cb_, n.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                         static_cast<uint32_t>(n.push.size() * 4), n.push.data());
+    vkCmdDispatch(cb_, n.groups[0], n.groups[1], n.groups[2]);
+    if (timestamps)
+      vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(i + 1));
+  }
+  // Results become visible to the host, to read-back copies and to the next replay.
+  global_barrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+                 VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
+                     VK_ACCESS_SHADER_WRITE_BIT);
+  vk::check(vkEndCommandBuffer(cb_), "ending the graph's command buffer");
+}
+
+void Graph::submit() {
+  if (!recorded()) throw std::logic_error("Graph::submit before record");
+  if (in_flight_) wait();
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cb_;
+  vk::check(vkQueueSubmit(ctx_.queue(), 1, &si, fence_), "submitting work to the device");
+  in_flight_ = true;
+}
+
+void Graph::wait() {
+  if (!in_flight_) return;
+  VkResult r = vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX);
+  in_flight_ = false;
+  vkResetFences(ctx_.device(), 1, &fence_);
+  vk::check(r, "waiting for the device");
+}
+
+void Graph::run() {
+  submit();
+  wait();
+}
+
+std::vector<OpTime> Graph::timings() const {
+  std::vector<OpTime> out;
+  if (!queries_) return out;
+  std::vector<uint64_t> ts(nodes_.size() + 1);
+  VkResult r = vkGetQueryPoolResults(ctx_.device(), queries_, 0, static_cast<uint32_t>(ts.size()),
+                                     ts.size() * sizeof(uint64_t), ts.data(), sizeof(uint64_t),
+                                     VK_QUERY_RESULT_64_BIT);
+  if (r != VK_SUCCESS) return out;
+  double period_ms = ctx_.caps().timestamp_period_ns * 1e-6;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    out.push_back({nodes_[i].name, static_cast<double>(ts[i + 1] - ts[i]) * period_ms});
+  return out;
+}
+
+}  // namespace gptvk

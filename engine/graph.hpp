@@ -1,0 +1,84 @@
+// A command-buffer graph: dispatches are nodes, buffer ranges are edges. Recording walks
+// the nodes in order and inserts a barrier only where a node touches a range that an
+// earlier node since the last barrier wrote (or writes a range one read). The command
+// buffer is recorded once and can be replayed any number of times.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/vk/buffer.hpp"
+#include "engine/vk/pipeline.hpp"
+
+namespace gptvk {
+
+namespace vk {
+class Context;
+}
+
+// A byte range of a buffer that one binding sees. bytes == 0: up to the end of the buffer.
+struct View {
+  const vk::Buffer* buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint64_t size() const { return bytes ? bytes : buffer->size() - offset; }
+};
+inline View whole(const vk::Buffer& b) { return View{&b, 0, 0}; }
+
+enum class Access { Read, Write, ReadWrite };
+
+struct Arg {
+  View view;
+  Access access = Access::Read;
+};
+
+struct Dispatch {
+  std::string name;                      // what --profile calls it, e.g. "h3.attn"
+  const vk::Pipeline* pipeline = nullptr;
+  std::vector<Arg> args;                 // args[i] is binding i
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::vector<uint32_t> push;            // push constants, one word each
+};
+
+struct OpTime {
+  std::string name;
+  double ms = 0;
+};
+
+class Graph {
+ public:
+  explicit Graph(vk::Context& ctx);
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Checks the dispatch against its pipeline and the device limits; throws on a mismatch.
+  void add(Dispatch d);
+  // Writes descriptor sets and records the command buffer; with `profile`, timestamps too.
+  void record(bool profile = false);
+  void run();     // submit and wait
+  void submit();  // submit without waiting
+  void wait();
+
+  vk::Context& context() const { return ctx_; }
+  size_t size() const { return nodes_.size(); }
+  size_t barrier_count() const { return barriers_; }
+  bool recorded() const { return cb_ != VK_NULL_HANDLE; }
+  // Per-dispatch GPU time of the last run (only when recorded with profile).
+  std::vector<OpTime> timings() const;
+
+ private:
+  vk::Context& ctx_;
+  std::vector<Dispatch> nodes_;
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cb_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  bool in_flight_ = false;
+  size_t barriers_ = 0;
+};
+
+}  // namespace gptvk

@@ -1,0 +1,13 @@
+// Residual add of two float vectors.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/graph.hpp"
+
+namespace gptvk::ops {
+
+// y[i] = a[i] + b[i] for i < n. y may alias a or b.
+void add(Graph& g, View a, View b, View y, uint32_t n, const std::string& name = "add");
+
+}  // namespace gptvk::ops

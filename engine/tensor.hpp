@@ -1,0 +1,45 @@
+// Weights on the device. A Matrix is [rows][cols] row-major in its storage dtype, each row
+// padded to a multiple of 8 elements (16-byte aligned rows for vector loads), 16-bit types
+// packed two to a 32-bit word. A matrix larger than the device's largest binding
+// (maxStorageBufferRange, e.g. GPT-2's 154 MB f32 LM head on lavapipe's 128 MiB) is split
+// into row chunks, each its own buffer; ops dispatch once per chunk.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/dtype.hpp"
+#include "engine/vk/buffer.hpp"
+
+namespace gptvk {
+
+namespace vk {
+class Context;
+}
+
+constexpr uint32_t kRowAlign = 8;     // elements
+constexpr uint32_t kChunkRowAlign = 64;  // rows: every chunk but the last holds a multiple of this
+
+struct Matrix {
+  DType dtype = DType::F32;
+  uint32_t rows = 0, cols = 0;
+  uint32_t row_stride = 0;      // elements per stored row (cols rounded up to kRowAlign)
+  uint32_t rows_per_chunk = 0;  // rows in every chunk but possibly the last
+  std::vector<vk::Buffer> chunks;
+
+  // Allocates (zeroed padding) for a rows x cols matrix; `max_chunk_bytes` 0 means the
+  // device's largest binding.
+  static Matrix create(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t cols, const std::string& what,
+                       uint64_t max_chunk_bytes = 0);
+  uint64_t row_bytes() const { return uint64_t(row_stride) * dtype_bytes(dtype); }
+  uint32_t chunk_rows(size_t chunk) const;  // rows held by chunk `chunk`
+  uint64_t bytes() const;                   // device bytes over all chunks
+
+  // Writes rows [row0, row0 + n) from host data in dtype `from`, each source row `cols`
+  // values long, converting to this matrix's dtype.
+  void write_rows(uint32_t row0, uint32_t n, const void* src, DType from);
+  // Reads back rows converted to f32 (tests, debugging).
+  std::vector<float> read_rows_f32(uint32_t row0, uint32_t n) const;
+};
+
+}  // namespace gptvk

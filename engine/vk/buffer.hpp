@@ -1,0 +1,48 @@
+// A VkBuffer with its own memory, plus host upload/download (direct on unified memory,
+// through a staging buffer otherwise).
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <string>
+
+namespace gptvk::vk {
+
+class Context;
+
+enum class Memory {
+  Device,  // device-local; host-mapped too when the device has unified memory
+  Host,    // host-visible and coherent: small per-step state and read-backs
+};
+
+class Buffer {
+ public:
+  Buffer() = default;
+  // `what` names the buffer in error messages ("token embedding", "KV cache", ...).
+  Buffer(Context& ctx, uint64_t bytes, Memory memory = Memory::Device, const std::string& what = "buffer");
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  VkBuffer handle() const { return buffer_; }
+  uint64_t size() const { return size_; }
+  bool empty() const { return buffer_ == VK_NULL_HANDLE; }
+  // Host pointer when the memory is mapped (Memory::Host, or Device on unified memory), else null.
+  void* mapped() const { return mapped_; }
+
+  void upload(const void* src, uint64_t bytes, uint64_t offset = 0);
+  void download(void* dst, uint64_t bytes, uint64_t offset = 0) const;
+  void fill_zero();
+
+ private:
+  void release();
+  Context* ctx_ = nullptr;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  uint64_t size_ = 0;
+  void* mapped_ = nullptr;
+};
+
+}  // namespace gptvk::vk

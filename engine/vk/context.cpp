@@ -1,0 +1,442 @@
+#include "engine/vk/context.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "engine/error.hpp"
+#include "engine/vk/check.hpp"
+#include "engine/vk/pipeline.hpp"
+
+namespace gptvk::vk {
+
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+// Discrete GPUs first, CPU implementations (lavapipe) last: the order users expect.
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+  }
+}
+
+std::vector<VkPhysicalDevice> enumerate(VkInstance instance) {
+  uint32_t n = 0;
+  check(vkEnumeratePhysicalDevices(instance, &n, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> devices(n);
+  check(vkEnumeratePhysicalDevices(instance, &n, devices.data()), "vkEnumeratePhysicalDevices");
+  return devices;
+}
+
+DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(pd, &props);
+  VkPhysicalDeviceMemoryProperties mem{};
+  vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+  DeviceInfo info;
+  info.index = index;
+  info.name = props.deviceName;
+  info.type = props.deviceType;
+  for (uint32_t h = 0; h < mem.memoryHeapCount; ++h)
+    if (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, mem.memoryHeaps[h].size);
+  return info;
+}
+
+bool has_layer(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  for (auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+bool has_device_extension(VkPhysicalDevice pd, const char* name) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data());
+  for (auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+uint64_t parse_size(const std::string& s) {
+  size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(s, &pos);
+  } catch (...) {
+    throw UsageError("bad size '" + s + "' in GPTVK_FORCE (expected e.g. 64M or 16K)");
+  }
+  std::string unit = s.substr(pos);
+  if (unit == "K" || unit == "k") v <<= 10;
+  else if (unit == "M" || unit == "m") v <<= 20;
+  else if (unit == "G" || unit == "g") v <<= 30;
+  else if (!unit.empty()) throw UsageError("bad size unit '" + unit + "' in GPTVK_FORCE");
+  return v;
+}
+
+VkInstance create_plain_instance() {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "gpt-vk";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  check(vkCreateInstance(&ci, nullptr, &instance), "creating the Vulkan instance");
+  return instance;
+}
+
+}  // namespace
+
+std::string DeviceInfo::type_name() const {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+  }
+}
+
+uint64_t Caps::max_binding_bytes() const {
+  return std::min({max_storage_buffer_range, max_allocation_bytes, max_buffer_bytes});
+}
+
+ForcedLimits ForcedLimits::parse(const std::string& spec) {
+  ForcedLimits f;
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "no_fp16") f.no_fp16 = true;
+    else if (key == "no_subgroup") f.no_subgroup = true;
+    else if (key == "max_range") f.max_storage_buffer_range = parse_size(value);
+    else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(value));
+    else
+      throw UsageError("unknown limit '" + key +
+                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, max_range=SIZE, shared=SIZE)");
+  }
+  return f;
+}
+
+ForcedLimits ForcedLimits::from_env() {
+  const char* s = std::getenv("GPTVK_FORCE");
+  return s ? parse(s) : ForcedLimits{};
+}
+
+bool ForcedLimits::any() const {
+  return no_fp16 || no_subgroup || max_storage_buffer_range || shared_memory_bytes;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                              VkDebugUtilsMessageTypeFlagsEXT,
+                                              const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                              void* user) {
+  auto* ctx = static_cast<Context*>(user);
+  if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+    ctx->validation_messages_++;
+    ctx->last_validation_message_ = data->pMessage ? data->pMessage : "";
+    std::fprintf(stderr, "gpt-vk: validation: %s\n", ctx->last_validation_message_.c_str());
+  }
+  return VK_FALSE;
+}
+
+std::vector<DeviceInfo> Context::list_devices() {
+  VkInstance instance = create_plain_instance();
+  std::vector<DeviceInfo> out;
+  try {
+    auto devices = enumerate(instance);
+    for (uint32_t i = 0; i < devices.size(); ++i) out.push_back(describe(devices[i], i));
+  } catch (...) {
+    vkDestroyInstance(instance, nullptr);
+    throw;
+  }
+  vkDestroyInstance(instance, nullptr);
+  return out;
+}
+
+Context::Context(const ContextOptions& options) {
+  const char* env_validation = std::getenv("GPTVK_VALIDATION");
+  bool validation = options.validation || (env_validation && std::strcmp(env_validation, "0") != 0);
+  int index = options.device_index;
+  if (index < 0)
+    if (const char* env = std::getenv("GPTVK_DEVICE")) index = std::atoi(env);
+  try {
+    create_instance(validation);
+    pick_device(index);
+    ForcedLimits forced = options.forced;
+    ForcedLimits env_forced = ForcedLimits::from_env();
+    forced.no_fp16 |= env_forced.no_fp16;
+    forced.no_subgroup |= env_forced.no_subgroup;
+    if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
+    if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
+    read_caps(forced);
+    create_device();
+    pipelines_ = std::make_unique<PipelineCache>(*this, options.pipeline_cache);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+Context::~Context() { release(); }
+
+void Context::release() {
+  pipelines_.reset();
+  if (device_) {
+    vkDeviceWaitIdle(device_);
+    if (fence_) vkDestroyFence(device_, fence_, nullptr);
+    if (pool_) vkDestroyCommandPool(device_, pool_, nullptr);
+    vkDestroyDevice(device_, nullptr);
+    device_ = VK_NULL_HANDLE;
+  }
+  if (messenger_) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    if (destroy) destroy(instance_, messenger_, nullptr);
+    messenger_ = VK_NULL_HANDLE;
+  }
+  if (instance_) {
+    vkDestroyInstance(instance_, nullptr);
+    instance_ = VK_NULL_HANDLE;
+  }
+}
+
+void Context::create_instance(bool validation) {
+  if (!validation) {
+    instance_ = create_plain_instance();
+    return;
+  }
+  if (!has_layer(kValidationLayer))
+    throw DeviceError(std::string("validation was requested but ") + kValidationLayer +
+                      " is not installed (Debian package vulkan-validationlayers)");
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "gpt-vk";
+  app.apiVersion = VK_API_VERSION_1_1;
+  const char* layers[] = {kValidationLayer};
+  const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+  // Synchronization validation checks the graph's barriers, not only API usage.
+  VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = enables;
+  VkDebugUtilsMessengerCreateInfoEXT dbg{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  dbg.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  dbg.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                    VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  dbg.pfnUserCallback = debug_callback;
+  dbg.pUserData = this;
+  features.pNext = &dbg;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pNext = &features;
+  ci.pApplicationInfo = &app;
+  ci.enabledLayerCount = 1;
+  ci.ppEnabledLayerNames = layers;
+  ci.enabledExtensionCount = 1;
+  ci.ppEnabledExtensionNames = extensions;
+  check(vkCreateInstance(&ci, nullptr, &instance_), "creating the Vulkan instance with validation");
+  auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+      vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+  if (!create) throw DeviceError("validation layer has no VK_EXT_debug_utils");
+  dbg.pNext = nullptr;
+  check(create(instance_, &dbg, nullptr, &messenger_), "creating the validation messenger");
+}
+
+void Context::pick_device(int index) {
+  auto devices = enumerate(instance_);
+  if (devices.empty()) throw DeviceError("no Vulkan device found (install mesa-vulkan-drivers for lavapipe)");
+  if (index >= 0) {
+    if (index >= static_cast<int>(devices.size()))
+      throw UsageError("--device " + std::to_string(index) + " does not exist: there " +
+                       (devices.size() == 1 ? "is 1 device" : "are " + std::to_string(devices.size()) + " devices") +
+                       " (see `gpt-vk devices`)");
+    physical_ = devices[index];
+    info_ = describe(physical_, index);
+    return;
+  }
+  uint32_t best = 0;
+  for (uint32_t i = 1; i < devices.size(); ++i)
+    if (type_rank(describe(devices[i], i).type) < type_rank(describe(devices[best], best).type)) best = i;
+  physical_ = devices[best];
+  info_ = describe(physical_, best);
+}
+
+void Context::read_caps(const ForcedLimits& forced) {
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(physical_, &props);
+  uint32_t api = props.apiVersion;
+
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties maint3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  subgroup.pNext = &maint3;
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &subgroup;
+  vkGetPhysicalDeviceProperties2(physical_, &props2);
+
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  bool f16_query = VK_API_VERSION_MINOR(api) >= 2 || has_device_extension(physical_, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  if (f16_query) storage16.pNext = &f16;
+  VkPhysicalDeviceFeatures2 feats2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  feats2.pNext = &storage16;
+  vkGetPhysicalDeviceFeatures2(physical_, &feats2);
+
+  caps_.fp16_storage = storage16.storageBuffer16BitAccess;
+  caps_.fp16_arithmetic = f16_query && f16.shaderFloat16;
+  caps_.subgroup_size = subgroup.subgroupSize;
+  caps_.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  caps_.shared_memory_bytes = props.limits.maxComputeSharedMemorySize;
+  caps_.max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
+  caps_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
+  caps_.max_allocation_bytes = maint3.maxMemoryAllocationSize;
+  caps_.max_buffer_bytes = maint3.maxMemoryAllocationSize;  // maxBufferSize needs 1.3; allocation caps it anyway
+  caps_.storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
+  caps_.device_local_bytes = info_.device_local_bytes;
+  caps_.timestamp_period_ns = props.limits.timestampPeriod;
+
+  VkPhysicalDeviceMemoryProperties mem{};
+  vkGetPhysicalDeviceMemoryProperties(physical_, &mem);
+  bool mappable_device_local = false;
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    auto f = mem.memoryTypes[i].propertyFlags;
+    auto want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    if ((f & want) == want && mem.memoryHeaps[mem.memoryTypes[i].heapIndex].size == info_.device_local_bytes)
+      mappable_device_local = true;
+  }
+  caps_.unified_memory = mappable_device_local && (info_.type == VK_PHYSICAL_DEVICE_TYPE_CPU ||
+                                                   info_.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU);
+
+  // What we enable is decided before forcing, so a forced fallback still runs on a fully enabled device.
+  enable_16bit_storage_ = caps_.fp16_storage;
+  enable_fp16_ = caps_.fp16_arithmetic;
+  enable_subgroup_ops_ = caps_.subgroup_arithmetic;
+
+  if (forced.no_fp16) caps_.fp16_storage = caps_.fp16_arithmetic = false;
+  if (forced.no_subgroup) caps_.subgroup_arithmetic = false;
+  if (forced.max_storage_buffer_range)
+    caps_.max_storage_buffer_range = std::min(caps_.max_storage_buffer_range, *forced.max_storage_buffer_range);
+  if (forced.shared_memory_bytes)
+    caps_.shared_memory_bytes = std::min(caps_.shared_memory_bytes, *forced.shared_memory_bytes);
+
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &n, families.data());
+  bool found = false;
+  // Prefer a compute queue without graphics (async compute on discrete GPUs), else any compute queue.
+  for (int pass = 0; pass < 2 && !found; ++pass)
+    for (uint32_t i = 0; i < n && !found; ++i) {
+      bool compute = families[i].queueFlags & VK_QUEUE_COMPUTE_BIT;
+      bool graphics = families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT;
+      if (compute && (pass == 1 || !graphics)) {
+        queue_family_ = i;
+        found = true;
+        caps_.timestamps = families[i].timestampValidBits > 0 && props.limits.timestampPeriod > 0;
+      }
+    }
+  if (!found) throw DeviceError("device '" + info_.name + "' has no compute queue");
+}
+
+void Context::create_device() {
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  storage16.storageBuffer16BitAccess = enable_16bit_storage_;
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  f16.shaderFloat16 = enable_fp16_;
+  std::vector<const char*> extensions;
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(physical_, &props);
+  if (enable_fp16_) {
+    storage16.pNext = &f16;
+    if (VK_API_VERSION_MINOR(props.apiVersion) < 2) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  }
+  VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  ci.pNext = &storage16;
+  ci.queueCreateInfoCount = 1;
+  ci.pQueueCreateInfos = &qci;
+  ci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  ci.ppEnabledExtensionNames = extensions.data();
+  check(vkCreateDevice(physical_, &ci, nullptr, &device_), "creating the Vulkan device");
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = queue_family_;
+  check(vkCreateCommandPool(device_, &pci, nullptr, &pool_), "creating a command pool");
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  check(vkCreateFence(device_, &fci, nullptr, &fence_), "creating a fence");
+}
+
+std::string Context::summary() const {
+  std::ostringstream s;
+  s << info_.name << " (" << info_.type_name() << ", " << (info_.device_local_bytes >> 20) << " MiB"
+    << ", fp16 storage " << (caps_.fp16_storage ? "yes" : "no") << ", fp16 math " << (caps_.fp16_arithmetic ? "yes" : "no")
+    << ", subgroup " << caps_.subgroup_size << (caps_.subgroup_arithmetic ? " arith" : " no-arith")
+    << ", shared " << (caps_.shared_memory_bytes >> 10) << " KiB, max binding "
+    << (caps_.max_binding_bytes() >> 20) << " MiB)";
+  return s.str();
+}
+
+uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
+                              VkMemoryPropertyFlags preferred) const {
+  VkPhysicalDeviceMemoryProperties mem{};
+  vkGetPhysicalDeviceMemoryProperties(physical_, &mem);
+  int fallback = -1;
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    if (!(type_bits & (1u << i))) continue;
+    auto f = mem.memoryTypes[i].propertyFlags;
+    if ((f & required) != required) continue;
+    if ((f & preferred) == preferred) return i;
+    if (fallback < 0) fallback = static_cast<int>(i);
+  }
+  if (fallback < 0) throw DeviceError("device '" + info_.name + "' has no suitable memory type");
+  return static_cast<uint32_t>(fallback);
+}
+
+VkCommandBuffer Context::begin_one_shot() {
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  check(vkAllocateCommandBuffers(device_, &ai, &cb), "allocating a command buffer");
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(cb, &bi), "beginning a command buffer");
+  return cb;
+}
+
+void Context::end_one_shot(VkCommandBuffer cb) {
+  check(vkEndCommandBuffer(cb), "ending a command buffer");
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cb;
+  VkResult r = vkQueueSubmit(queue_, 1, &si, fence_);
+  if (r == VK_SUCCESS) r = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+  vkResetFences(device_, 1, &fence_);
+  vkFreeCommandBuffers(device_, pool_, 1, &cb);
+  check(r, "running a transfer on the device");
+}
+
+}  // namespace gptvk::vk

@@ -1,0 +1,126 @@
+// The Vulkan instance, the chosen physical device, one compute queue and what the device can do.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gptvk::vk {
+
+class PipelineCache;
+class Buffer;
+
+struct DeviceInfo {
+  uint32_t index = 0;
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint64_t device_local_bytes = 0;  // size of the largest device-local heap
+  std::string type_name() const;
+};
+
+// What the chosen device offers, after any forced limits are applied. Ops pick shader
+// variants from this, never from the raw Vulkan structs, so forcing a limit here
+// exercises the fallback paths on any device.
+struct Caps {
+  bool fp16_storage = false;     // storageBuffer16BitAccess
+  bool fp16_arithmetic = false;  // shaderFloat16
+  bool subgroup_arithmetic = false;  // subgroupAdd/Max in compute shaders
+  uint32_t subgroup_size = 1;
+  uint32_t shared_memory_bytes = 16384;
+  uint32_t max_workgroup_invocations = 128;
+  uint64_t max_storage_buffer_range = 128ull << 20;
+  uint64_t max_allocation_bytes = 1ull << 30;
+  uint64_t max_buffer_bytes = 1ull << 30;
+  uint64_t storage_offset_alignment = 256;
+  uint64_t device_local_bytes = 0;
+  bool unified_memory = false;  // device-local memory is host-visible (CPU devices, most iGPUs)
+  bool timestamps = false;
+  float timestamp_period_ns = 1.0f;
+  // The largest single binding any op may use: min of the storage range, allocation and buffer caps.
+  uint64_t max_binding_bytes() const;
+};
+
+// Limits pretended lower than the device's, to test small-device paths on any device.
+// From the environment: GPTVK_FORCE="no_fp16,no_subgroup,max_range=64M,shared=16K".
+struct ForcedLimits {
+  bool no_fp16 = false;
+  bool no_subgroup = false;
+  std::optional<uint64_t> max_storage_buffer_range;
+  std::optional<uint32_t> shared_memory_bytes;
+  static ForcedLimits parse(const std::string& spec);  // throws UsageError on a bad spec
+  static ForcedLimits from_env();
+  bool any() const;
+};
+
+struct ContextOptions {
+  int device_index = -1;        // -1: best device (discrete > integrated > virtual > CPU)
+  bool validation = false;      // enable VK_LAYER_KHRONOS_validation and count its messages
+  ForcedLimits forced;
+  bool pipeline_cache = true;   // load/save the on-disk pipeline cache
+};
+
+class Context {
+ public:
+  explicit Context(const ContextOptions& options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Every Vulkan device on this machine in enumeration order (what `gpt-vk devices` prints).
+  static std::vector<DeviceInfo> list_devices();
+
+  VkInstance instance() const { return instance_; }
+  VkPhysicalDevice physical() const { return physical_; }
+  VkDevice device() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  VkCommandPool command_pool() const { return pool_; }
+  const Caps& caps() const { return caps_; }
+  const DeviceInfo& info() const { return info_; }
+  std::string summary() const;  // one line: device, type, memory, capabilities
+
+  // Validation messages (warnings and errors) seen so far; tests require zero.
+  uint64_t validation_messages() const { return validation_messages_.load(); }
+  const std::string& last_validation_message() const { return last_validation_message_; }
+
+  uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
+                       VkMemoryPropertyFlags preferred = 0) const;
+
+  // One-shot command buffers for uploads and downloads.
+  VkCommandBuffer begin_one_shot();
+  void end_one_shot(VkCommandBuffer cb);  // submits, waits, frees
+
+  PipelineCache& pipelines() { return *pipelines_; }
+
+ private:
+  friend VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT,
+                                                       VkDebugUtilsMessageTypeFlagsEXT,
+                                                       const VkDebugUtilsMessengerCallbackDataEXT*,
+                                                       void*);
+  void release();  // destroys every Vulkan object; safe on a half-built context
+  void create_instance(bool validation);
+  void pick_device(int index);
+  void read_caps(const ForcedLimits& forced);
+  void create_device();
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  Caps caps_;
+  DeviceInfo info_;
+  bool enable_fp16_ = false, enable_16bit_storage_ = false, enable_subgroup_ops_ = false;
+  std::atomic<uint64_t> validation_messages_{0};
+  std::string last_validation_message_;
+  std::unique_ptr<PipelineCache> pipelines_;
+};
+
+}  // namespace gptvk::vk

@@ -1,0 +1,53 @@
+// A model described by a TOML file in the schema of the CONTRACT ([model], [weights],
+// [weights.names], [tokenizer]). Every path is resolved against the TOML file's directory.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "engine/dtype.hpp"
+
+namespace gptvk {
+
+enum class Activation { GeluTanh, GeluErf, Relu };
+enum class NormPosition { Pre, Post };
+
+struct ModelConfig {
+  std::string source;  // path of the TOML file, for error messages
+
+  // [model]
+  std::string name;
+  uint32_t vocab_size = 0;
+  uint32_t context_length = 0;
+  uint32_t emb_dim = 0;
+  uint32_t n_heads = 0;
+  uint32_t n_layers = 0;
+  uint32_t ffn_dim = 0;  // default 4 * emb_dim
+  bool qkv_bias = true;
+  bool out_bias = false;
+  bool tie_embeddings = true;
+  Activation activation = Activation::GeluTanh;
+  float norm_eps = 1e-5f;
+  NormPosition norm_position = NormPosition::Pre;
+  bool final_norm = true;
+  uint32_t head_dim() const { return emb_dim / n_heads; }
+
+  // [weights]
+  std::string weights_file;  // absolute or resolved path; may not exist (bench fills random weights)
+  std::string layout = "hf-gpt2";  // "hf-gpt2" | "custom"
+  DType dtype = DType::F32;        // storage on the device
+  // [weights.names] for layout = "custom": key -> pattern with {i} for the layer index;
+  // plus "linear" -> "out_in" | "in_out".
+  std::map<std::string, std::string> names;
+
+  // [tokenizer]; empty when the config has none
+  std::string tokenizer_vocab;
+  std::string tokenizer_merges;
+};
+
+// Parses and checks a config. Throws InputError naming the file and the key on: malformed
+// TOML, unknown or missing keys, wrong types, bad values, inconsistent dimensions.
+ModelConfig load_config(const std::string& path);
+
+}  // namespace gptvk

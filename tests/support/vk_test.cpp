@@ -1,0 +1,97 @@
+#define GPTVK_TEST_SUPPORT_IMPL
+#include "tests/support/vk_test.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+namespace gptvk::test {
+
+namespace {
+std::unique_ptr<vk::Context> g_native, g_fallback;
+
+vk::ContextOptions options() {
+  vk::ContextOptions o;
+  // GPTVK_TEST_VALIDATION=0 turns the layer off (for timing runs only; CI keeps it on).
+  const char* v = std::getenv("GPTVK_TEST_VALIDATION");
+  o.validation = !(v && std::string(v) == "0");
+  o.pipeline_cache = false;
+  return o;
+}
+}  // namespace
+
+vk::Context& context() {
+  if (!g_native) g_native = std::make_unique<vk::Context>(options());
+  return *g_native;
+}
+
+vk::Context& fallback_context() {
+  if (!g_fallback) {
+    auto o = options();
+    o.forced = vk::ForcedLimits::parse("no_fp16,no_subgroup,shared=16K,max_range=64M");
+    g_fallback = std::make_unique<vk::Context>(o);
+  }
+  return *g_fallback;
+}
+
+std::vector<std::pair<std::string, vk::Context*>> all_contexts() {
+  return {{"native", &context()}, {"fallback", &fallback_context()}};
+}
+
+void release_contexts() {
+  g_native.reset();
+  g_fallback.reset();
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+vk::Buffer upload(vk::Context& ctx, const std::vector<float>& data) {
+  return upload_bytes(ctx, data.data(), data.size() * sizeof(float));
+}
+
+vk::Buffer upload_bytes(vk::Context& ctx, const void* data, size_t bytes) {
+  vk::Buffer b(ctx, bytes, vk::Memory::Device, "test input");
+  b.upload(data, bytes);
+  return b;
+}
+
+std::vector<float> download(const vk::Buffer& b, size_t n) {
+  std::vector<float> v(n);
+  b.download(v.data(), n * sizeof(float));
+  return v;
+}
+
+double max_abs_error(const std::vector<float>& got, const std::vector<float>& want) {
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  double e = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double d = std::fabs(double(got[i]) - double(want[i]));
+    if (std::isnan(d)) return INFINITY;
+    e = std::max(e, d);
+  }
+  return e;
+}
+
+double max_rel_error(const std::vector<float>& got, const std::vector<float>& want, double floor) {
+  double scale = floor;
+  for (float w : want) scale = std::max(scale, double(std::fabs(w)));
+  return max_abs_error(got, want) / scale;
+}
+
+NoValidationMessages::NoValidationMessages()
+    : start_native(context().validation_messages()), start_fallback(fallback_context().validation_messages()) {}
+
+NoValidationMessages::~NoValidationMessages() {
+  BOOST_CHECK_MESSAGE(context().validation_messages() == start_native,
+                      "validation layer reported: " << context().last_validation_message());
+  BOOST_CHECK_MESSAGE(fallback_context().validation_messages() == start_fallback,
+                      "validation layer reported: " << fallback_context().last_validation_message());
+}
+
+}  // namespace gptvk::test

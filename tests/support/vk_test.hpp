@@ -1,0 +1,58 @@
+// Shared test plumbing: Vulkan contexts with validation on, random data, uploads and
+// error measures. Every op test runs on the device as it is and again with the fallback
+// paths forced (no fp16, no subgroup arithmetic, small shared memory and binding range).
+#pragma once
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/graph.hpp"
+#include "engine/vk/buffer.hpp"
+#include "engine/vk/context.hpp"
+
+namespace gptvk::test {
+
+// The device as it is, validation on (process-wide, created on first use).
+vk::Context& context();
+// The same device pretending to lack fp16, subgroup arithmetic, and with 16 KiB shared
+// memory and a 64 MiB binding range: exercises every fallback shader path.
+vk::Context& fallback_context();
+// Both, for tests that must pass on each: {"native", ctx}, {"fallback", ctx}.
+std::vector<std::pair<std::string, vk::Context*>> all_contexts();
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+
+vk::Buffer upload(vk::Context& ctx, const std::vector<float>& data);
+vk::Buffer upload_bytes(vk::Context& ctx, const void* data, size_t bytes);
+std::vector<float> download(const vk::Buffer& b, size_t n);
+
+// max |a - b| / max(max |b|, floor): error relative to the reference's largest magnitude.
+double max_rel_error(const std::vector<float>& got, const std::vector<float>& want, double floor = 1e-6);
+double max_abs_error(const std::vector<float>& got, const std::vector<float>& want);
+
+// Fails the current test if the validation layer reported anything since construction.
+struct NoValidationMessages {
+  NoValidationMessages();
+  ~NoValidationMessages();
+  uint64_t start_native, start_fallback;
+};
+
+// Destroys the shared contexts before static destruction (the validation layer's own
+// statics would be gone by then).
+void release_contexts();
+struct ReleaseContextsAtEnd {
+  void setup() {}
+  void teardown() { release_contexts(); }
+};
+
+}  // namespace gptvk::test
+
+// Each test executable is one translation unit that includes this header once.
+#ifndef GPTVK_TEST_SUPPORT_IMPL
+using GptvkReleaseContextsAtEnd = gptvk::test::ReleaseContextsAtEnd;
+BOOST_TEST_GLOBAL_FIXTURE(GptvkReleaseContextsAtEnd);
+#endif
