@@ -7,10 +7,10 @@
 #include <string>
 
 #include "engine/dtype.hpp"
+#include "engine/ops/activation.hpp"
 
 namespace gptvk {
 
-enum class Activation { GeluTanh, GeluErf, Relu };
 enum class NormPosition { Pre, Post };
 
 struct ModelConfig {
