@@ -1,15 +1,92 @@
-// `gpt-vk bench`: placeholder until its issue lands; says so and fails.
+// `gpt-vk bench`: prefill and decode throughput. Each repeat prefills --prompt-tokens
+// random tokens and then decodes --gen-tokens more with greedy sampling on the device;
+// the first run warms up (pipelines, graph recording) and is not counted.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <memory>
+#include <random>
 
 #include "cli/commands.hpp"
+#include "cli/model_session.hpp"
+#include "cli/profile_table.hpp"
+#include "engine/error.hpp"
 
 namespace gptvk::cli {
 
-Action add_bench(CLI::App& app, Common&) {
-  app.add_subcommand("bench", "(not built yet)");
-  return [] {
-    std::fprintf(stderr, "gpt-vk: 'bench' is not built yet\n");
-    return 2;
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+Action add_bench(CLI::App& app, Common& common) {
+  struct Flags {
+    ModelFlags model;
+    uint32_t prompt_tokens = 128, gen_tokens = 64, repeats = 5;
+    bool profile = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand(
+      "bench",
+      "prefill and decode throughput (tokens/s); random weights when no weights file exists");
+  add_model_flags(cmd, f->model);
+  cmd->add_option("--prompt-tokens", f->prompt_tokens, "prompt length: the context depth decode starts at")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--gen-tokens", f->gen_tokens, "tokens decoded after the prompt")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeats", f->repeats, "measured runs after one warm-up run")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
+  return [&common, f] {
+    auto s = open_model(common, f->model, /*allow_random=*/true);
+    const auto& cfg = s.cfg;
+    if (uint64_t(f->prompt_tokens) + f->gen_tokens > cfg.context_length)
+      throw UsageError("--prompt-tokens + --gen-tokens = " + std::to_string(f->prompt_tokens + f->gen_tokens) +
+                       " exceeds the context of " + std::to_string(cfg.context_length));
+    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights, loaded in %.2f s\n", cfg.name.c_str(),
+                 s.ctx->info().name.c_str(), dtype_name(cfg.dtype), s.load_seconds);
+    std::mt19937 rng(42);
+    std::vector<uint32_t> prompt(f->prompt_tokens);
+    for (auto& t : prompt) t = rng() % cfg.vocab_size;
+    s.model->set_sampling({0.0f, 0, 1.0f, 0});
+    s.model->set_profile(f->profile);
+
+    std::vector<double> prefill_rates, decode_rates;
+    std::vector<OpTime> prefill_profile;
+    using clock = std::chrono::steady_clock;
+    for (uint32_t r = 0; r <= f->repeats; ++r) {
+      auto t0 = clock::now();
+      s.model->prefill_and_sample(prompt);
+      auto t1 = clock::now();
+      if (f->profile) prefill_profile = s.model->profile_summary();
+      for (uint32_t i = 0; i < f->gen_tokens; ++i) s.model->decode_next();
+      auto t2 = clock::now();
+      if (r == 0) continue;  // warm-up
+      prefill_rates.push_back(f->prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
+      if (f->gen_tokens) decode_rates.push_back(f->gen_tokens / std::chrono::duration<double>(t2 - t1).count());
+    }
+    auto spread = [](const std::vector<double>& v) {
+      if (v.empty()) return std::make_pair(0.0, 0.0);
+      return std::make_pair(*std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
+    };
+    auto [pmin, pmax] = spread(prefill_rates);
+    auto [dmin, dmax] = spread(decode_rates);
+    double p = median(prefill_rates), d = decode_rates.empty() ? 0.0 : median(decode_rates);
+    std::fprintf(stderr, "prefill %u tokens: median %.1f tok/s (min %.1f, max %.1f) over %u runs\n", f->prompt_tokens, p,
+                 pmin, pmax, f->repeats);
+    std::fprintf(stderr, "decode %u tokens at depth %u: median %.2f tok/s (min %.2f, max %.2f)\n", f->gen_tokens,
+                 f->prompt_tokens, d, dmin, dmax);
+    if (f->profile) {
+      print_profile_table("prefill", prefill_profile);
+      print_profile_table("decode (one token)", s.model->profile_summary());
+    }
+    std::printf("prefill_tok_s=%.3f decode_tok_s=%.3f\n", p, d);
+    return 0;
   };
 }
 

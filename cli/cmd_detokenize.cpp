@@ -1,15 +1,39 @@
-// `gpt-vk detokenize`: placeholder until its issue lands; says so and fails.
+// `gpt-vk detokenize --config CFG --ids 464,2068`: prints the text of the ids, byte-exact
+// (no newline added).
 #include <cstdio>
+#include <memory>
+#include <string>
 
 #include "cli/commands.hpp"
+#include "engine/error.hpp"
+#include "models/tokenizer/id_list.hpp"
+#include "models/tokenizer/tokenizer.hpp"
 
 namespace gptvk::cli {
 
+Tokenizer load_config_tokenizer(const std::string& config_path);  // cmd_tokenize.cpp
+
+namespace {
+
+struct DetokenizeArgs {
+  std::string config, ids;
+};
+
+}  // namespace
+
 Action add_detokenize(CLI::App& app, Common&) {
-  app.add_subcommand("detokenize", "(not built yet)");
-  return [] {
-    std::fprintf(stderr, "gpt-vk: 'detokenize' is not built yet\n");
-    return 2;
+  auto args = std::make_shared<DetokenizeArgs>();
+  auto* cmd = app.add_subcommand("detokenize", "GPT-2 decoding: prints the text of token ids, byte-exact");
+  cmd->add_option("--config", args->config, "model config (TOML); its [tokenizer] names the vocab and merges files")
+      ->required();
+  cmd->add_option("--ids", args->ids, "token ids separated by commas (or spaces), e.g. 464,2068")->required();
+  return [args] {
+    std::vector<uint32_t> ids = parse_id_list(args->ids);
+    Tokenizer tok = load_config_tokenizer(args->config);
+    std::string text = tok.decode(ids);
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      throw InputError("cannot write to standard output");
+    return 0;
   };
 }
 

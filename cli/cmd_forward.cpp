@@ -1,15 +1,32 @@
-// `gpt-vk forward`: placeholder until its issue lands; says so and fails.
+// `gpt-vk forward`: one forward pass over given token ids; writes the logits of every
+// position to a .npy file ([T, vocab_size], little-endian float32).
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/model_session.hpp"
+#include "engine/error.hpp"
+#include "models/npy.hpp"
+#include "models/tokenizer/id_list.hpp"
 
 namespace gptvk::cli {
 
-Action add_forward(CLI::App& app, Common&) {
-  app.add_subcommand("forward", "(not built yet)");
-  return [] {
-    std::fprintf(stderr, "gpt-vk: 'forward' is not built yet\n");
-    return 2;
+Action add_forward(CLI::App& app, Common& common) {
+  struct Flags {
+    ModelFlags model;
+    std::string ids, out;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("forward", "one forward pass over token ids; writes logits of every position (.npy)");
+  add_model_flags(cmd, f->model);
+  cmd->add_option("--ids", f->ids, "token ids, comma-separated, e.g. 464,2068,318")->required();
+  cmd->add_option("--out", f->out, "output .npy file: float32 [T, vocab_size]")->required();
+  return [&common, f] {
+    auto ids = parse_id_list(f->ids);
+    auto s = open_model(common, f->model);
+    auto logits = s.model->prefill(ids, 0, true);
+    write_npy(f->out, {ids.size(), s.cfg.vocab_size}, logits.data());
+    return 0;
   };
 }
 

@@ -1,15 +1,116 @@
-// `gpt-vk generate`: placeholder until its issue lands; says so and fails.
+// `gpt-vk generate`: prints the prompt, then the generated text as each token arrives.
+// Sampling runs on the device; per token only the chosen id (4 bytes) comes back.
+#include <csignal>
+#include <chrono>
 #include <cstdio>
+#include <memory>
+#include <random>
 
 #include "cli/commands.hpp"
+#include "cli/model_session.hpp"
+#include "engine/error.hpp"
 
 namespace gptvk::cli {
 
-Action add_generate(CLI::App& app, Common&) {
-  app.add_subcommand("generate", "(not built yet)");
-  return [] {
-    std::fprintf(stderr, "gpt-vk: 'generate' is not built yet\n");
-    return 2;
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_sigint(int) { g_interrupted = 1; }
+
+void emit(const std::string& bytes) {
+  std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+Action add_generate(CLI::App& app, Common& common) {
+  struct Flags {
+    ModelFlags model;
+    std::string prompt;
+    uint32_t max_tokens = 100;
+    float temperature = 0.8f, top_p = 0.95f;
+    uint32_t top_k = 40;
+    int64_t seed = -1;
+    bool special = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand(
+      "generate",
+      "generate text: prints the prompt, then the continuation as it is produced.\n"
+      "Stops after --max-tokens tokens, at <|endoftext|>, or when the model's context is full\n"
+      "(said on stderr). Ctrl-C stops early and keeps the text so far.");
+  add_model_flags(cmd, f->model, "bundled");
+  cmd->add_option("--prompt", f->prompt, "text to continue (UTF-8; invalid bytes are encoded byte by byte)")
+      ->required();
+  cmd->add_option("--max-tokens", f->max_tokens, "most tokens to generate (at most the context length)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--temperature", f->temperature, "sampling temperature; 0 = greedy (argmax)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", f->top_k, "sample among the K most likely tokens; 0 = off")->capture_default_str();
+  cmd->add_option("--top-p", f->top_p, "nucleus sampling: smallest set of tokens with probability >= P; 1 = off")
+      ->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  cmd->add_option("--seed", f->seed, "random seed; same seed, same output on the same device (default: random)");
+  cmd->add_flag("--special", f->special, "treat <|endoftext|> in the prompt as the special token, not text");
+  return [&common, f] {
+    auto s = open_model(common, f->model);
+    const auto& cfg = s.cfg;
+    if (f->max_tokens > cfg.context_length)
+      throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +
+                       std::to_string(cfg.context_length) + " tokens");
+    Tokenizer tok = load_tokenizer(cfg);
+    auto prompt = tok.encode(f->prompt, f->special);
+    auto eot = tok.eot_id();
+    // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
+    if (prompt.empty()) {
+      if (!eot) throw InputError("the prompt is empty and the vocabulary has no <|endoftext|> to start from");
+      prompt.push_back(*eot);
+    }
+    if (prompt.size() >= cfg.context_length)
+      throw InputError("the prompt is " + std::to_string(prompt.size()) + " tokens; the model's context holds " +
+                       std::to_string(cfg.context_length) + " including at least one generated token");
+    uint64_t seed = f->seed >= 0 ? static_cast<uint64_t>(f->seed) : std::random_device{}();
+    if (f->seed < 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
+    s.model->set_sampling({f->temperature, f->top_k, f->top_p, seed});
+
+    g_interrupted = 0;
+    auto previous = std::signal(SIGINT, on_sigint);
+    emit(f->prompt);
+    StreamDecoder out(tok);
+    using clock = std::chrono::steady_clock;
+    auto t0 = clock::now();
+    uint32_t token = s.model->prefill_and_sample(prompt);
+    auto t1 = clock::now();
+    uint32_t generated = 0;
+    std::string why = "reached --max-tokens";
+    while (true) {
+      if (eot && token == *eot) {
+        why = "stopped at <|endoftext|>";
+        break;
+      }
+      emit(out.feed(token));
+      ++generated;
+      if (g_interrupted) {
+        why = "interrupted";
+        break;
+      }
+      if (generated >= f->max_tokens) break;
+      if (s.model->position() >= cfg.context_length) {
+        why = "stopped: the context of " + std::to_string(cfg.context_length) + " tokens is full";
+        break;
+      }
+      token = s.model->decode_next();
+    }
+    auto t2 = clock::now();
+    emit(out.flush() + "\n");
+    std::signal(SIGINT, previous);
+    double prefill_s = std::chrono::duration<double>(t1 - t0).count();
+    double decode_s = std::chrono::duration<double>(t2 - t1).count();
+    std::fprintf(stderr,
+                 "gpt-vk: %s; load %.2f s, prompt %zu tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
+                 why.c_str(), s.load_seconds, prompt.size(), prompt.size() / prefill_s, generated,
+                 generated > 1 ? (generated - 1) / decode_s : 0.0);
+    return g_interrupted ? 130 : 0;
   };
 }
 

@@ -1,15 +1,64 @@
-// `gpt-vk tokenize`: placeholder until its issue lands; says so and fails.
+// `gpt-vk tokenize --config CFG (--text TEXT | --file PATH) [--special]`: GPT-2 byte-level
+// BPE encoding with the tokenizer files named in the config; prints the ids separated by
+// single spaces on one line.
 #include <cstdio>
+#include <memory>
+#include <string>
 
 #include "cli/commands.hpp"
+#include "engine/error.hpp"
+#include "models/config.hpp"
+#include "models/tokenizer/tokenizer.hpp"
+#include "models/tokenizer/vocab_files.hpp"
 
 namespace gptvk::cli {
 
+namespace {
+
+struct TokenizeArgs {
+  std::string config, text, file;
+  bool special = false;
+};
+
+}  // namespace
+
+// The tokenizer of a model config; shared by tokenize and detokenize.
+Tokenizer load_config_tokenizer(const std::string& config_path) {
+  ModelConfig cfg = load_config(config_path);
+  if (cfg.tokenizer_vocab.empty() || cfg.tokenizer_merges.empty())
+    throw InputError(config_path + ": no [tokenizer] section with vocab and merges");
+  return Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+}
+
 Action add_tokenize(CLI::App& app, Common&) {
-  app.add_subcommand("tokenize", "(not built yet)");
-  return [] {
-    std::fprintf(stderr, "gpt-vk: 'tokenize' is not built yet\n");
-    return 2;
+  auto args = std::make_shared<TokenizeArgs>();
+  auto* cmd = app.add_subcommand("tokenize", "GPT-2 byte-level BPE encoding: prints the token ids on one line");
+  cmd->add_option("--config", args->config, "model config (TOML); its [tokenizer] names the vocab and merges files")
+      ->required();
+  auto* text = cmd->add_option("--text", args->text, "the text to encode");
+  auto* file = cmd->add_option("--file", args->file, "encode the bytes of this file");
+  text->excludes(file);
+  cmd->add_flag("--special", args->special,
+                "treat <|endoftext|> in the input as the special token (id 50256 in GPT-2) rather than as "
+                "plain text, which is the default, as in GPT-2's own encoder");
+  cmd->footer(
+      "Input that is not valid UTF-8 is encoded losslessly: each byte that is not part of a valid UTF-8 "
+      "character becomes its own byte-level token, so `detokenize` gives back the exact input bytes.");
+  return [args, text, file] {
+    if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
+    std::string input = file->count() ? tokenizer::read_file_bytes(args->file) : args->text;
+    Tokenizer tok = load_config_tokenizer(args->config);
+    std::vector<uint32_t> ids = tok.encode(input, args->special);
+    std::string line;
+    line.reserve(ids.size() * 6 + 1);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) line += ' ';
+      line += std::to_string(ids[i]);
+    }
+    line += '\n';
+    if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0)
+      throw InputError("cannot write to standard output");
+    return 0;
   };
 }
 

@@ -1,0 +1,70 @@
+#include "cli/model_session.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/error.hpp"
+#include "models/weights.hpp"
+
+namespace gptvk::cli {
+
+namespace fs = std::filesystem;
+
+void add_model_flags(CLI::App* cmd, ModelFlags& flags, const std::string& default_config) {
+  auto* opt = cmd->add_option("--config", flags.config, "model config (TOML)");
+  if (default_config.empty()) opt->required();
+  else opt->description("model config (TOML); default: the bundled model");
+  cmd->add_option("--weights", flags.weights, "safetensors file; overrides the config's [weights] file");
+}
+
+std::string default_config_path() {
+  // Installed layout first, then the source tree the binary was built from.
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    candidates.push_back(exe.parent_path() / "../share/gpt-vk/models/default/config.toml");
+    candidates.push_back(exe.parent_path() / "../models/default/config.toml");
+  }
+#ifdef GPTVK_SOURCE_DIR
+  candidates.push_back(fs::path(GPTVK_SOURCE_DIR) / "models/default/config.toml");
+#endif
+  for (const auto& c : candidates)
+    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec).string();
+  throw UsageError("no --config given and the bundled default model (models/default/config.toml) was not found");
+}
+
+ModelSession open_model(const Common& common, const ModelFlags& flags, bool allow_random, uint32_t max_chunk) {
+  auto t0 = std::chrono::steady_clock::now();
+  ModelSession s;
+  s.cfg = load_config(flags.config.empty() ? default_config_path() : flags.config);
+  std::string weights = flags.weights.empty() ? s.cfg.weights_file : flags.weights;
+  if (!flags.weights.empty() && !fs::exists(flags.weights)) throw InputError("weights file " + flags.weights + " not found");
+  vk::ContextOptions o;
+  o.device_index = common.device;
+  o.validation = common.validation;
+  s.ctx = std::make_unique<vk::Context>(o);
+  ModelWeights w;
+  if (allow_random && !fs::exists(weights)) {
+    std::fprintf(stderr, "gpt-vk: weights file %s not found: using deterministic random weights\n", weights.c_str());
+    w = random_weights(*s.ctx, s.cfg, 1234);
+    s.random_weights = true;
+  } else {
+    if (!fs::exists(weights)) throw InputError("weights file " + weights + " not found (set [weights] file or --weights)");
+    w = load_weights(*s.ctx, s.cfg, weights);
+  }
+  s.model = std::make_unique<GptModel>(*s.ctx, s.cfg, std::move(w), max_chunk);
+  s.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+Tokenizer load_tokenizer(const ModelConfig& cfg) {
+  if (cfg.tokenizer_vocab.empty() || cfg.tokenizer_merges.empty())
+    throw UsageError(cfg.source + " has no [tokenizer] section (vocab and merges files are needed for text)");
+  return Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+}
+
+}  // namespace gptvk::cli

@@ -1,0 +1,121 @@
+#include "engine/ops/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/vk/context.hpp"
+
+namespace gptvk::ops {
+
+namespace {
+
+void check_shape(const char* op, View qkv, View k_cache, View v_cache, uint32_t T, AttentionShape s) {
+  auto fail = [&](const std::string& why) { throw std::logic_error(std::string(op) + ": " + why); };
+  if (s.n_heads == 0 || s.head_dim == 0 || s.context == 0 || T == 0) fail("empty shape");
+  if (T > 65535 || s.n_heads > 65535) fail("more tokens or heads than one grid dimension holds");
+  uint64_t C = uint64_t(s.n_heads) * s.head_dim;
+  if (qkv.size() < uint64_t(T) * 3 * C * 4) fail("qkv view smaller than T x 3C floats");
+  if (k_cache.size() < uint64_t(s.context) * C * 4 || v_cache.size() < uint64_t(s.context) * C * 4)
+    fail("cache view smaller than context x C floats");
+}
+
+// Shared memory the kernel's arrays take (shaders/attention.comp), for a merge chunk.
+uint64_t shared_bytes(const AttentionKernel& k, uint32_t sg, AttentionShape s, uint32_t chunk) {
+  if (k.subgroup) return uint64_t(k.local / sg) * (2 + s.head_dim) * 4;  // sh_m, sh_l, sh_acc
+  return uint64_t(k.local) * (2 + chunk) * 4;                            // sh_m, sh_l, sh_acc
+}
+
+}  // namespace
+
+void kv_append(Graph& g, View qkv, View step, View k_cache, View v_cache, uint32_t T, AttentionShape s,
+               const std::string& name) {
+  check_shape("kv_append", qkv, k_cache, v_cache, T, s);
+  constexpr uint32_t local = 64;
+  uint32_t C = s.n_heads * s.head_dim;
+  const auto& p = g.context().pipelines().get({"kv_append", {local, C, s.context}, 4, 0});
+  // Only rows pos0..pos0+T-1 are written, but pos0 is known only on the device, so the
+  // whole cache views are declared written (a later attention read waits for them).
+  g.add({name, &p,
+         {{qkv, Access::Read}, {step, Access::Read}, {k_cache, Access::Write}, {v_cache, Access::Write}},
+         {(C + local - 1) / local, T, 1},
+         {}});
+}
+
+AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s) {
+  const auto& caps = ctx.caps();
+  bool cpu = ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  uint32_t sg = std::max(caps.subgroup_size, 1u);
+  AttentionKernel k;
+  k.subgroup = caps.subgroup_arithmetic;
+  if (k.subgroup) {
+    // vec4 when it still gives every lane work (lavapipe: 8 lanes; a 32-lane GPU subgroup
+    // over a 64-dim head reads better as floats, two per lane).
+    k.vec4 = s.head_dim % 4 == 0 && s.head_dim / 4 >= sg;
+    // A CPU device runs a workgroup as one thread: one subgroup, no merge. A GPU gets
+    // 256 invocations so that each head's keys are split over several subgroups.
+    uint32_t nsg = cpu ? 1 : std::max(1u, 256 / sg);
+    nsg = std::min(nsg, std::max(1u, caps.max_workgroup_invocations / sg));
+    while (nsg > 1 && uint64_t(nsg) * (2 + s.head_dim) * 4 > caps.shared_memory_bytes) nsg /= 2;
+    k.local = nsg * sg;
+  } else {
+    // One key per invocation: a CPU runs a workgroup as one SIMD of subgroup_size lanes,
+    // a GPU gets 64 key streams per head.
+    k.vec4 = s.head_dim % 4 == 0;
+    k.local = std::min(cpu ? sg : 64u, caps.max_workgroup_invocations);
+    while (k.local > 1 && uint64_t(k.local) * (2 + 4) * 4 > caps.shared_memory_bytes) k.local /= 2;
+  }
+  return k;
+}
+
+void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, View step, View k_cache,
+                    View v_cache, View out, uint32_t T, AttentionShape s, const std::string& name) {
+  check_shape("attention", qkv, k_cache, v_cache, T, s);
+  uint32_t C = s.n_heads * s.head_dim;
+  if (out.size() < uint64_t(T) * C * 4) throw std::logic_error("attention: out view smaller than T x C floats");
+  const auto& caps = g.context().caps();
+  uint32_t sg = std::max(caps.subgroup_size, 1u);
+  uint32_t vec = k.vec4 ? 4 : 1;
+  auto fail = [&](const std::string& why) { throw std::logic_error("attention kernel: " + why); };
+  if (k.vec4 && s.head_dim % 4) fail("vec4 loads need head_dim % 4 == 0");
+  if (k.local == 0 || k.local > caps.max_workgroup_invocations) fail("bad workgroup size");
+  if (k.subgroup && (!caps.subgroup_arithmetic || k.local % sg)) fail("no subgroup arithmetic, or a partial subgroup");
+
+  // The shared variant merges `chunk` dims per pass: as many as fit (a multiple of vec).
+  uint32_t chunk = vec;
+  if (!k.subgroup) {
+    uint64_t fixed = uint64_t(k.local) * 2 * 4;
+    if (fixed < caps.shared_memory_bytes)
+      chunk = uint32_t(std::min<uint64_t>(s.head_dim, (caps.shared_memory_bytes - fixed) / (uint64_t(k.local) * 4)));
+    chunk -= chunk % vec;
+    if (chunk == 0) fail("workgroup too large for the device's shared memory");
+  }
+  if (shared_bytes(k, sg, s, chunk) > caps.shared_memory_bytes) fail("shared memory exceeds the device's");
+
+  std::string shader = std::string("attention.") + (k.subgroup ? "subgroup" : "shared") + (k.vec4 ? "_vec4" : "");
+  float scale = 1.0f / std::sqrt(float(s.head_dim));
+  const auto& p = g.context().pipelines().get(
+      {shader, {k.local, s.head_dim, C, s.context, vk::spec_f32(scale), sg, chunk, append ? 1u : 0u}, 5, 0});
+  // With append the caches are written too (rows pos0..pos0+T-1, known only on the device).
+  Access cache_access = append ? Access::ReadWrite : Access::Read;
+  g.add({name, &p,
+         {{qkv, Access::Read},
+          {step, Access::Read},
+          {k_cache, cache_access},
+          {v_cache, cache_access},
+          {out, Access::Write}},
+         {s.n_heads, T, 1},
+         {}});
+}
+
+void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T, AttentionShape s,
+               const std::string& name) {
+  attention_with(g, attention_kernel(g.context(), s), false, qkv, step, k_cache, v_cache, out, T, s, name);
+}
+
+void kv_append_attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T,
+                         AttentionShape s, const std::string& name) {
+  attention_with(g, attention_kernel(g.context(), s), true, qkv, step, k_cache, v_cache, out, T, s, name);
+}
+
+}  // namespace gptvk::ops

@@ -1,0 +1,57 @@
+// Causal multi-head self-attention over a per-layer KV cache, for prefill (T tokens) and
+// decode (T = 1, replayed at advancing positions). The position of the step's first token
+// is read by the shaders from the step buffer (engine/ops/step.hpp), so a recorded graph
+// replays unchanged while the position advances.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/graph.hpp"
+
+namespace gptvk {
+namespace vk {
+class Context;
+}
+
+namespace ops {
+
+// Head layout: embedding width C = n_heads * head_dim; context = rows of each cache.
+struct AttentionShape {
+  uint32_t n_heads, head_dim, context;
+};
+
+// Appends this step's keys and values to the cache: for t < T, k_cache[pos0 + t][:] = qkv[t][C:2C],
+// v_cache[pos0 + t][:] = qkv[t][2C:3C]; pos0 = step_pos (shaders/common/step.glsl).
+// qkv is f32 [T][3C] (GPT-2's c_attn output: q, k, v thirds); caches are f32 [context][C].
+// Rows past the end of the cache are dropped (the caller must keep pos0 + T <= context).
+void kv_append(Graph& g, View qkv, View step, View k_cache, View v_cache, uint32_t T, AttentionShape s,
+               const std::string& name = "kv_append");
+
+// out[t][h*hd + d] = sum_{j <= pos0 + t} softmax_j(q_t,h . k_j,h / sqrt(hd)) v_j,h[d]
+// q from qkv[t][0:C] (qkv row stride 3C); keys/values from the caches (positions 0..pos0+T-1,
+// so kv_append for this step comes first). out is f32 [T][C]. One dispatch, sized by T and
+// the shape only: the key count is read at run time.
+void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T, AttentionShape s,
+               const std::string& name = "attention");
+
+// kv_append followed by attention, in a single dispatch: the step's own keys and values are
+// read straight from qkv while the same workgroups write them to the caches. Same results.
+void kv_append_attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T,
+                         AttentionShape s, const std::string& name = "attention");
+
+// How the attention shader runs (shaders/attention.comp). attention_kernel picks it from
+// the device's caps; tests force the other paths to check them on one device.
+struct AttentionKernel {
+  bool subgroup = false;  // lanes split the head dims, one subgroupAdd per key; else one key per invocation
+  bool vec4 = false;      // 16-byte cache loads (head_dim % 4 == 0)
+  uint32_t local = 8;     // workgroup size; with subgroup a multiple of the subgroup size
+};
+AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s);
+
+// attention (append = false) or kv_append_attention (append = true) with a given kernel;
+// throws std::logic_error when the kernel does not fit the device or the shape.
+void attention_with(Graph& g, const AttentionKernel& kernel, bool append, View qkv, View step, View k_cache,
+                    View v_cache, View out, uint32_t T, AttentionShape s, const std::string& name);
+
+}  // namespace ops
+}  // namespace gptvk

@@ -1,0 +1,209 @@
+#include "engine/ops/linear.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "engine/error.hpp"
+#include "engine/vk/context.hpp"
+
+namespace gptvk::ops {
+
+namespace {
+
+constexpr uint32_t kMaxGroups = 65535;  // per dimension: the smallest maxComputeWorkGroupCount allowed
+
+// One kernel with its tile sizes, as shaders/linear.comp expects them.
+struct Kernel {
+  LinearKernel kind = LinearKernel::MatVec;
+  std::string shader;
+  uint32_t local = 1;               // invocations per workgroup
+  std::vector<uint32_t> tile;       // spec constants 9.. (see the kernel's .glsl)
+  uint32_t tokens_per_group = 1;    // workgroup grid: x over tokens ...
+  uint32_t outputs_per_group = 1;   // ... y over outputs (mat-vec: x over outputs, y over tokens)
+};
+
+bool is_cpu(const vk::Context& ctx) { return ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+
+Kernel mat_vec(const vk::Context& ctx) {
+  const auto& caps = ctx.caps();
+  Kernel k;
+  k.kind = LinearKernel::MatVec;
+  k.shader = caps.subgroup_arithmetic ? "linear.matvec_subgroup" : "linear.matvec_shared";
+  // lavapipe: one 8-wide SIMD vector per workgroup; more invocations add no parallelism.
+  // GPUs: 64 invocations split the input dimension of 4 rows at a time.
+  k.local = is_cpu(ctx) ? std::clamp<uint32_t>(caps.subgroup_size, 1, 16) : 64;
+  k.local = std::min(k.local, caps.max_workgroup_invocations);
+  uint32_t rows = is_cpu(ctx) ? 8 : 4;  // outputs per workgroup: one load of x serves all
+  if (const char* e = std::getenv("TUNE_MV")) sscanf(e, "%u,%u", &k.local, &rows);  // TUNING ONLY
+  k.tile = {rows};
+  k.outputs_per_group = rows;
+  return k;
+}
+
+Kernel gemm_registers(const vk::Context& ctx) {
+  const auto& caps = ctx.caps();
+  Kernel k;
+  k.kind = LinearKernel::GemmRegisters;
+  if (caps.subgroup_arithmetic && caps.subgroup_size >= 4 && caps.subgroup_size <= 16 &&
+      caps.subgroup_size <= caps.max_workgroup_invocations && !std::getenv("TUNE_NOBCAST")) {
+    k.shader = "linear.gemm_bcast";
+    k.local = caps.subgroup_size;
+    uint32_t xt = 1, tn = 4;
+    if (const char* e = std::getenv("TUNE_BCAST")) sscanf(e, "%u,%u", &xt, &tn);  // TUNING ONLY
+    k.tile = {xt, tn};
+    k.tokens_per_group = xt * k.local;
+    k.outputs_per_group = k.local * tn;
+    return k;
+  }
+  k.shader = "linear.gemm_reg";
+  k.local = std::min<uint32_t>(8, ctx.caps().max_workgroup_invocations);
+  uint32_t tm = 4, tn = 4, lm = 1;  // 4 tokens x 4 outputs per invocation
+  if (const char* e = std::getenv("TUNE_GEMM")) sscanf(e, "%u,%u,%u", &tm, &tn, &lm);  // TUNING ONLY
+  k.tile = {tm, tn, lm};
+  k.tokens_per_group = lm * tm;
+  k.outputs_per_group = (k.local / lm) * tn;
+  return k;
+}
+
+Kernel gemm_tiled(const vk::Context& ctx) {
+  const auto& caps = ctx.caps();
+  struct Tiles {
+    uint32_t bm, bn, bk, tm, tn;
+  };
+  // Largest first; each must fit shared memory ((bm + bn) * bk floats) and the workgroup limit.
+  const Tiles options[] = {{128, 128, 16, 8, 8}, {64, 64, 16, 4, 4}, {64, 64, 16, 8, 8}, {32, 32, 8, 4, 4}};
+  for (const auto& t : options) {
+    uint32_t local = (t.bm / t.tm) * (t.bn / t.tn);
+    uint64_t shared = uint64_t(t.bm + t.bn) * t.bk * 4;
+    // The big tiles only where shared memory leaves room for more than one workgroup.
+    if (t.bm == 128 && caps.shared_memory_bytes < 2 * shared) continue;
+    if (shared > caps.shared_memory_bytes || local > caps.max_workgroup_invocations) continue;
+    Kernel k;
+    k.kind = LinearKernel::GemmTiled;
+    k.shader = "linear.gemm_tiled";
+    k.local = local;
+    k.tile = {t.bm, t.bn, t.bk, t.tm, t.tn};
+    k.tokens_per_group = t.bm;
+    k.outputs_per_group = t.bn;
+    return k;
+  }
+  throw DeviceError("linear: the device has too little shared memory for the tiled GEMM");
+}
+
+Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, uint32_t K) {
+  if (want == LinearKernel::Auto)
+    want = T == 1 ? LinearKernel::MatVec : is_cpu(ctx) ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
+  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx)
+             : want == LinearKernel::GemmRegisters ? gemm_registers(ctx)
+                                                   : gemm_tiled(ctx);
+  // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
+  if (K % 4 != 0) k.shader += "_xs";
+  return k;
+}
+
+View sub_view(View v, uint64_t offset, uint64_t bytes) { return View{v.buffer, v.offset + offset, bytes}; }
+
+bool overlaps(View a, View b) {
+  return a.buffer == b.buffer && a.offset < b.offset + b.size() && b.offset < a.offset + a.size();
+}
+
+}  // namespace
+
+void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, LinearEpilogue ep, View r,
+            const std::string& name) {
+  linear_with(LinearKernel::Auto, g, x, W, bias, y, T, ep, r, name);
+}
+
+void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
+                 LinearEpilogue ep, View r, const std::string& name) {
+  const uint32_t K = W.cols, N = W.rows;
+  if (T == 0 || N == 0) return;
+  if (K == 0) throw std::invalid_argument(name + ": weight matrix has no columns");
+  const uint64_t x_row = uint64_t(K) * 4, y_row = uint64_t(N) * 4;
+  const bool has_bias = bias.buffer != nullptr;
+  if (!x.buffer || !y.buffer || x.size() < T * x_row || y.size() < T * y_row)
+    throw std::invalid_argument(name + ": x or y is smaller than [T][in] / [T][out]");
+  if (has_bias && bias.size() < y_row) throw std::invalid_argument(name + ": bias is smaller than [out]");
+  bool in_place = false;
+  if (ep.residual) {
+    if (!r.buffer || r.size() < T * y_row) throw std::invalid_argument(name + ": residual is smaller than [T][out]");
+    in_place = r.buffer == y.buffer && r.offset == y.offset;
+    if (!in_place && overlaps(r, y)) throw std::invalid_argument(name + ": residual partly overlaps y");
+  }
+
+  vk::Context& ctx = g.context();
+  const auto& caps = ctx.caps();
+  const Kernel kernel = choose(ctx, kind, T, K);
+  const bool mat_vec = kernel.kind == LinearKernel::MatVec;
+
+  // Token blocks: x, y and r bindings stay within the storage buffer range, and each
+  // block starts at an offset both x and y rows keep aligned.
+  const uint64_t align = caps.storage_offset_alignment;
+  const uint64_t step = std::lcm(align / std::gcd(align, x_row), align / std::gcd(align, y_row));
+  uint64_t t_block = caps.max_storage_buffer_range / std::max(x_row, y_row);
+  t_block = std::min<uint64_t>(t_block, uint64_t(kMaxGroups) * (mat_vec ? 1 : kernel.tokens_per_group));
+  if (t_block < T) t_block = t_block / step * step;
+  if (t_block == 0)
+    throw DeviceError(name + ": one token row (" + std::to_string(std::max(x_row, y_row)) +
+                      " bytes) does not fit the device's storage buffer range");
+  // Output blocks within a chunk: at most kMaxGroups workgroups, starting on a multiple of
+  // kChunkRowAlign rows so that every column offset stays aligned.
+  const uint64_t max_groups_rows = uint64_t(kMaxGroups) * kernel.outputs_per_group;
+  const uint32_t o_block = static_cast<uint32_t>(std::min<uint64_t>(max_groups_rows / kChunkRowAlign * kChunkRowAlign, N));
+
+  const uint32_t res_mode = !ep.residual ? 0 : in_place ? 2 : 1;
+  for (uint32_t t0 = 0; t0 < T; t0 += static_cast<uint32_t>(t_block)) {
+    const uint32_t tn = static_cast<uint32_t>(std::min<uint64_t>(t_block, T - t0));
+    const View xb = sub_view(x, t0 * x_row, tn * x_row);
+    for (size_t c = 0; c < W.chunks.size(); ++c) {
+      const uint32_t chunk_rows = W.chunk_rows(c);
+      for (uint32_t r0 = 0; r0 < chunk_rows; r0 += o_block) {
+        const uint32_t nr = std::min(o_block, chunk_rows - r0);
+        const uint64_t col = uint64_t(c) * W.rows_per_chunk + r0;  // first output column
+        // y, r and bias views start at (t0, col); y rows keep their full stride N.
+        const uint64_t out_offset = t0 * y_row + col * 4, out_bytes = (uint64_t(tn - 1) * N + nr) * 4;
+        const View wb{&W.chunks[c], uint64_t(r0) * W.row_bytes(), uint64_t(nr) * W.row_bytes()};
+        const View yb = sub_view(y, out_offset, out_bytes);
+        // Unused bindings get a range this dispatch reads anyway, so they add no hazards.
+        const View bb = has_bias ? sub_view(bias, col * 4, uint64_t(nr) * 4) : wb;
+        const View rb = res_mode == 1 ? sub_view(r, out_offset, out_bytes) : xb;
+
+        std::vector<uint32_t> spec = {kernel.local,
+                                      K,
+                                      nr,
+                                      N,
+                                      static_cast<uint32_t>(W.row_bytes() / 16),
+                                      static_cast<uint32_t>(W.dtype),
+                                      static_cast<uint32_t>(ep.act),
+                                      has_bias ? 1u : 0u,
+                                      res_mode};
+        spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
+        const auto& pipeline = ctx.pipelines().get({kernel.shader, spec, 5, 4});
+
+        const uint32_t out_groups = (nr + kernel.outputs_per_group - 1) / kernel.outputs_per_group;
+        std::array<uint32_t, 3> groups{};
+        if (mat_vec)
+          groups = {out_groups, tn, 1};
+        else
+          groups = {(tn + kernel.tokens_per_group - 1) / kernel.tokens_per_group, out_groups, 1};
+        std::string label = name;
+        if (W.chunks.size() > 1 || T > t_block || chunk_rows > o_block)
+          label += "[t" + std::to_string(t0) + ",o" + std::to_string(col) + "]";
+        g.add({label,
+               &pipeline,
+               {{xb, Access::Read},
+                {wb, Access::Read},
+                {bb, Access::Read},
+                {rb, Access::Read},
+                {yb, in_place ? Access::ReadWrite : Access::Write}},
+               groups,
+               {tn}});
+      }
+    }
+  }
+}
+
+}  // namespace gptvk::ops

@@ -1,0 +1,33 @@
+// Linear layer y = r + act(x W^T + b) with bias, activation and residual add fused into
+// one dispatch per weight chunk (and per token block when x or y exceeds one binding).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/graph.hpp"
+#include "engine/ops/activation.hpp"
+#include "engine/tensor.hpp"
+
+namespace gptvk::ops {
+
+struct LinearEpilogue {
+  Activation act = Activation::None;  // fused after the bias
+  bool residual = false;              // y = r + act(x W^T + b): the residual add fused in
+};
+
+// y[t][o] = (residual ? r[t][o] : 0) + act(sum_i x[t][i] * W[o][i] + bias[o]) for t < T, o < W.rows.
+// x: f32 [T][W.cols]; y: f32 [T][W.rows]; bias: f32 [W.rows] or bias.buffer == nullptr for none;
+// r: f32 [T][W.rows] (may be the same view as y) when ep.residual. W: Matrix in f32/f16/bf16.
+// View offsets must be multiples of the device's storage_offset_alignment.
+void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, LinearEpilogue ep = {}, View r = {},
+            const std::string& name = "linear");
+
+// The kernels linear() chooses between. Auto: mat-vec for T == 1; for T > 1 the
+// register-blocked GEMM on CPU devices (lavapipe) and the shared-memory tiled GEMM on GPUs.
+// Forcing one lets tests run every kernel on every device; each handles any T.
+enum class LinearKernel { Auto, MatVec, GemmRegisters, GemmTiled };
+
+void linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
+                 LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear");
+
+}  // namespace gptvk::ops

@@ -1,0 +1,127 @@
+#include "engine/ops/sample.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/error.hpp"
+#include "engine/ops/step.hpp"
+#include "engine/vk/context.hpp"
+
+namespace gptvk::ops {
+
+namespace {
+
+constexpr uint32_t kSums = 16;  // NSUM in shaders/common/sample_reduce.glsl
+
+// One workgroup does the whole pick. CPU devices (lavapipe) run a workgroup on one thread
+// as SIMD of subgroup_size lanes, so a wider workgroup adds no parallelism, only barriers:
+// the workgroup is one subgroup where it can be, and every reduction is then a single
+// subgroup operation. But llvmpipe (Mesa 22.3) also caps the loop iterations of one shader
+// invocation at 65535 in total, over all its loops, and silently leaves any loop past the
+// cap: the sampler makes up to 19 passes (range, 8 top-k, 8 top-p, 2 for the pick), so an
+// invocation may own at most 2048 elements and big vocabularies get wider workgroups.
+// GPUs get a wide workgroup so each pass over the vocabulary keeps many loads in flight.
+struct Shape {
+  uint32_t local = 1;
+  uint32_t slots = 1;  // partials per reduction (SLOTS in the shaders)
+  bool subgroup = false;
+  std::string variant(const std::string& family) const { return family + (subgroup ? ".subgroup" : ".shared"); }
+};
+
+constexpr uint32_t kCpuElementsPerInvocation = 2048;
+
+uint32_t shared_bytes(uint32_t slots) { return (kSums * slots + slots + kSums) * 4; }
+
+Shape shape_for(const vk::Context& ctx, uint32_t n) {
+  const auto& caps = ctx.caps();
+  uint32_t sg = std::max(caps.subgroup_size, 1u);
+  Shape s;
+  s.subgroup = caps.subgroup_arithmetic && sg <= caps.max_workgroup_invocations;
+  if (ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    uint32_t need = (n + kCpuElementsPerInvocation - 1) / kCpuElementsPerInvocation;
+    s.local = std::max(sg, (need + sg - 1) / sg * sg);
+    if (s.local > caps.max_workgroup_invocations)
+      throw DeviceError("a vocabulary of " + std::to_string(n) + " is too large for the sampler on this CPU device");
+  } else {
+    // Without subgroups every invocation is a slot, so the serial slot sums stay short.
+    s.local = std::min(s.subgroup ? 1024u : 128u, caps.max_workgroup_invocations);
+  }
+  for (;;) {
+    if (s.subgroup) s.local = std::max(sg, s.local / sg * sg);  // whole subgroups only
+    s.slots = s.subgroup ? s.local / sg : s.local;
+    if (shared_bytes(s.slots) <= caps.shared_memory_bytes || s.local == 1 || (s.subgroup && s.local == sg)) break;
+    s.local /= 2;
+  }
+  if (shared_bytes(s.slots) > caps.shared_memory_bytes)
+    throw DeviceError("the sampler needs " + std::to_string(shared_bytes(s.slots)) +
+                      " bytes of shared memory, the device has " + std::to_string(caps.shared_memory_bytes));
+  return s;
+}
+
+uint32_t scratch_stride_floats(uint32_t vocab) { return (vocab + 63) / 64 * 64; }
+
+uint32_t bits(float f) { return vk::spec_f32(f); }
+
+void require_bytes(const View& v, uint64_t bytes, const char* what, const std::string& name) {
+  if (v.size() < bytes)
+    throw std::logic_error("dispatch '" + name + "': " + what + " holds " + std::to_string(v.size()) +
+                           " bytes, needs " + std::to_string(bytes));
+}
+
+void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
+                 bool batch, const SamplingParams& p, const std::string& name) {
+  check_sampling_params(p);
+  if (vocab == 0 || vocab >= (1u << 24))
+    throw std::logic_error("dispatch '" + name + "': vocab must be in [1, 2^24) (counts are exact floats)");
+  if (count == 0 || count > 65535) throw std::logic_error("dispatch '" + name + "': count must be in [1, 65535]");
+  require_bytes(logits, uint64_t(vocab) * 4, "logits", name);
+  require_bytes(ids, uint64_t(count) * 4, "ids", name);
+  require_bytes(step, sizeof(StepState), "step", name);
+  require_bytes(scratch, uint64_t(count) * sample_scratch_bytes(vocab), "scratch", name);
+  Shape s = shape_for(g.context(), vocab);
+  const auto& pipe = g.context().pipelines().get(
+      {s.variant("sample"), {s.local, vocab, s.slots, batch ? 1u : 0u, scratch_stride_floats(vocab)}, 4, 20});
+  std::vector<uint32_t> push = {bits(p.temperature), p.top_k, bits(p.top_p), static_cast<uint32_t>(p.seed),
+                                static_cast<uint32_t>(p.seed >> 32)};
+  g.add({name,
+         &pipe,
+         {{logits, Access::Read},
+          {ids, Access::Write},
+          {step, batch ? Access::Read : Access::ReadWrite},
+          {scratch, Access::ReadWrite}},
+         {count, 1, 1},
+         push});
+}
+
+}  // namespace
+
+void check_sampling_params(const SamplingParams& p) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0)
+    throw UsageError("temperature must be a finite number >= 0 (0 = greedy), got " + std::to_string(p.temperature));
+  if (!(p.top_p > 0 && p.top_p <= 1))
+    throw UsageError("top-p must be in (0, 1] (1 = off), got " + std::to_string(p.top_p));
+}
+
+uint64_t sample_scratch_bytes(uint32_t vocab) { return uint64_t(scratch_stride_floats(vocab)) * 4; }
+
+void sample(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, const SamplingParams& p,
+            const std::string& name) {
+  add_sampler(g, logits, ids, step, scratch, vocab, 1, false, p, name);
+}
+
+void sample_many(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
+                 const SamplingParams& p, const std::string& name) {
+  add_sampler(g, logits, ids, step, scratch, vocab, count, true, p, name);
+}
+
+void argmax(Graph& g, View x, View out, uint32_t n, const std::string& name) {
+  if (n == 0) throw std::logic_error("dispatch '" + name + "': argmax of nothing");
+  require_bytes(x, uint64_t(n) * 4, "x", name);
+  require_bytes(out, 4, "out", name);
+  Shape s = shape_for(g.context(), n);
+  const auto& pipe = g.context().pipelines().get({s.variant("argmax"), {s.local, n, s.slots}, 2, 0});
+  g.add({name, &pipe, {{x, Access::Read}, {out, Access::Write}}, {1, 1, 1}, {}});
+}
+
+}  // namespace gptvk::ops

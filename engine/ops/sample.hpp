@@ -1,0 +1,47 @@
+// Token sampling on the device: the next token is picked from the logits by one dispatch and
+// only its id (4 bytes) ever needs to reach the host. shaders/sample.comp says how; the CPU
+// reference with the same semantics is engine/cpu/sample.hpp.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/graph.hpp"
+
+namespace gptvk::ops {
+
+// Semantics, in order: logits / temperature -> top-k -> softmax -> top-p -> renormalise ->
+// inverse CDF in id order at u = Philox4x32-10(key = seed, counter = step_rng).
+// Both filters are thresholds on the logits' order, and ties at a threshold are kept: top-k
+// keeps every token whose logit is >= the k-th largest logit (so more than k on a tie);
+// top-p keeps every token whose probability is >= that of the last token of the nucleus
+// (the most probable tokens, taken in order, until their mass first reaches top_p).
+struct SamplingParams {
+  float temperature = 1.0f;  // 0 = greedy (argmax, ties -> lowest id); must be >= 0
+  uint32_t top_k = 0;        // 0 = off (as is any k >= vocab)
+  float top_p = 1.0f;        // 1 = off; keep the smallest set of most probable tokens whose mass >= top_p; in (0, 1]
+  uint64_t seed = 0;
+};
+
+// Throws UsageError on a negative or non-finite temperature or a top_p outside (0, 1].
+void check_sampling_params(const SamplingParams& p);
+
+// Picks the next token from logits [vocab] (f32): writes it to ids[0] and advances the step
+// buffer (engine/ops/step.hpp) by pos += 1, rng += 1, so a recorded decode graph can replay:
+// the next step embeds ids[0] at the new position and draws with the next counter. `scratch`
+// is a device buffer of at least sample_scratch_bytes(vocab) bytes. vocab < 2^24.
+void sample(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, const SamplingParams& p,
+            const std::string& name = "sample");
+uint64_t sample_scratch_bytes(uint32_t vocab);
+
+// `count` independent draws from the same logits in one dispatch (one workgroup each): draw j
+// uses counter step_rng + j and goes to ids[j]; the step buffer is only read. Gives exactly
+// the token sample() would give with step_rng + j. For distribution tests and for drawing
+// several candidates at once. `scratch` holds count * sample_scratch_bytes(vocab) bytes;
+// count <= 65535.
+void sample_many(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
+                 const SamplingParams& p, const std::string& name = "sample_many");
+
+// Argmax alone: out[0] = index of the max of x[0..n) (lowest index on ties), as a uint32.
+void argmax(Graph& g, View x, View out, uint32_t n, const std::string& name = "argmax");
+
+}  // namespace gptvk::ops

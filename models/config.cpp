@@ -1,0 +1,336 @@
+// The TOML model config (CONTRACT "Model config (TOML)"): parsed with toml++, every key
+// checked for presence, type and value, every table for unknown keys, so that a typo in a
+// config is a one-line error naming the file, line and key instead of a silent default.
+#include "models/config.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+#include <vector>
+
+#include "engine/error.hpp"
+
+namespace gptvk {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Largest accepted dimension: keeps every product the engine forms (3C, V*C row counts)
+// inside uint32 row/column counts.
+constexpr int64_t kMaxDim = int64_t(1) << 24;
+
+// Per-layer roles in [weights.names]: their patterns must contain "{i}".
+const std::set<std::string> kLayerRoles = {"ln1_weight",      "ln1_bias",      "qkv_weight", "qkv_bias", "q_weight",
+                                           "q_bias",          "k_weight",      "k_bias",     "v_weight", "v_bias",
+                                           "attn_out_weight", "attn_out_bias", "ln2_weight", "ln2_bias", "fc_weight",
+                                           "fc_bias",         "proj_weight",   "proj_bias"};
+// Whole-model roles: their patterns must not contain "{i}".
+const std::set<std::string> kGlobalRoles = {"tok_emb", "pos_emb", "lnf_weight", "lnf_bias", "head_weight", "head_bias"};
+
+// Reads one table of the document, remembering which keys were consumed so the rest can be
+// reported as unknown. Every error message starts with "<file>[:<line>]: <table>.<key>".
+class TableReader {
+ public:
+  TableReader(const std::string& file, const std::string& prefix, const toml::table* table)
+      : file_(file), prefix_(prefix), table_(table) {}
+
+  bool present() const { return table_ != nullptr; }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw InputError(where(key) + ": " + prefix_ + "." + key + ": " + what);
+  }
+
+  const toml::node* node(const std::string& key) {
+    seen_.insert(key);
+    return table_ ? table_->get(key) : nullptr;
+  }
+
+  std::optional<int64_t> integer(const std::string& key) {
+    const toml::node* n = node(key);
+    if (!n) return std::nullopt;
+    if (!n->is_integer()) fail(key, std::string("expected an integer, got ") + type_name(*n));
+    return n->as_integer()->get();
+  }
+
+  // A dimension: a positive integer no larger than kMaxDim.
+  std::optional<uint32_t> dim(const std::string& key) {
+    auto v = integer(key);
+    if (!v) return std::nullopt;
+    if (*v <= 0) fail(key, "must be a positive integer, got " + std::to_string(*v));
+    if (*v > kMaxDim) fail(key, std::to_string(*v) + " is too large (at most " + std::to_string(kMaxDim) + ")");
+    return static_cast<uint32_t>(*v);
+  }
+
+  uint32_t required_dim(const std::string& key) {
+    auto v = dim(key);
+    if (!v) missing(key);
+    return *v;
+  }
+
+  std::optional<bool> boolean(const std::string& key) {
+    const toml::node* n = node(key);
+    if (!n) return std::nullopt;
+    if (!n->is_boolean()) fail(key, std::string("expected true or false, got ") + type_name(*n));
+    return n->as_boolean()->get();
+  }
+
+  std::optional<double> number(const std::string& key) {
+    const toml::node* n = node(key);
+    if (!n) return std::nullopt;
+    if (n->is_floating_point()) return n->as_floating_point()->get();
+    if (n->is_integer()) return static_cast<double>(n->as_integer()->get());
+    fail(key, std::string("expected a number, got ") + type_name(*n));
+  }
+
+  std::optional<std::string> string(const std::string& key) {
+    const toml::node* n = node(key);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) fail(key, std::string("expected a string, got ") + type_name(*n));
+    std::string s = n->as_string()->get();
+    if (s.empty()) fail(key, "must not be empty");
+    return s;
+  }
+
+  std::string required_string(const std::string& key) {
+    auto v = string(key);
+    if (!v) missing(key);
+    return *v;
+  }
+
+  // A string that must be one of `allowed`.
+  std::optional<std::string> choice(const std::string& key, const std::vector<std::string>& allowed) {
+    auto v = string(key);
+    if (!v) return std::nullopt;
+    for (const auto& a : allowed)
+      if (*v == a) return v;
+    std::string list;
+    for (size_t i = 0; i < allowed.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
+    fail(key, "unknown value '" + *v + "' (expected " + list + ")");
+  }
+
+  [[noreturn]] void missing(const std::string& key) const {
+    throw InputError(file_ + ": missing required key " + prefix_ + "." + key);
+  }
+
+  // Call after reading every known key: any key not read is a typo or an unsupported option.
+  void reject_unknown() const {
+    if (!table_) return;
+    for (auto&& [k, v] : *table_)
+      if (!seen_.count(std::string(k.str())))
+        throw InputError(where(std::string(k.str())) + ": unknown key " + prefix_ + "." + std::string(k.str()));
+  }
+
+ private:
+  std::string where(const std::string& key) const {
+    const toml::node* n = table_ ? table_->get(key) : nullptr;
+    if (n && n->source().begin.line) return file_ + ":" + std::to_string(n->source().begin.line);
+    return file_;
+  }
+  static const char* type_name(const toml::node& n) {
+    switch (n.type()) {
+      case toml::node_type::table:
+        return "a table";
+      case toml::node_type::array:
+        return "an array";
+      case toml::node_type::string:
+        return "a string";
+      case toml::node_type::integer:
+        return "an integer";
+      case toml::node_type::floating_point:
+        return "a float";
+      case toml::node_type::boolean:
+        return "a boolean";
+      default:
+        return "a date/time";
+    }
+  }
+
+  std::string file_, prefix_;
+  const toml::table* table_;
+  std::set<std::string> seen_;
+};
+
+// A sub-table of `parent`; a key that exists but is not a table is a type error.
+const toml::table* subtable(TableReader& parent, const std::string& key) {
+  const toml::node* n = parent.node(key);
+  if (!n) return nullptr;
+  if (!n->is_table()) parent.fail(key, "expected a table");
+  return n->as_table();
+}
+
+std::string resolve(const fs::path& dir, const std::string& p) {
+  fs::path path(p);
+  return (path.is_absolute() ? path : dir / path).lexically_normal().string();
+}
+
+toml::table parse_document(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  try {
+    return toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    throw InputError(path + ":" + std::to_string(e.source().begin.line) +
+                     ": malformed TOML: " + std::string(e.description()));
+  }
+}
+
+void read_model(TableReader& m, ModelConfig& cfg) {
+  cfg.name = m.required_string("name");
+  cfg.vocab_size = m.required_dim("vocab_size");
+  cfg.context_length = m.required_dim("context_length");
+  cfg.emb_dim = m.required_dim("emb_dim");
+  cfg.n_heads = m.required_dim("n_heads");
+  cfg.n_layers = m.required_dim("n_layers");
+  cfg.ffn_dim = m.dim("ffn_dim").value_or(cfg.emb_dim * 4);
+  cfg.qkv_bias = m.boolean("qkv_bias").value_or(true);
+  cfg.out_bias = m.boolean("out_bias").value_or(false);
+  cfg.tie_embeddings = m.boolean("tie_embeddings").value_or(true);
+  if (auto a = m.choice("activation", {"gelu_tanh", "gelu", "relu"}))
+    cfg.activation = *a == "gelu_tanh" ? Activation::GeluTanh : *a == "gelu" ? Activation::GeluErf : Activation::Relu;
+  if (auto eps = m.number("norm_eps")) {
+    if (!(std::isfinite(*eps) && *eps > 0)) {
+      std::ostringstream got;
+      got << *eps;
+      m.fail("norm_eps", "must be a positive number, got " + got.str());
+    }
+    cfg.norm_eps = static_cast<float>(*eps);
+  }
+  if (auto p = m.choice("norm_position", {"pre", "post"}))
+    cfg.norm_position = *p == "pre" ? NormPosition::Pre : NormPosition::Post;
+  cfg.final_norm = m.boolean("final_norm").value_or(true);
+  m.reject_unknown();
+
+  if (cfg.emb_dim % cfg.n_heads != 0)
+    m.fail("n_heads", std::to_string(cfg.n_heads) + " does not divide model.emb_dim = " + std::to_string(cfg.emb_dim));
+}
+
+// [weights.names] for layout = "custom": which roles are required depends on [model].
+void read_names(TableReader& n, const ModelConfig& cfg, std::map<std::string, std::string>& names) {
+  if (auto lin = n.choice("linear", {"out_in", "in_out"}))
+    names["linear"] = *lin;
+  else
+    names["linear"] = "out_in";
+  for (const auto* roles : {&kLayerRoles, &kGlobalRoles})
+    for (const auto& role : *roles)
+      if (auto v = n.string(role)) {
+        bool per_layer = roles == &kLayerRoles;
+        bool has_i = v->find("{i}") != std::string::npos;
+        if (per_layer && !has_i) n.fail(role, "'" + *v + "' is a per-layer tensor: its name needs {i}");
+        if (!per_layer && has_i) n.fail(role, "'" + *v + "' names one tensor for the whole model: no {i} allowed");
+        names[role] = *v;
+      }
+  n.reject_unknown();
+
+  auto has = [&](const char* role) { return names.count(role) > 0; };
+  auto require = [&](const char* role, const std::string& why) {
+    if (!has(role)) throw InputError(cfg.source + ": missing required key weights.names." + role + why);
+  };
+  auto forbid = [&](const char* role, const std::string& why) {
+    if (has(role)) n.fail(role, "given but " + why);
+  };
+  for (const char* role : {"tok_emb", "pos_emb", "ln1_weight", "ln1_bias", "ln2_weight", "ln2_bias", "attn_out_weight",
+                           "fc_weight", "proj_weight"})
+    require(role, "");
+
+  // Attention input projection: one fused tensor or three separate ones, not a mix.
+  bool fused = has("qkv_weight");
+  bool separate = has("q_weight") || has("k_weight") || has("v_weight");
+  if (fused && separate) n.fail("qkv_weight", "given together with q_weight/k_weight/v_weight: use one or the other");
+  if (!fused && !separate)
+    throw InputError(cfg.source +
+                     ": missing required key weights.names.qkv_weight (or q_weight, k_weight and v_weight)");
+  if (fused) {
+    for (const char* b : {"q_bias", "k_bias", "v_bias"})
+      forbid(b, "the projection is fused (qkv_weight): use qkv_bias");
+    if (cfg.qkv_bias)
+      require("qkv_bias", " (model.qkv_bias = true)");
+    else
+      forbid("qkv_bias", "model.qkv_bias = false");
+  } else {
+    for (const char* w : {"q_weight", "k_weight", "v_weight"})
+      require(w, " (q_weight, k_weight and v_weight go together)");
+    forbid("qkv_bias", "the projection is split (q/k/v_weight): use q_bias, k_bias and v_bias");
+    for (const char* b : {"q_bias", "k_bias", "v_bias"}) {
+      if (cfg.qkv_bias)
+        require(b, " (model.qkv_bias = true)");
+      else
+        forbid(b, "model.qkv_bias = false");
+    }
+  }
+  if (cfg.final_norm) {
+    require("lnf_weight", " (model.final_norm = true)");
+    require("lnf_bias", " (model.final_norm = true)");
+  } else {
+    forbid("lnf_weight", "model.final_norm = false");
+    forbid("lnf_bias", "model.final_norm = false");
+  }
+  if (cfg.tie_embeddings)
+    forbid("head_weight", "model.tie_embeddings = true (the head is the token embedding)");
+  else
+    require("head_weight", " (model.tie_embeddings = false)");
+  if (cfg.out_bias)
+    require("head_bias", " (model.out_bias = true)");
+  else
+    forbid("head_bias", "model.out_bias = false");
+}
+
+}  // namespace
+
+ModelConfig load_config(const std::string& path) {
+  toml::table doc = parse_document(path);
+  ModelConfig cfg;
+  cfg.source = path;
+  const fs::path dir = fs::path(path).parent_path();
+
+  TableReader root(path, "", &doc);
+  // Top-level keys print as "model" etc., not ".model".
+  auto top = [&](const std::string& key) -> const toml::table* {
+    const toml::node* n = root.node(key);
+    if (!n) return nullptr;
+    if (!n->is_table()) throw InputError(path + ": " + key + ": expected a table [" + key + "]");
+    return n->as_table();
+  };
+  const toml::table* model = top("model");
+  const toml::table* weights = top("weights");
+  const toml::table* tokenizer = top("tokenizer");
+  for (auto&& [k, v] : doc)
+    if (k.str() != "model" && k.str() != "weights" && k.str() != "tokenizer")
+      throw InputError(path + ":" + std::to_string(v.source().begin.line) + ": unknown key " + std::string(k.str()));
+  if (!model) throw InputError(path + ": missing required table [model]");
+  if (!weights) throw InputError(path + ": missing required table [weights]");
+
+  TableReader m(path, "model", model);
+  read_model(m, cfg);
+
+  TableReader w(path, "weights", weights);
+  cfg.weights_file = resolve(dir, w.required_string("file"));
+  cfg.layout = w.choice("layout", {"hf-gpt2", "custom"}).value_or("hf-gpt2");
+  if (auto d = w.choice("dtype", {"f32", "f16", "bf16"})) cfg.dtype = parse_dtype(*d);
+  const toml::table* names = subtable(w, "names");
+  w.reject_unknown();
+  if (cfg.layout == "custom") {
+    if (!names) throw InputError(path + ": missing required table [weights.names] (weights.layout = \"custom\")");
+    TableReader n(path, "weights.names", names);
+    read_names(n, cfg, cfg.names);
+  } else if (names) {
+    w.fail("names", "[weights.names] is only for layout = \"custom\" (layout is \"" + cfg.layout + "\")");
+  }
+
+  if (tokenizer) {
+    TableReader t(path, "tokenizer", tokenizer);
+    cfg.tokenizer_vocab = resolve(dir, t.required_string("vocab"));
+    cfg.tokenizer_merges = resolve(dir, t.required_string("merges"));
+    t.reject_unknown();
+  }
+  return cfg;
+}
+
+}  // namespace gptvk

@@ -1,0 +1,222 @@
+#include "models/gpt_model.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/error.hpp"
+#include "engine/ops/attention.hpp"
+#include "engine/ops/copy_rows.hpp"
+#include "engine/ops/embed.hpp"
+#include "engine/ops/layernorm.hpp"
+#include "engine/ops/linear.hpp"
+#include "engine/ops/step.hpp"
+#include "engine/vk/context.hpp"
+
+namespace gptvk {
+
+namespace {
+
+// The first `rows` rows of a [*][cols] float buffer.
+View rows_of(const vk::Buffer& b, uint32_t rows, uint32_t cols) { return View{&b, 0, uint64_t(rows) * cols * 4}; }
+
+View none() { return View{}; }
+
+View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
+
+}  // namespace
+
+GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint32_t max_chunk)
+    : ctx_(ctx), cfg_(std::move(cfg)), w_(std::move(weights)), max_chunk_(std::min(max_chunk, cfg_.context_length)) {
+  const uint64_t C = cfg_.emb_dim, F = cfg_.ffn_dim, V = cfg_.vocab_size, T = max_chunk_;
+  ids_ = vk::Buffer(ctx, T * 4, vk::Memory::Host, "token ids");
+  step_ = vk::Buffer(ctx, sizeof(StepState), vk::Memory::Host, "step state");
+  step_.fill_zero();
+  x_ = vk::Buffer(ctx, T * C * 4, vk::Memory::Device, "residual stream");
+  h_ = vk::Buffer(ctx, T * C * 4, vk::Memory::Device, "normalized activations");
+  h_last_ = vk::Buffer(ctx, C * 4, vk::Memory::Device, "last position");
+  qkv_ = vk::Buffer(ctx, T * 3 * C * 4, vk::Memory::Device, "q/k/v");
+  att_ = vk::Buffer(ctx, T * C * 4, vk::Memory::Device, "attention output");
+  ff_ = vk::Buffer(ctx, T * F * 4, vk::Memory::Device, "feed-forward activations");
+  logits_last_ = vk::Buffer(ctx, V * 4, vk::Memory::Device, "logits");
+  sample_scratch_ = vk::Buffer(ctx, ops::sample_scratch_bytes(cfg_.vocab_size), vk::Memory::Device, "sampler scratch");
+  for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
+    k_cache_.emplace_back(ctx, uint64_t(cfg_.context_length) * C * 4, vk::Memory::Device, "key cache");
+    v_cache_.emplace_back(ctx, uint64_t(cfg_.context_length) * C * 4, vk::Memory::Device, "value cache");
+  }
+}
+
+GptModel::~GptModel() = default;
+
+void GptModel::set_sampling(const ops::SamplingParams& params) {
+  sampling_ = params;
+  for (auto it = graphs_.begin(); it != graphs_.end();)
+    it = std::get<1>(it->first) == Head::LastSample ? graphs_.erase(it) : std::next(it);
+}
+
+Graph& GptModel::graph(uint32_t T, Head head) {
+  auto key = std::make_tuple(T, head);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) it = graphs_.emplace(key, build_graph(T, head)).first;
+  return *it->second;
+}
+
+// The whole model as a graph for a step of T tokens. Everything the config decides
+// (pre/post norm, activation, biases, tying, final norm) is decided here, once.
+std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
+  auto g = std::make_unique<Graph>(ctx_);
+  const uint32_t C = cfg_.emb_dim, F = cfg_.ffn_dim, V = cfg_.vocab_size;
+  const float eps = cfg_.norm_eps;
+  const ops::AttentionShape shape{cfg_.n_heads, cfg_.head_dim(), cfg_.context_length};
+  const View x = rows_of(x_, T, C), h = rows_of(h_, T, C), qkv = rows_of(qkv_, T, 3 * C);
+  const View att = rows_of(att_, T, C), ff = rows_of(ff_, T, F);
+  const View ids = whole(ids_), step = whole(step_);
+  const bool pre = cfg_.norm_position == NormPosition::Pre;
+  const ops::LinearEpilogue plain{}, residual{Activation::None, true}, act{cfg_.activation, false};
+
+  ops::embed(*g, ids, step, w_.tok_emb, w_.pos_emb, x, T, "embed");
+  for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
+    const LayerWeights& L = w_.layers[l];
+    const std::string p = "L" + std::to_string(l) + ".";
+    const View k_cache = whole(k_cache_[l]), v_cache = whole(v_cache_[l]);
+    if (pre) {
+      // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x))
+      ops::layernorm(*g, x, whole(L.ln1_g), whole(L.ln1_b), h, T, C, eps, p + "ln1");
+      ops::linear(*g, h, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
+      ops::kv_append(*g, qkv, step, k_cache, v_cache, T, shape, p + "kv_append");
+      ops::attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
+      ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), x, T, residual, x, p + "attn_out");
+      ops::layernorm(*g, x, whole(L.ln2_g), whole(L.ln2_b), h, T, C, eps, p + "ln2");
+      ops::linear(*g, h, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");
+      ops::linear(*g, ff, L.proj, whole(L.proj_b), x, T, residual, x, p + "proj");
+    } else {
+      // Original Transformer / GPT-1: x = LN1(x + attn(x)); x = LN2(x + mlp(x))
+      ops::linear(*g, x, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
+      ops::kv_append(*g, qkv, step, k_cache, v_cache, T, shape, p + "kv_append");
+      ops::attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
+      ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), h, T, residual, x, p + "attn_out");
+      ops::layernorm(*g, h, whole(L.ln1_g), whole(L.ln1_b), x, T, C, eps, p + "ln1");
+      ops::linear(*g, x, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");
+      ops::linear(*g, ff, L.proj, whole(L.proj_b), h, T, residual, x, p + "proj");
+      ops::layernorm(*g, h, whole(L.ln2_g), whole(L.ln2_b), x, T, C, eps, p + "ln2");
+    }
+  }
+
+  // Final norm (or none), then the LM head over every position or only the last one.
+  View normed = x;
+  if (cfg_.final_norm) {
+    ops::layernorm(*g, x, whole(w_.lnf_g), whole(w_.lnf_b), h, T, C, eps, "ln_f");
+    normed = h;
+  }
+  const View head_bias = cfg_.out_bias ? maybe(w_.head_b) : none();
+  if (head == Head::AllLogits) {
+    if (logits_all_.empty())
+      logits_all_ = vk::Buffer(ctx_, uint64_t(max_chunk_) * V * 4, vk::Memory::Device, "logits of every position");
+    ops::linear(*g, normed, w_.lm_head(), head_bias, rows_of(logits_all_, T, V), T, plain, none(), "lm_head");
+  } else {
+    View last = normed;
+    if (T > 1) {
+      ops::copy_rows(*g, normed, whole(h_last_), T - 1, 1, C, "last_row");
+      last = whole(h_last_);
+    }
+    ops::linear(*g, last, w_.lm_head(), head_bias, whole(logits_last_), 1, plain, none(), "lm_head");
+    if (head == Head::LastSample)
+      ops::sample(*g, whole(logits_last_), ids, step, whole(sample_scratch_), V, sampling_, "sample");
+  }
+  g->record(profile_);
+  return g;
+}
+
+void GptModel::check_ids(std::span<const uint32_t> ids, uint32_t pos) const {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= cfg_.vocab_size)
+      throw InputError("token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
+                       " is out of the vocabulary (vocab_size = " + std::to_string(cfg_.vocab_size) + ")");
+  if (uint64_t(pos) + ids.size() > cfg_.context_length)
+    throw InputError(std::to_string(pos + ids.size()) + " tokens exceed the model's context of " +
+                     std::to_string(cfg_.context_length) + " tokens");
+}
+
+void GptModel::write_ids(std::span<const uint32_t> ids, uint32_t pos) {
+  std::memcpy(ids_.mapped(), ids.data(), ids.size() * 4);
+  auto* s = static_cast<StepState*>(step_.mapped());
+  s->pos = pos;
+}
+
+std::vector<float> GptModel::prefill(std::span<const uint32_t> ids, uint32_t pos, bool all_logits) {
+  check_ids(ids, pos);
+  std::vector<float> logits;
+  if (all_logits) logits.resize(ids.size() * uint64_t(cfg_.vocab_size));
+  last_run_.clear();
+  for (size_t done = 0; done < ids.size();) {
+    uint32_t T = static_cast<uint32_t>(std::min<size_t>(max_chunk_, ids.size() - done));
+    Graph& g = graph(T, all_logits ? Head::AllLogits : Head::LastLogits);
+    write_ids(ids.subspan(done, T), pos + static_cast<uint32_t>(done));
+    g.run();
+    last_run_.push_back(&g);
+    if (all_logits) logits_all_.download(logits.data() + done * cfg_.vocab_size, uint64_t(T) * cfg_.vocab_size * 4);
+    done += T;
+  }
+  pos_ = pos + static_cast<uint32_t>(ids.size());
+  return logits;
+}
+
+std::vector<float> GptModel::decode_logits(uint32_t token, uint32_t pos) {
+  const uint32_t one[1] = {token};
+  check_ids(one, pos);
+  Graph& g = graph(1, Head::LastLogits);
+  write_ids(one, pos);
+  g.run();
+  last_run_ = {&g};
+  std::vector<float> logits(cfg_.vocab_size);
+  logits_last_.download(logits.data(), logits.size() * 4);
+  pos_ = pos + 1;
+  return logits;
+}
+
+uint32_t GptModel::prefill_and_sample(std::span<const uint32_t> prompt) {
+  if (prompt.empty()) throw InputError("the prompt has no tokens");
+  check_ids(prompt, 0);
+  // All chunks but the last only fill the KV cache; the last one also samples.
+  size_t head = prompt.size() - std::min<size_t>(prompt.size(), max_chunk_);
+  if (head) prefill(prompt.first(head), 0, false);
+  std::vector<Graph*> runs = last_run_;
+  auto tail = prompt.subspan(head);
+  Graph& g = graph(static_cast<uint32_t>(tail.size()), Head::LastSample);
+  write_ids(tail, static_cast<uint32_t>(head));
+  auto* s = static_cast<StepState*>(step_.mapped());
+  s->rng_step = 0;
+  g.run();
+  runs.push_back(&g);
+  last_run_ = runs;
+  pos_ = static_cast<uint32_t>(prompt.size());
+  s->pos = pos_;  // the sampled token goes at the position after the prompt
+  return static_cast<const uint32_t*>(ids_.mapped())[0];
+}
+
+uint32_t GptModel::decode_next() {
+  if (pos_ >= cfg_.context_length)
+    throw InputError("the context of " + std::to_string(cfg_.context_length) + " tokens is full");
+  Graph& g = graph(1, Head::LastSample);
+  g.run();  // embeds ids[0] at step.pos, samples into ids[0], advances step.pos
+  last_run_ = {&g};
+  ++pos_;
+  return static_cast<const uint32_t*>(ids_.mapped())[0];
+}
+
+std::vector<OpTime> GptModel::profile_summary() const {
+  // "L7.fc" and "L0.fc" add up under "fc".
+  std::map<std::string, double> by_op;
+  std::vector<std::string> order;
+  for (const Graph* g : last_run_)
+    for (const auto& t : g->timings()) {
+      auto dot = t.name.find('.');
+      std::string op = (t.name[0] == 'L' && dot != std::string::npos) ? t.name.substr(dot + 1) : t.name;
+      if (!by_op.count(op)) order.push_back(op);
+      by_op[op] += t.ms;
+    }
+  std::vector<OpTime> out;
+  for (const auto& op : order) out.push_back({op, by_op[op]});
+  return out;
+}
+
+}  // namespace gptvk

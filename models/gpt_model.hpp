@@ -1,0 +1,77 @@
+// A GPT model on the device: its weights, KV cache and activation buffers, and the one
+// piece of code that turns a config into a graph of ops (build_graph). Prefill runs a
+// prompt chunk by chunk through the GEMM path; decode replays one recorded graph per token
+// (mat-vec path) whose sampler leaves the next token id on the device.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/graph.hpp"
+#include "engine/ops/sample.hpp"
+#include "engine/vk/buffer.hpp"
+#include "models/config.hpp"
+#include "models/weights.hpp"
+
+namespace gptvk {
+
+class GptModel {
+ public:
+  // Takes the weights; allocates the KV cache and activations for chunks of up to
+  // `max_chunk` tokens (prompts longer than that are prefilled chunk by chunk).
+  GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint32_t max_chunk = 256);
+  ~GptModel();
+
+  const ModelConfig& config() const { return cfg_; }
+  vk::Context& context() const { return ctx_; }
+  uint32_t max_chunk() const { return max_chunk_; }
+
+  // Runs `ids` at positions [pos, pos + n) and fills the KV cache. With `all_logits`,
+  // returns the [n][vocab] logits of every position; otherwise returns nothing.
+  std::vector<float> prefill(std::span<const uint32_t> ids, uint32_t pos, bool all_logits);
+
+  // One decode step with a given token at `pos` (teacher forcing); returns its logits.
+  std::vector<float> decode_logits(uint32_t token, uint32_t pos);
+
+  // Sampling parameters used by prefill_and_sample / decode_next (re-records their graphs).
+  void set_sampling(const ops::SamplingParams& params);
+  // Prefills the prompt at position 0 and samples the first new token on the device.
+  uint32_t prefill_and_sample(std::span<const uint32_t> prompt);
+  // Embeds the last sampled token at the next position, runs the model and samples again:
+  // one submit, 4 bytes back.
+  uint32_t decode_next();
+  uint32_t position() const { return pos_; }  // tokens in the KV cache
+
+  // Per-op GPU times (`--profile`): graphs recorded after this call carry timestamps.
+  void set_profile(bool on) { profile_ = on; }
+  // Times of the last prefill and decode runs, summed over layers by op name.
+  std::vector<OpTime> profile_summary() const;
+
+ private:
+  enum class Head { AllLogits, LastLogits, LastSample };
+  Graph& graph(uint32_t T, Head head);
+  std::unique_ptr<Graph> build_graph(uint32_t T, Head head);
+  void write_ids(std::span<const uint32_t> ids, uint32_t pos);
+  void check_ids(std::span<const uint32_t> ids, uint32_t pos) const;
+
+  vk::Context& ctx_;
+  ModelConfig cfg_;
+  ModelWeights w_;
+  uint32_t max_chunk_;
+  ops::SamplingParams sampling_;
+  bool profile_ = false;
+  uint32_t pos_ = 0;
+
+  vk::Buffer ids_, step_;            // host-visible: token ids of the step, StepState
+  vk::Buffer x_, h_, h_last_, qkv_, att_, ff_, logits_last_, sample_scratch_;
+  vk::Buffer logits_all_;            // [max_chunk][vocab], allocated on first use
+  std::vector<vk::Buffer> k_cache_, v_cache_;
+  std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
+  std::vector<Graph*> last_run_;
+};
+
+}  // namespace gptvk

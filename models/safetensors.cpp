@@ -1,0 +1,197 @@
+#include "models/safetensors.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "engine/error.hpp"
+
+namespace gptvk {
+
+namespace {
+
+// Bytes per element of every dtype the safetensors format defines; the ones we cannot
+// load still need a size so their offsets can be checked.
+uint64_t element_bytes(const std::string& dtype) {
+  static const std::map<std::string, uint64_t> sizes = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+      {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+// a * b, or false when it overflows 64 bits.
+bool mul_checked(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
+
+}  // namespace
+
+uint64_t TensorInfo::elements() const {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string TensorInfo::shape_str() const { return gptvk::shape_str(shape); }
+
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  SafetensorsFile f;
+  f.path_ = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path + ": cannot open weights file: " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw InputError(path + ": not a regular file");
+  }
+  f.size_ = static_cast<uint64_t>(st.st_size);
+  if (f.size_ < 8) {
+    ::close(fd);
+    throw InputError(path + ": " + (f.size_ == 0 ? std::string("empty file") : std::to_string(f.size_) + "-byte file") +
+                     ", not safetensors (it starts with an 8-byte header length)");
+  }
+  void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);  // the mapping keeps the file open
+  if (p == MAP_FAILED) throw InputError(path + ": cannot map weights file: " + std::strerror(errno));
+  f.map_ = static_cast<const std::byte*>(p);
+
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | std::to_integer<uint64_t>(f.map_[i]);
+  if (header_len > f.size_ - 8)
+    throw InputError(path + ": header length " + std::to_string(header_len) + " runs past the end of the file (" +
+                     std::to_string(f.size_) + " bytes): truncated or not safetensors");
+  f.data_start_ = 8 + header_len;
+  f.parse_header(header_len);
+  return f;
+}
+
+void SafetensorsFile::parse_header(uint64_t header_len) {
+  const char* text = reinterpret_cast<const char*>(map_ + 8);
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text, text + header_len);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path_ + ": malformed JSON header: " + e.what());
+  }
+  if (!header.is_object()) throw InputError(path_ + ": JSON header is not an object");
+
+  const uint64_t data_len = size_ - data_start_;
+  for (auto& [name, entry] : header.items()) {
+    auto bad = [&](const std::string& what) -> InputError {
+      return InputError(path_ + ": tensor '" + name + "': " + what);
+    };
+    if (name == "__metadata__") {
+      if (!entry.is_object()) throw InputError(path_ + ": __metadata__ is not an object");
+      for (auto& [k, v] : entry.items()) {
+        if (!v.is_string()) throw InputError(path_ + ": __metadata__ value for '" + k + "' is not a string");
+        metadata_[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    if (!entry.is_object()) throw bad("header entry is not an object");
+    TensorInfo t;
+    t.name = name;
+    auto dt = entry.find("dtype");
+    if (dt == entry.end() || !dt->is_string()) throw bad("no dtype string");
+    t.dtype_name = dt->get<std::string>();
+    uint64_t esize = element_bytes(t.dtype_name);
+    if (!esize) throw bad("unknown dtype '" + t.dtype_name + "'");
+    t.supported = t.dtype_name == "F32" || t.dtype_name == "F16" || t.dtype_name == "BF16";
+    if (t.supported) t.dtype = t.dtype_name == "F32" ? DType::F32 : t.dtype_name == "F16" ? DType::F16 : DType::BF16;
+
+    auto shape = entry.find("shape");
+    if (shape == entry.end() || !shape->is_array()) throw bad("no shape array");
+    uint64_t n = 1;
+    for (auto& d : *shape) {
+      if (!d.is_number_unsigned()) throw bad("shape " + shape->dump() + " is not a list of non-negative integers");
+      t.shape.push_back(d.get<uint64_t>());
+      if (!mul_checked(n, t.shape.back(), n)) throw bad("shape " + t.shape_str() + " overflows");
+    }
+    auto off = entry.find("data_offsets");
+    if (off == entry.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+        !(*off)[1].is_number_unsigned())
+      throw bad("data_offsets is not a pair of non-negative integers");
+    t.begin = (*off)[0].get<uint64_t>();
+    t.end = (*off)[1].get<uint64_t>();
+    if (t.begin > t.end)
+      throw bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ") are reversed");
+    if (t.end > data_len)
+      throw bad("data [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                ") runs past the end of the data area (" + std::to_string(data_len) + " bytes): file truncated?");
+    uint64_t want = 0;
+    if (!mul_checked(n, esize, want) || want != t.bytes())
+      throw bad("shape " + t.shape_str() + " of " + t.dtype_name + " needs " + std::to_string(want) +
+                " bytes but data_offsets span " + std::to_string(t.bytes()) + " bytes");
+    index_[t.name] = tensors_.size();
+    tensors_.push_back(std::move(t));
+  }
+
+  // No two tensors may share bytes: a header that overlaps them lies about at least one.
+  std::vector<const TensorInfo*> by_offset;
+  for (const auto& t : tensors_)
+    if (t.bytes()) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i)
+    if (by_offset[i]->begin < by_offset[i - 1]->end)
+      throw InputError(path_ + ": tensor '" + by_offset[i]->name + "' overlaps tensor '" + by_offset[i - 1]->name +
+                       "' in the data area");
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_) munmap(const_cast<std::byte*>(map_), size_);
+}
+
+SafetensorsFile::SafetensorsFile(SafetensorsFile&& o) noexcept { *this = std::move(o); }
+
+SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& o) noexcept {
+  if (this != &o) {
+    if (map_) munmap(const_cast<std::byte*>(map_), size_);
+    path_ = std::move(o.path_);
+    map_ = std::exchange(o.map_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    data_start_ = o.data_start_;
+    tensors_ = std::move(o.tensors_);
+    index_ = std::move(o.index_);
+    metadata_ = std::move(o.metadata_);
+  }
+  return *this;
+}
+
+const TensorInfo* SafetensorsFile::find(std::string_view name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const TensorInfo& SafetensorsFile::get(std::string_view name) const {
+  const TensorInfo* t = find(name);
+  if (!t) throw InputError(path_ + ": tensor '" + std::string(name) + "' not found");
+  if (!t->supported)
+    throw InputError(path_ + ": tensor '" + t->name + "' has dtype " + t->dtype_name +
+                     "; only F32, F16 and BF16 weights are supported");
+  return *t;
+}
+
+std::span<const std::byte> SafetensorsFile::data(const TensorInfo& t) const {
+  return {map_ + data_start_ + t.begin, static_cast<size_t>(t.bytes())};
+}
+
+void SafetensorsFile::release(const TensorInfo& t) const {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t first = (data_start_ + t.begin + page - 1) / page * page;  // whole pages inside the tensor
+  uint64_t last = (data_start_ + t.end) / page * page;
+  if (last > first) madvise(const_cast<std::byte*>(map_) + first, last - first, MADV_DONTNEED);
+}
+
+}  // namespace gptvk

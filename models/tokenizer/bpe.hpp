@@ -1,0 +1,62 @@
+// Byte-pair merging of one piece, with GPT-2's rule (encoder.py's bpe()): while some
+// adjacent pair of symbols is a listed merge, take the pair of lowest rank and merge every
+// occurrence of it, left to right without overlap. Symbols are token ids throughout: each
+// byte starts as its single-byte token and a merge yields the token of the concatenation.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "models/tokenizer/piece_cache.hpp"
+#include "models/tokenizer/vocab_files.hpp"
+
+namespace gptvk::tokenizer {
+
+// (left id, right id) -> (rank, merged id), open addressing over one flat array.
+class MergeTable {
+ public:
+  explicit MergeTable(const std::vector<Merge>& merges);
+  struct Hit {
+    uint32_t rank, merged;
+  };
+  static constexpr uint32_t kNoRank = UINT32_MAX;
+  // rank == kNoRank when (left, right) is not a merge.
+  Hit find(uint32_t left, uint32_t right) const;
+
+ private:
+  struct Slot {
+    uint64_t key;
+    Hit hit;
+  };
+  std::vector<Slot> slots_;
+  uint64_t mask_ = 0;
+};
+
+class BpeEncoder {
+ public:
+  // byte_ids[b]: the token of the single byte b.
+  BpeEncoder(const std::vector<Merge>& merges, const std::array<uint32_t, 256>& byte_ids);
+
+  // Appends the ids of `piece` (raw bytes, not empty) to `out`, from the cache when seen
+  // before. Not thread-safe: it updates the cache and reuses scratch buffers.
+  void encode(std::string_view piece, std::vector<uint32_t>& out);
+
+  // The same without looking at or filling the cache.
+  void merge(std::string_view piece, std::vector<uint32_t>& out);
+
+  // Pieces longer than this are not cached (long one-off runs would evict useful words).
+  static constexpr size_t kMaxCachedPiece = 256;
+
+ private:
+  MergeTable table_;
+  std::array<uint32_t, 256> byte_ids_;
+  PieceCache cache_;
+  // Scratch for merge(): a doubly linked list of symbols over the piece's byte positions
+  // and a heap of (rank << 32 | position) candidate pairs.
+  std::vector<uint32_t> sym_;
+  std::vector<int32_t> prev_, next_;
+  std::vector<uint64_t> heap_, batch_;
+};
+
+}  // namespace gptvk::tokenizer

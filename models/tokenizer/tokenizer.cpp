@@ -1,0 +1,114 @@
+#include "models/tokenizer/tokenizer.hpp"
+
+#include <array>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "engine/error.hpp"
+#include "models/tokenizer/bpe.hpp"
+#include "models/tokenizer/pretokenizer.hpp"
+#include "models/tokenizer/utf8.hpp"
+#include "models/tokenizer/vocab_files.hpp"
+
+namespace gptvk {
+
+struct Tokenizer::State {
+  std::vector<std::string> tokens;  // id -> bytes
+  std::optional<uint32_t> eot;
+  // The pre-tokenizer's match state and the BPE cache change on every encode, so one
+  // encode runs at a time.
+  mutable std::mutex mu;
+  mutable tokenizer::Pretokenizer pre;
+  mutable std::optional<tokenizer::BpeEncoder> bpe;
+};
+
+Tokenizer::Tokenizer(std::unique_ptr<State> s) : s_(std::move(s)) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merges_path) {
+  auto s = std::make_unique<State>();
+  s->tokens = tokenizer::read_vocab(vocab_path);
+  std::unordered_map<std::string, uint32_t> ids;
+  ids.reserve(s->tokens.size());
+  for (uint32_t id = 0; id < s->tokens.size(); ++id) ids.emplace(s->tokens[id], id);
+
+  std::array<uint32_t, 256> byte_ids;
+  for (int b = 0; b < 256; ++b) {
+    auto it = ids.find(std::string(1, char(b)));
+    if (it == ids.end()) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "0x%02X", b);
+      throw InputError(vocab_path + ": no token for the single byte " + buf +
+                       " (a byte-level vocabulary needs all 256)");
+    }
+    byte_ids[b] = it->second;
+  }
+  if (auto it = ids.find(std::string(kEndOfText)); it != ids.end()) s->eot = it->second;
+  s->bpe.emplace(tokenizer::read_merges(merges_path, ids), byte_ids);
+  return Tokenizer(std::move(s));
+}
+
+uint32_t Tokenizer::vocab_size() const { return uint32_t(s_->tokens.size()); }
+std::optional<uint32_t> Tokenizer::eot_id() const { return s_->eot; }
+
+std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool allow_special) const {
+  std::vector<uint32_t> out;
+  out.reserve(text.size() / 3 + 16);
+  encode_append(text, out, allow_special);
+  return out;
+}
+
+void Tokenizer::encode_append(std::string_view text, std::vector<uint32_t>& out, bool allow_special) const {
+  std::lock_guard lock(s_->mu);
+  if (!allow_special || !s_->eot) {
+    encode_text(text, out);
+    return;
+  }
+  // Text between the special tokens is encoded as usual (so a word right before
+  // "<|endoftext|>" ends there, as in tiktoken's allowed_special).
+  for (;;) {
+    size_t at = text.find(kEndOfText);
+    encode_text(text.substr(0, at), out);
+    if (at == std::string_view::npos) return;
+    out.push_back(*s_->eot);
+    text.remove_prefix(at + kEndOfText.size());
+  }
+}
+
+void Tokenizer::encode_text(std::string_view text, std::vector<uint32_t>& out) const {
+  auto& bpe = *s_->bpe;
+  s_->pre.split(text, [&](std::string_view piece) { bpe.encode(piece, out); });
+}
+
+const std::string& Tokenizer::token_bytes(uint32_t id) const {
+  if (id >= s_->tokens.size())
+    throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (ids are 0.." +
+                     std::to_string(s_->tokens.size() - 1) + ")");
+  return s_->tokens[id];
+}
+
+std::string Tokenizer::decode(std::span<const uint32_t> ids) const {
+  std::string out;
+  decode_append(ids, out);
+  return out;
+}
+
+void Tokenizer::decode_append(std::span<const uint32_t> ids, std::string& out) const {
+  for (uint32_t id : ids) out += token_bytes(id);
+}
+
+std::string StreamDecoder::feed(uint32_t id) {
+  pending_ += tok_->token_bytes(id);
+  size_t keep = tokenizer::utf8_incomplete_tail(pending_);
+  std::string ready = pending_.substr(0, pending_.size() - keep);
+  pending_.erase(0, pending_.size() - keep);
+  return ready;
+}
+
+std::string StreamDecoder::flush() { return std::exchange(pending_, std::string()); }
+
+}  // namespace gptvk

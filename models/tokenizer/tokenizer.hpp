@@ -1,0 +1,76 @@
+// GPT-2's byte-level BPE tokenizer: vocabulary + merges files (OpenAI's encoder.json and
+// vocab.bpe, or Hugging Face's vocab.json and merges.txt), GPT-2's pre-tokenisation
+// pattern, merges by rank with a cache of encoded words, and byte-exact decoding.
+//
+//   auto tok = gptvk::Tokenizer::load("encoder.json", "vocab.bpe");
+//   std::vector<uint32_t> ids = tok.encode("Hello world");   // {15496, 995}
+//   std::string text = tok.decode(ids);                      // "Hello world"
+//
+// Input that is not valid UTF-8 is encoded losslessly: each byte that is not part of a
+// valid character becomes its own single-byte token, so decode(encode(x)) == x for any
+// bytes x. "<|endoftext|>" in the input is ordinary text unless allow_special is set.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gptvk {
+
+class Tokenizer {
+ public:
+  // Throws InputError "PATH:LINE:COLUMN: cause" for an unreadable or malformed file.
+  static Tokenizer load(const std::string& vocab_path, const std::string& merges_path);
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  // allow_special: "<|endoftext|>" in the text becomes eot_id() (when the vocabulary has
+  // it) instead of being encoded as plain text, which is what GPT-2's encoder does.
+  // Thread-safe; concurrent calls on one Tokenizer take turns.
+  std::vector<uint32_t> encode(std::string_view text, bool allow_special = false) const;
+  void encode_append(std::string_view text, std::vector<uint32_t>& out, bool allow_special = false) const;
+
+  // Throws InputError naming the first id that is not below vocab_size().
+  std::string decode(std::span<const uint32_t> ids) const;
+  void decode_append(std::span<const uint32_t> ids, std::string& out) const;
+  // The bytes of one token; throws InputError when id is out of the vocabulary.
+  const std::string& token_bytes(uint32_t id) const;
+
+  uint32_t vocab_size() const;
+  // The id of "<|endoftext|>" (50256 for GPT-2), for generation to stop on.
+  std::optional<uint32_t> eot_id() const;
+  static constexpr std::string_view kEndOfText = "<|endoftext|>";
+
+ private:
+  struct State;
+  explicit Tokenizer(std::unique_ptr<State> s);
+  void encode_text(std::string_view text, std::vector<uint32_t>& out) const;
+  std::unique_ptr<State> s_;
+};
+
+// Turns ids into text one id at a time for streamed output, never handing out part of a
+// UTF-8 character: a token can end in the middle of one (emoji and CJK are often split
+// over two or three tokens), and those bytes wait for the next tokens. Everything fed
+// comes back exactly once, so the concatenation of all feed() results and flush() is
+// decode(all ids), byte for byte (bytes that can never become valid UTF-8 are passed
+// through, not held).
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tok) : tok_(&tok) {}
+  // The bytes that are complete now (maybe none). Throws InputError for an id out of the
+  // vocabulary, holding what it held before.
+  std::string feed(uint32_t id);
+  // The held-back bytes of an unfinished character, if the stream stops there.
+  std::string flush();
+
+ private:
+  const Tokenizer* tok_;
+  std::string pending_;
+};
+
+}  // namespace gptvk

@@ -1,0 +1,28 @@
+// Strict UTF-8 (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF), as the
+// tokenizer needs it: where valid text ends, where an unfinished character starts, and
+// appending a code point.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace gptvk::tokenizer {
+
+// Length (1-4) of the valid UTF-8 character starting at s[i], or 0 if the bytes there do
+// not form one (a stray continuation byte, a bad lead byte, a truncated or overlong
+// sequence, a surrogate, or a code point past U+10FFFF).
+size_t utf8_char_length(std::string_view s, size_t i);
+
+// Index of the first byte at or after `from` that does not start a valid character
+// (s.size() if the rest is valid). ASCII is skipped eight bytes at a time.
+size_t utf8_valid_until(std::string_view s, size_t from);
+
+// Length (0-3) of the longest suffix of s that is the start of a valid character still
+// missing bytes: what a streaming decoder must hold back. Bytes that can never become
+// valid (0xFF, a stray continuation byte, E0 80 ...) are not held.
+size_t utf8_incomplete_tail(std::string_view s);
+
+void append_utf8(std::string& out, uint32_t code_point);
+
+}  // namespace gptvk::tokenizer

@@ -1,0 +1,68 @@
+// A model's weights on the device, in the layout the ops want: every linear weight as a
+// [out][in] Matrix in the config's storage dtype (transposed from HF Conv1D [in][out] and
+// q/k/v fused into one [3C][C] matrix while loading), biases and LayerNorm parameters as
+// f32 buffers. Loading streams from the mapped safetensors file in bounded row blocks, so
+// the host never holds a second copy of the model.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.hpp"
+#include "engine/vk/buffer.hpp"
+#include "models/config.hpp"
+#include "models/safetensors.hpp"
+
+namespace gptvk {
+
+namespace vk {
+class Context;
+}
+
+struct LayerWeights {
+  vk::Buffer ln1_g, ln1_b, ln2_g, ln2_b;  // f32 [C]
+  Matrix qkv;                             // [3C][C] out x in: q rows, then k rows, then v rows
+  vk::Buffer qkv_b;                       // f32 [3C] (zeros when qkv_bias = false)
+  Matrix attn_out;                        // [C][C]
+  vk::Buffer attn_out_b;                  // f32 [C] (zeros if absent)
+  Matrix fc;                              // [F][C]
+  vk::Buffer fc_b;                        // f32 [F] (zeros if absent)
+  Matrix proj;                            // [C][F]
+  vk::Buffer proj_b;                      // f32 [C] (zeros if absent)
+};
+
+struct ModelWeights {
+  Matrix tok_emb;  // [V][C] (also the LM head when tied)
+  Matrix pos_emb;  // [context][C]
+  std::vector<LayerWeights> layers;
+  vk::Buffer lnf_g, lnf_b;  // f32 [C] (empty buffers when final_norm = false)
+  Matrix head;              // [V][C] when untied (rows == 0 when tied)
+  vk::Buffer head_b;        // f32 [V] (empty when out_bias = false)
+  const Matrix& lm_head() const { return head.rows ? head : tok_emb; }
+  uint64_t device_bytes() const;
+};
+
+// Device bytes the weights of `cfg` take (matrices with row padding, f32 vectors), known
+// before anything is allocated.
+uint64_t weights_device_bytes(const ModelConfig& cfg);
+
+// Loads cfg's weights (or `weights_path` if non-empty) onto the device in cfg.dtype; a
+// progress bar on stderr when it is a terminal and the file is large. Throws InputError
+// naming the tensor for a missing tensor or a shape that disagrees with [model], and
+// DeviceError when the model cannot fit in the device's memory.
+ModelWeights load_weights(vk::Context& ctx, const ModelConfig& cfg, const std::string& weights_path = "");
+
+// Deterministic random weights (bench and tests without a file): the same (cfg, seed)
+// gives the same values on every device. Scaled like a trained GPT-2 (unit-gain
+// LayerNorms, small residual branches) with a wider token embedding so the tied head's
+// logits are peaked rather than flat.
+ModelWeights random_weights(vk::Context& ctx, const ModelConfig& cfg, uint64_t seed);
+
+// Writes the 2-D tensor `t` of `file` into rows [row0, row0 + rows) of `m`, where `t` is
+// [rows][m.cols], or [m.cols][rows] when `in_out` (then transposed), converting to m's dtype
+// through at most `block_bytes` of host staging at a time. The building block of
+// load_weights, public for tools and tests (e.g. matrices split into small chunks).
+void write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,
+                       uint64_t block_bytes = 16ull << 20);
+
+}  // namespace gptvk

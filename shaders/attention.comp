@@ -1,0 +1,249 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Causal multi-head attention over a layer's KV cache, one workgroup per (head, query):
+//   out[t][h*HD + d] = sum_{j <= pos0 + t} softmax_j(q_t,h . k_j,h * SCALE) v_j,h[d]
+// q comes from the fused projection qkv[t][0:C] (row stride 3C). pos0 is read from the step
+// buffer: the key count is a run-time loop bound, so one recorded dispatch serves every
+// decode position up to CONTEXT.
+//
+// Keys j < pos0 always come from the caches. This step's keys (pos0 <= j <= pos0 + t):
+//   APPEND = 0: from the caches too (kv_append ran before, in its own dispatch);
+//   APPEND = 1: straight from qkv, and workgroup (h, t) also writes its head's slice of
+//               key/value t to cache row pos0 + t. No workgroup reads a row that this
+//               dispatch writes, so kv_append and attention become one dispatch.
+//
+// Each workgroup splits its keys between independent online-softmax streams (running max m,
+// sum l, accumulator acc[HD]) and merges them once at the end, so the key loop itself has
+// no barrier:
+//   subgroup: a stream is one subgroup; its lanes split the head dims (lane owns elements
+//             e = lane, lane + SG, ...), a key's score is one subgroupAdd, consecutive
+//             lanes read consecutive memory. Keys go in blocks of KB so that the max and
+//             the accumulator rescale happen once per block. Streams take blocks in turn.
+//   shared:   no subgroup arithmetic: a stream is one invocation taking whole keys (full
+//             dot product, private acc[HD]); the streams merge through shared memory,
+//             CHUNK dims at a time so the scratch fits a small shared memory.
+// VEC = 4 reads the caches as vec4 (HD % 4 == 0): on lavapipe every load of a
+// non-uniform address is a loop over the SIMD lanes, so 16-byte loads cost about a quarter
+// of four float loads.
+// Grid: (n_heads, T). Workgroup: local_size_x (spec 0).
+
+//! variant subgroup USE_SUBGROUP=1 VEC=1
+//! variant subgroup_vec4 USE_SUBGROUP=1 VEC=4
+//! variant shared USE_SUBGROUP=0 VEC=1
+//! variant shared_vec4 USE_SUBGROUP=0 VEC=4
+
+#if USE_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint HD = 64;          // head dim
+layout(constant_id = 2) const uint C = 768;          // n_heads * HD: cache row stride; qkv rows are 3C
+layout(constant_id = 3) const uint CONTEXT = 1024;   // cache rows
+layout(constant_id = 4) const float SCALE = 0.125;   // 1 / sqrt(HD)
+layout(constant_id = 5) const uint SG = 8;           // subgroup variant: the device's subgroup size
+layout(constant_id = 6) const uint CHUNK = 64;       // shared variant: dims merged per pass
+layout(constant_id = 7) const bool APPEND = false;   // also append this step's keys/values
+
+#if VEC == 4
+#define VT vec4
+#define VDOT(a, b) dot(a, b)
+#define COMP(x, c) (x)[c]  // component c of a VT
+#else
+#define VT float
+#define VDOT(a, b) ((a) * (b))
+#define COMP(x, c) (x)
+#endif
+
+// Everything in units of VT.
+layout(std430, binding = 0) readonly buffer Qkv { VT qkv[]; };
+#define STEP_BINDING 1
+#include "common/step.glsl"
+layout(std430, binding = 2) buffer KCache { VT k_cache[]; };
+layout(std430, binding = 3) buffer VCache { VT v_cache[]; };
+layout(std430, binding = 4) writeonly buffer Out { VT out_[]; };
+
+const uint HDV = HD / VEC;  // head width
+const uint CV = C / VEC;    // cache row stride; qkv rows are 3 * CV
+
+// Start of the running max: finite, so exp(m - m_new) is exp(-huge) = 0 and never NaN.
+const float NEG_BIG = -1.0e30;
+
+// Element `col` (h * HDV + e) of key / value j, for a step starting at pos0.
+VT key_at(uint j, uint pos0, uint col) {
+  if (APPEND && j >= pos0) return qkv[(j - pos0) * 3 * CV + CV + col];
+  return k_cache[j * CV + col];
+}
+VT value_at(uint j, uint pos0, uint col) {
+  if (APPEND && j >= pos0) return qkv[(j - pos0) * 3 * CV + 2 * CV + col];
+  return v_cache[j * CV + col];
+}
+
+// APPEND: the workgroup's invocations copy its head's slice of key/value t to cache row
+// pos0 + t (dropped past the end of the cache, which the host never asks for).
+void append_slice(uint h, uint t, uint pos0, uint lid) {
+  if (!APPEND || pos0 + t >= CONTEXT) return;
+  for (uint e = lid; e < HDV; e += gl_WorkGroupSize.x) {
+    uint col = h * HDV + e;
+    k_cache[(pos0 + t) * CV + col] = qkv[t * 3 * CV + CV + col];
+    v_cache[(pos0 + t) * CV + col] = qkv[t * 3 * CV + 2 * CV + col];
+  }
+}
+
+#if USE_SUBGROUP
+
+const uint NSG = gl_WorkGroupSize.x / SG;  // streams (subgroups) per workgroup
+const uint DPL = (HDV + SG - 1) / SG;      // elements of the head per lane
+const uint KB = 4;                         // keys per block
+
+shared float sh_m[NSG];
+shared float sh_l[NSG];
+shared VT sh_acc[NSG * HDV];
+
+void main() {
+  uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
+  uint pos0 = step_pos;
+  uint n_keys = min(pos0 + t + 1, CONTEXT);
+  uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
+  append_slice(h, t, pos0, gl_LocalInvocationID.x);
+
+  // Lanes past HDV (HDV not a multiple of SG) read a valid element with q = 0, so the key
+  // loop needs no bounds test; their accumulators are never stored.
+  VT qv[DPL];
+  uint col[DPL];
+  VT acc[DPL];
+  for (uint i = 0; i < DPL; ++i) {
+    uint e = lane + i * SG;
+    col[i] = h * HDV + min(e, HDV - 1);
+    qv[i] = e < HDV ? qkv[t * 3 * CV + h * HDV + e] * SCALE : VT(0.0);
+    acc[i] = VT(0.0);
+  }
+
+  float m = NEG_BIG, l = 0.0;
+  for (uint j0 = sg * KB; j0 < n_keys; j0 += NSG * KB) {
+    // Keys past n_keys in the last block re-read the last valid key and are masked below.
+    float s[KB];
+    for (uint k = 0; k < KB; ++k) {
+      uint j = min(j0 + k, n_keys - 1);
+      float part = 0.0;
+      for (uint i = 0; i < DPL; ++i) part += VDOT(qv[i], key_at(j, pos0, col[i]));
+      s[k] = subgroupAdd(part);
+    }
+    float m_new = max(m, s[0]);  // key j0 < n_keys always
+    for (uint k = 1; k < KB; ++k)
+      if (j0 + k < n_keys) m_new = max(m_new, s[k]);
+    float corr = exp(m - m_new);
+    l *= corr;
+    for (uint i = 0; i < DPL; ++i) acc[i] *= corr;
+    for (uint k = 0; k < KB; ++k) {
+      if (j0 + k >= n_keys) break;
+      float p = exp(s[k] - m_new);
+      l += p;
+      for (uint i = 0; i < DPL; ++i) acc[i] += p * value_at(j0 + k, pos0, col[i]);
+    }
+    m = m_new;
+  }
+
+  uint o = t * CV + h * HDV;
+  if (NSG == 1) {
+    float inv = 1.0 / l;
+    for (uint i = 0; i < DPL; ++i) {
+      uint e = lane + i * SG;
+      if (e < HDV) out_[o + e] = acc[i] * inv;
+    }
+    return;
+  }
+  // Merge the streams: rescale each to the common max and add. A stream that saw no key
+  // (fewer keys than streams) has l = 0, acc = 0 and weight exp(NEG_BIG - M) = 0.
+  if (subgroupElect()) {
+    sh_m[sg] = m;
+    sh_l[sg] = l;
+  }
+  for (uint i = 0; i < DPL; ++i) {
+    uint e = lane + i * SG;
+    if (e < HDV) sh_acc[sg * HDV + e] = acc[i];
+  }
+  barrier();
+  float big = sh_m[0];
+  for (uint s = 1; s < NSG; ++s) big = max(big, sh_m[s]);
+  for (uint e = gl_LocalInvocationID.x; e < HDV; e += gl_WorkGroupSize.x) {
+    VT num = VT(0.0);
+    float den = 0.0;
+    for (uint s = 0; s < NSG; ++s) {
+      float f = exp(sh_m[s] - big);
+      num += sh_acc[s * HDV + e] * f;
+      den += sh_l[s] * f;
+    }
+    out_[o + e] = num / den;
+  }
+}
+
+#else  // shared
+
+const uint WG = gl_WorkGroupSize.x;
+
+shared float sh_m[WG];
+shared float sh_l[WG];
+shared float sh_acc[WG * CHUNK];
+
+void main() {
+  uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
+  uint pos0 = step_pos;
+  uint n_keys = min(pos0 + t + 1, CONTEXT);
+  uint lid = gl_LocalInvocationID.x;
+  append_slice(h, t, pos0, lid);
+
+  // Every invocation keeps the whole (scaled) query in registers.
+  VT q[HDV];
+  VT acc[HDV];
+  for (uint e = 0; e < HDV; ++e) {
+    q[e] = qkv[t * 3 * CV + h * HDV + e] * SCALE;
+    acc[e] = VT(0.0);
+  }
+  float m = NEG_BIG, l = 0.0;
+  for (uint j = lid; j < n_keys; j += WG) {
+    float s = 0.0;
+    for (uint e = 0; e < HDV; ++e) s += VDOT(q[e], key_at(j, pos0, h * HDV + e));
+    if (s > m) {  // new max: rescale what was summed so far
+      float corr = exp(m - s);
+      l *= corr;
+      for (uint e = 0; e < HDV; ++e) acc[e] *= corr;
+      m = s;
+    }
+    float p = exp(s - m);
+    l += p;
+    for (uint e = 0; e < HDV; ++e) acc[e] += p * value_at(j, pos0, h * HDV + e);
+  }
+
+  // Merge the WG streams; an idle stream (lid >= n_keys) has weight exp(NEG_BIG - M) = 0.
+  sh_m[lid] = m;
+  barrier();
+  float big = sh_m[0];
+  for (uint i = 1; i < WG; ++i) big = max(big, sh_m[i]);
+  float f = exp(m - big);
+  sh_l[lid] = l * f;
+  barrier();
+  float den = 0.0;
+  for (uint i = 0; i < WG; ++i) den += sh_l[i];
+  float inv = 1.0 / den;
+
+  // Output dims d0 .. d0 + CHUNK - 1 per pass; CHUNK is a multiple of VEC.
+  uint o = t * CV + h * HDV;
+  for (uint d0 = 0; d0 < HD; d0 += CHUNK) {
+    for (uint dd = 0; dd < CHUNK && d0 + dd < HD; ++dd) {
+      uint d = d0 + dd;
+      sh_acc[lid * CHUNK + dd] = COMP(acc[d / VEC], d % VEC) * f;
+    }
+    barrier();
+    for (uint ev = lid; ev * VEC < CHUNK && d0 + ev * VEC < HD; ev += WG) {
+      VT num = VT(0.0);
+      for (uint i = 0; i < WG; ++i)
+        for (uint c = 0; c < VEC; ++c) COMP(num, c) += sh_acc[i * CHUNK + ev * VEC + c];
+      out_[o + d0 / VEC + ev] = num * inv;
+    }
+    barrier();  // the next pass overwrites sh_acc
+  }
+}
+
+#endif

@@ -1,0 +1,71 @@
+// Shared-memory tiled GEMM (for GPUs): a workgroup computes a BM x BN tile of y (tokens
+// by outputs), staging BK inputs of x and W at a time in shared memory; each invocation
+// accumulates TM x TN outputs in registers, spaced BM/TM and BN/TN apart so that reads of
+// the staged tiles are broadcasts or consecutive (no bank conflicts).
+// Workgroup size is (BM / TM) * (BN / TN); BK is a multiple of 8 (whole W words).
+layout(constant_id = 9) const uint BM = 64;
+layout(constant_id = 10) const uint BN = 64;
+layout(constant_id = 11) const uint BK = 16;
+layout(constant_id = 12) const uint TM = 4;
+layout(constant_id = 13) const uint TN = 4;
+
+shared float x_tile[BK * BM];  // [k][token]
+shared float w_tile[BK * BN];  // [k][output]
+
+void main() {
+  const uint LOCAL = gl_WorkGroupSize.x;
+  const uint NX = BN / TN;  // invocations along outputs
+  const uint NY = BM / TM;  // invocations along tokens
+  const uint XQ = BK / 4u;  // vec4 groups of inputs per staged token
+  const uint WQ = BK / KW;  // W words per staged output
+  uint tid = gl_LocalInvocationID.x;
+  uint tx = tid % NX, ty = tid / NX;
+  uint tile_t = gl_WorkGroupID.x * BM, tile_o = gl_WorkGroupID.y * BN;
+
+  float acc[TM][TN];
+  for (uint i = 0u; i < TM; ++i)
+    for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
+
+  for (uint k0 = 0u; k0 < K; k0 += BK) {
+    for (uint e = tid; e < BM * XQ; e += LOCAL) {
+      uint m = e / XQ, kk = (e % XQ) * 4u;
+      uint t = tile_t + m, k = k0 + kk;
+      vec4 v = vec4(0.0);
+      if (t < pc.T) {
+        if (k + 4u <= K) {
+          v = load_x4(t * K + k);
+        } else {
+          for (uint c = 0u; c < 4u; ++c)
+            if (k + c < K) v[c] = load_x1(t * K + k + c);
+        }
+      }
+      for (uint c = 0u; c < 4u; ++c) x_tile[(kk + c) * BM + m] = v[c];
+    }
+    for (uint e = tid; e < BN * WQ; e += LOCAL) {
+      uint n = e / WQ, qw = e % WQ;
+      uint o = tile_o + n, q = k0 / KW + qw;
+      vec4 lo = vec4(0.0), hi = vec4(0.0);
+      // Inputs past K within the last word are the row's zero padding; words past it are 0.
+      if (o < ROWS && q < K_WORDS) decode(w[o * W_STRIDE + q], lo, hi);
+      uint kk = qw * KW;
+      for (uint c = 0u; c < 4u; ++c) w_tile[(kk + c) * BN + n] = lo[c];
+      if (KW == 8u)
+        for (uint c = 0u; c < 4u; ++c) w_tile[(kk + 4u + c) * BN + n] = hi[c];
+    }
+    barrier();
+    for (uint kk = 0u; kk < BK; ++kk) {
+      float a[TM], b[TN];
+      for (uint i = 0u; i < TM; ++i) a[i] = x_tile[kk * BM + ty + i * NY];
+      for (uint j = 0u; j < TN; ++j) b[j] = w_tile[kk * BN + tx + j * NX];
+      for (uint i = 0u; i < TM; ++i)
+        for (uint j = 0u; j < TN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+    barrier();
+  }
+
+  for (uint i = 0u; i < TM; ++i)
+    for (uint j = 0u; j < TN; ++j) {
+      uint t = tile_t + ty + i * NY, o = tile_o + tx + j * NX;
+      if (t < pc.T && o < ROWS) store_y(t, o, acc[i][j]);
+    }
+}

@@ -1,0 +1,101 @@
+// Shared part of the linear-layer kernels (shaders/linear.comp): dimensions, bindings,
+// weight decoding and the fused epilogue. The host (engine/ops/linear.cpp) binds views
+// already offset to the first token and first output column of the dispatch, so the
+// kernels index from 0.
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint K = 1;          // inputs per token (W.cols)
+layout(constant_id = 2) const uint ROWS = 1;       // W rows (outputs) this dispatch computes
+layout(constant_id = 3) const uint Y_STRIDE = 1;   // floats per token row of y and r (W.rows)
+layout(constant_id = 4) const uint W_STRIDE = 1;   // uvec4 words per stored W row
+layout(constant_id = 5) const uint DT = 0;         // weight dtype: 0 f32, 1 f16, 2 bf16 (engine/dtype.hpp)
+layout(constant_id = 6) const uint ACT = 0;        // engine/ops/activation.hpp
+layout(constant_id = 7) const bool HAS_BIAS = false;
+layout(constant_id = 8) const uint RES = 0;        // residual: 0 none, 1 from binding r, 2 in place (r is y)
+// constant_id 9.. are the kernel's tile sizes.
+
+#include "common/activation.glsl"
+
+layout(push_constant) uniform Push {
+  uint T;  // tokens (rows of x and y) in this dispatch
+} pc;
+
+#ifdef X_SCALAR
+// K is not a multiple of 4, so token rows of x are not 16-byte aligned: scalar loads.
+layout(std430, binding = 0) readonly buffer XBuf { float xs[]; };
+vec4 load_x4(uint e) { return vec4(xs[e], xs[e + 1], xs[e + 2], xs[e + 3]); }
+float load_x1(uint e) { return xs[e]; }
+#else
+// One vec4 load per 4 inputs: on lavapipe every storage-buffer load is a per-lane loop
+// with a bounds check, so wide loads cut that cost by 4.
+layout(std430, binding = 0) readonly buffer XBuf { vec4 xv[]; };
+vec4 load_x4(uint e) { return xv[e >> 2]; }  // e is a multiple of 4
+float load_x1(uint e) { return xv[e >> 2][e & 3u]; }
+#endif
+
+// All dtypes are read as packed uvec4 words (no 16-bit storage feature needed):
+// a word holds 4 f32 or 8 f16/bf16 weights.
+layout(std430, binding = 1) readonly buffer WBuf { uvec4 w[]; };
+layout(std430, binding = 2) readonly buffer BiasBuf { float bias[]; };
+layout(std430, binding = 3) readonly buffer RBuf { float r[]; };
+layout(std430, binding = 4) buffer YBuf { float y[]; };
+
+const uint KW = DT == 0u ? 4u : 8u;        // weights per uvec4 word
+const uint K_FULL = K / KW;                 // words whose inputs are all < K
+const uint K_TAIL = K - K_FULL * KW;        // inputs in the last, partial word
+const uint K_WORDS = K_FULL + (K_TAIL > 0u ? 1u : 0u);
+
+vec4 bf16_lo(uvec4 p) { return uintBitsToFloat(p << 16); }
+vec4 bf16_hi(uvec4 p) { return uintBitsToFloat(p & 0xffff0000u); }
+
+// The weights of one word as floats: lo = elements 0..3, hi = 4..7 (hi unused for f32).
+// Each 32-bit word holds elements 2i (low half) and 2i+1 (high half).
+void decode(uvec4 p, out vec4 lo, out vec4 hi) {
+  if (DT == 1u) {
+    lo = vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y));
+    hi = vec4(unpackHalf2x16(p.z), unpackHalf2x16(p.w));
+  } else if (DT == 2u) {
+    vec4 a = bf16_lo(p), b = bf16_hi(p);
+    lo = vec4(a.x, b.x, a.y, b.y);
+    hi = vec4(a.z, b.z, a.w, b.w);
+  } else {
+    lo = uintBitsToFloat(p);
+    hi = vec4(0.0);
+  }
+}
+
+// dot of one word of W with the matching inputs x (x_hi unused for f32).
+float word_dot(uvec4 p, vec4 x_lo, vec4 x_hi) {
+  vec4 lo, hi;
+  decode(p, lo, hi);
+  float s = dot(lo, x_lo);
+  if (KW == 8u) s += dot(hi, x_hi);
+  return s;
+}
+
+// Inputs of word q of token row `row` (an element offset into x); the tail word reads
+// only inputs < K, the rest are 0 (their weights are the zero padding of the row).
+void load_x_word(uint row, uint q, out vec4 x_lo, out vec4 x_hi) {
+  uint k = q * KW;
+  if (q < K_FULL) {
+    x_lo = load_x4(row + k);
+    x_hi = KW == 8u ? load_x4(row + k + 4u) : vec4(0.0);
+  } else {
+    float v[8];
+    for (uint i = 0u; i < 8u; ++i) v[i] = (i < K_TAIL) ? load_x1(row + k + min(i, K_TAIL - 1u)) : 0.0;
+    x_lo = vec4(v[0], v[1], v[2], v[3]);
+    x_hi = vec4(v[4], v[5], v[6], v[7]);
+  }
+}
+
+// y[t][o] = (residual) + act(acc + bias[o]).
+void store_y(uint t, uint o, float acc) {
+  float v = acc;
+  if (HAS_BIAS) v += bias[o];
+  v = activate(v, ACT);
+  uint i = t * Y_STRIDE + o;
+  if (RES == 1u) v += r[i];
+  else if (RES == 2u) v += y[i];
+  y[i] = v;
+}

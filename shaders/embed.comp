@@ -1,0 +1,58 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Token + position embedding: x[t][c] = tok[ids[t]][c] + pos[step_pos + t][c].
+// The tables are row chunks of Matrix objects (engine/tensor.hpp) read as uint words: f32
+// values are the words' bits, f16/bf16 values are packed two per word (element c in the
+// low half when c is even), so no 16-bit storage feature is needed. A dispatch binds one
+// token chunk and one position chunk and writes only the rows whose token and position
+// fall in those chunks; the op issues one dispatch per chunk pair, so across them every
+// row is written exactly once.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint C = 1;           // embedding width
+layout(constant_id = 2) const uint TOK_DT = 0;      // engine/dtype.hpp DType
+layout(constant_id = 3) const uint TOK_STRIDE = 8;  // elements per stored token row
+layout(constant_id = 4) const uint VOCAB = 1;       // token rows over all chunks
+layout(constant_id = 5) const uint POS_DT = 0;
+layout(constant_id = 6) const uint POS_STRIDE = 8;
+layout(constant_id = 7) const uint POS_ROWS = 1;    // position rows over all chunks
+
+#define STEP_BINDING 1
+#include "common/step.glsl"
+
+layout(push_constant) uniform Push {
+  uint T;         // tokens in this step
+  uint tok_row0;  // first token row held by the bound token chunk
+  uint tok_rows;  // rows in that chunk
+  uint pos_row0;
+  uint pos_rows;
+} pc;
+
+layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
+layout(std430, binding = 2) readonly buffer Tok { uint tok[]; };
+layout(std430, binding = 3) readonly buffer Pos { uint pos[]; };
+layout(std430, binding = 4) writeonly buffer X { float x[]; };
+
+// Element `i` (flat index into a row-major table) of a table stored in dtype `dt`, given
+// the word that holds it.
+uint word_index(uint dt, uint i) { return dt == 0u ? i : i >> 1; }
+float unpack(uint dt, uint word, uint i) {
+  if (dt == 0u) return uintBitsToFloat(word);
+  uint bits = (i & 1u) != 0u ? word >> 16 : word & 0xffffu;
+  if (dt == 1u) return unpackHalf2x16(bits).x;
+  return uintBitsToFloat(bits << 16);  // bf16: the high half of an f32
+}
+
+void main() {
+  uint c = gl_GlobalInvocationID.x;
+  if (c >= C) return;
+  for (uint t = gl_WorkGroupID.y; t < pc.T; t += gl_NumWorkGroups.y) {
+    // Clamped so that a bad id or position can never read outside the tables (the host
+    // validates ids; this is defense in depth).
+    uint id = min(ids[t], VOCAB - 1u);
+    uint p = min(step_pos + t, POS_ROWS - 1u);
+    if (id - pc.tok_row0 >= pc.tok_rows || p - pc.pos_row0 >= pc.pos_rows) continue;  // another chunk's row
+    uint ti = (id - pc.tok_row0) * TOK_STRIDE + c;
+    uint pi = (p - pc.pos_row0) * POS_STRIDE + c;
+    x[t * C + c] = unpack(TOK_DT, tok[word_index(TOK_DT, ti)], ti) + unpack(POS_DT, pos[word_index(POS_DT, pi)], pi);
+  }
+}

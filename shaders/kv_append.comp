@@ -1,0 +1,27 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Appends one step's keys and values to a layer's KV cache: for each token t of the step,
+// k_cache[pos0 + t] = qkv[t][C:2C] and v_cache[pos0 + t] = qkv[t][2C:3C], with pos0 read
+// from the step buffer so a recorded decode graph appends at the current position on every
+// replay. Grid: x over the C columns, y over the T tokens.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint C = 768;        // embedding width (n_heads * head_dim)
+layout(constant_id = 2) const uint CONTEXT = 1024; // rows in each cache
+
+layout(std430, binding = 0) readonly buffer Qkv { float qkv[]; };
+#define STEP_BINDING 1
+#include "common/step.glsl"
+layout(std430, binding = 2) writeonly buffer KCache { float k_cache[]; };
+layout(std430, binding = 3) writeonly buffer VCache { float v_cache[]; };
+
+void main() {
+  uint c = gl_GlobalInvocationID.x;
+  uint t = gl_WorkGroupID.y;
+  uint row = step_pos + t;
+  // A position past the cache would write out of bounds: the host never asks for one, and
+  // if it did the row is dropped rather than corrupting other memory.
+  if (c >= C || row >= CONTEXT) return;
+  uint src = t * 3 * C + c;
+  k_cache[row * C + c] = qkv[src + C];
+  v_cache[row * C + c] = qkv[src + 2 * C];
+}

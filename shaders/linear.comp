@@ -1,0 +1,40 @@
+#version 450
+// Linear layer: y[t][o] = (residual ? r[t][o] : 0) + act(sum_i x[t][i] * W[o][i] + bias[o]),
+// f32 accumulation, W in f32/f16/bf16 read as packed uvec4 words (engine/tensor.hpp).
+// Kernels (engine/ops/linear.cpp picks one):
+//   matvec_*     decode (T == 1): many outputs per workgroup, reduction across invocations
+//                by subgroupAdd (needs subgroup arithmetic) or shared memory;
+//   gemm_bcast   T > 1 on CPU devices with subgroups: register blocking, inputs shared by
+//                subgroupBroadcast instead of loaded by every invocation;
+//   gemm_reg     the same without subgroup operations;
+//   gemm_tiled   T > 1 on GPUs: shared-memory tiles.
+// *_xs variants read x one float at a time, for K not a multiple of 4 (unaligned rows).
+//! variant matvec_subgroup MATVEC SUBGROUP
+//! variant matvec_shared MATVEC
+//! variant matvec_subgroup_xs MATVEC SUBGROUP X_SCALAR
+//! variant matvec_shared_xs MATVEC X_SCALAR
+//! variant gemm_reg GEMM_REG
+//! variant gemm_reg_xs GEMM_REG X_SCALAR
+//! variant gemm_bcast GEMM_BCAST
+//! variant gemm_bcast_xs GEMM_BCAST X_SCALAR
+//! variant gemm_tiled GEMM_TILED
+//! variant gemm_tiled_xs GEMM_TILED X_SCALAR
+#extension GL_GOOGLE_include_directive : require
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#ifdef GEMM_BCAST
+#extension GL_KHR_shader_subgroup_ballot : require
+#endif
+
+#include "common/linear_io.glsl"
+
+#if defined(MATVEC)
+#include "common/linear_matvec.glsl"
+#elif defined(GEMM_REG)
+#include "common/linear_gemm_reg.glsl"
+#elif defined(GEMM_BCAST)
+#include "common/linear_gemm_bcast.glsl"
+#elif defined(GEMM_TILED)
+#include "common/linear_gemm_tiled.glsl"
+#endif

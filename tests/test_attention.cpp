@@ -1,0 +1,318 @@
+#define BOOST_TEST_MODULE attention
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <limits>
+#include <optional>
+
+#include "engine/cpu/attention.hpp"
+#include "engine/ops/attention.hpp"
+#include "engine/ops/step.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+using ops::AttentionShape;
+
+namespace {
+
+// Tolerance, relative to the reference's largest |output|. The GPU works in f32: scores
+// are f32 dot products over hd <= 128 terms (rounding ~ sqrt(hd) * 6e-8 * |q||k|, scores here
+// reach ~40 in magnitude, so ~1e-6 absolute on a score and the same relative on its softmax
+// weight after exp), the online softmax rescales the running sums once per new maximum
+// (a few more roundings), and the weighted sum of up to 1024 values accumulates ~1e-7 per
+// term. That puts the expected error at a few 1e-6; 2e-5 leaves margin for a different exp
+// implementation while still failing on any real mistake (a wrong key, a missed rescale or
+// an off-by-one in the causal mask moves outputs by 1e-3 or more).
+constexpr double kTolerance = 2e-5;
+
+size_t emb(AttentionShape s) { return size_t(s.n_heads) * s.head_dim; }
+
+// Random q/k/v for tokens [pos0, pos0 + T): uniform in [-1, 1], with some keys and queries
+// scaled up so that some heads get a sharply peaked softmax (scores of tens) while others
+// stay nearly flat (scores well below 1).
+std::vector<float> make_qkv(uint32_t T, uint32_t pos0, AttentionShape s, uint32_t seed) {
+  const size_t C = emb(s), hd = s.head_dim;
+  auto v = test::random_floats(T * 3 * C, seed);
+  for (uint32_t t = 0; t < T; ++t) {
+    uint32_t pos = pos0 + t;
+    for (uint32_t h = 0; h < s.n_heads; ++h) {
+      float qscale = (h % 3 == 0) ? 4.0f : (h % 3 == 1 ? 1.0f : 0.1f);  // peaked / mild / flat heads
+      float kscale = (pos % 7 == 3) ? 6.0f : (pos % 13 == 5 ? 12.0f : 1.0f);
+      for (size_t d = 0; d < hd; ++d) {
+        v[t * 3 * C + h * hd + d] *= qscale;
+        v[t * 3 * C + C + h * hd + d] *= kscale;
+      }
+    }
+  }
+  return v;
+}
+
+uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+// Device state for one layer's attention: a step buffer, the qkv input for up to max_t
+// tokens, the two caches (views at a non-zero, aligned offset of a bigger buffer, as a
+// multi-layer cache would hold them; unwritten rows are NaN so reading one shows up) and
+// the output.
+struct Rig {
+  AttentionShape s;
+  uint32_t max_t;
+  vk::Buffer step, qkv, cache, out;
+  View k_view, v_view;
+  std::vector<float> k_host, v_host;  // the reference's copy of the caches
+
+  Rig(vk::Context& ctx, AttentionShape shape, uint32_t max_tokens) : s(shape), max_t(max_tokens) {
+    const size_t C = emb(s);
+    uint64_t align = ctx.caps().storage_offset_alignment;
+    uint64_t layer = align_up(uint64_t(s.context) * C * 4, align);
+    step = vk::Buffer(ctx, sizeof(StepState), vk::Memory::Host, "step");
+    qkv = vk::Buffer(ctx, uint64_t(max_t) * 3 * C * 4);
+    out = vk::Buffer(ctx, uint64_t(max_t) * C * 4);
+    cache = vk::Buffer(ctx, 3 * layer);  // [unused layer][k][v]
+    std::vector<float> nan(cache.size() / 4, std::numeric_limits<float>::quiet_NaN());
+    cache.upload(nan.data(), cache.size());
+    k_view = View{&cache, layer, uint64_t(s.context) * C * 4};
+    v_view = View{&cache, 2 * layer, uint64_t(s.context) * C * 4};
+    k_host.assign(s.context * C, 0.0f);
+    v_host.assign(s.context * C, 0.0f);
+    set_pos(0);
+  }
+
+  void set_pos(uint32_t pos) {
+    StepState st{pos, 0, {0, 0}};
+    std::memcpy(step.mapped(), &st, sizeof st);
+  }
+
+  // Uploads this step's qkv, runs the graph at pos0, and returns max error vs the reference.
+  double run_step(Graph& g, uint32_t pos0, uint32_t T, uint32_t seed) {
+    auto x = make_qkv(T, pos0, s, seed);
+    qkv.upload(x.data(), x.size() * 4);
+    set_pos(pos0);
+    g.run();
+    cpu::kv_append(x, k_host, v_host, pos0, T, s);
+    auto want = cpu::attention(x, k_host, v_host, pos0, T, s);
+    return test::max_rel_error(test::download(out, T * emb(s)), want);
+  }
+
+  // The cache rows 0..filled-1 hold exactly what was appended; the rest are untouched (NaN).
+  bool cache_matches(uint32_t filled) const {
+    const size_t C = emb(s);
+    std::vector<float> all(cache.size() / 4);
+    cache.download(all.data(), cache.size());
+    for (int which = 0; which < 2; ++which) {
+      const auto& host = which ? v_host : k_host;
+      size_t base = (which ? v_view.offset : k_view.offset) / 4;
+      for (size_t i = 0; i < s.context * C; ++i) {
+        float got = all[base + i];
+        if (i < filled * C ? got != host[i] : !std::isnan(got)) return false;
+      }
+    }
+    return true;
+  }
+};
+
+std::string label_of(const std::string& ctx, AttentionShape s, uint32_t T) {
+  return ctx + " heads=" + std::to_string(s.n_heads) + " hd=" + std::to_string(s.head_dim) +
+         " ctx=" + std::to_string(s.context) + " T=" + std::to_string(T);
+}
+
+// Which dispatches a step records: kv_append + attention, the fused kv_append_attention, or
+// either with a forced kernel.
+struct Mode {
+  std::string name;
+  bool fused = false;
+  std::optional<ops::AttentionKernel> kernel;
+};
+const Mode kSeparate{"separate", false, {}}, kFused{"fused", true, {}};
+
+void record_step(Graph& g, Rig& rig, uint32_t T, const Mode& mode) {
+  View qkv = whole(rig.qkv), step = whole(rig.step), out = whole(rig.out);
+  if (mode.kernel) {
+    if (!mode.fused) ops::kv_append(g, qkv, step, rig.k_view, rig.v_view, T, rig.s);
+    ops::attention_with(g, *mode.kernel, mode.fused, qkv, step, rig.k_view, rig.v_view, out, T, rig.s, "attention");
+  } else if (mode.fused) {
+    ops::kv_append_attention(g, qkv, step, rig.k_view, rig.v_view, out, T, rig.s);
+  } else {
+    ops::kv_append(g, qkv, step, rig.k_view, rig.v_view, T, rig.s);
+    ops::attention(g, qkv, step, rig.k_view, rig.v_view, out, T, rig.s);
+  }
+  g.record();
+}
+
+// A sequence as a model runs it: `chunks` prefill chunks of `chunk_t` tokens by ONE recorded
+// graph replayed at pos0 = 0, chunk_t, 2 chunk_t, ... (chunk_t may be 0: no prefill), then
+// `steps` decode tokens by ONE recorded T = 1 graph replayed while the host advances
+// step_pos. Every step's output is compared with the CPU reference, and at the end the
+// caches must hold exactly the appended rows.
+void check_sequence(vk::Context& ctx, const std::string& ctx_label, AttentionShape s, const Mode& mode,
+                    uint32_t chunk_t, uint32_t chunks, uint32_t steps) {
+  std::string what = label_of(ctx_label + " " + mode.name, s, chunk_t);
+  Rig rig(ctx, s, std::max(chunk_t, 1u));
+  uint32_t pos = 0;
+  double worst = 0;
+  if (chunk_t && chunks) {
+    Graph pre(ctx);
+    record_step(pre, rig, chunk_t, mode);
+    for (uint32_t k = 0; k < chunks; ++k, pos += chunk_t) {
+      double err = rig.run_step(pre, pos, chunk_t, 7 + pos);
+      BOOST_TEST(err < kTolerance, what << " chunk at pos " << pos << " rel err " << err);
+      worst = std::max(worst, err);
+    }
+  }
+  if (steps) {
+    Graph dec(ctx);
+    record_step(dec, rig, 1, mode);
+    for (uint32_t i = 0; i < steps; ++i, ++pos) {
+      double err = rig.run_step(dec, pos, 1, 1000 + pos);
+      BOOST_TEST(err < kTolerance, what << " decode at pos " << pos << " rel err " << err);
+      worst = std::max(worst, err);
+    }
+  }
+  BOOST_TEST(rig.cache_matches(pos), what << " cache contents after " << pos << " tokens");
+  BOOST_TEST_MESSAGE(what << " chunks=" << chunks << " steps=" << steps << ": worst rel err " << worst);
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(attention, test::NoValidationMessages)
+
+// Prefill at pos0 = 0: kv_append then attention in one graph (or the fused dispatch), every
+// query attending to its causal prefix of the step's own keys.
+BOOST_AUTO_TEST_CASE(prefill_matches_cpu) {
+  struct Case {
+    AttentionShape s;
+    uint32_t T;
+  };
+  const Case cases[] = {{{3, 32, 160}, 129}, {{5, 48, 80}, 70}, {{12, 64, 1024}, 7},
+                        {{25, 80, 130}, 129}, {{3, 128, 64}, 1}, {{5, 128, 300}, 257}};
+  for (auto [label, ctx] : test::all_contexts())
+    for (const auto& mode : {kSeparate, kFused})
+      for (const auto& c : cases) check_sequence(*ctx, label, c.s, mode, c.T, 1, 0);
+}
+
+// Prefill n tokens, then decode one token at a time by replaying ONE recorded T = 1 graph.
+// The 1000-token prefill takes the decode to the end of a 1024 context.
+BOOST_AUTO_TEST_CASE(decode_replays_one_graph) {
+  struct Case {
+    AttentionShape s;
+    uint32_t prefill, steps;
+  };
+  const Case cases[] = {{{3, 128, 300}, 0, 40}, {{25, 48, 100}, 7, 30}, {{4, 64, 1024}, 1000, 24},
+                        {{5, 80, 200}, 129, 20}};
+  for (auto [label, ctx] : test::all_contexts())
+    for (const auto& mode : {kSeparate, kFused})
+      for (const auto& c : cases) check_sequence(*ctx, label, c.s, mode, c.prefill, c.prefill ? 1 : 0, c.steps);
+}
+
+// Chunked prefill: one recorded T-token graph replayed at pos0 = 0, T, 2T, ... so queries
+// attend to earlier chunks from the cache plus the causal part of their own chunk; then a
+// few decode steps.
+BOOST_AUTO_TEST_CASE(chunked_prefill_at_nonzero_pos) {
+  struct Case {
+    AttentionShape s;
+    uint32_t T, chunks;
+  };
+  const Case cases[] = {{{5, 64, 400}, 70, 4}, {{12, 32, 150}, 7, 5}, {{3, 80, 1024}, 129, 3}};
+  for (auto [label, ctx] : test::all_contexts())
+    for (const auto& mode : {kSeparate, kFused})
+      for (const auto& c : cases) check_sequence(*ctx, label, c.s, mode, c.T, c.chunks, 3);
+}
+
+// Every kernel path on every device: the caps pick one path per device, so the others (the
+// multi-subgroup merge a GPU uses, float loads, odd workgroup sizes) are forced here.
+BOOST_AUTO_TEST_CASE(every_kernel_path) {
+  const AttentionShape shapes[] = {{5, 48, 200}, {3, 80, 300}, {2, 128, 200}};
+  for (auto [label, ctx] : test::all_contexts()) {
+    const auto& caps = ctx->caps();
+    uint32_t sg = caps.subgroup_size;
+    std::vector<ops::AttentionKernel> kernels = {
+        {false, true, 8}, {false, false, 5}, {false, true, 64}, {false, false, 64}};
+    if (caps.subgroup_arithmetic)
+      for (ops::AttentionKernel k : {ops::AttentionKernel{true, true, sg}, {true, false, sg},
+                                     {true, true, 8 * sg}, {true, false, 3 * sg}})
+        if (k.local <= caps.max_workgroup_invocations) kernels.push_back(k);
+    for (const auto& k : kernels)
+      for (bool fused : {false, true}) {
+        Mode mode{std::string(k.subgroup ? "subgroup" : "shared") + (k.vec4 ? "_vec4" : "") + " local=" +
+                      std::to_string(k.local) + (fused ? " fused" : ""),
+                  fused, k};
+        for (const auto& s : shapes) check_sequence(*ctx, label, s, mode, 37, 2, 5);
+      }
+  }
+}
+
+// A kernel the device cannot run is refused before anything is recorded.
+BOOST_AUTO_TEST_CASE(refuses_impossible_kernels) {
+  auto& ctx = test::fallback_context();  // no subgroup arithmetic, 16 KiB shared memory
+  const AttentionShape s{2, 30, 16};
+  Rig rig(ctx, s, 1);
+  Graph g(ctx);
+  auto add = [&](ops::AttentionKernel k) {
+    ops::attention_with(g, k, false, whole(rig.qkv), whole(rig.step), rig.k_view, rig.v_view, whole(rig.out), 1, s,
+                        "attention");
+  };
+  BOOST_CHECK_THROW(add({true, false, 8}), std::logic_error);    // subgroup path without subgroup arithmetic
+  BOOST_CHECK_THROW(add({false, true, 8}), std::logic_error);    // vec4 with head_dim % 4 != 0
+  BOOST_CHECK_THROW(add({false, false, 4096}), std::logic_error);  // workgroup too large
+  add({false, false, 8});
+  BOOST_TEST(g.size() == 1u);
+}
+
+// Timing, only with GPTVK_ATTN_BENCH=1 (run with GPTVK_TEST_VALIDATION=0 for meaningful
+// numbers): one decode step of GPT-2 small's attention shape at two positions, as
+// kv_append + attention and as the fused dispatch. Prints numbers; asserts nothing.
+BOOST_AUTO_TEST_CASE(decode_step_timing) {
+  const char* env = std::getenv("GPTVK_ATTN_BENCH");
+  if (!env || std::string(env) != "1") {
+    BOOST_TEST_MESSAGE("skipped: set GPTVK_ATTN_BENCH=1");
+    return;
+  }
+  const AttentionShape s{12, 64, 1024};
+  for (auto [label, ctx] : test::all_contexts())
+    for (const auto& mode : {kSeparate, kFused}) {
+      Rig rig(*ctx, s, 1);
+      auto x = make_qkv(1, 0, s, 1);
+      rig.qkv.upload(x.data(), x.size() * 4);
+      std::vector<float> noise = test::random_floats(s.context * emb(s), 9);
+      rig.cache.upload(noise.data(), noise.size() * 4, rig.k_view.offset);
+      rig.cache.upload(noise.data(), noise.size() * 4, rig.v_view.offset);
+      Graph g(*ctx);
+      record_step(g, rig, 1, mode);
+      Graph timed(*ctx);  // the same step recorded with timestamps
+      View qkv = whole(rig.qkv), step = whole(rig.step), out = whole(rig.out);
+      if (mode.fused) {
+        ops::kv_append_attention(timed, qkv, step, rig.k_view, rig.v_view, out, 1, s);
+      } else {
+        ops::kv_append(timed, qkv, step, rig.k_view, rig.v_view, 1, s);
+        ops::attention(timed, qkv, step, rig.k_view, rig.v_view, out, 1, s);
+      }
+      timed.record(true);
+      for (uint32_t pos : {128u, 1000u}) {
+        rig.set_pos(pos);
+        for (int i = 0; i < 3; ++i) g.run();
+        // Each step timed alone: the minimum is the cost without interference from other
+        // processes on a shared machine, the median what a busy machine gives.
+        constexpr int reps = 40;
+        std::vector<double> wall(reps);
+        std::clock_t c0 = std::clock();
+        for (int i = 0; i < reps; ++i) {
+          auto t0 = std::chrono::steady_clock::now();
+          g.run();
+          wall[i] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        }
+        double cpu_us = double(std::clock() - c0) * 1e6 / CLOCKS_PER_SEC / reps;
+        std::sort(wall.begin(), wall.end());
+        timed.run();
+        std::cout << "attention bench " << label << " " << mode.name << " 12x64 pos " << pos
+                  << ": step (submit+wait) " << wall[0] << " us min, " << wall[reps / 2]
+                  << " us median; process CPU " << cpu_us << " us/step; device timestamps:";
+        for (const auto& t : timed.timings()) std::cout << " " << t.name << " " << t.ms * 1000 << " us";
+        std::cout << "\n";
+      }
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,173 @@
+#define BOOST_TEST_MODULE layernorm
+#include "engine/cpu/elementwise.hpp"
+#include "engine/ops/layernorm.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+
+namespace {
+
+struct Shape {
+  uint32_t rows, C;
+  float offset;  // added to every input: a mean far from 0 tests the two-pass variance
+};
+
+// Rows of random values in [-1, 1] around `offset`, gamma in [0.5, 1.5], beta in [-0.5, 0.5].
+struct Inputs {
+  std::vector<float> x, gamma, beta;
+  Inputs(const Shape& s, uint32_t seed)
+      : x(test::random_floats(size_t(s.rows) * s.C, seed)),
+        gamma(test::random_floats(s.C, seed + 1, 0.5f, 1.5f)),
+        beta(test::random_floats(s.C, seed + 2, -0.5f, 0.5f)) {
+    for (auto& v : x) v += s.offset;
+  }
+};
+
+// Tolerance 1e-5 of the output's largest magnitude. The reference sums in double; the
+// shader sums in f32 in a different order (per-invocation strided partial sums, then a
+// tree), so mean and variance carry relative errors of about sqrt(C / local) * 2^-24 (worst
+// case (C / local + log2 local) * 2^-24 ~ 1.2e-5 at C = 1600 on 8 lanes). The mean error is
+// relative to |mean|: with inputs of spread ~0.6 around +-10 it is ~1e-6 of the normalized
+// output (measured), where a one-pass E[x^2] - mean^2 variance gives 2-3e-5 and fails.
+constexpr double kTol = 1e-5;
+
+const Shape kShapes[] = {{1, 1, 0.0f},    {3, 7, 0.0f},    {65, 96, 0.0f}, {3, 770, 0.0f},
+                         {5, 1600, 0.0f}, {4, 768, 10.0f}, {2, 1600, -10.0f}};
+
+// Launch shapes beyond the one the caps choose (8 lanes, one subgroup, on lavapipe): GPU-
+// sized workgroups of several subgroups, trees over counts that are not powers of two, and
+// a single invocation.
+std::vector<ops::RowReduce> launch_shapes(const vk::Context& ctx) {
+  std::vector<ops::RowReduce> v;
+  for (uint32_t local : {1u, 7u, 20u, 64u, 256u}) v.push_back({local, false});
+  if (ctx.caps().subgroup_arithmetic)
+    for (uint32_t n : {1u, 8u, 32u}) v.push_back({n * ctx.caps().subgroup_size, true});
+  return v;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(layernorm, test::NoValidationMessages)
+
+BOOST_AUTO_TEST_CASE(matches_cpu_on_odd_shapes) {
+  for (auto [label, ctx] : test::all_contexts())
+    for (const auto& s : kShapes) {
+      Inputs in(s, 11 + s.C + s.rows);
+      auto dx = test::upload(*ctx, in.x), dg = test::upload(*ctx, in.gamma), db = test::upload(*ctx, in.beta);
+      vk::Buffer dy(*ctx, in.x.size() * 4);
+      Graph g(*ctx);
+      ops::layernorm(g, whole(dx), whole(dg), whole(db), whole(dy), s.rows, s.C, 1e-5f);
+      g.record();
+      g.run();
+      std::vector<float> want(in.x.size());
+      cpu::layernorm(in.x.data(), in.gamma.data(), in.beta.data(), want.data(), s.rows, s.C, 1e-5f);
+      double err = test::max_rel_error(test::download(dy, want.size()), want);
+      BOOST_TEST(err <= kTol, label << " rows=" << s.rows << " C=" << s.C << " offset=" << s.offset << ": " << err);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(every_launch_shape) {
+  for (auto [label, ctx] : test::all_contexts())
+    for (const auto& shape : launch_shapes(*ctx))
+      for (const Shape& s : {Shape{3, 7, 0.0f}, Shape{4, 1600, 0.0f}, Shape{2, 770, 10.0f}}) {
+        Inputs in(s, 41 + s.C);
+        auto b = test::random_floats(in.x.size(), 43 + s.C);
+        auto dx = test::upload(*ctx, in.x), db = test::upload(*ctx, b);
+        auto dg = test::upload(*ctx, in.gamma), dbeta = test::upload(*ctx, in.beta);
+        vk::Buffer dy(*ctx, in.x.size() * 4), dz(*ctx, in.x.size() * 4);
+        Graph g(*ctx);
+        ops::layernorm(g, whole(dx), whole(dg), whole(dbeta), whole(dy), s.rows, s.C, 1e-5f, shape);
+        ops::add_layernorm(g, whole(dx), whole(db), whole(dg), whole(dbeta), whole(dz), s.rows, s.C, 1e-5f, shape);
+        g.record();
+        g.run();
+        std::vector<float> sum(in.x.size()), want(in.x.size()), want_sum(in.x.size());
+        for (size_t i = 0; i < sum.size(); ++i) sum[i] = in.x[i] + b[i];
+        cpu::layernorm(in.x.data(), in.gamma.data(), in.beta.data(), want.data(), s.rows, s.C, 1e-5f);
+        cpu::layernorm(sum.data(), in.gamma.data(), in.beta.data(), want_sum.data(), s.rows, s.C, 1e-5f);
+        double err = test::max_rel_error(test::download(dy, want.size()), want);
+        double err_sum = test::max_rel_error(test::download(dz, want.size()), want_sum);
+        BOOST_TEST(err <= kTol, label << " " << shape.variant() << " local=" << shape.local << " C=" << s.C << ": " << err);
+        BOOST_TEST(err_sum <= kTol,
+                   label << " add " << shape.variant() << " local=" << shape.local << " C=" << s.C << ": " << err_sum);
+      }
+}
+
+// A row with no spread normalizes to beta: eps keeps 0 / sqrt(0 + eps) finite. C is a
+// power of two so the mean is exact even where the device divides by multiplying with 1/C.
+BOOST_AUTO_TEST_CASE(constant_rows_give_beta) {
+  for (auto [label, ctx] : test::all_contexts()) {
+    uint32_t rows = 3, C = 512;
+    std::vector<float> x(rows * C, 2.5f);
+    auto gamma = test::random_floats(C, 3), beta = test::random_floats(C, 4);
+    auto dx = test::upload(*ctx, x), dg = test::upload(*ctx, gamma), db = test::upload(*ctx, beta);
+    vk::Buffer dy(*ctx, x.size() * 4);
+    Graph g(*ctx);
+    ops::layernorm(g, whole(dx), whole(dg), whole(db), whole(dy), rows, C, 1e-5f);
+    g.record();
+    g.run();
+    std::vector<float> want;
+    for (uint32_t r = 0; r < rows; ++r) want.insert(want.end(), beta.begin(), beta.end());
+    BOOST_TEST(test::max_abs_error(test::download(dy, want.size()), want) == 0.0, label);
+  }
+}
+
+// y = LN(a + b), written over a (the post-LN residual stream is updated in place).
+BOOST_AUTO_TEST_CASE(fused_add_in_place) {
+  for (auto [label, ctx] : test::all_contexts())
+    for (const auto& s : kShapes) {
+      Inputs in(s, 21 + s.C);
+      auto b = test::random_floats(in.x.size(), 99 + s.C);
+      auto da = test::upload(*ctx, in.x), dbb = test::upload(*ctx, b);
+      auto dg = test::upload(*ctx, in.gamma), dbeta = test::upload(*ctx, in.beta);
+      Graph g(*ctx);
+      ops::add_layernorm(g, whole(da), whole(dbb), whole(dg), whole(dbeta), whole(da), s.rows, s.C, 1e-5f);
+      g.record();
+      g.run();
+      std::vector<float> sum(in.x.size()), want(in.x.size());
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] = in.x[i] + b[i];
+      cpu::layernorm(sum.data(), in.gamma.data(), in.beta.data(), want.data(), s.rows, s.C, 1e-5f);
+      double err = test::max_rel_error(test::download(da, want.size()), want);
+      BOOST_TEST(err <= kTol, label << " rows=" << s.rows << " C=" << s.C << ": " << err);
+    }
+}
+
+// In place, views at offsets into one arena, and a second op that reads the first's output.
+BOOST_AUTO_TEST_CASE(in_place_chain_on_arena_views) {
+  auto& ctx = test::context();
+  uint32_t rows = 5, C = 96;
+  uint64_t bytes = uint64_t(rows) * C * 4, stride = 4096;  // a multiple of any offset alignment
+  Inputs in({rows, C, 0.0f}, 7);
+  vk::Buffer arena(ctx, 2 * stride, vk::Memory::Device, "arena");
+  arena.upload(in.x.data(), bytes, stride);
+  auto dg = test::upload(ctx, in.gamma), db = test::upload(ctx, in.beta);
+  View x{&arena, stride, bytes}, y{&arena, 0, bytes};
+  Graph g(ctx);
+  ops::layernorm(g, x, whole(dg), whole(db), x, rows, C, 1e-5f, "ln in place");
+  ops::layernorm(g, x, whole(dg), whole(db), y, rows, C, 1e-5f, "ln again");
+  g.record();
+  BOOST_TEST(g.barrier_count() == 1u);
+  g.run();
+  std::vector<float> once(in.x.size()), twice(in.x.size()), got(in.x.size());
+  cpu::layernorm(in.x.data(), in.gamma.data(), in.beta.data(), once.data(), rows, C, 1e-5f);
+  cpu::layernorm(once.data(), in.gamma.data(), in.beta.data(), twice.data(), rows, C, 1e-5f);
+  arena.download(got.data(), bytes, 0);
+  BOOST_TEST(test::max_rel_error(got, twice) <= kTol);
+}
+
+// More rows than one grid dimension holds: the rows spill into the second dimension.
+BOOST_AUTO_TEST_CASE(rows_beyond_one_grid_dimension) {
+  auto& ctx = test::context();
+  uint32_t rows = 65537, C = 7;  // wider than 3: among 65537 random rows of 3 some have almost no spread
+  Inputs in({rows, C, 0.0f}, 5);
+  auto dx = test::upload(ctx, in.x), dg = test::upload(ctx, in.gamma), db = test::upload(ctx, in.beta);
+  vk::Buffer dy(ctx, in.x.size() * 4);
+  Graph g(ctx);
+  ops::layernorm(g, whole(dx), whole(dg), whole(db), whole(dy), rows, C, 1e-5f);
+  g.record();
+  g.run();
+  std::vector<float> want(in.x.size());
+  cpu::layernorm(in.x.data(), in.gamma.data(), in.beta.data(), want.data(), rows, C, 1e-5f);
+  BOOST_TEST(test::max_rel_error(test::download(dy, want.size()), want) <= kTol);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

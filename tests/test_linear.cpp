@@ -1,0 +1,326 @@
+#define BOOST_TEST_MODULE linear
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+#include <sys/resource.h>
+
+#include "engine/cpu/linear.hpp"
+#include "engine/ops/linear.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+using ops::LinearKernel;
+
+namespace {
+
+// Tolerance, relative to the largest |reference| value of the output. The GPU sums K
+// products in f32 (the CPU reference in double, from the same rounded weights), so each
+// output carries rounding error of order K * 2^-24 * sum|x w| in the worst case and
+// sqrt(K) * 2^-24 * sum|x w| in practice (random signs). With inputs and weights uniform
+// in [-1, 1], sum|x w| is about K / 4 while max |y| is about sqrt(K), so the practical
+// error is about 2^-24 * K / 4 relative to max |y|, below 2e-5 for every K used here
+// (<= 3072). 1e-4 leaves room for the activation (GELU's erf approximation: 1.2e-7
+// absolute) and yet catches any dropped or duplicated product: one term of size ~0.25
+// against max |y| <= ~30 is an error of 1e-2.
+constexpr double kTol = 1e-4;
+
+const char* kernel_name(LinearKernel k) {
+  switch (k) {
+    case LinearKernel::Auto: return "auto";
+    case LinearKernel::MatVec: return "matvec";
+    case LinearKernel::GemmRegisters: return "gemm_reg";
+    case LinearKernel::GemmTiled: return "gemm_tiled";
+  }
+  return "?";
+}
+const LinearKernel kAllKernels[] = {LinearKernel::Auto, LinearKernel::MatVec, LinearKernel::GemmRegisters,
+                                    LinearKernel::GemmTiled};
+const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
+const Activation kAllActivations[] = {Activation::None, Activation::GeluTanh, Activation::GeluErf, Activation::Relu};
+
+enum class Residual { None, Separate, InPlace };
+
+// Random weights on the device, and the same values rounded to the storage dtype on the
+// host (what the reference must use).
+struct TestMatrix {
+  Matrix m;
+  std::vector<float> rounded;
+};
+
+TestMatrix make_matrix(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t cols, uint32_t seed,
+                       uint64_t max_chunk_bytes = 0) {
+  TestMatrix t;
+  auto w = test::random_floats(size_t(rows) * cols, seed);
+  t.m = Matrix::create(ctx, dtype, rows, cols, "test weights", max_chunk_bytes);
+  t.m.write_rows(0, rows, w.data(), DType::F32);
+  std::vector<char> stored(w.size() * dtype_bytes(dtype));
+  convert(w.data(), DType::F32, stored.data(), dtype, w.size());
+  t.rounded.resize(w.size());
+  convert(stored.data(), dtype, t.rounded.data(), DType::F32, w.size());
+  return t;
+}
+
+struct Inputs {
+  std::vector<float> x, bias, r;  // bias / r empty when unused
+};
+
+Inputs make_inputs(uint32_t T, uint32_t K, uint32_t N, bool bias, bool residual, uint32_t seed) {
+  Inputs in;
+  in.x = test::random_floats(size_t(T) * K, seed);
+  if (bias) in.bias = test::random_floats(N, seed + 1);
+  if (residual) in.r = test::random_floats(size_t(T) * N, seed + 2);
+  return in;
+}
+
+std::vector<float> reference(const Inputs& in, const TestMatrix& w, uint32_t T, Activation act) {
+  std::vector<float> y(size_t(T) * w.m.rows);
+  cpu::linear(in.x, w.rounded, in.bias, in.r, y, T, w.m.cols, w.m.rows, act);
+  return y;
+}
+
+// Runs the op on the device and returns y.
+std::vector<float> run_gpu(vk::Context& ctx, LinearKernel kernel, const TestMatrix& w, const Inputs& in, uint32_t T,
+                           Activation act, Residual res) {
+  const uint32_t N = w.m.rows;
+  auto dx = test::upload(ctx, in.x);
+  vk::Buffer dy(ctx, uint64_t(T) * N * 4, vk::Memory::Device, "test y");
+  vk::Buffer db, dr;
+  View bias{}, r{};
+  if (!in.bias.empty()) {
+    db = test::upload(ctx, in.bias);
+    bias = whole(db);
+  }
+  if (res == Residual::Separate) {
+    dr = test::upload(ctx, in.r);
+    r = whole(dr);
+  } else if (res == Residual::InPlace) {
+    dy.upload(in.r.data(), in.r.size() * 4);
+    r = whole(dy);
+  }
+  Graph g(ctx);
+  ops::linear_with(kernel, g, whole(dx), w.m, bias, whole(dy), T, {act, res != Residual::None}, r);
+  g.record();
+  g.run();
+  return test::download(dy, size_t(T) * N);
+}
+
+std::string describe(const std::string& ctx, LinearKernel k, DType dt, uint32_t T, uint32_t K, uint32_t N) {
+  std::ostringstream s;
+  s << ctx << " " << kernel_name(k) << " " << dtype_name(dt) << " T=" << T << " in=" << K << " out=" << N;
+  return s.str();
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(linear, test::NoValidationMessages)
+
+// Every kernel, every dtype, odd and even shapes, T == 1 and T > 1, with a bias.
+BOOST_AUTO_TEST_CASE(all_kernels_and_dtypes_match_cpu) {
+  struct Shape {
+    uint32_t K, N;
+    std::vector<uint32_t> tokens;
+  };
+  const Shape shapes[] = {
+      {7, 13, {1, 3}},          // K < one weight word, not a multiple of 4: scalar x and the tail word
+      {96, 770, {1, 70}},       // multiple of 8 inputs; outputs not a multiple of any tile
+      {1013, 96, {1, 129}},     // odd K: tail word; T past a 128-token tile
+      {3072, 40, {1, 3}},       // GPT-2's MLP input width
+      {64, 50257, {1}},         // GPT-2's vocabulary as outputs
+  };
+  for (auto [label, ctx] : test::all_contexts())
+    for (const auto& s : shapes)
+      for (DType dt : kAllDTypes) {
+        auto w = make_matrix(*ctx, dt, s.N, s.K, s.K * 31 + s.N);
+        for (uint32_t T : s.tokens) {
+          auto in = make_inputs(T, s.K, s.N, true, false, T + s.K);
+          auto want = reference(in, w, T, Activation::None);
+          for (LinearKernel k : kAllKernels) {
+            auto got = run_gpu(*ctx, k, w, in, T, Activation::None, Residual::None);
+            BOOST_TEST(test::max_rel_error(got, want) <= kTol, describe(label, k, dt, T, s.K, s.N));
+          }
+        }
+      }
+}
+
+// Bias on and off, each activation, the residual separate and in place (r == y), on every
+// kernel (the epilogue is one function, so its features need not be crossed with each other).
+BOOST_AUTO_TEST_CASE(fused_epilogues_match_cpu) {
+  const uint32_t K = 100, N = 70;
+  struct Epilogue {
+    bool bias;
+    Activation act;
+    Residual res;
+  };
+  std::vector<Epilogue> epilogues;
+  for (Activation act : kAllActivations) epilogues.push_back({true, act, Residual::Separate});
+  epilogues.push_back({false, Activation::None, Residual::None});
+  epilogues.push_back({false, Activation::GeluTanh, Residual::InPlace});
+  epilogues.push_back({true, Activation::GeluErf, Residual::InPlace});
+  for (auto [label, ctx] : test::all_contexts()) {
+    auto w = make_matrix(*ctx, DType::F16, N, K, 5);
+    for (uint32_t T : {1u, 5u})
+      for (const auto& e : epilogues) {
+        auto in = make_inputs(T, K, N, e.bias, e.res != Residual::None, 11 * T + static_cast<uint32_t>(e.act));
+        auto want = reference(in, w, T, e.act);
+        for (LinearKernel k : kAllKernels) {
+          auto got = run_gpu(*ctx, k, w, in, T, e.act, e.res);
+          BOOST_TEST(test::max_rel_error(got, want) <= kTol,
+                     describe(label, k, DType::F16, T, K, N) << " bias=" << e.bias << " act="
+                                                             << static_cast<int>(e.act)
+                                                             << " residual=" << static_cast<int>(e.res));
+        }
+      }
+  }
+}
+
+// W split into row chunks (one dispatch each, writing its own output columns).
+BOOST_AUTO_TEST_CASE(chunked_weights_match_cpu) {
+  const uint32_t K = 96, N = 770;
+  for (auto [label, ctx] : test::all_contexts())
+    for (DType dt : kAllDTypes) {
+      // 3 blocks of 64 rows per chunk: chunks of 192 rows, the last one 2 rows.
+      const uint64_t row_bytes = uint64_t(K) * dtype_bytes(dt);
+      auto w = make_matrix(*ctx, dt, N, K, 17, 3 * kChunkRowAlign * row_bytes);
+      BOOST_TEST_REQUIRE(w.m.chunks.size() == 5u);
+      for (uint32_t T : {1u, 70u}) {
+        auto in = make_inputs(T, K, N, true, true, T);
+        auto want = reference(in, w, T, Activation::GeluTanh);
+        for (LinearKernel k : kAllKernels)
+          for (Residual res : {Residual::Separate, Residual::InPlace}) {
+            auto got = run_gpu(*ctx, k, w, in, T, Activation::GeluTanh, res);
+            BOOST_TEST(test::max_rel_error(got, want) <= kTol,
+                       describe(label, k, dt, T, K, N) << " chunks=5 residual=" << static_cast<int>(res));
+          }
+      }
+    }
+}
+
+// Outputs too large for one binding: y = [400][50257] f32 is 80 MB, over the fallback
+// context's 64 MiB range, so the op splits T; W is chunked too.
+BOOST_AUTO_TEST_CASE(token_split_over_binding_range) {
+  auto& ctx = test::fallback_context();
+  const uint32_t T = 400, K = 8, N = 50257;
+  BOOST_TEST_REQUIRE(uint64_t(T) * N * 4 > ctx.caps().max_storage_buffer_range);
+  auto w = make_matrix(ctx, DType::BF16, N, K, 23, 16384 * 16);  // 16384 rows (16 bytes each) per chunk
+  BOOST_TEST_REQUIRE(w.m.chunks.size() == 4u);
+  auto in = make_inputs(T, K, N, true, true, 29);
+  auto want = reference(in, w, T, Activation::Relu);
+  for (LinearKernel k : {LinearKernel::Auto, LinearKernel::GemmTiled}) {
+    auto got = run_gpu(ctx, k, w, in, T, Activation::Relu, Residual::InPlace);
+    BOOST_TEST(test::max_rel_error(got, want) <= kTol, describe("fallback", k, DType::BF16, T, K, N));
+  }
+}
+
+// Inputs too large for one binding: x = [300][65536] f32 is 75 MB.
+BOOST_AUTO_TEST_CASE(token_split_over_binding_range_of_x) {
+  auto& ctx = test::fallback_context();
+  const uint32_t T = 300, K = 65536, N = 8;
+  BOOST_TEST_REQUIRE(uint64_t(T) * K * 4 > ctx.caps().max_storage_buffer_range);
+  auto w = make_matrix(ctx, DType::F16, N, K, 31);
+  auto in = make_inputs(T, K, N, false, false, 37);
+  auto want = reference(in, w, T, Activation::None);
+  for (LinearKernel k : {LinearKernel::Auto, LinearKernel::MatVec}) {
+    auto got = run_gpu(ctx, k, w, in, T, Activation::None, Residual::None);
+    BOOST_TEST(test::max_rel_error(got, want) <= kTol, describe("fallback", k, DType::F16, T, K, N));
+  }
+}
+
+// Declared accesses drive the barriers: in-place residual layers chain with a barrier
+// between them, decode chunks write disjoint columns and need none.
+BOOST_AUTO_TEST_CASE(barriers_follow_declared_accesses) {
+  auto& ctx = test::context();
+  const uint32_t K = 64, N = 64;
+  auto w = make_matrix(ctx, DType::F32, N, K, 41);
+  auto x = test::random_floats(K, 43);
+  auto dx = test::upload(ctx, x);
+  {
+    Graph g(ctx);  // x += W x; x += W x (x is both input and residual: a read-after-write chain)
+    vk::Buffer h(ctx, N * 4);
+    ops::linear(g, whole(dx), w.m, {}, whole(h), 1);
+    ops::linear(g, whole(h), w.m, {}, whole(h), 1, {Activation::None, true}, whole(h));
+    ops::linear(g, whole(h), w.m, {}, whole(h), 1, {Activation::None, true}, whole(h));
+    g.record();
+    BOOST_TEST(g.barrier_count() == 2u);
+  }
+  auto chunked = make_matrix(ctx, DType::F32, 256, K, 47, kChunkRowAlign * K * 4);  // 4 chunks
+  Graph g(ctx);
+  vk::Buffer y(ctx, 256 * 4);
+  ops::linear(g, whole(dx), chunked.m, {}, whole(y), 1);
+  g.record();
+  BOOST_TEST(g.size() == 4u);
+  BOOST_TEST(g.barrier_count() == 0u);
+  g.run();
+  std::vector<float> want(256);
+  cpu::linear(x, chunked.rounded, {}, {}, want, 1, K, 256, Activation::None);
+  BOOST_TEST(test::max_rel_error(test::download(y, 256), want) <= kTol);
+}
+
+
+// Throughput on the native device, only with GPTVK_LINEAR_BENCH=1 (run with
+// GPTVK_TEST_VALIDATION=0 for meaningful numbers). Prints GB/s of weights read and
+// GFLOP/s; still checks a sample of the outputs against the reference.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+BOOST_AUTO_TEST_CASE(throughput_report) {
+  const char* env = std::getenv("GPTVK_LINEAR_BENCH");
+  if (!env || std::string(env) != "1") return;
+  auto& ctx = test::context();
+  struct Shape {
+    uint32_t N, K;
+  };
+  const Shape shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {50257, 768}};
+  const char* only = std::getenv("GPTVK_LINEAR_BENCH_ONLY");  // e.g. "gemm f16" to run a subset
+  for (uint32_t T : {1u, 128u})
+    for (DType dt : {DType::F32, DType::F16})
+      for (const auto& s : shapes) {
+        std::string what = std::string(T == 1 ? "matvec " : "gemm ") + dtype_name(dt) + " " + std::to_string(s.N);
+        if (only && what.find(only) == std::string::npos) continue;
+        auto w = make_matrix(ctx, dt, s.N, s.K, s.N + s.K);
+        auto in = make_inputs(T, s.K, s.N, true, false, 3);
+        auto dx = test::upload(ctx, in.x), db = test::upload(ctx, in.bias);
+        const double flops = 2.0 * T * s.K * s.N;
+        // Enough back-to-back dispatches (independent outputs, so no barriers) for ~0.2 s.
+        const uint32_t reps = std::clamp<uint32_t>(static_cast<uint32_t>(2e9 / flops), 1, 64);
+        std::vector<vk::Buffer> ys;
+        for (uint32_t i = 0; i < reps; ++i) ys.emplace_back(ctx, uint64_t(T) * s.N * 4);
+        Graph g(ctx);
+        for (uint32_t i = 0; i < reps; ++i) ops::linear(g, whole(dx), w.m, whole(db), whole(ys[i]), T);
+        g.record();
+        g.run();  // warm up: pipelines, page faults
+        // Wall time, and CPU time of the process (on a CPU device the kernels run on this
+        // process's threads, so CPU time / threads is what the wall time would be on an idle machine).
+        double best = 1e30, best_cpu = 1e30;
+        for (int run = 0; run < 3; ++run) {
+          auto t0 = std::chrono::steady_clock::now();
+          double c0 = cpu_seconds();
+          g.run();
+          best_cpu = std::min(best_cpu, (cpu_seconds() - c0) / reps);
+          best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps);
+        }
+        BOOST_TEST_MESSAGE("bench " << (T == 1 ? "matvec" : "gemm") << " " << dtype_name(dt) << " T=" << T
+                                    << " out=" << s.N << " in=" << s.K << ": " << best * 1e3 << " ms wall, "
+                                    << w.m.bytes() / best * 1e-9 << " GB/s, " << flops / best * 1e-9
+                                    << " GFLOP/s; per CPU-second: " << w.m.bytes() / best_cpu * 1e-9 << " GB/s, "
+                                    << flops / best_cpu * 1e-9 << " GFLOP/s (" << reps << " dispatches per run)");
+        // A sample of outputs against the double-precision reference.
+        auto y = test::download(ys.back(), size_t(T) * s.N);
+        std::mt19937 rng(7);
+        double max_err = 0, max_ref = 1e-6;
+        for (int i = 0; i < 300; ++i) {
+          uint32_t t = rng() % T, o = rng() % s.N;
+          double ref = in.bias[o];
+          for (uint32_t k = 0; k < s.K; ++k) ref += double(in.x[size_t(t) * s.K + k]) * w.rounded[size_t(o) * s.K + k];
+          max_err = std::max(max_err, std::fabs(ref - y[size_t(t) * s.N + o]));
+          max_ref = std::max(max_ref, std::fabs(ref));
+        }
+        BOOST_TEST(max_err / max_ref <= kTol);
+      }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

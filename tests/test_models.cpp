@@ -1,0 +1,123 @@
+#define BOOST_TEST_MODULE models
+// Whole models against PyTorch: every case under tests/fixtures/models/ (made by
+// tools/make_fixtures.py from the seed notebooks' classes) holds a config, safetensors
+// weights, input ids and PyTorch's logits for every position.
+//
+// Tolerance: max |ours - torch| / max |torch| <= 1e-4 with f32 storage, <= 2e-2 with f16
+// storage on the device (weights rounded to 11 significant bits). The issue asks for 1e-3
+// in f32; we measure ~2e-6 (f32 accumulation in a different order than PyTorch's), and
+// 1e-4 still catches subtle bugs that 1e-3 lets through: exact GELU where tanh GELU is
+// configured moves the logits by ~2e-4, norm_eps 1e-4 instead of 1e-5 by ~4e-4.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "models/config.hpp"
+#include "models/gpt_model.hpp"
+#include "models/npy.hpp"
+#include "models/tokenizer/id_list.hpp"
+#include "models/weights.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Case {
+  std::string name;
+  ModelConfig cfg;
+  std::vector<uint32_t> ids;
+  NpyArray logits;
+};
+
+std::vector<fs::path> case_dirs() {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(fs::path(GPTVK_SOURCE_DIR) / "tests/fixtures/models"))
+    if (fs::exists(e.path() / "config.toml")) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+Case load_case(const fs::path& dir) {
+  Case c;
+  c.name = dir.filename().string();
+  c.cfg = load_config((dir / "config.toml").string());
+  std::ifstream in(dir / "ids.txt");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  c.ids = parse_id_list(text);
+  c.logits = read_npy((dir / "logits.npy").string());
+  return c;
+}
+
+double tolerance(const ModelConfig& cfg) { return cfg.dtype == DType::F32 ? 1e-4 : 2e-2; }
+
+// Error of logits rows [row0, row0 + n) against the golden ones, relative to the golden max.
+double rel_error(const std::vector<float>& got, const NpyArray& want, size_t row0, size_t n, uint32_t vocab) {
+  std::vector<float> ref(want.data.begin() + row0 * vocab, want.data.begin() + (row0 + n) * vocab);
+  return test::max_rel_error(got, ref);
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(models, test::NoValidationMessages)
+
+BOOST_AUTO_TEST_CASE(fixtures_exist) { BOOST_TEST(case_dirs().size() >= 6u); }
+
+// One prefill of the whole sequence matches PyTorch at every position.
+BOOST_AUTO_TEST_CASE(prefill_matches_pytorch) {
+  auto& ctx = test::context();
+  for (const auto& dir : case_dirs()) {
+    Case c = load_case(dir);
+    BOOST_TEST_CONTEXT(c.name) {
+      BOOST_REQUIRE_EQUAL(c.logits.shape.size(), 2u);
+      BOOST_REQUIRE_EQUAL(c.logits.shape[0], c.ids.size());
+      BOOST_REQUIRE_EQUAL(c.logits.shape[1], c.cfg.vocab_size);
+      GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg));
+      auto logits = model.prefill(c.ids, 0, true);
+      double err = rel_error(logits, c.logits, 0, c.ids.size(), c.cfg.vocab_size);
+      BOOST_TEST_MESSAGE(c.name << ": max rel error " << err);
+      BOOST_TEST(err <= tolerance(c.cfg));
+    }
+  }
+}
+
+// Prefill of n tokens (in chunks smaller than n) then decode of the rest one token at a
+// time gives the same logits as one prefill: the KV cache and the mat-vec path agree
+// with the GEMM path.
+BOOST_AUTO_TEST_CASE(chunked_prefill_then_decode_matches) {
+  auto& ctx = test::context();
+  for (const auto& dir : case_dirs()) {
+    Case c = load_case(dir);
+    BOOST_TEST_CONTEXT(c.name) {
+      const uint32_t V = c.cfg.vocab_size;
+      const size_t n = c.ids.size() * 2 / 3;
+      GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), /*max_chunk=*/24);
+      auto head = model.prefill(std::span(c.ids).first(n), 0, true);
+      BOOST_TEST(rel_error(head, c.logits, 0, n, V) <= tolerance(c.cfg));
+      double worst = 0;
+      for (size_t t = n; t < c.ids.size(); ++t) {
+        auto step = model.decode_logits(c.ids[t], static_cast<uint32_t>(t));
+        worst = std::max(worst, rel_error(step, c.logits, t, 1, V));
+      }
+      BOOST_TEST_MESSAGE(c.name << ": decode max rel error " << worst);
+      BOOST_TEST(worst <= tolerance(c.cfg));
+    }
+  }
+}
+
+// The fallback paths (no fp16, no subgroups, 16 KB shared memory, 64 MiB bindings) give
+// the same answers on whole models.
+BOOST_AUTO_TEST_CASE(fallback_device_matches) {
+  auto& ctx = test::fallback_context();
+  for (const auto& dir : case_dirs()) {
+    Case c = load_case(dir);
+    BOOST_TEST_CONTEXT(c.name) {
+      GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), 32);
+      auto logits = model.prefill(c.ids, 0, true);
+      BOOST_TEST(rel_error(logits, c.logits, 0, c.ids.size(), c.cfg.vocab_size) <= tolerance(c.cfg));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
