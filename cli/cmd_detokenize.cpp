@@ -5,13 +5,13 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/model_session.hpp"
 #include "engine/error.hpp"
 #include "models/tokenizer/id_list.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 
 namespace gptvk::cli {
 
-Tokenizer load_config_tokenizer(const std::string& config_path);  // cmd_tokenize.cpp
 
 namespace {
 
@@ -29,7 +29,7 @@ Action add_detokenize(CLI::App& app, Common&) {
   cmd->add_option("--ids", args->ids, "token ids separated by commas (or spaces), e.g. 464,2068")->required();
   return [args] {
     std::vector<uint32_t> ids = parse_id_list(args->ids);
-    Tokenizer tok = load_config_tokenizer(args->config);
+    Tokenizer tok = load_tokenizer(load_config(args->config));
     std::string text = tok.decode(ids);
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
       throw InputError("cannot write to standard output");

@@ -1,6 +1,11 @@
 // `gpt-vk forward`: one forward pass over given token ids; writes the logits of every
 // position to a .npy file ([T, vocab_size], little-endian float32).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -23,6 +28,10 @@ Action add_forward(CLI::App& app, Common& common) {
   cmd->add_option("--out", f->out, "output .npy file: float32 [T, vocab_size]")->required();
   return [&common, f] {
     auto ids = parse_id_list(f->ids);
+    // An output that cannot be written fails now, not after loading and running the model.
+    std::filesystem::path dir = std::filesystem::path(f->out).parent_path();
+    if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
+      throw InputError("cannot write " + f->out + ": " + std::strerror(errno));
     auto s = open_model(common, f->model);
     auto logits = s.model->prefill(ids, 0, true);
     write_npy(f->out, {ids.size(), s.cfg.vocab_size}, logits.data());

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/model_session.hpp"
 #include "engine/error.hpp"
 #include "models/config.hpp"
 #include "models/tokenizer/tokenizer.hpp"
@@ -23,13 +24,6 @@ struct TokenizeArgs {
 }  // namespace
 
 // The tokenizer of a model config; shared by tokenize and detokenize.
-Tokenizer load_config_tokenizer(const std::string& config_path) {
-  ModelConfig cfg = load_config(config_path);
-  if (cfg.tokenizer_vocab.empty() || cfg.tokenizer_merges.empty())
-    throw InputError(config_path + ": no [tokenizer] section with vocab and merges");
-  return Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
-}
-
 Action add_tokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<TokenizeArgs>();
   auto* cmd = app.add_subcommand("tokenize", "GPT-2 byte-level BPE encoding: prints the token ids on one line");
@@ -47,7 +41,7 @@ Action add_tokenize(CLI::App& app, Common&) {
   return [args, text, file] {
     if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
     std::string input = file->count() ? tokenizer::read_file_bytes(args->file) : args->text;
-    Tokenizer tok = load_config_tokenizer(args->config);
+    Tokenizer tok = load_tokenizer(load_config(args->config));
     std::vector<uint32_t> ids = tok.encode(input, args->special);
     std::string line;
     line.reserve(ids.size() * 6 + 1);

@@ -63,7 +63,7 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, bool allo
 
 Tokenizer load_tokenizer(const ModelConfig& cfg) {
   if (cfg.tokenizer_vocab.empty() || cfg.tokenizer_merges.empty())
-    throw UsageError(cfg.source + " has no [tokenizer] section (vocab and merges files are needed for text)");
+    throw InputError(cfg.source + ": no [tokenizer] section with vocab and merges (needed to handle text)");
   return Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
 }
 

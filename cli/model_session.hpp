@@ -38,7 +38,7 @@ struct ModelSession {
 ModelSession open_model(const Common& common, const ModelFlags& flags, bool allow_random = false,
                         uint32_t max_chunk = 256);
 
-// The config's tokenizer; UsageError when the config has no [tokenizer] section.
+// The config's tokenizer; InputError when the config has no [tokenizer] section.
 Tokenizer load_tokenizer(const ModelConfig& cfg);
 
 }  // namespace gptvk::cli

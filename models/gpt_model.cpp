@@ -82,8 +82,7 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
       // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x))
       ops::layernorm(*g, x, whole(L.ln1_g), whole(L.ln1_b), h, T, C, eps, p + "ln1");
       ops::linear(*g, h, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
-      ops::kv_append(*g, qkv, step, k_cache, v_cache, T, shape, p + "kv_append");
-      ops::attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
+      ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
       ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), x, T, residual, x, p + "attn_out");
       ops::layernorm(*g, x, whole(L.ln2_g), whole(L.ln2_b), h, T, C, eps, p + "ln2");
       ops::linear(*g, h, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");
@@ -91,8 +90,7 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     } else {
       // Original Transformer / GPT-1: x = LN1(x + attn(x)); x = LN2(x + mlp(x))
       ops::linear(*g, x, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
-      ops::kv_append(*g, qkv, step, k_cache, v_cache, T, shape, p + "kv_append");
-      ops::attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
+      ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
       ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), h, T, residual, x, p + "attn_out");
       ops::layernorm(*g, h, whole(L.ln1_g), whole(L.ln1_b), x, T, C, eps, p + "ln1");
       ops::linear(*g, x, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");

@@ -88,7 +88,11 @@ void SafetensorsFile::parse_header(uint64_t header_len) {
   if (!header.is_object()) throw InputError(path_ + ": JSON header is not an object");
 
   const uint64_t data_len = size_ - data_start_;
-  for (auto& [name, entry] : header.items()) {
+  for (auto& item : header.items()) {
+    // Named references, not a structured binding: clang before 16 cannot capture a
+    // structured binding in the lambda below, and the fuzz build (tests/fuzz) uses clang.
+    const std::string& name = item.key();
+    auto& entry = item.value();
     auto bad = [&](const std::string& what) -> InputError {
       return InputError(path_ + ": tensor '" + name + "': " + what);
     };

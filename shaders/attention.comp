@@ -70,14 +70,14 @@ const uint CV = C / VEC;    // cache row stride; qkv rows are 3 * CV
 // Start of the running max: finite, so exp(m - m_new) is exp(-huge) = 0 and never NaN.
 const float NEG_BIG = -1.0e30;
 
-// Element `col` (h * HDV + e) of key / value j, for a step starting at pos0.
-VT key_at(uint j, uint pos0, uint col) {
-  if (APPEND && j >= pos0) return qkv[(j - pos0) * 3 * CV + CV + col];
-  return k_cache[j * CV + col];
+// Element `col` (h * HDV + e) of key / value j. The caller's `from_qkv` is a constant at
+// every call site, so after inlining no load carries a branch (on lavapipe a branch around
+// a load would run both sides' per-lane load loops).
+VT key_at(uint j, uint pos0, uint col, bool from_qkv) {
+  return from_qkv ? qkv[(j - pos0) * 3 * CV + CV + col] : k_cache[j * CV + col];
 }
-VT value_at(uint j, uint pos0, uint col) {
-  if (APPEND && j >= pos0) return qkv[(j - pos0) * 3 * CV + 2 * CV + col];
-  return v_cache[j * CV + col];
+VT value_at(uint j, uint pos0, uint col, bool from_qkv) {
+  return from_qkv ? qkv[(j - pos0) * 3 * CV + 2 * CV + col] : v_cache[j * CV + col];
 }
 
 // APPEND: the workgroup's invocations copy its head's slice of key/value t to cache row
@@ -101,6 +101,42 @@ shared float sh_m[NSG];
 shared float sh_l[NSG];
 shared VT sh_acc[NSG * HDV];
 
+// This stream's state: lane-owned query elements (scaled), their columns, the running max,
+// sum and accumulator.
+VT qv[DPL];
+uint col[DPL];
+VT acc[DPL];
+float m = NEG_BIG, l = 0.0;
+
+// Keys begin..end-1, all from the caches or all from qkv; blocks of KB keys, taken by the
+// workgroup's subgroups in turn.
+void key_range(uint begin, uint end, uint pos0, bool from_qkv) {
+  uint sg = gl_SubgroupID;
+  for (uint j0 = begin + sg * KB; j0 < end; j0 += NSG * KB) {
+    // Keys past `end` in the last block re-read the last valid key and are masked below.
+    float s[KB];
+    for (uint k = 0; k < KB; ++k) {
+      uint j = min(j0 + k, end - 1);
+      float part = 0.0;
+      for (uint i = 0; i < DPL; ++i) part += VDOT(qv[i], key_at(j, pos0, col[i], from_qkv));
+      s[k] = subgroupAdd(part);
+    }
+    float m_new = max(m, s[0]);  // key j0 < end always
+    for (uint k = 1; k < KB; ++k)
+      if (j0 + k < end) m_new = max(m_new, s[k]);
+    float corr = exp(m - m_new);
+    l *= corr;
+    for (uint i = 0; i < DPL; ++i) acc[i] *= corr;
+    for (uint k = 0; k < KB; ++k) {
+      if (j0 + k >= end) break;
+      float p = exp(s[k] - m_new);
+      l += p;
+      for (uint i = 0; i < DPL; ++i) acc[i] += p * value_at(j0 + k, pos0, col[i], from_qkv);
+    }
+    m = m_new;
+  }
+}
+
 void main() {
   uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
   uint pos0 = step_pos;
@@ -110,39 +146,17 @@ void main() {
 
   // Lanes past HDV (HDV not a multiple of SG) read a valid element with q = 0, so the key
   // loop needs no bounds test; their accumulators are never stored.
-  VT qv[DPL];
-  uint col[DPL];
-  VT acc[DPL];
   for (uint i = 0; i < DPL; ++i) {
     uint e = lane + i * SG;
     col[i] = h * HDV + min(e, HDV - 1);
     qv[i] = e < HDV ? qkv[t * 3 * CV + h * HDV + e] * SCALE : VT(0.0);
     acc[i] = VT(0.0);
   }
-
-  float m = NEG_BIG, l = 0.0;
-  for (uint j0 = sg * KB; j0 < n_keys; j0 += NSG * KB) {
-    // Keys past n_keys in the last block re-read the last valid key and are masked below.
-    float s[KB];
-    for (uint k = 0; k < KB; ++k) {
-      uint j = min(j0 + k, n_keys - 1);
-      float part = 0.0;
-      for (uint i = 0; i < DPL; ++i) part += VDOT(qv[i], key_at(j, pos0, col[i]));
-      s[k] = subgroupAdd(part);
-    }
-    float m_new = max(m, s[0]);  // key j0 < n_keys always
-    for (uint k = 1; k < KB; ++k)
-      if (j0 + k < n_keys) m_new = max(m_new, s[k]);
-    float corr = exp(m - m_new);
-    l *= corr;
-    for (uint i = 0; i < DPL; ++i) acc[i] *= corr;
-    for (uint k = 0; k < KB; ++k) {
-      if (j0 + k >= n_keys) break;
-      float p = exp(s[k] - m_new);
-      l += p;
-      for (uint i = 0; i < DPL; ++i) acc[i] += p * value_at(j0 + k, pos0, col[i]);
-    }
-    m = m_new;
+  if (APPEND) {
+    key_range(0, min(pos0, n_keys), pos0, false);
+    key_range(pos0, n_keys, pos0, true);
+  } else {
+    key_range(0, n_keys, pos0, false);
   }
 
   uint o = t * CV + h * HDV;
@@ -187,24 +201,17 @@ shared float sh_m[WG];
 shared float sh_l[WG];
 shared float sh_acc[WG * CHUNK];
 
-void main() {
-  uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
-  uint pos0 = step_pos;
-  uint n_keys = min(pos0 + t + 1, CONTEXT);
-  uint lid = gl_LocalInvocationID.x;
-  append_slice(h, t, pos0, lid);
+// This stream's state: the whole (scaled) query in registers, the running max, sum and
+// accumulator.
+VT q[HDV];
+VT acc[HDV];
+float m = NEG_BIG, l = 0.0;
 
-  // Every invocation keeps the whole (scaled) query in registers.
-  VT q[HDV];
-  VT acc[HDV];
-  for (uint e = 0; e < HDV; ++e) {
-    q[e] = qkv[t * 3 * CV + h * HDV + e] * SCALE;
-    acc[e] = VT(0.0);
-  }
-  float m = NEG_BIG, l = 0.0;
-  for (uint j = lid; j < n_keys; j += WG) {
+// Keys begin..end-1, all from the caches or all from qkv, one per invocation in turn.
+void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
+  for (uint j = begin + gl_LocalInvocationID.x; j < end; j += WG) {
     float s = 0.0;
-    for (uint e = 0; e < HDV; ++e) s += VDOT(q[e], key_at(j, pos0, h * HDV + e));
+    for (uint e = 0; e < HDV; ++e) s += VDOT(q[e], key_at(j, pos0, h * HDV + e, from_qkv));
     if (s > m) {  // new max: rescale what was summed so far
       float corr = exp(m - s);
       l *= corr;
@@ -213,7 +220,26 @@ void main() {
     }
     float p = exp(s - m);
     l += p;
-    for (uint e = 0; e < HDV; ++e) acc[e] += p * value_at(j, pos0, h * HDV + e);
+    for (uint e = 0; e < HDV; ++e) acc[e] += p * value_at(j, pos0, h * HDV + e, from_qkv);
+  }
+}
+
+void main() {
+  uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
+  uint pos0 = step_pos;
+  uint n_keys = min(pos0 + t + 1, CONTEXT);
+  uint lid = gl_LocalInvocationID.x;
+  append_slice(h, t, pos0, lid);
+
+  for (uint e = 0; e < HDV; ++e) {
+    q[e] = qkv[t * 3 * CV + h * HDV + e] * SCALE;
+    acc[e] = VT(0.0);
+  }
+  if (APPEND) {
+    key_range(0, min(pos0, n_keys), pos0, h, false);
+    key_range(pos0, n_keys, pos0, h, true);
+  } else {
+    key_range(0, n_keys, pos0, h, false);
   }
 
   // Merge the WG streams; an idle stream (lid >= n_keys) has weight exp(NEG_BIG - M) = 0.

@@ -5,7 +5,7 @@
 //   matvec_*     decode (T == 1): many outputs per workgroup, reduction across invocations
 //                by subgroupAdd (needs subgroup arithmetic) or shared memory;
 //   gemm_bcast   T > 1 on CPU devices with subgroups: register blocking, inputs shared by
-//                subgroupBroadcast instead of loaded by every invocation;
+//                subgroupShuffle instead of loaded by every invocation;
 //   gemm_reg     the same without subgroup operations;
 //   gemm_tiled   T > 1 on GPUs: shared-memory tiles.
 // *_xs variants read x one float at a time, for K not a multiple of 4 (unaligned rows).
@@ -24,7 +24,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #ifdef GEMM_BCAST
-#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
 #include "common/linear_io.glsl"

@@ -5,10 +5,12 @@
 //   logits / temperature -> top-k -> softmax -> top-p -> renormalise -> inverse CDF at u,
 // u from Philox4x32-10 (key = seed, counter = step_rng), tokens taken in id order.
 // No sort: both filters are thresholds on the float order key of the logits (dividing by a
-// positive temperature keeps the order), found by a radix-16 search from the top bit down:
-// each pass counts (top-k) or weighs (top-p) the tokens at or above 15 candidate keys at
-// once and keeps the largest candidate that still holds enough, so 8 passes over the logits
-// pin a threshold exactly. Ties at a threshold are all kept (top-k may keep more than k).
+// positive temperature keeps the order), found by a 16-way search: each pass counts (top-k)
+// or weighs (top-p) the tokens at or above 16 candidate keys at once and narrows the
+// interval to the largest candidate that still holds enough, until the tokens left inside
+// share one key. Ties at a threshold are all kept (top-k may keep more than k). Only the
+// first two passes read the whole vocabulary: then each invocation lists its tokens inside
+// the interval and later passes walk those lists.
 // The pick is a prefix sum: every invocation sums a contiguous chunk of weights, an
 // exclusive scan places the chunks, and the chunk holding u * total scans its elements.
 // temperature == 0 is greedy: the lowest index of the largest logit.
@@ -21,7 +23,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint VOCAB = 1;
 layout(constant_id = 2) const uint SLOTS = 1;           // see common/sample_reduce.glsl
 layout(constant_id = 3) const uint BATCH = 0;
-layout(constant_id = 4) const uint SCRATCH_STRIDE = 1;  // floats of scratch per workgroup
+layout(constant_id = 4) const uint SCRATCH_STRIDE = 1;  // words of scratch per workgroup
 
 // Fixed per recorded graph (SamplingParams); push constants so a new seed needs no new pipeline.
 layout(push_constant) uniform Params {
@@ -36,75 +38,192 @@ layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
 layout(std430, binding = 1) writeonly buffer Ids { uint ids[]; };
 #define STEP_BINDING 2
 #include "common/step.glsl"
-// Top-p weights cached between search passes; each invocation reads back only what it wrote.
-layout(std430, binding = 3) buffer Scratch { float cached_weight[]; };
+// Per workgroup: weights by token id [0, VOCAB), then the candidate lists (entry e of
+// invocation l at LIST_OFFSET + l + e * size, below LIST_OFFSET + VOCAB since l owns tokens
+// l, l + size, ... and lists only those). Coherent: the pick reads weights that other
+// invocations of the workgroup wrote during the top-p search.
+layout(std430, binding = 3) coherent buffer Scratch { uint scratch[]; };
 
 #include "common/philox.glsl"
 #include "common/sample_reduce.glsl"
 
-const uint RADIX_BITS = 2; const uint NC = 4;  // NSUM = 1 << RADIX_BITS candidates per pass
+const uint LIST_OFFSET = (VOCAB + 63u) / 64u * 64u;
 
 uint lid;
-uint scratch_base;
+uint wbase;  // this workgroup's scratch
 float max_logit;
+bool weights_cached = false;    // the top-p search left the kept tokens' weights in scratch
+uint listed = 0;                // length of this invocation's candidate list
+bool lists_hold_floor = false;  // the lists hold every token top-k keeps
 
-// Unnormalised probability of token i among those kept by `floor_key`.
-float weight(uint i, uint floor_key) {
-  float x = logits[i];
-  return order_key(x) >= floor_key ? exp((x - max_logit) / P.temperature) : 0.0;
+float weight_of(float x) { return exp((x - max_logit) / P.temperature); }
+
+// One token's part in a search pass over the key interval [cand[0], hi]: a token inside
+// counts for the candidates at or below its key, one above for all of them. Tokens from
+// list_from up are listed for the next pass, except that one above leaves the lists unless
+// `keep_above`, its share kept in `above`. `inside` tracks the largest key inside and the
+// complement of the smallest.
+void tally(uint i, uint k, float f, uint hi, uint cand[NSUM], uint list_from, const bool keep_above,
+           inout float acc[NSUM], inout float above, inout uvec2 inside) {
+  if (k > hi && !keep_above) {
+    above += f;
+  } else if (k >= cand[0] && f > 0.0) {
+    for (uint j = 0; j < NSUM; ++j) acc[j] += k >= cand[j] ? f : 0.0;
+    if (k <= hi) inside = max(inside, uvec2(k, ~k));
+    if (k >= list_from) {
+      scratch[wbase + LIST_OFFSET + listed * gl_WorkGroupSize.x + lid] = i;
+      ++listed;
+    }
+  }
+}
+
+// NSUM increasing keys from lo, all but the top few in [lo, hi]: eight evenly spaced in key
+// space, so every pass shrinks the interval at least about eightfold whatever the values
+// (at most 32 / 3 passes), merged with eight evenly spaced in value space, so that logits
+// crowded in a narrow band, as a model's are, narrow much faster than that.
+void candidates(uint lo, uint hi, out uint cand[NSUM]) {
+  uint step = (hi - lo) / 8u;
+  float vlo = key_value(lo), span = key_value(hi) - vlo;  // span may overflow to inf: clamped
+  for (uint j = 0; j < 8u; ++j) {
+    cand[j] = lo + j * step;
+    cand[8u + j] = clamp(order_key(vlo + span * (float(j + 1u) / 9.0)), lo, hi);
+  }
+  // Both halves are sorted, so no element is more than eight places from its place.
+  for (uint r = 0; r < 8u; ++r)
+    for (uint j = 0; j + 1u < NSUM; ++j) {
+      uint a = min(cand[j], cand[j + 1u]), b = max(cand[j], cand[j + 1u]);
+      cand[j] = a;
+      cand[j + 1u] = b;
+    }
+  // Strictly increasing: a repeat moves up by one (above hi only when hi - lo < NSUM - 1,
+  // where such candidates simply never hold enough).
+  for (uint j = 1; j < NSUM; ++j) cand[j] = max(cand[j], cand[j - 1u] + 1u);
 }
 
 // The largest key t with F(t) >= target, where F(t) sums f_i over the tokens with key >= t.
-// Top-k (by_mass false): f_i = 1, target = top_k, so t is the k-th largest key.
-// Top-p (by_mass true): f_i = weight(i, lo), target = top_p * (sum of all f_i), so t is the
-// smallest probability the nucleus needs. Requires F(lo) >= target and every key <= hi.
-// Only the bits below the highest one where lo and hi differ are searched.
-uint search_threshold(uint lo, uint hi, bool by_mass) {
-  uint diff = lo ^ hi;
-  if (diff == 0u) return lo;
-  int shift = (findMSB(diff) / int(RADIX_BITS)) * int(RADIX_BITS);
-  uint prefix = shift + int(RADIX_BITS) >= 32 ? 0u : hi & (0xFFFFFFFFu << uint(shift + int(RADIX_BITS)));
+// Top-k (by_mass false): f_i = 1, target = top_k, so t is the k-th largest key; the lists
+// keep every token from the interval up, so they end up holding all the tokens top-k keeps.
+// Top-p (by_mass true): f_i = the weight of token i if its key is >= lo (else 0), target =
+// top_p * (sum of all f_i), so t is the smallest logit the nucleus needs; after top-k it
+// starts from top-k's lists instead of the whole vocabulary. Its weights stay cached in
+// scratch for the pick. Requires F(lo) >= target and every key <= hi, and keeps that
+// invariant on [lo, hi] while narrowing it. by_mass is a literal at each call, so the
+// compiler drops the other mode's code from the loops.
+uint search_threshold(uint lo, uint hi, const bool by_mass) {
+  // The first whole pass lists the tokens in the top quarter of the logit range [lo, hi].
+  float vlo = key_value(lo);
+  uint list_from_first = clamp(order_key(vlo + (key_value(hi) - vlo) * 0.75), lo, hi);
   float target = float(P.top_k);
-  bool first = true;
-  for (; shift >= 0; shift -= int(RADIX_BITS)) {
+  float above = 0.0;
+  // Whether a pass walks the lists rather than the whole vocabulary: from the start when
+  // top-p follows top-k, after the first pass when its interval lies within what it listed
+  // (the top quarter of the logit range: usual for both filters), else after the second.
+  bool walk = by_mass && lists_hold_floor;
+  for (uint pass = 0; lo < hi; ++pass) {
     uint cand[NSUM];
-    for (uint j = 0; j < NC; ++j) cand[j] = prefix + (j << uint(shift));
+    candidates(lo, hi, cand);
     float acc[NSUM];
     for (uint j = 0; j < NSUM; ++j) acc[j] = 0.0;
-    for (uint i = lid; i < VOCAB; i += gl_WorkGroupSize.x) {
-      uint k = order_key(logits[i]);
-      float f = 1.0;
-      if (by_mass) {
-        if (first) {
-          f = weight(i, lo);
-          cached_weight[scratch_base + i] = f;
-        } else {
-          f = cached_weight[scratch_base + i];
+    uvec2 inside = uvec2(0u);
+    // Separate loops rather than tests inside one: llvmpipe runs both sides of a branch it
+    // cannot prove uniform, and an exp per token per pass is costly.
+    bool first_full = pass == 0u && !walk;
+    if (!walk) {
+      above = 0.0;
+      listed = 0;
+      uint list_from = first_full ? list_from_first : 0u;
+      if (first_full) {  // weigh every token and cache the weights
+        for (uint i = lid; i < VOCAB; i += gl_WorkGroupSize.x) {
+          float x = logits[i];
+          uint k = order_key(x);
+          float f = 1.0;
+          if (by_mass) {
+            f = k >= lo ? weight_of(x) : 0.0;
+            scratch[wbase + i] = floatBitsToUint(f);
+          }
+          tally(i, k, f, hi, cand, list_from, !by_mass, acc, above, inside);
+        }
+      } else {
+        for (uint i = lid; i < VOCAB; i += gl_WorkGroupSize.x) {
+          float f = by_mass ? uintBitsToFloat(scratch[wbase + i]) : 1.0;
+          tally(i, order_key(logits[i]), f, hi, cand, list_from, !by_mass, acc, above, inside);
         }
       }
-      for (uint j = 0; j < NC; ++j) acc[j] += k >= cand[j] ? f : 0.0;
+    } else {
+      uint n = listed;
+      listed = 0;  // compacted in place: entry `listed` <= e is free to write
+      if (by_mass && pass == 0u) {  // top-p from top-k's lists: weigh and cache only those
+        for (uint e = 0; e < n; ++e) {
+          uint i = scratch[wbase + LIST_OFFSET + e * gl_WorkGroupSize.x + lid];
+          float x = logits[i];
+          uint k = order_key(x);
+          float f = k >= lo ? weight_of(x) : 0.0;
+          scratch[wbase + i] = floatBitsToUint(f);
+          tally(i, k, f, hi, cand, 0u, false, acc, above, inside);
+        }
+      } else {
+        for (uint e = 0; e < n; ++e) {
+          uint i = scratch[wbase + LIST_OFFSET + e * gl_WorkGroupSize.x + lid];
+          float f = by_mass ? uintBitsToFloat(scratch[wbase + i]) : 1.0;
+          tally(i, order_key(logits[i]), f, hi, cand, 0u, !by_mass, acc, above, inside);
+        }
+      }
     }
+    if (by_mass && pass == 0u) weights_cached = true;
+    // F(lo) >= target > F(hi + 1) (by induction, up to rounding): once every token weighing
+    // in the interval has one key, that key is the threshold. Top-k's lists then hold every
+    // token from lo up, unless this was the first whole pass (it listed only the top).
+    inside = wg_max_u2(inside);
+    if (inside.x == ~inside.y) {
+      if (!by_mass) lists_hold_floor = !first_full;
+      return inside.x;
+    }
+    for (uint j = 0; j < NSUM; ++j) acc[j] += above;
     wg_sum16(acc);
-    // acc[0] is F(prefix); on the first pass prefix <= lo, so it is the total weight.
-    if (by_mass && first) target = P.top_p * acc[0];
-    uint digit = 0;
-    for (uint j = NC - 1; j > 0; --j)
+    // acc[0] is F(lo); on the first pass that is the total weight.
+    if (by_mass && pass == 0u) target = P.top_p * acc[0];
+    uint d = 0;  // F(cand[0]) >= target by the invariant
+    for (uint j = NSUM - 1u; j > 0u; --j)
       if (acc[j] >= target) {
-        digit = j;
+        d = j;
         break;
       }
-    prefix = cand[digit];
-    first = false;
+    if (d + 1u < NSUM) hi = min(hi, cand[d + 1u] - 1u);
+    lo = min(cand[d], hi);
+    walk = walk || !first_full || lo >= list_from_first;
+    if (!by_mass) lists_hold_floor = walk;
   }
-  return prefix;
+  return lo;
 }
 
-// Inverse CDF over the kept tokens in id order at u in [0, 1); returns the id on every invocation.
+// Adds w to a compensated (Kahan) sum: the pick's running sums cover up to the whole
+// vocabulary of similar weights, where a plain float sum drifts by 1e-5 of the total.
+void kahan_add(inout precise float sum, inout precise float carry, float w) {
+  precise float y = w - carry;
+  precise float t = sum + y;
+  carry = (t - sum) - y;
+  sum = t;
+}
+
+// Inverse CDF over the kept tokens (key >= floor_key) in id order at u in [0, 1); returns
+// the id on every invocation.
 uint draw_token(uint floor_key, float u) {
   uint chunk = (VOCAB + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;
   uint begin = min(lid * chunk, VOCAB), end = min(begin + chunk, VOCAB);
-  float s = 0.0;
-  for (uint i = begin; i < end; ++i) s += weight(i, floor_key);
+  precise float s = 0.0, carry = 0.0;
+  if (weights_cached) {
+    memoryBarrierBuffer();  // the weights were written by other invocations
+    barrier();
+    for (uint i = begin; i < end; ++i)
+      kahan_add(s, carry, order_key(logits[i]) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0);
+  } else {
+    for (uint i = begin; i < end; ++i) {
+      float x = logits[i];
+      float w = order_key(x) >= floor_key ? weight_of(x) : 0.0;
+      scratch[wbase + i] = floatBitsToUint(w);  // for this invocation's second look below
+      kahan_add(s, carry, w);
+    }
+  }
   float total;
   float bound = wg_exclusive_scan(s, total);
   float target = u * total;
@@ -115,11 +234,11 @@ uint draw_token(uint floor_key, float u) {
   if (lid == owner) {
     // First kept token whose running sum passes the target; the chunk's last kept token if
     // rounding leaves the target at the chunk's very end.
-    float run = bound;
+    precise float run = bound, run_carry = 0.0;
     for (uint i = begin; i < end; ++i) {
-      float w = weight(i, floor_key);
+      float w = order_key(logits[i]) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0;
       if (w > 0.0) {
-        run += w;
+        kahan_add(run, run_carry, w);
         pick = i;
         if (target < run) break;
       }
@@ -131,14 +250,14 @@ uint draw_token(uint floor_key, float u) {
 void main() {
   lid = gl_LocalInvocationID.x;
   uint draw = BATCH != 0 ? gl_WorkGroupID.x : 0u;
-  scratch_base = draw * SCRATCH_STRIDE;
+  wbase = draw * SCRATCH_STRIDE;
   uint counter = step_rng + draw;
 
   // One pass: the key range, and each invocation's lowest index holding its largest key.
-  uint kmax = 0u, nkmin = 0u, nidx = 0u;
+  uint kmax = 0u, nkmin = 0u, nidx = 0u;  // key 0 is below every non-NaN float
   for (uint i = lid; i < VOCAB; i += gl_WorkGroupSize.x) {
     uint k = order_key(logits[i]);
-    if (k > kmax || i == lid) {
+    if (k > kmax || i == lid) {  // strictly larger: the lowest index wins ties
       kmax = k;
       nidx = ~i;
     }

@@ -44,10 +44,10 @@ void main() {
     } else {
       e = exp(v - m);
     }
-    precise float y = e - comp;
-    precise float t = s + y;
-    comp = (t - s) - y;
-    s = t;
+    precise float term = e - comp;
+    precise float sum = s + term;
+    comp = (sum - s) - term;
+    s = sum;
   }
   float row_max = wg_max(m);
   float total = wg_sum(s * exp(m - row_max));

@@ -19,14 +19,15 @@ using ops::AttentionShape;
 
 namespace {
 
-// Tolerance, relative to the reference's largest |output|. The GPU works in f32: scores
-// are f32 dot products over hd <= 128 terms (rounding ~ sqrt(hd) * 6e-8 * |q||k|, scores here
-// reach ~40 in magnitude, so ~1e-6 absolute on a score and the same relative on its softmax
-// weight after exp), the online softmax rescales the running sums once per new maximum
-// (a few more roundings), and the weighted sum of up to 1024 values accumulates ~1e-7 per
-// term. That puts the expected error at a few 1e-6; 2e-5 leaves margin for a different exp
-// implementation while still failing on any real mistake (a wrong key, a missed rescale or
-// an off-by-one in the causal mask moves outputs by 1e-3 or more).
+// Tolerance, relative to the reference's largest |output|. The GPU works in f32. A score is
+// an f32 dot product of hd terms, so its rounding error is about eps * sum |q_d k_d|: with
+// the scaled-up keys and queries here up to ~5e-6 on a score of tens, which becomes the same
+// relative error on that key's softmax weight after exp. The online softmax adds a rounding
+// per rescale, and the output, a convex combination of values with |v| <= 1, inherits
+// errors of the same order: measured up to ~5e-6 of max |out| on both kernel families.
+// 2e-5 leaves margin for other exp implementations while any real mistake (a wrong or
+// missing key, a missed rescale, an off-by-one in the causal mask) moves outputs by 1e-3
+// or more.
 constexpr double kTolerance = 2e-5;
 
 size_t emb(AttentionShape s) { return size_t(s.n_heads) * s.head_dim; }
@@ -97,11 +98,14 @@ struct Rig {
     return test::max_rel_error(test::download(out, T * emb(s)), want);
   }
 
-  // The cache rows 0..filled-1 hold exactly what was appended; the rest are untouched (NaN).
+  // The cache rows 0..filled-1 hold exactly what was appended; the rest, and the unused
+  // layer before the caches, are untouched (NaN).
   bool cache_matches(uint32_t filled) const {
     const size_t C = emb(s);
     std::vector<float> all(cache.size() / 4);
     cache.download(all.data(), cache.size());
+    for (size_t i = 0; i < k_view.offset / 4; ++i)
+      if (!std::isnan(all[i])) return false;
     for (int which = 0; which < 2; ++which) {
       const auto& host = which ? v_host : k_host;
       size_t base = (which ? v_view.offset : k_view.offset) / 4;
@@ -150,6 +154,7 @@ void record_step(Graph& g, Rig& rig, uint32_t T, const Mode& mode) {
 void check_sequence(vk::Context& ctx, const std::string& ctx_label, AttentionShape s, const Mode& mode,
                     uint32_t chunk_t, uint32_t chunks, uint32_t steps) {
   std::string what = label_of(ctx_label + " " + mode.name, s, chunk_t);
+  auto t0 = std::chrono::steady_clock::now();
   Rig rig(ctx, s, std::max(chunk_t, 1u));
   uint32_t pos = 0;
   double worst = 0;
@@ -172,7 +177,8 @@ void check_sequence(vk::Context& ctx, const std::string& ctx_label, AttentionSha
     }
   }
   BOOST_TEST(rig.cache_matches(pos), what << " cache contents after " << pos << " tokens");
-  BOOST_TEST_MESSAGE(what << " chunks=" << chunks << " steps=" << steps << ": worst rel err " << worst);
+  BOOST_TEST_MESSAGE(what << " chunks=" << chunks << " steps=" << steps << ": worst rel err " << worst << " ("
+                          << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s)");
 }
 
 }  // namespace
@@ -200,7 +206,7 @@ BOOST_AUTO_TEST_CASE(decode_replays_one_graph) {
     AttentionShape s;
     uint32_t prefill, steps;
   };
-  const Case cases[] = {{{3, 128, 300}, 0, 40}, {{25, 48, 100}, 7, 30}, {{4, 64, 1024}, 1000, 24},
+  const Case cases[] = {{{3, 128, 300}, 0, 40}, {{25, 48, 100}, 7, 30}, {{2, 64, 1024}, 1000, 24},
                         {{5, 80, 200}, 129, 20}};
   for (auto [label, ctx] : test::all_contexts())
     for (const auto& mode : {kSeparate, kFused})

@@ -13,6 +13,7 @@ struct Shape {
   uint32_t rows, cols;
 };
 
+// Widths a multiple of 4 take the vec4 shader, the others the scalar one.
 const Shape kShapes[] = {{1, 1}, {3, 7}, {65, 96}, {3, 770}, {2, 1600}, {1, 3072}};
 const Activation kActs[] = {Activation::None, Activation::GeluTanh, Activation::GeluErf, Activation::Relu};
 
@@ -72,15 +73,20 @@ BOOST_AUTO_TEST_CASE(matches_cpu_for_every_activation) {
       for (Activation act : kActs) check(*ctx, label, s, act, false);
 }
 
+// In place, with 4-wide (cols % 4 == 0) and scalar accesses.
 BOOST_AUTO_TEST_CASE(in_place) {
   for (auto [label, ctx] : test::all_contexts())
-    for (Activation act : kActs) check(*ctx, label, {5, 130}, act, true);
+    for (Activation act : kActs) {
+      check(*ctx, label, {5, 130}, act, true);
+      check(*ctx, label, {5, 128}, act, true);
+    }
 }
 
 // More rows than the grid's row groups: each group strides over several rows.
 BOOST_AUTO_TEST_CASE(many_rows) {
   check(test::context(), "native", {70001, 3}, Activation::GeluTanh, false);
   check(test::context(), "native", {1500, 770}, Activation::GeluErf, false);
+  check(test::context(), "native", {1100, 3072}, Activation::Relu, false);
 }
 
 // Large inputs saturate without overflow: gelu(x) -> x for x >> 0, -> 0 for x << 0.

@@ -1,5 +1,6 @@
 #define BOOST_TEST_MODULE embed
 #include <algorithm>
+#include <set>
 
 #include "engine/cpu/elementwise.hpp"
 #include "engine/ops/embed.hpp"
@@ -94,6 +95,9 @@ BOOST_AUTO_TEST_CASE(matches_cpu_for_every_dtype_and_chunking) {
         auto tables = make_tables(*ctx, s, dt);
         if (s.chunked) BOOST_TEST_REQUIRE(tables.tok.chunks.size() >= 2u);
         auto ids = make_ids(s.T, s.vocab, s.C + s.T);
+        std::set<uint32_t> chunks_hit;
+        for (uint32_t id : ids) chunks_hit.insert(id / tables.tok.rows_per_chunk);
+        BOOST_TEST_REQUIRE(chunks_hit.size() == tables.tok.chunks.size());
         auto dids = test::upload_bytes(*ctx, ids.data(), ids.size() * 4);
         auto step = step_buffer(*ctx, s.pos0);
         vk::Buffer x(*ctx, uint64_t(s.T) * s.C * 4);

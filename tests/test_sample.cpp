@@ -100,10 +100,10 @@ void check_against_cpu(const std::vector<float>& logits, const SamplingParams& p
     double u = cpu::sample_uniform(p.seed, first + j);
     uint32_t want = cpu::pick(probs, u);
     if (got[j] == want) ++exact;
-    else if (!agrees(probs, u, got[j], want)) ++bad;
+    else if (!agrees(probs, u, got[j], want)) { ++bad; double c = 0; for (uint32_t i = 0; i <= std::min(got[j], want); ++i) c += probs[i]; BOOST_TEST_MESSAGE("gpu " << got[j] << " cpu " << want << " u " << u << " cdf-u " << c - u); }
   }
   BOOST_TEST(bad == 0u, label << ": " << bad << " of " << got.size() << " draws differ from the CPU");
-  BOOST_TEST(exact * 10 >= got.size() * 9, label << ": only " << exact << " of " << got.size() << " exact");
+  BOOST_TEST(exact == got.size(), label << ": only " << exact << " of " << got.size() << " exact");
 }
 
 std::string describe(uint32_t vocab, const SamplingParams& p) {
@@ -231,9 +231,31 @@ BOOST_AUTO_TEST_CASE(matches_cpu_for_same_u) {
     for (uint32_t vocab : {1u, 7u, 1000u, 4099u, 50257u, 131071u})
       for (const auto& p : params) {
         auto x = lm_logits(vocab, vocab + p.seed, 2.5f);
-        uint32_t count = vocab > 100000 ? 12 : vocab > 5000 ? 40 : 200, first = 1000 * static_cast<uint32_t>(p.seed);
+        uint32_t count = vocab > 100000 ? 8 : vocab > 5000 ? 24 : 100, first = 1000 * static_cast<uint32_t>(p.seed);
         check_against_cpu(x, p, first, draw_many(*ctx, x, p, first, count), label + " " + describe(vocab, p));
       }
+}
+
+// Logits the value-space candidates cannot split: two clusters of adjacent tiny keys and one
+// huge outlier, so the search must narrow through the key space with every token listed,
+// for many passes (on llvmpipe that also tests the loop-iteration budget). The threshold is
+// the upper cluster: a draw from the lower one means a wrong threshold.
+BOOST_AUTO_TEST_CASE(threshold_search_on_adversarial_logits) {
+  constexpr uint32_t kVocab = 131071;
+  const float a = 1e-30f, b = std::nextafter(a, 1.0f);
+  std::vector<float> x(kVocab);
+  for (uint32_t i = 0; i < kVocab; ++i) x[i] = i % 2 ? a : b;
+  x[77] = 1e30f;
+  uint32_t upper = static_cast<uint32_t>(std::count(x.begin(), x.end(), b));
+  SamplingParams p{1e30f, upper + 1, 1.0f, 31};  // keeps the outlier and the upper cluster
+  auto probs = cpu::sampling_probs(x.data(), kVocab, p);
+  BOOST_TEST_REQUIRE((probs[0] > 0 && probs[1] == 0));
+  for (auto [label, ctx] : test::all_contexts()) {
+    check_against_cpu(x, p, 0, draw_many(*ctx, x, p, 0, 16), label + " top-k");
+    SamplingParams q = p;
+    q.top_p = 0.5f;  // then the nucleus: the outlier and part of the upper cluster
+    check_against_cpu(x, q, 0, draw_many(*ctx, x, q, 0, 16), label + " top-k + top-p");
+  }
 }
 
 // Top-k never samples outside the k best, and keeps every token tied with the k-th.
@@ -243,7 +265,7 @@ BOOST_AUTO_TEST_CASE(top_k_stays_in_the_k_best) {
     SamplingParams p{1.5f, 20, 1.0f, 9};
     auto sorted = x;
     std::sort(sorted.begin(), sorted.end(), std::greater<>());
-    auto got = draw_many(*ctx, x, p, 0, 3000);
+    auto got = draw_many(*ctx, x, p, 0, 1000);
     std::set<uint32_t> seen(got.begin(), got.end());
     for (uint32_t id : seen) BOOST_TEST(x[id] >= sorted[19], label << " id " << id << " is not in the top 20");
     BOOST_TEST(seen.size() >= 15u, label << " only " << seen.size() << " of the top 20 drawn");
@@ -267,7 +289,7 @@ BOOST_AUTO_TEST_CASE(top_p_stays_in_the_nucleus) {
       auto probs = cpu::sampling_probs(x.data(), 4099, p);
       size_t nucleus = std::count_if(probs.begin(), probs.end(), [](double v) { return v > 0; });
       BOOST_TEST_REQUIRE(nucleus > 3u);  // the test means something only if there is a choice
-      auto got = draw_many(*ctx, x, p, 0, 3000);
+      auto got = draw_many(*ctx, x, p, 0, 1000);
       std::set<uint32_t> seen(got.begin(), got.end());
       for (uint32_t id : seen) BOOST_TEST(probs[id] > 0, label << " " << describe(4099, p) << " id " << id);
       BOOST_TEST(seen.size() > 3u, label << " " << describe(4099, p));
@@ -312,15 +334,47 @@ BOOST_AUTO_TEST_CASE(bad_params_are_rejected) {
 BOOST_AUTO_TEST_SUITE_END()
 
 #include <chrono>
+#include <ctime>
 BOOST_AUTO_TEST_CASE(timing_tmp) {
   auto& ctx = test::context();
-  auto x = lm_logits(50257, 1, 2.5f);
+  for (uint32_t V : {16000u, 16500u, 50257u}) {
+  auto x = lm_logits(V, 1, 2.5f);
   for (SamplingParams p : {SamplingParams{0.0f}, SamplingParams{1.0f}, SamplingParams{1.0f, 50}, SamplingParams{1.0f, 0, 0.9f}, SamplingParams{1.0f, 50, 0.9f}}) {
     Sampler s(ctx, x, p);
     s.next();
+    double ms = 1e9;
+    for (int r = 0; r < 7; ++r) {
+      auto c0 = std::clock();
+      for (int i = 0; i < 10; ++i) s.next();
+      ms = std::min(ms, double(std::clock() - c0) * 1000.0 / CLOCKS_PER_SEC / 10);
+    }
+    BOOST_TEST_MESSAGE(describe(V, p) << ": " << ms << " ms per token");
+  }}
+}
+
+BOOST_AUTO_TEST_CASE(lists_tmp) {
+  auto& ctx = test::context();
+  auto x = lm_logits(50257, 1, 2.5f);
+  auto dl = test::upload(ctx, x);
+  vk::Buffer ids(ctx, 64 * 4), step(ctx, sizeof(StepState), vk::Memory::Host), scratch(ctx, ops::sample_scratch_bytes(50257));
+  StepState s{0, 0, {0, 0}};
+  step.upload(&s, sizeof s);
+  Graph g(ctx);
+  ops::sample_many(g, whole(dl), whole(ids), whole(step), whole(scratch), 50257, 1, {1.0f, 50, 0.9f, 1});
+  g.record();
+  g.run();
+  auto v = download_ids(ids, 20);
+  std::string out; for (auto a : v) out += std::to_string(a) + " ";
+  BOOST_TEST_MESSAGE(out);
+}
+BOOST_AUTO_TEST_CASE(compile_tmp) {
+  auto& ctx = test::context();
+  for (uint32_t V : {1000u, 1001u, 1002u}) {
     auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 50; ++i) s.next();
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 50;
-    BOOST_TEST_MESSAGE(describe(50257, p) << ": " << ms << " ms per token");
+    Graph g(ctx);
+    vk::Buffer a(ctx, V * 4), b(ctx, 4), c(ctx, 16), d(ctx, ops::sample_scratch_bytes(V));
+    ops::sample(g, whole(a), whole(b), whole(c), whole(d), V, {});
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    BOOST_TEST_MESSAGE("compile " << ms << " ms");
   }
 }

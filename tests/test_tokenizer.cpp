@@ -244,3 +244,29 @@ BOOST_AUTO_TEST_CASE(stream_decoder_holds_back_split_characters) {
   BOOST_TEST(dec.feed(e0).empty());
   BOOST_TEST(dec.feed(b80) == "\xe0\x80");
 }
+
+BOOST_AUTO_TEST_CASE(utf8_helpers_on_every_code_point) {
+  using namespace gptvk::tokenizer;
+  for (uint32_t cp = 0; cp < 0x110000; ++cp) {
+    if (cp >= 0xD800 && cp < 0xE000) continue;
+    std::string s;
+    append_utf8(s, cp);
+    BOOST_TEST_REQUIRE(utf8_char_length(s, 0) == s.size());
+    BOOST_TEST_REQUIRE(utf8_valid_until(s, 0) == s.size());
+    BOOST_TEST_REQUIRE(utf8_incomplete_tail(s) == 0u);
+    // Every proper prefix is an unfinished character: held back whole, not valid yet.
+    for (size_t k = 1; k < s.size(); ++k) {
+      std::string prefix = "x" + s.substr(0, k);
+      BOOST_TEST_REQUIRE(utf8_incomplete_tail(prefix) == k);
+      BOOST_TEST_REQUIRE(utf8_valid_until(prefix, 0) == 1u);
+    }
+  }
+  // What strict UTF-8 rejects: surrogates, overlong forms, past U+10FFFF, stray or bad bytes.
+  for (std::string bad : {"\xed\xa0\x80", "\xed\xbf\xbf", "\xc0\xaf", "\xc1\xbf", "\xe0\x9f\xbf", "\xf0\x8f\xbf\xbf",
+                          "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\x80", "\xbf"}) {
+    BOOST_TEST(utf8_char_length(bad, 0) == 0u);
+    BOOST_TEST(utf8_valid_until("ok" + bad, 0) == 2u);
+    // Nothing that cannot become valid is held back by the stream decoder.
+    BOOST_TEST(utf8_incomplete_tail(bad.substr(0, 2)) == 0u);
+  }
+}

@@ -78,7 +78,7 @@ const cases = [
     '\u00a9\u00ae\u2122 \u20ac100 \u00a5 @user #tag a_b c-d e.f'],
   ['endoftext_as_text', 'first document<|endoftext|>second document <|endoftext|> third'],
   ['control_chars', 'bell\u0007 nul\u0000 esc\u001b[0m del\u007f \u001c\u001d\u001e\u001f vt\u000b ff\u000c'],
-  ['mongolian_vowel_separator', 'a\u180eb \u180e c'],
+  ['mongolian_vowel_separator', 'a\u180eb a \u180eb \u180e c'],
   ['long_chinese_run', rep('\u6211\u4eec\u5b66\u4e60\u4e2d\u6587\u5b57\u7b26\u4e32', 120)],
   ['long_space_run', rep(' ', 3000) + 'x' + rep('\n', 500) + 'y' + rep('\t ', 400)],
   ['long_digit_run', rep('1234567890', 300)],

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <stdexcept>
 #include <string>
 
@@ -41,7 +42,7 @@ float activate(float x, Activation act) {
     case Activation::None:
       return x;
     case Activation::GeluTanh:
-      return static_cast<float>(0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))));
+      return static_cast<float>(0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v))));
     case Activation::GeluErf:
       return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
     case Activation::Relu:

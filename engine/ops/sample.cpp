@@ -19,9 +19,10 @@ constexpr uint32_t kSums = 16;  // NSUM in shaders/common/sample_reduce.glsl
 // the workgroup is one subgroup where it can be, and every reduction is then a single
 // subgroup operation. But llvmpipe (Mesa 22.3) also caps the loop iterations of one shader
 // invocation at 65535 in total, over all its loops, and silently leaves any loop past the
-// cap: the sampler makes up to 19 passes (range, 8 top-k, 8 top-p, 2 for the pick), so an
-// invocation may own at most 2048 elements and big vocabularies get wider workgroups.
-// GPUs get a wide workgroup so each pass over the vocabulary keeps many loads in flight.
+// cap. The sampler walks an invocation's tokens at most about 29 times (the range, two
+// searches of at most ~13 passes, two for the pick), so an invocation may own at most 1024
+// tokens and big vocabularies get wider workgroups. GPUs get a wide workgroup so each pass
+// over the vocabulary keeps many loads in flight.
 struct Shape {
   uint32_t local = 1;
   uint32_t slots = 1;  // partials per reduction (SLOTS in the shaders)
@@ -29,9 +30,9 @@ struct Shape {
   std::string variant(const std::string& family) const { return family + (subgroup ? ".subgroup" : ".shared"); }
 };
 
-constexpr uint32_t kCpuElementsPerInvocation = 2048;
+constexpr uint32_t kCpuElementsPerInvocation = 1024;
 
-uint32_t shared_bytes(uint32_t slots) { return (kSums * slots + slots + kSums) * 4; }
+uint32_t shared_bytes(uint32_t slots) { return (kSums * slots + 2 * slots + kSums) * 4; }
 
 Shape shape_for(const vk::Context& ctx, uint32_t n) {
   const auto& caps = ctx.caps();
@@ -47,9 +48,12 @@ Shape shape_for(const vk::Context& ctx, uint32_t n) {
     // Without subgroups every invocation is a slot, so the serial slot sums stay short.
     s.local = std::min(s.subgroup ? 1024u : 128u, caps.max_workgroup_invocations);
   }
+  // Partial sums: one per invocation without subgroups; with them one per subgroup, counted
+  // for subgroups as small as 8 (or the reported size if smaller) in case the device runs
+  // smaller ones than it reports, and exactly 1 when the workgroup is one subgroup.
   for (;;) {
     if (s.subgroup) s.local = std::max(sg, s.local / sg * sg);  // whole subgroups only
-    s.slots = s.subgroup ? s.local / sg : s.local;
+    s.slots = !s.subgroup ? s.local : s.local == sg ? 1 : s.local / std::min(sg, 8u);
     if (shared_bytes(s.slots) <= caps.shared_memory_bytes || s.local == 1 || (s.subgroup && s.local == sg)) break;
     s.local /= 2;
   }
@@ -59,7 +63,10 @@ Shape shape_for(const vk::Context& ctx, uint32_t n) {
   return s;
 }
 
-uint32_t scratch_stride_floats(uint32_t vocab) { return (vocab + 63) / 64 * 64; }
+// Scratch words per draw: the weights by token id, then the candidate lists of the threshold
+// search. Entry e of invocation l's list sits where l's e-th own token does (l + e * local),
+// and a list never holds more than the tokens its invocation owns, so vocab words suffice.
+uint32_t scratch_stride_words(uint32_t vocab) { return 2 * ((vocab + 63) / 64 * 64); }
 
 uint32_t bits(float f) { return vk::spec_f32(f); }
 
@@ -81,7 +88,7 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
   require_bytes(scratch, uint64_t(count) * sample_scratch_bytes(vocab), "scratch", name);
   Shape s = shape_for(g.context(), vocab);
   const auto& pipe = g.context().pipelines().get(
-      {s.variant("sample"), {s.local, vocab, s.slots, batch ? 1u : 0u, scratch_stride_floats(vocab)}, 4, 20});
+      {s.variant("sample"), {s.local, vocab, s.slots, batch ? 1u : 0u, scratch_stride_words(vocab)}, 4, 20});
   std::vector<uint32_t> push = {bits(p.temperature), p.top_k, bits(p.top_p), static_cast<uint32_t>(p.seed),
                                 static_cast<uint32_t>(p.seed >> 32)};
   g.add({name,
@@ -103,7 +110,7 @@ void check_sampling_params(const SamplingParams& p) {
     throw UsageError("top-p must be in (0, 1] (1 = off), got " + std::to_string(p.top_p));
 }
 
-uint64_t sample_scratch_bytes(uint32_t vocab) { return uint64_t(scratch_stride_floats(vocab)) * 4; }
+uint64_t sample_scratch_bytes(uint32_t vocab) { return uint64_t(scratch_stride_words(vocab)) * 4; }
 
 void sample(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, const SamplingParams& p,
             const std::string& name) {

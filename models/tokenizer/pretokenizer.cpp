@@ -62,8 +62,6 @@ Pretokenizer::~Pretokenizer() = default;
 Pretokenizer::Pretokenizer(Pretokenizer&&) noexcept = default;
 Pretokenizer& Pretokenizer::operator=(Pretokenizer&&) noexcept = default;
 
-bool Pretokenizer::jit() const { return impl_->jit; }
-
 size_t Pretokenizer::match_at(std::string_view valid, size_t pos) {
   auto subject = reinterpret_cast<PCRE2_SPTR>(valid.data());
   // The caller has checked the UTF-8 (pcre2_jit_match skips that check by design).

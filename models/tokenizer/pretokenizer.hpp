@@ -32,8 +32,6 @@ class Pretokenizer {
   template <class F>
   void split(std::string_view text, F&& piece);
 
-  bool jit() const;
-
  private:
   // Length of the pattern's match at valid[pos]; `valid` is a whole stretch of valid
   // UTF-8 (its end is where the pattern sees the end of the text).

@@ -17,11 +17,11 @@ namespace gptvk {
 struct Tokenizer::State {
   std::vector<std::string> tokens;  // id -> bytes
   std::optional<uint32_t> eot;
-  // The pre-tokenizer's match state and the BPE cache change on every encode, so one
-  // encode runs at a time.
-  mutable std::mutex mu;
-  mutable tokenizer::Pretokenizer pre;
-  mutable std::optional<tokenizer::BpeEncoder> bpe;
+  // The pre-tokenizer's match state and the BPE cache change on every encode (const as
+  // it is to callers), so one encode runs at a time.
+  std::mutex mu;
+  tokenizer::Pretokenizer pre;
+  std::optional<tokenizer::BpeEncoder> bpe;
 };
 
 Tokenizer::Tokenizer(std::unique_ptr<State> s) : s_(std::move(s)) {}

@@ -61,6 +61,7 @@ class Tokenizer {
 // through, not held).
 class StreamDecoder {
  public:
+  // `tok` must outlive the decoder and stay where it is.
   explicit StreamDecoder(const Tokenizer& tok) : tok_(&tok) {}
   // The bytes that are complete now (maybe none). Throws InputError for an id out of the
   // vocabulary, holding what it held before.

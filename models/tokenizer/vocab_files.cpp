@@ -3,8 +3,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "engine/error.hpp"
 #include "models/tokenizer/byte_alphabet.hpp"
@@ -218,12 +216,18 @@ std::string merge_token(const std::string& path, std::string_view text, size_t f
 }  // namespace
 
 std::string read_file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
+  // stdio rather than ifstream: reading a directory then fails with EISDIR instead of
+  // looking like an empty file.
+  std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw InputError("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw InputError("cannot read " + path + ": read error");
-  return std::move(ss).str();
+  std::string data;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
+  int err = std::ferror(f) ? errno : 0;
+  std::fclose(f);
+  if (err) throw InputError("cannot read " + path + ": " + std::strerror(err));
+  return data;
 }
 
 std::vector<std::string> read_vocab(const std::string& path) {

@@ -1,23 +1,24 @@
-// Register-blocked GEMM for CPU devices with subgroup broadcast. On lavapipe (Mesa 22)
-// every storage-buffer load inside a loop is a per-lane scalar loop (~75 cycles for a
-// vec4 across 8 lanes), so loads, not FMAs, bound the GEMM. Here the workgroup is one
-// subgroup; each invocation owns TN outputs (its own rows of W) and computes them for
-// all TM = XT * LOCAL tokens of the workgroup: invocation c loads the inputs of tokens
-// c, c + LOCAL, ... once, and subgroupBroadcast (a register shuffle) hands them to the
-// others, instead of every invocation loading every token's inputs itself.
-layout(constant_id = 9) const uint XT = 1;   // tokens loaded per invocation: TM = XT * LOCAL
-layout(constant_id = 10) const uint TN = 4;  // outputs per invocation
+// Register-blocked GEMM for CPU devices with subgroup operations. On lavapipe (Mesa 22)
+// every storage-buffer load inside a loop is a loop over the 8 lanes with a bounds check
+// per component (~40 instructions per lane for a vec4), so loads, not FMAs, bound the
+// GEMM. Here the workgroup is one subgroup; each invocation owns TN outputs (its own rows
+// of W) and computes them for all TM = XT * LOCAL tokens of the workgroup: invocation c
+// loads the inputs of tokens c, c + LOCAL, ... once, and subgroupShuffle with a constant
+// index (one vpermd on lavapipe) hands them to the others, instead of every invocation
+// loading every token's inputs itself.
+layout(constant_id = 7) const uint XT = 1;   // tokens loaded per invocation: TM = XT * LOCAL
+layout(constant_id = 8) const uint TN = 4;  // outputs per invocation
 
 const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
 const uint TM = XT * LOCAL;
 
 // Tokens c, c + LOCAL, ...: the inputs of half h (elements 4h..4h+3 of the word) from
-// invocation c, times the decoded weights of that half.
+// invocation c, times the decoded weights of that half. A macro, so that c is a constant.
 #define TOKEN(c)                                                                       \
   if (c < LOCAL) {                                                                     \
     for (uint s = 0u; s < XT; ++s) {                                                   \
-      vec4 a = subgroupBroadcast(h == 0u ? x_lo[s] : x_hi[s], c);                      \
-      for (uint j = 0u; j < TN; ++j) acc[s * LOCAL + c][j] += dot(wd[j], a);           \
+      vec4 a = subgroupShuffle(h == 0u ? x_lo[s] : x_hi[s], c);                      \
+      for (uint j = 0u; j < TN; ++j) acc[s * LOCAL + c][j] = fma4(wd[j], a, acc[s * LOCAL + c][j]);           \
     }                                                                                  \
   }
 

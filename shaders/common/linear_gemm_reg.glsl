@@ -4,9 +4,9 @@
 // straight from the buffers (they stay in the CPU caches). Lanes are arranged LM along
 // tokens by LOCAL / LM along outputs; workgroups walk tokens fastest (gl_WorkGroupID.x)
 // so consecutive workgroups reuse the same rows of W while they are in cache.
-layout(constant_id = 9) const uint TM = 4;   // tokens per invocation
-layout(constant_id = 10) const uint TN = 4;  // outputs per invocation
-layout(constant_id = 11) const uint LM = 1;  // invocations along tokens
+layout(constant_id = 7) const uint TM = 4;   // tokens per invocation
+layout(constant_id = 8) const uint TN = 4;  // outputs per invocation
+layout(constant_id = 9) const uint LM = 1;  // invocations along tokens
 
 void main() {
   const uint LN = gl_WorkGroupSize.x / LM;
@@ -34,8 +34,8 @@ void main() {
       vec4 lo, hi;
       decode(w[wr[j] + q], lo, hi);
       for (uint i = 0u; i < TM; ++i) {
-        acc[i][j] += dot(lo, x_lo[i]);
-        if (KW == 8u) acc[i][j] += dot(hi, x_hi[i]);
+        acc[i][j] = fma4(lo, x_lo[i], acc[i][j]);
+        if (KW == 8u) acc[i][j] = fma4(hi, x_hi[i], acc[i][j]);
       }
     }
   }
@@ -43,7 +43,7 @@ void main() {
     vec4 x_lo[TM], x_hi[TM];
     for (uint i = 0u; i < TM; ++i) load_x_word(xr[i], K_FULL, x_lo[i], x_hi[i]);
     for (uint j = 0u; j < TN; ++j)
-      for (uint i = 0u; i < TM; ++i) acc[i][j] += word_dot(w[wr[j] + K_FULL], x_lo[i], x_hi[i]);
+      for (uint i = 0u; i < TM; ++i) acc[i][j] = word_dot(w[wr[j] + K_FULL], x_lo[i], x_hi[i], acc[i][j]);
   }
 
   for (uint i = 0u; i < TM; ++i)

@@ -3,11 +3,11 @@
 // accumulates TM x TN outputs in registers, spaced BM/TM and BN/TN apart so that reads of
 // the staged tiles are broadcasts or consecutive (no bank conflicts).
 // Workgroup size is (BM / TM) * (BN / TN); BK is a multiple of 8 (whole W words).
-layout(constant_id = 9) const uint BM = 64;
-layout(constant_id = 10) const uint BN = 64;
-layout(constant_id = 11) const uint BK = 16;
-layout(constant_id = 12) const uint TM = 4;
-layout(constant_id = 13) const uint TN = 4;
+layout(constant_id = 7) const uint BM = 64;
+layout(constant_id = 8) const uint BN = 64;
+layout(constant_id = 9) const uint BK = 16;
+layout(constant_id = 10) const uint TM = 4;
+layout(constant_id = 11) const uint TN = 4;
 
 shared float x_tile[BK * BM];  // [k][token]
 shared float w_tile[BK * BN];  // [k][output]

@@ -6,20 +6,24 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint K = 1;          // inputs per token (W.cols)
-layout(constant_id = 2) const uint ROWS = 1;       // W rows (outputs) this dispatch computes
-layout(constant_id = 3) const uint Y_STRIDE = 1;   // floats per token row of y and r (W.rows)
-layout(constant_id = 4) const uint W_STRIDE = 1;   // uvec4 words per stored W row
-layout(constant_id = 5) const uint DT = 0;         // weight dtype: 0 f32, 1 f16, 2 bf16 (engine/dtype.hpp)
-layout(constant_id = 6) const uint ACT = 0;        // engine/ops/activation.hpp
-layout(constant_id = 7) const bool HAS_BIAS = false;
-layout(constant_id = 8) const uint RES = 0;        // residual: 0 none, 1 from binding r, 2 in place (r is y)
-// constant_id 9.. are the kernel's tile sizes.
+layout(constant_id = 2) const uint W_STRIDE = 1;   // uvec4 words per stored W row
+layout(constant_id = 3) const uint DT = 0;         // weight dtype: 0 f32, 1 f16, 2 bf16 (engine/dtype.hpp)
+layout(constant_id = 4) const uint ACT = 0;        // engine/ops/activation.hpp
+layout(constant_id = 5) const bool HAS_BIAS = false;
+layout(constant_id = 6) const uint RES = 0;        // residual: 0 none, 1 from binding r, 2 in place (r is y)
+// constant_id 7.. are the kernel's tile sizes.
 
 #include "common/activation.glsl"
 
+// Sizes that vary between the dispatches of one layer (token blocks, weight chunks) are
+// push constants, so those dispatches share one pipeline.
 layout(push_constant) uniform Push {
-  uint T;  // tokens (rows of x and y) in this dispatch
+  uint T;         // tokens (rows of x and y) in this dispatch
+  uint rows;      // W rows (outputs) this dispatch computes
+  uint y_stride;  // floats per token row of y and r (W.rows)
 } pc;
+#define ROWS pc.rows
+#define Y_STRIDE pc.y_stride
 
 #ifdef X_SCALAR
 // K is not a multiple of 4, so token rows of x are not 16-byte aligned: scalar loads.
@@ -65,13 +69,19 @@ void decode(uvec4 p, out vec4 lo, out vec4 hi) {
   }
 }
 
-// dot of one word of W with the matching inputs x (x_hi unused for f32).
-float word_dot(uvec4 p, vec4 x_lo, vec4 x_hi) {
+// acc + dot(a, b) as a chain of fma: without fast-math, lavapipe's LLVM would not fuse the
+// multiplies and adds of dot().
+float fma4(vec4 a, vec4 b, float acc) {
+  return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, acc))));
+}
+
+// acc + the dot product of one word of W with the matching inputs (x_hi unused for f32).
+float word_dot(uvec4 p, vec4 x_lo, vec4 x_hi, float acc) {
   vec4 lo, hi;
   decode(p, lo, hi);
-  float s = dot(lo, x_lo);
-  if (KW == 8u) s += dot(hi, x_hi);
-  return s;
+  acc = fma4(lo, x_lo, acc);
+  if (KW == 8u) acc = fma4(hi, x_hi, acc);
+  return acc;
 }
 
 // Inputs of word q of token row `row` (an element offset into x); the tail word reads

@@ -3,7 +3,7 @@
 // input dimension in uvec4 words of W (adjacent invocations read adjacent words, so a GPU
 // coalesces the loads), each keeping R partial sums so one load of x serves R rows; the
 // partial sums are then reduced across the workgroup (subgroupAdd, or shared memory).
-layout(constant_id = 9) const uint R = 4;  // outputs per workgroup (<= workgroup size)
+layout(constant_id = 7) const uint R = 4;  // outputs per workgroup
 
 shared float partial[R * gl_WorkGroupSize.x];
 
@@ -25,13 +25,13 @@ void main() {
   for (uint q = lane; q < K_FULL; q += LOCAL) {
     vec4 x_lo = load_x4(xrow + q * KW);
     vec4 x_hi = KW == 8u ? load_x4(xrow + q * KW + 4u) : vec4(0.0);
-    for (uint i = 0u; i < R; ++i) acc[i] += word_dot(w[wrow[i] + q], x_lo, x_hi);
+    for (uint i = 0u; i < R; ++i) acc[i] = word_dot(w[wrow[i] + q], x_lo, x_hi, acc[i]);
   }
   // The partial last word, outside the loop so the loop body stays branch-free.
   if (K_TAIL > 0u && lane == K_FULL % LOCAL) {
     vec4 x_lo, x_hi;
     load_x_word(xrow, K_FULL, x_lo, x_hi);
-    for (uint i = 0u; i < R; ++i) acc[i] += word_dot(w[wrow[i] + K_FULL], x_lo, x_hi);
+    for (uint i = 0u; i < R; ++i) acc[i] = word_dot(w[wrow[i] + K_FULL], x_lo, x_hi, acc[i]);
   }
 
 #ifdef SUBGROUP
@@ -42,10 +42,10 @@ void main() {
     if (subgroupElect()) partial[i * LOCAL + gl_SubgroupID] = s;
   }
   barrier();
-  if (lane < R && row0 + lane < ROWS) {
+  for (uint i = lane; i < R; i += LOCAL) {
     float s = 0.0;
-    for (uint g = 0u; g < nsg; ++g) s += partial[lane * LOCAL + g];
-    store_y(t, row0 + lane, s);
+    for (uint g = 0u; g < nsg; ++g) s += partial[i * LOCAL + g];
+    if (row0 + i < ROWS) store_y(t, row0 + i, s);
   }
 #else
   // Tree reduction in shared memory (LOCAL is a power of two).
@@ -56,6 +56,7 @@ void main() {
       for (uint i = 0u; i < R; ++i) partial[i * LOCAL + lane] += partial[i * LOCAL + lane + s];
     barrier();
   }
-  if (lane < R && row0 + lane < ROWS) store_y(t, row0 + lane, partial[lane * LOCAL]);
+  for (uint i = lane; i < R; i += LOCAL)
+    if (row0 + i < ROWS) store_y(t, row0 + i, partial[i * LOCAL]);
 #endif
 }

@@ -3,7 +3,8 @@
 // scratch array is sized by the workgroup size). Define USE_SUBGROUP to reduce with subgroup
 // arithmetic (needs caps.subgroup_arithmetic); without it a shared-memory tree does the work.
 //
-// Rules: call from workgroup-uniform control flow (every invocation, same number of calls:
+// Rules: 1D workgroups only (the tree indexes by gl_LocalInvocationID.x). Call from
+// workgroup-uniform control flow (every invocation, same number of calls:
 // the functions contain barriers). The shared tree takes any workgroup size, power of two
 // or not; the subgroup path needs a whole number of subgroups (with a partial last
 // subgroup, e.g. 20 invocations in subgroups of 8, lavapipe returned wrong sums). The

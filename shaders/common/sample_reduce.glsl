@@ -1,9 +1,11 @@
 // Workgroup reductions for the sampler and argmax (shaders/sample.comp, shaders/argmax.comp).
-// Include after `layout(local_size_x_id = 0) in;` and a spec constant SLOTS: the number of
-// partial results a reduction gathers, one per subgroup with USE_SUBGROUP (the workgroup size
-// is a multiple of the subgroup size, so SLOTS = size / subgroup size) and one per
-// invocation without. The partials are then added serially in slot order, so the result is
-// the same bits on every invocation and on every run (the sampler must be deterministic).
+// Include after `layout(local_size_x_id = 0) in;` and a spec constant SLOTS: room for the
+// partial results a reduction gathers, one per subgroup with USE_SUBGROUP and one per
+// invocation without. With subgroups the host sizes SLOTS for subgroups of 8 or more
+// invocations (a device may run smaller ones than it reports), or sets it to 1 when the
+// workgroup is exactly one subgroup. The partials are added serially in slot order, so the
+// result is the same bits on every invocation and on every run (the sampler must be
+// deterministic).
 // Call from workgroup-uniform control flow only: the functions contain barriers, and each
 // starts with one so it never overwrites partials a previous call is still reading.
 // When the workgroup is a single subgroup (lavapipe) they are pure subgroup operations.
@@ -11,14 +13,16 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #define SAMPLE_SLOT gl_SubgroupID
+#define SAMPLE_PARTIALS (SLOTS == 1 ? 1u : gl_NumSubgroups)
 #else
 #define SAMPLE_SLOT gl_LocalInvocationID.x
+#define SAMPLE_PARTIALS SLOTS
 #endif
 
 const uint NSUM = 16;  // lanes of wg_sum16: the candidates of one radix-16 search pass
 
 shared float red_f[NSUM * SLOTS];
-shared uint red_u[SLOTS];
+shared uint red_u[2 * SLOTS];
 shared float red_res[NSUM];
 
 // Order-preserving map of a float to a uint: a < b as floats iff key(a) < key(b). -0 is
@@ -46,7 +50,28 @@ uint wg_max_u(uint v) {
 #endif
   barrier();
   uint m = red_u[0];
-  for (uint i = 1; i < SLOTS; ++i) m = max(m, red_u[i]);
+  for (uint i = 1; i < SAMPLE_PARTIALS; ++i) m = max(m, red_u[i]);
+  return m;
+}
+
+// Component-wise maximum of a uvec2 over the workgroup.
+uvec2 wg_max_u2(uvec2 v) {
+#ifdef USE_SUBGROUP
+  v = subgroupMax(v);
+  if (SLOTS == 1) return v;
+  barrier();
+  if (subgroupElect()) {
+    red_u[SAMPLE_SLOT] = v.x;
+    red_u[SLOTS + SAMPLE_SLOT] = v.y;
+  }
+#else
+  barrier();
+  red_u[SAMPLE_SLOT] = v.x;
+  red_u[SLOTS + SAMPLE_SLOT] = v.y;
+#endif
+  barrier();
+  uvec2 m = uvec2(red_u[0], red_u[SLOTS]);
+  for (uint i = 1; i < SAMPLE_PARTIALS; ++i) m = max(m, uvec2(red_u[i], red_u[SLOTS + i]));
   return m;
 }
 
@@ -65,7 +90,7 @@ void wg_sum16(inout float v[NSUM]) {
   barrier();
   for (uint c = gl_LocalInvocationID.x; c < NSUM; c += gl_WorkGroupSize.x) {
     float s = red_f[c * SLOTS];
-    for (uint i = 1; i < SLOTS; ++i) s += red_f[c * SLOTS + i];
+    for (uint i = 1; i < SAMPLE_PARTIALS; ++i) s += red_f[c * SLOTS + i];
     red_res[c] = s;
   }
   barrier();
@@ -95,7 +120,7 @@ float wg_exclusive_scan(float v, out float total) {
   float base = 0.0;
   for (uint i = 0; i < SAMPLE_SLOT; ++i) base += red_f[i];
   float t = base;
-  for (uint i = SAMPLE_SLOT; i < SLOTS; ++i) t += red_f[i];
+  for (uint i = SAMPLE_SLOT; i < SAMPLE_PARTIALS; ++i) t += red_f[i];
   total = t;
   return base + excl;
 }

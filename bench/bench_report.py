@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""Turns the results of bench/run_bench.py (a dict, also saved as JSON) into the markdown
+report and the tokens/s-against-context plot.
+
+Usage: bench_report.py [RESULTS_DIR]   rewrites latest.md and latest.png from latest.json
+(default bench/results), e.g. after a change to the report's layout.
+"""
+import json
+import os
+import sys
+
+# From the project's issue 7: measured earlier on this kind of machine (2-core Xeon VM,
+# lavapipe), GPT-2 small, not re-measured by run_bench.py. The roofline is f16 weights of
+# GPT-2 small (~248 MB) streamed once per decoded token at 48 GB/s.
+KNOWN_BASELINES = [
+    ("llama.cpp, Vulkan backend on lavapipe", "F16", "38", "3.7"),
+    ("llama.cpp, Vulkan backend on lavapipe", "F32", "41", "4.0"),
+    ("llama.cpp, native CPU backend", "F16", "1776", "149"),
+    ("PyTorch 1.13 CPU with KV cache", "F32", "789", "32"),
+    ("the seed scripts' generation loop (no KV cache)", "F32", "", "3.9"),
+    ("roofline: f16 weights / 48 GB/s", "F16", "", "~194"),
+]
+
+
+def _num(x, digits=1):
+    return "" if x is None else f"{x:.{digits}f}"
+
+
+def _rate(side, key):
+    """A throughput cell: the number, or the error that replaced it."""
+    if side is None:
+        return "not run"
+    if side.get("error"):
+        return "failed"
+    v = side.get(key)
+    return _num(v, 1 if v is not None and v >= 100 else 2)
+
+
+def _ratio(row, key):
+    g, t = row.get("gptvk") or {}, row.get("torch") or {}
+    if g.get(key) and t.get(key) and not g.get("error") and not t.get("error"):
+        return f"{g[key] / t[key]:.2f}x"
+    return ""
+
+
+def _context_cell(row):
+    if row["prompt_tokens"] != row["context"]:
+        return f"{row['context']} ({row['prompt_tokens']})"
+    return str(row["context"])
+
+
+def markdown(results):
+    meta, rows = results["meta"], results["rows"]
+    m = meta["machine"]
+    out = [
+        "# gpt-vk throughput against PyTorch",
+        "",
+        f"Written by `bench/run_bench.py` on {meta['date']} (`{meta['command']}`), "
+        f"gpt-vk at commit `{meta['commit']}` (the working tree may hold uncommitted changes), "
+        f"{meta['elapsed_s'] / 60:.1f} minutes.",
+        "",
+        "## Machine",
+        "",
+        f"- CPU: {m['cpu']}, {m['cores']} cores, {m['mem_gib']:.0f} GiB memory; Linux {m['kernel']}",
+        f"- PyTorch {meta['torch_version']}, {meta['torch_threads']} threads, computing in {meta['torch_dtype']}; "
+        f"Python {meta['python']}",
+        f"- 1-minute load average {_num(meta['load_start'], 1)} at the start, {_num(meta['load_end'], 1)} at the end "
+        f"(the machine is shared with builds and training runs: absolute numbers are noisy; the ratio "
+        f"against PyTorch measured right after gpt-vk in the same sweep is what to compare)",
+        "- `gpt-vk devices -v`:",
+        "",
+        "```",
+        meta["devices"].strip(),
+        "```",
+        "",
+        "## Known baselines (from issue 7, not re-measured here)",
+        "",
+        "Measured earlier on this kind of machine with GPT-2 small (124M); listed for context only.",
+        "",
+        "| engine | weights | prefill tok/s | decode tok/s |",
+        "| --- | --- | ---: | ---: |",
+    ]
+    out += [f"| {e} | {w} | {p} | {d} |" for e, w, p, d in KNOWN_BASELINES]
+    out += [
+        "",
+        "## This run",
+        "",
+        f"Models with deterministic random weights (`bench/make_random_model.py`, GPT-2 initialisation), "
+        f"stored as F32; \"weights\" is the dtype gpt-vk keeps them in on the device. Each cell is the median "
+        f"of {meta['repeats']} runs after a warm-up run: prefill of the prompt (random tokens) including the "
+        f"greedy pick of the first new token, then {meta['gen_tokens']} greedy decode steps starting at a depth "
+        f"equal to the prompt length. Where prompt + generated tokens would pass the 1024-token context the "
+        f"prompt is shortened (shown in parentheses). PyTorch runs the same weights file with a KV cache "
+        f"(`bench/torch_reference.py`), always in {meta['torch_dtype']}, so the f32 and f16 rows of one shape "
+        f"and context share one PyTorch measurement. Ratio = gpt-vk / PyTorch (above 1: gpt-vk is faster). "
+        f"RSS is the peak resident memory of the whole process (weights, KV cache, and on lavapipe the "
+        f"\"device\" memory).",
+        "",
+        "| shape | weights | context | gpt-vk prefill tok/s | gpt-vk decode tok/s | PyTorch prefill tok/s "
+        "| PyTorch decode tok/s | prefill ratio | decode ratio | gpt-vk RSS MiB | PyTorch RSS MiB | load avg |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    errors = []
+    for r in rows:
+        g, t = r.get("gptvk"), r.get("torch")
+        for name, side in (("gpt-vk", g), ("PyTorch", t)):
+            if side and side.get("error"):
+                errors.append(f"- {r['shape']} {r['dtype']} {r['context']}: {name}: {side['error']}")
+        out.append(
+            f"| {r['shape']} | {r['dtype']} | {_context_cell(r)} | {_rate(g, 'prefill')} | {_rate(g, 'decode')} "
+            f"| {_rate(t, 'prefill')} | {_rate(t, 'decode')} | {_ratio(r, 'prefill')} | {_ratio(r, 'decode')} "
+            f"| {_num((g or {}).get('rss_mib'), 0)} | {_num((t or {}).get('rss_mib'), 0)} | {_num(r.get('load'), 1)} |")
+    if errors:
+        out += ["", "Failures:", ""] + errors
+    if results.get("correctness"):
+        out += ["", "Same model check (PyTorch logits against `gpt-vk forward`, f32 weights, 10 tokens):", ""]
+        out += [f"- {shape}: {line}" for shape, line in results["correctness"].items()]
+    out += _startup_section(results.get("startup"))
+    out += ["", "![tokens/s against context length](latest.png)", ""]
+    return "\n".join(out)
+
+
+def _startup_section(st):
+    if not st:
+        return []
+    out = [
+        "",
+        "## Start-to-first-token and peak memory of `gpt-vk generate`",
+        "",
+        f"`gpt-vk generate --config {os.path.basename(st['config'])} --prompt x --max-tokens 1 --temperature 0` "
+        f"({st['shape']}, random weights, f16 on the device), timed from process launch to exit; median of "
+        f"{st['repeats']}. Cold: `GPTVK_CACHE_DIR` is a new empty directory (no pipeline cache); warm: the same "
+        f"directory again. The weights file comes from the OS page cache both times. \"load\" is the "
+        f"model-loading time gpt-vk reports on stderr.",
+        "",
+    ]
+    if st.get("error"):
+        return out + [f"Failed: {st['error']}"]
+    out += ["| pipeline cache | start-to-first-token s | of which load s | peak RSS MiB |",
+            "| --- | ---: | ---: | ---: |"]
+    for kind, s in st["summary"].items():
+        out.append(f"| {kind} | {s['wall_s']:.2f} | {_num(s['load_s'], 2)} | {_num(s['max_rss_mib'], 0)} |")
+    return out
+
+
+def plot(results, path):
+    """Prefill and decode tokens/s against context length, one line per engine/shape/dtype."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 200, not 2x10^2
+
+    rows = results["rows"]
+    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
+    colors = dict(zip(shapes, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    styles = dict(zip(dtypes, ["-", "--", "-.", ":"]))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
+    for ax, key, title in ((axes[0], "prefill", "prefill"), (axes[1], "decode", "decode (depth = context)")):
+        for shape in shapes:
+            for dtype in dtypes:
+                pts = [(r["prompt_tokens"], r["gptvk"][key]) for r in rows if r["shape"] == shape
+                       and r["dtype"] == dtype and r.get("gptvk") and not r["gptvk"].get("error")]
+                if pts:
+                    ax.plot(*zip(*pts), styles[dtype], marker="o", color=colors[shape],
+                            label=f"gpt-vk {shape} {dtype}")
+            # PyTorch is shared by the dtype rows: one line per shape
+            seen = {}
+            for r in rows:
+                t = r.get("torch")
+                if r["shape"] == shape and t and not t.get("error"):
+                    seen.setdefault(r["prompt_tokens"], t[key])
+            if seen:
+                ax.plot(*zip(*sorted(seen.items())), ":", marker="s", color=colors[shape], alpha=0.7,
+                        label=f"PyTorch {results['meta']['torch_dtype']} {shape}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(plain)
+        low, high = ax.get_ylim()
+        # within one decade there are no major ticks to read: label the minor ones instead
+        ax.yaxis.set_minor_formatter(plain if high / low < 10 else NullFormatter())
+        contexts = sorted({r["prompt_tokens"] for r in rows})
+        ax.set_xticks(contexts)
+        ax.set_xticklabels([str(c) for c in contexts])
+        ax.set_xlabel("context (prompt tokens)")
+        ax.set_ylabel("tokens/s")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[1].legend(fontsize=7, loc="best")
+    fig.suptitle(f"gpt-vk on {results['meta']['device_name']} vs PyTorch CPU ({results['meta']['date']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    results_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                     "results")
+    with open(os.path.join(results_dir, "latest.json")) as f:
+        results = json.load(f)
+    with open(os.path.join(results_dir, "latest.md"), "w") as f:
+        f.write(markdown(results))
+    if results["rows"]:
+        plot(results, os.path.join(results_dir, "latest.png"))
+    print(f"rewrote {results_dir}/latest.md and latest.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""Writes GPT-2-architecture models with deterministic random weights for the benchmarks.
+
+For each shape it writes <shape>.safetensors (F32, Hugging Face GPT-2 tensor names, Conv1D
+[in, out] orientation) and one gpt-vk config per device dtype, <shape>-<dtype>.toml, into a
+scratch directory (default /tmp/gptvk-bench: the files are large and never belong in git).
+
+Weights follow GPT-2's initialisation (Hugging Face GPT2PreTrainedModel._init_weights):
+normal(0, 0.02) for embeddings and linear weights, c_proj weights scaled by
+1/sqrt(2 * n_layers), LayerNorm weight 1 and bias 0, linear biases 0. That keeps the
+residual stream's scale steady through the layers, so attention and GELU see the same kind
+of activations as in a trained model (speed does not depend on the values, but a model
+whose activations blow up or vanish would not be a fair workload for either engine).
+
+Usage: make_random_model.py [--out DIR] [--shapes tiny,gpt2-small,gpt2-medium] [--seed S]
+An existing weights file with the same shape and seed in its metadata is kept as it is.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from safetensors_io import save_file  # noqa: E402
+
+DEFAULT_OUT = "/tmp/gptvk-bench"
+DEVICE_DTYPES = ("f32", "f16", "bf16")
+TOKENIZER_DIR = os.path.join(ROOT, "models", "gpt2-tokenizer")
+
+# name -> (n_layers, emb_dim, n_heads); all use GPT-2's vocabulary and 1024-token context
+SHAPES = {
+    "tiny": (4, 256, 4),
+    "gpt2-small": (12, 768, 12),
+    "gpt2-medium": (24, 1024, 16),
+}
+VOCAB_SIZE = 50257
+CONTEXT_LENGTH = 1024
+
+
+def shape_dims(shape):
+    n_layers, emb_dim, n_heads = SHAPES[shape]
+    return {"n_layers": n_layers, "emb_dim": emb_dim, "n_heads": n_heads,
+            "vocab_size": VOCAB_SIZE, "context_length": CONTEXT_LENGTH, "ffn_dim": 4 * emb_dim}
+
+
+def random_tensors(dims, seed):
+    """Yields (name, tensor) in Hugging Face GPT-2 order, generated one at a time so the
+    whole model is never held twice in memory."""
+    g = torch.Generator().manual_seed(seed)
+    C, F, L = dims["emb_dim"], dims["ffn_dim"], dims["n_layers"]
+    proj_std = 0.02 / math.sqrt(2 * L)
+
+    def normal(shape, std=0.02):
+        return torch.randn(*shape, generator=g) * std
+
+    yield "wte.weight", normal((dims["vocab_size"], C))
+    yield "wpe.weight", normal((dims["context_length"], C), 0.01)
+    for i in range(L):
+        p = f"h.{i}."
+        yield p + "ln_1.weight", torch.ones(C)
+        yield p + "ln_1.bias", torch.zeros(C)
+        yield p + "attn.c_attn.weight", normal((C, 3 * C))
+        yield p + "attn.c_attn.bias", torch.zeros(3 * C)
+        yield p + "attn.c_proj.weight", normal((C, C), proj_std)
+        yield p + "attn.c_proj.bias", torch.zeros(C)
+        yield p + "ln_2.weight", torch.ones(C)
+        yield p + "ln_2.bias", torch.zeros(C)
+        yield p + "mlp.c_fc.weight", normal((C, F))
+        yield p + "mlp.c_fc.bias", torch.zeros(F)
+        yield p + "mlp.c_proj.weight", normal((F, C), proj_std)
+        yield p + "mlp.c_proj.bias", torch.zeros(C)
+    yield "ln_f.weight", torch.ones(C)
+    yield "ln_f.bias", torch.zeros(C)
+
+
+def read_metadata(path):
+    """The __metadata__ of a safetensors file, or None when it is missing or unreadable."""
+    try:
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n).decode("utf-8"))
+        expected = 8 + n + max(v["data_offsets"][1] for k, v in header.items() if k != "__metadata__")
+        if os.path.getsize(path) != expected:
+            return None  # truncated (an interrupted earlier run)
+        return header.get("__metadata__", {})
+    except (OSError, ValueError, KeyError, struct.error):
+        return None
+
+
+def config_text(shape, dims, dtype, weights_name):
+    return f"""# {shape} with deterministic random weights, written by bench/make_random_model.py
+[model]
+name = "{shape}-random"
+vocab_size = {dims['vocab_size']}
+context_length = {dims['context_length']}
+emb_dim = {dims['emb_dim']}
+n_heads = {dims['n_heads']}
+n_layers = {dims['n_layers']}
+ffn_dim = {dims['ffn_dim']}
+qkv_bias = true
+out_bias = false
+tie_embeddings = true
+activation = "gelu_tanh"
+norm_eps = 1e-5
+
+[weights]
+file = "{weights_name}"
+layout = "hf-gpt2"
+dtype = "{dtype}"
+
+[tokenizer]
+vocab = "{os.path.join(TOKENIZER_DIR, 'encoder.json')}"
+merges = "{os.path.join(TOKENIZER_DIR, 'vocab.bpe')}"
+"""
+
+
+def write_model(out_dir, shape, seed, log=print):
+    """Writes the weights (unless already there) and the configs of one shape; returns
+    {dtype: config path}."""
+    dims = shape_dims(shape)
+    weights_name = f"{shape}.safetensors"
+    weights_path = os.path.join(out_dir, weights_name)
+    metadata = {"generator": "bench/make_random_model.py", "shape": shape, "seed": str(seed),
+                **{k: str(v) for k, v in dims.items()}}
+    if read_metadata(weights_path) == metadata:
+        log(f"{weights_path}: up to date")
+    else:
+        tmp = weights_path + ".partial"
+        size = save_file(random_tensors(dims, seed), tmp, "F32", metadata)
+        os.replace(tmp, weights_path)
+        log(f"{weights_path}: wrote {size / 2**20:.0f} MiB")
+    configs = {}
+    for dtype in DEVICE_DTYPES:
+        path = os.path.join(out_dir, f"{shape}-{dtype}.toml")
+        with open(path, "w") as f:
+            f.write(config_text(shape, dims, dtype, weights_name))
+        configs[dtype] = path
+    return configs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=DEFAULT_OUT, help=f"scratch directory (default {DEFAULT_OUT})")
+    ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated: " + ", ".join(SHAPES))
+    ap.add_argument("--seed", type=int, default=1234)
+    args = ap.parse_args()
+    shapes = [s for s in args.shapes.split(",") if s]
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        ap.error(f"unknown shape(s) {', '.join(unknown)}; known: {', '.join(SHAPES)}")
+    os.makedirs(args.out, exist_ok=True)
+    for shape in shapes:
+        for dtype, path in write_model(args.out, shape, args.seed).items():
+            print(f"  {path}")
+
+
+if __name__ == "__main__":
+    main()

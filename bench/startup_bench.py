@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Start-to-first-token and peak host memory of `gpt-vk generate`.
+
+Times a whole process, `gpt-vk generate --config CFG --prompt x --max-tokens 1
+--temperature 0`, from launch to exit (the first token is the last thing it does):
+"cold" with GPTVK_CACHE_DIR pointing at a new empty directory (no pipeline cache), "warm"
+right after with the same directory. The weights file is read from the OS page cache in
+both cases after the first run (dropping it would disturb the other jobs on the machine),
+so "cold" means a cold pipeline cache, not a cold disk. Peak memory is /usr/bin/time -v's
+"Maximum resident set size" (on lavapipe device memory is host memory, so it includes the
+weights on the "device").
+
+Usage: startup_bench.py --config CFG [--gptvk BINARY] [--repeats R]
+"""
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_proc  # noqa: E402
+
+LOAD_RE = re.compile(r"load ([0-9.]+) s")
+
+
+def measure(gptvk, config, repeats=3, timeout_s=300, log=None):
+    """Returns {"cold": [...], "warm": [...]} of per-run dicts (wall_s, load_s, max_rss_kib),
+    plus "error" when a run failed. Each repeat uses its own new cache directory."""
+    cmd = [gptvk, "generate", "--config", config, "--prompt", "x", "--max-tokens", "1", "--temperature", "0"]
+    runs = {"cold": [], "warm": [], "error": None}
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="gptvk-cache-") as cache:
+            for kind in ("cold", "warm"):
+                o = bench_proc.run(cmd, timeout_s, env={"GPTVK_CACHE_DIR": cache}, log=log)
+                if o.error:
+                    runs["error"] = f"{kind}: {o.error}"
+                    return runs
+                m = LOAD_RE.search(o.stderr)
+                runs[kind].append({"wall_s": o.wall_s, "load_s": float(m.group(1)) if m else None,
+                                   "max_rss_kib": o.max_rss_kib, "cache_files": len(os.listdir(cache))})
+    return runs
+
+
+def summary(runs):
+    """Medians of wall and load time per kind, and the largest peak RSS seen."""
+    out = {}
+    for kind in ("cold", "warm"):
+        r = runs.get(kind) or []
+        if not r:
+            continue
+        loads = [x["load_s"] for x in r if x["load_s"] is not None]
+        rss = [x["max_rss_kib"] for x in r if x["max_rss_kib"] is not None]
+        out[kind] = {"wall_s": statistics.median(x["wall_s"] for x in r),
+                     "load_s": statistics.median(loads) if loads else None,
+                     "max_rss_mib": max(rss) / 1024 if rss else None, "n": len(r)}
+    return out
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--gptvk", default=os.path.join(root, "build", "gpt-vk"))
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    runs = measure(args.gptvk, args.config, args.repeats, log=lambda s: print(s, file=sys.stderr))
+    if runs["error"]:
+        raise SystemExit(f"startup_bench: {runs['error']}")
+    for kind, s in summary(runs).items():
+        load = f"{s['load_s']:.2f}" if s["load_s"] is not None else "?"
+        rss = f"{s['max_rss_mib']:.0f}" if s["max_rss_mib"] is not None else "?"
+        print(f"{kind}: start-to-first-token {s['wall_s']:.2f} s (load {load} s), peak RSS {rss} MiB, {s['n']} runs")
+
+
+if __name__ == "__main__":
+    main()

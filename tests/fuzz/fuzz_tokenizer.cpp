@@ -1,0 +1,14 @@
+// libFuzzer target: Tokenizer encode + decode (models/tokenizer/): byte-exact round trip of any bytes.
+// The checks live in targets.hpp so the corpus replay test runs the same ones.
+#include "tests/fuzz/targets.hpp"
+
+// Loads GPT-2's vocabulary and merges once, before libFuzzer's per-input timeout starts.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  gptvk::fuzz::gpt2_tokenizer();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  gptvk::fuzz::check_tokenizer({data, size});
+  return 0;
+}

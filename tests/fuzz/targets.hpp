@@ -1,0 +1,179 @@
+// The checks behind the libFuzzer targets (fuzz_*.cpp) and their corpus replay test
+// (tests/test_fuzz_corpus.cpp). Each takes arbitrary bytes and either returns how the
+// input was handled, accepted or rejected with an InputError, or breaks a stated
+// invariant, which aborts with a message (a crash to libFuzzer, a failure to the test).
+// Any other exception escapes on purpose: the CONTRACT allows only InputError for bad
+// input, so libFuzzer reports a stray std::exception as a crash too.
+#pragma once
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/error.hpp"
+#include "models/config.hpp"
+#include "models/safetensors.hpp"
+#include "models/tokenizer/tokenizer.hpp"
+
+namespace gptvk::fuzz {
+
+struct Outcome {
+  bool rejected = false;  // an InputError was thrown
+  std::string message;    // its text
+};
+
+[[noreturn]] inline void invariant_broken(const std::string& what) {
+  std::fprintf(stderr, "fuzz invariant broken: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+inline void require(bool ok, const std::string& what) {
+  if (!ok) invariant_broken(what);
+}
+
+// A private directory for this process's scratch files (the parsers under test read
+// paths, not memory), removed at exit. In memory (/dev/shm) unless TMPDIR says otherwise:
+// a file rewritten per input on a disk costs the fuzzer most of its speed.
+inline const std::filesystem::path& scratch_dir() {
+  struct Dir {
+    std::filesystem::path path;
+    Dir() {
+      const char* tmp = std::getenv("TMPDIR");
+      std::string base = tmp && *tmp ? tmp : access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+      std::string templ = base + "/gptvk-fuzz-XXXXXX";
+      if (!mkdtemp(templ.data())) invariant_broken("cannot create a scratch directory under " + templ);
+      path = templ;
+    }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static Dir dir;
+  return dir.path;
+}
+
+// Writes `data` to scratch_dir()/name and returns the path.
+inline std::string write_scratch(const std::string& name, std::span<const uint8_t> data) {
+  std::string path = (scratch_dir() / name).string();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) invariant_broken("cannot write " + path);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n <= 0) invariant_broken("short write to " + path);
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return path;
+}
+
+// SafetensorsFile::open on the bytes as a file. When it accepts, everything it claims
+// must hold: each tensor lies inside the data area, its size matches shape x dtype, no
+// two tensors overlap, and its bytes can be read (touched, so a bad offset faults here).
+inline Outcome check_safetensors(std::span<const uint8_t> data) {
+  std::string path = write_scratch("model.safetensors", data);
+  SafetensorsFile f;
+  try {
+    f = SafetensorsFile::open(path);
+  } catch (const InputError& e) {
+    return {true, e.what()};
+  }
+  require(f.file_bytes() == data.size(), "file_bytes() differs from the file's size");
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | data[i];
+  const uint64_t data_len = data.size() - 8 - header_len;
+  const std::byte* file_begin = reinterpret_cast<const std::byte*>(data.data());
+  std::vector<const TensorInfo*> by_offset;
+  for (const TensorInfo& t : f.tensors()) {
+    require(t.begin <= t.end && t.end <= data_len, "tensor '" + t.name + "' outside the data area");
+    require(f.find(t.name) == &t, "find() does not return tensor '" + t.name + "'");
+    if (t.supported) {
+      require(t.elements() * dtype_bytes(t.dtype) == t.bytes(), "tensor '" + t.name + "' size != shape x dtype");
+      require(&f.get(t.name) == &t, "get() does not return tensor '" + t.name + "'");
+    } else {
+      try {
+        (void)f.get(t.name);
+        invariant_broken("get() accepted tensor '" + t.name + "' of dtype " + t.dtype_name);
+      } catch (const InputError&) {
+      }
+    }
+    std::span<const std::byte> bytes = f.data(t);
+    require(bytes.size() == t.bytes(), "data() size differs for '" + t.name + "'");
+    if (!bytes.empty()) {
+      // Same bytes as the input at the offset the header claims (and readable).
+      size_t at = 8 + header_len + t.begin;
+      require(bytes.front() == file_begin[at] && bytes.back() == file_begin[at + t.bytes() - 1],
+              "data() of '" + t.name + "' is not the bytes at its offsets");
+      by_offset.push_back(&t);
+    }
+  }
+  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i)
+    require(by_offset[i]->begin >= by_offset[i - 1]->end,
+            "tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name + "' overlap");
+  return {};
+}
+
+// load_config on the bytes as a TOML file. When it accepts, the config must be usable:
+// positive dimensions, heads dividing the width, a weights file, custom names iff custom.
+inline Outcome check_config(std::span<const uint8_t> data) {
+  std::string path = write_scratch("config.toml", data);
+  ModelConfig c;
+  try {
+    c = load_config(path);
+  } catch (const InputError& e) {
+    return {true, e.what()};
+  }
+  require(!c.name.empty(), "accepted a config without a name");
+  require(c.vocab_size > 0 && c.context_length > 0 && c.emb_dim > 0 && c.n_heads > 0 && c.n_layers > 0 &&
+              c.ffn_dim > 0,
+          "accepted a zero dimension");
+  require(c.emb_dim % c.n_heads == 0, "accepted n_heads that does not divide emb_dim");
+  require(!c.weights_file.empty(), "accepted a config without a weights file");
+  require(c.layout == "hf-gpt2" || c.layout == "custom", "accepted layout '" + c.layout + "'");
+  require(c.layout == "custom" ? !c.names.empty() : c.names.empty(), "[weights.names] does not match the layout");
+  require(std::isfinite(c.norm_eps) && c.norm_eps > 0, "accepted a non-positive norm_eps");
+  require(c.tokenizer_vocab.empty() == c.tokenizer_merges.empty(), "half a [tokenizer] section accepted");
+  return {};
+}
+
+// GPT-2's tokenizer from the files the project ships (loaded once per process).
+inline const Tokenizer& gpt2_tokenizer() {
+  static const Tokenizer tok = Tokenizer::load(GPTVK_SOURCE_DIR "/models/gpt2-tokenizer/encoder.json",
+                                               GPTVK_SOURCE_DIR "/models/gpt2-tokenizer/vocab.bpe");
+  return tok;
+}
+
+// encode then decode gives back the input byte for byte, with and without special
+// tokens, and streaming the ids one at a time gives the same bytes.
+inline Outcome check_tokenizer(std::span<const uint8_t> data) {
+  const Tokenizer& tok = gpt2_tokenizer();
+  std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
+  for (bool special : {false, true}) {
+    std::vector<uint32_t> ids = tok.encode(text, special);
+    for (uint32_t id : ids) require(id < tok.vocab_size(), "encode() gave id " + std::to_string(id));
+    require(tok.decode(ids) == text, std::string("decode(encode(x)) != x") + (special ? " with special tokens" : ""));
+    if (!special) {
+      StreamDecoder stream(tok);
+      std::string streamed;
+      for (uint32_t id : ids) streamed += stream.feed(id);
+      streamed += stream.flush();
+      require(streamed == text, "streamed decode differs from the input");
+    }
+  }
+  return {};
+}
+
+}  // namespace gptvk::fuzz

@@ -1,0 +1,498 @@
+// The bad-input matrix: every row runs the real `gpt-vk` binary on one broken input and
+// requires what the CONTRACT promises for errors: a non-zero exit code (1 bad input,
+// 2 bad usage), a one-line message on stderr naming the cause, no crash or core dump, no
+// hang (10 s limit), and, with the Khronos validation layer on (GPTVK_VALIDATION=1), no
+// validation message. Broken files are written into a fresh temporary directory.
+#define BOOST_TEST_MODULE cli_errors
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------- running the binary
+
+struct CliResult {
+  std::string command, out, err;
+  int exit_code = -1;  // when it exited
+  bool signaled = false, core_dumped = false, timed_out = false;
+  int signal = 0;
+  double seconds = 0;
+};
+
+// Runs gpt-vk with `args`, the validation layer on and `env` added to the environment;
+// kills it after `timeout_s`. No core files: a crash shows as `signaled` instead.
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                  double timeout_s = 10.0) {
+  CliResult r;
+  r.command = GPTVK_BINARY;
+  for (const auto& a : args) r.command += " '" + a + "'";
+  int out_pipe[2], err_pipe[2];
+  BOOST_REQUIRE(pipe2(out_pipe, O_CLOEXEC) == 0 && pipe2(err_pipe, O_CLOEXEC) == 0);
+  // The caller's environment (sanitizer options, GPTVK_FORCE for the forced-limits run)
+  // without other GPTVK_* settings, validation on, then the row's own settings, which
+  // replace inherited ones (getenv takes the first match).
+  std::vector<std::string> env_strings = {"GPTVK_VALIDATION=1"};
+  auto overridden = [&](const char* var) {
+    for (const auto& e : env)
+      if (std::strncmp(var, e.c_str(), e.find('=') + 1) == 0) return true;
+    return false;
+  };
+  for (char** e = environ; *e; ++e) {
+    bool ours = std::strncmp(*e, "GPTVK_", 6) == 0;
+    bool kept = std::strncmp(*e, "GPTVK_FORCE=", 12) == 0 || std::strncmp(*e, "GPTVK_CACHE_DIR=", 16) == 0;
+    if ((!ours || kept) && !overridden(*e)) env_strings.push_back(*e);
+  }
+  for (const auto& e : env) env_strings.push_back(e);
+  std::vector<char*> argv{const_cast<char*>(GPTVK_BINARY)}, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, STDIN_FILENO);
+    execve(GPTVK_BINARY, argv.data(), envp.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  int open_fds = 2;
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  while (open_fds > 0) {
+    double left = timeout_s - elapsed();
+    if (left <= 0) {
+      r.timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    if (poll(fds, 2, static_cast<int>(left * 1000) + 1) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[4096];
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.seconds = elapsed();
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    r.signaled = !r.timed_out;
+    r.signal = WTERMSIG(status);
+    r.core_dumped = WCOREDUMP(status);
+  }
+  return r;
+}
+
+const fs::path kSource = GPTVK_SOURCE_DIR;
+const fs::path kFixture = kSource / "tests/fixtures/models/hf_gpt2";  // V 311, ctx 73, C 64, 2 heads, 2 layers
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const fs::path& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary);
+  out << s;
+}
+
+// "a\nb" with the line `from` replaced by `to` (the line must exist).
+std::string replace_line(const std::string& text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, "fixture text lacks '" << from << "'");
+  return text.substr(0, at) + to + text.substr(at + from.size());
+}
+
+// The fixture's safetensors split into header JSON and data, to be rewritten with lies.
+struct Safetensors {
+  nlohmann::json header;
+  std::string data;
+
+  static Safetensors read(const fs::path& p) {
+    std::string bytes = read_text(p);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
+    return {nlohmann::json::parse(bytes.substr(8, n)), bytes.substr(8 + n)};
+  }
+  std::string bytes() const {
+    std::string h = header.dump();
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((uint64_t(h.size()) >> (8 * i)) & 0xFF);
+    return out + h + data;
+  }
+};
+
+// One matrix row's expectations; run() checks everything the header comment promises.
+struct Expect {
+  int exit_code = 1;
+  std::vector<std::string> says;  // substrings the error line must contain
+  size_t max_lines = 1;           // stderr lines allowed (bench first says it uses random weights)
+};
+
+void check(const CliResult& r, const Expect& e) {
+  BOOST_TEST_INFO("command: " << r.command);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(!r.timed_out, "hung: still running after " << r.seconds << " s");
+  BOOST_TEST(!r.signaled, "killed by signal " << r.signal << (r.core_dumped ? " (core dumped)" : ""));
+  BOOST_TEST(r.exit_code == e.exit_code);
+  BOOST_TEST(r.err.find("validation:") == std::string::npos, "the validation layer reported something");
+  for (const char* crash : {"terminate called", "internal error", "Assertion", "Sanitizer", "runtime error"})
+    BOOST_TEST(r.err.find(crash) == std::string::npos, "stderr shows '" << crash << "'");
+  std::vector<std::string> lines;
+  std::istringstream in(r.err);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  BOOST_TEST(!lines.empty(), "no message on stderr");
+  BOOST_TEST(lines.size() <= e.max_lines, "stderr has " << lines.size() << " lines, expected one message");
+  if (lines.empty()) return;
+  const std::string& msg = lines.back();
+  BOOST_TEST_MESSAGE("exit " << r.exit_code << " in " << r.seconds << " s: " << msg);
+  BOOST_TEST(msg.rfind("gpt-vk: ", 0) == 0, "message does not start with 'gpt-vk: '");
+  for (const auto& s : e.says) BOOST_TEST(msg.find(s) != std::string::npos, "message lacks '" << s << "'");
+}
+
+// A fresh temporary directory for one row's files.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "gptvk-cli-errors-XXXXXX").string();
+    BOOST_REQUIRE(mkdtemp(templ.data()));
+    path = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path operator/(const std::string& name) const { return path / name; }
+};
+
+struct Rows {
+  TempDir dir;
+  std::string fixture_config = read_text(kFixture / "config.toml");
+
+  // `text` as dir/config.toml.
+  std::string config(const std::string& text) {
+    fs::path p = dir / "config.toml";
+    write_text(p, text);
+    return p.string();
+  }
+  // The fixture's config with its weights path made absolute and the text `from`
+  // replaced by `to` (none when `from` is empty), as dir/config.toml.
+  std::string fixture_with(const std::string& from, const std::string& to) {
+    std::string text = replace_line(fixture_config, "file = \"model.safetensors\"",
+                                    "file = \"" + (kFixture / "model.safetensors").string() + "\"");
+    return config(from.empty() ? text : replace_line(text, from, to));
+  }
+  // `gpt-vk forward` on the fixture's config (maybe edited) and a weights file.
+  CliResult forward(const std::string& config, const std::string& weights = "", const std::string& ids = "1,2,3") {
+    std::vector<std::string> args = {"forward", "--config", config, "--ids", ids, "--out", (dir / "out.npy").string()};
+    if (!weights.empty()) args.insert(args.end(), {"--weights", weights});
+    return run_cli(args);
+  }
+  // forward with the fixture's weights rewritten by `edit`.
+  CliResult forward_lying(const std::function<void(Safetensors&)>& edit) {
+    Safetensors st = Safetensors::read(kFixture / "model.safetensors");
+    edit(st);
+    fs::path p = dir / "model.safetensors";
+    write_text(p, st.bytes());
+    return forward(fixture_with("", ""), p.string());
+  }
+  // A config whose [tokenizer] names the given vocab and merges texts.
+  std::string tokenizer_config(const std::string& vocab, const std::string& merges) {
+    write_text(dir / "vocab.json", vocab);
+    write_text(dir / "merges.txt", merges);
+    return config(fixture_config + "\n[tokenizer]\nvocab = \"vocab.json\"\nmerges = \"merges.txt\"\n");
+  }
+  std::string gpt2_tokenizer_config() {
+    fs::path tok = kSource / "models/gpt2-tokenizer";
+    return config(fixture_config + "\n[tokenizer]\nvocab = \"" + (tok / "encoder.json").string() +
+                  "\"\nmerges = \"" + (tok / "vocab.bpe").string() + "\"\n");
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(config_file, Rows)
+
+BOOST_AUTO_TEST_CASE(malformed_toml) {
+  check(forward(config("[model\nname = \"x\"\n")), {1, {"config.toml:1", "malformed TOML"}});
+}
+BOOST_AUTO_TEST_CASE(config_not_found) {
+  check(forward((dir / "absent.toml").string()), {1, {"absent.toml", "cannot open config file"}});
+}
+BOOST_AUTO_TEST_CASE(unknown_key) {
+  check(forward(fixture_with("n_layers = 2", "n_layers = 2\nn_layer = 2")), {1, {"unknown key model.n_layer"}});
+}
+BOOST_AUTO_TEST_CASE(unknown_table) {
+  check(forward(config(fixture_config + "\n[training]\nlr = 1\n")), {1, {"unknown key training"}});
+}
+BOOST_AUTO_TEST_CASE(missing_key) {
+  check(forward(fixture_with("n_layers = 2\n", "")), {1, {"missing required key model.n_layers"}});
+}
+BOOST_AUTO_TEST_CASE(missing_weights_table) {
+  check(forward(config(fixture_config.substr(0, fixture_config.find("[weights]")))),
+        {1, {"missing required table [weights]"}});
+}
+BOOST_AUTO_TEST_CASE(wrong_type) {
+  check(forward(fixture_with("n_layers = 2", "n_layers = \"2\"")), {1, {"model.n_layers", "expected an integer"}});
+}
+BOOST_AUTO_TEST_CASE(unknown_activation) {
+  check(forward(fixture_with("n_layers = 2", "n_layers = 2\nactivation = \"swish\"")),
+        {1, {"model.activation", "unknown value 'swish'"}});
+}
+BOOST_AUTO_TEST_CASE(unknown_layout) {
+  check(forward(fixture_with("layout = \"hf-gpt2\"", "layout = \"megatron\"")),
+        {1, {"weights.layout", "unknown value 'megatron'"}});
+}
+BOOST_AUTO_TEST_CASE(unknown_dtype) {
+  check(forward(fixture_with("dtype = \"f32\"", "dtype = \"int4\"")), {1, {"weights.dtype", "unknown value 'int4'"}});
+}
+BOOST_AUTO_TEST_CASE(custom_layout_without_names) {
+  check(forward(fixture_with("layout = \"hf-gpt2\"", "layout = \"custom\"")),
+        {1, {"missing required table [weights.names]"}});
+}
+BOOST_AUTO_TEST_CASE(heads_do_not_divide_width) {
+  check(forward(fixture_with("n_heads = 2", "n_heads = 3")), {1, {"model.n_heads", "3 does not divide", "64"}});
+}
+BOOST_AUTO_TEST_CASE(zero_dimension) {
+  check(forward(fixture_with("emb_dim = 64", "emb_dim = 0")), {1, {"model.emb_dim", "positive"}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(weights_file, Rows)
+
+BOOST_AUTO_TEST_CASE(missing) {
+  check(forward(fixture_with("", ""), (dir / "absent.safetensors").string()), {1, {"absent.safetensors", "not found"}});
+}
+BOOST_AUTO_TEST_CASE(missing_from_config) {
+  check(forward(config(fixture_config), ""), {1, {"model.safetensors", "not found"}});
+}
+BOOST_AUTO_TEST_CASE(empty) {
+  write_text(dir / "empty.safetensors", "");
+  check(forward(fixture_with("", ""), (dir / "empty.safetensors").string()), {1, {"empty.safetensors", "empty file"}});
+}
+BOOST_AUTO_TEST_CASE(truncated) {
+  std::string bytes = read_text(kFixture / "model.safetensors");
+  write_text(dir / "cut.safetensors", bytes.substr(0, bytes.size() / 2));
+  check(forward(fixture_with("", ""), (dir / "cut.safetensors").string()),
+        {1, {"cut.safetensors", "tensor '", "runs past the end of the data area"}});
+}
+BOOST_AUTO_TEST_CASE(header_length_beyond_file) {
+  std::string bytes = read_text(kFixture / "model.safetensors");
+  bytes[5] = '\x01';  // header length += 2^40
+  write_text(dir / "long.safetensors", bytes);
+  check(forward(fixture_with("", ""), (dir / "long.safetensors").string()),
+        {1, {"long.safetensors", "header length", "runs past the end of the file"}});
+}
+BOOST_AUTO_TEST_CASE(not_json) {
+  std::string bytes = read_text(kFixture / "model.safetensors");
+  bytes[8] = '[';
+  bytes[9] = '}';
+  write_text(dir / "bad.safetensors", bytes);
+  check(forward(fixture_with("", ""), (dir / "bad.safetensors").string()), {1, {"malformed JSON header"}});
+}
+BOOST_AUTO_TEST_CASE(overlapping_offsets) {
+  check(forward_lying([](Safetensors& st) {
+          auto& a = st.header["h.0.ln_1.weight"]["data_offsets"];
+          auto& b = st.header["h.0.ln_1.bias"]["data_offsets"];
+          uint64_t len = b[1].get<uint64_t>() - b[0].get<uint64_t>();
+          b = {a[0].get<uint64_t>() + 4, a[0].get<uint64_t>() + 4 + len};
+        }),
+        {1, {"overlaps tensor"}});
+}
+BOOST_AUTO_TEST_CASE(offsets_out_of_range) {
+  check(forward_lying([](Safetensors& st) {
+          auto& o = st.header["wpe.weight"]["data_offsets"];
+          uint64_t len = o[1].get<uint64_t>() - o[0].get<uint64_t>();
+          o = {st.data.size() - len + 64, st.data.size() + 64};
+        }),
+        {1, {"tensor 'wpe.weight'", "runs past the end of the data area"}});
+}
+BOOST_AUTO_TEST_CASE(offsets_disagree_with_shape) {
+  check(forward_lying([](Safetensors& st) { st.header["ln_f.bias"]["shape"] = {65}; }),
+        {1, {"tensor 'ln_f.bias'", "needs 260 bytes", "span 256 bytes"}});
+}
+BOOST_AUTO_TEST_CASE(unsupported_dtype) {
+  check(forward_lying([](Safetensors& st) { st.header["wte.weight"]["dtype"] = "I32"; }),
+        {1, {"tensor 'wte.weight'", "dtype I32", "only F32, F16 and BF16"}});
+}
+BOOST_AUTO_TEST_CASE(unknown_dtype) {
+  check(forward_lying([](Safetensors& st) { st.header["wte.weight"]["dtype"] = "Q4_K"; }),
+        {1, {"tensor 'wte.weight'", "unknown dtype 'Q4_K'"}});
+}
+BOOST_AUTO_TEST_CASE(missing_tensor) {
+  check(forward_lying([](Safetensors& st) {
+          st.header["h.1.mlp.c_fc.renamed"] = st.header["h.1.mlp.c_fc.weight"];
+          st.header.erase("h.1.mlp.c_fc.weight");
+        }),
+        {1, {"tensor 'h.1.mlp.c_fc.weight' not found"}});
+}
+BOOST_AUTO_TEST_CASE(wrong_shape) {
+  // Same bytes, transposed shape: only the [model] dimensions can tell.
+  check(forward_lying([](Safetensors& st) { st.header["h.1.mlp.c_fc.weight"]["shape"] = {256, 64}; }),
+        {1, {"tensor 'h.1.mlp.c_fc.weight'", "shape [256, 64], expected [64, 256]"}});
+}
+BOOST_AUTO_TEST_CASE(config_disagrees_with_file) {
+  check(forward(fixture_with("vocab_size = 311", "vocab_size = 312")),
+        {1, {"tensor 'wte.weight'", "shape [311, 64], expected [312, 64]"}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(tokenizer_files, Rows)
+
+BOOST_AUTO_TEST_CASE(vocab_not_json) {
+  auto cfg = tokenizer_config("{\"a\": 0,\n \"b\": }", "#version: 0.2\n");
+  check(run_cli({"tokenize", "--config", cfg, "--text", "hi"}), {1, {"vocab.json:2"}});
+}
+BOOST_AUTO_TEST_CASE(vocab_ids_not_dense) {
+  auto cfg = tokenizer_config("{\"a\": 0, \"b\": 5}", "#version: 0.2\n");
+  check(run_cli({"tokenize", "--config", cfg, "--text", "hi"}), {1, {"vocab.json"}});
+}
+BOOST_AUTO_TEST_CASE(merges_malformed) {
+  std::string vocab = read_text(kSource / "models/gpt2-tokenizer/encoder.json");
+  auto cfg = tokenizer_config(vocab, "#version: 0.2\n\xC4\xA0 t\nthree tokens here\n");
+  check(run_cli({"tokenize", "--config", cfg, "--text", "hi"}), {1, {"merges.txt:3"}});
+}
+BOOST_AUTO_TEST_CASE(merges_unknown_token) {
+  std::string vocab = read_text(kSource / "models/gpt2-tokenizer/encoder.json");
+  auto cfg = tokenizer_config(vocab, "#version: 0.2\nzzqx zzqy\n");
+  check(run_cli({"tokenize", "--config", cfg, "--text", "hi"}), {1, {"merges.txt:2"}});
+}
+BOOST_AUTO_TEST_CASE(vocab_file_missing) {
+  auto cfg = config(fixture_config + "\n[tokenizer]\nvocab = \"absent.json\"\nmerges = \"absent.txt\"\n");
+  check(run_cli({"tokenize", "--config", cfg, "--text", "hi"}), {1, {"absent.json"}});
+}
+BOOST_AUTO_TEST_CASE(no_tokenizer_section) {
+  check(run_cli({"tokenize", "--config", fixture_with("", ""), "--text", "hi"}), {1, {"[tokenizer]"}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(ids_and_lengths, Rows)
+
+BOOST_AUTO_TEST_CASE(id_out_of_vocabulary) {
+  check(forward(fixture_with("", ""), "", "5,311"), {1, {"token id 311", "vocab_size = 311"}});
+}
+BOOST_AUTO_TEST_CASE(detokenize_id_out_of_vocabulary) {
+  check(run_cli({"detokenize", "--config", gpt2_tokenizer_config(), "--ids", "464,50257"}),
+        {1, {"token id 50257", "outside the vocabulary"}});
+}
+BOOST_AUTO_TEST_CASE(id_not_a_number) {
+  check(forward(fixture_with("", ""), "", "464,x2"), {1, {"'x2' is not a token id"}});
+}
+BOOST_AUTO_TEST_CASE(id_beyond_32_bits) {
+  check(forward(fixture_with("", ""), "", "4294967296"), {1, {"4294967296"}});
+}
+BOOST_AUTO_TEST_CASE(more_ids_than_context) {
+  std::string ids;
+  for (int i = 0; i < 74; ++i) ids += (i ? "," : "") + std::to_string(i);
+  check(forward(fixture_with("", ""), "", ids), {1, {"74 tokens exceed the model's context of 73"}});
+}
+BOOST_AUTO_TEST_CASE(max_tokens_beyond_context) {
+  check(run_cli({"generate", "--config", fixture_with("", ""), "--prompt", "x", "--max-tokens", "74"}),
+        {1, {"--max-tokens 74", "context of 73"}});
+}
+BOOST_AUTO_TEST_CASE(bench_lengths_beyond_context) {
+  check(run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "70", "--gen-tokens", "4"}),
+        {2, {"74", "context of 73"}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(device_and_usage, Rows)
+
+BOOST_AUTO_TEST_CASE(device_index_does_not_exist) {
+  check(run_cli({"forward", "--device", "99", "--config", fixture_with("", ""), "--ids", "1", "--out",
+                 (dir / "o.npy").string()}),
+        {2, {"--device 99 does not exist"}});
+}
+BOOST_AUTO_TEST_CASE(model_does_not_fit_device_memory) {
+  // GPT-2 XL's shape widened 4x: ~100 GiB of f32 weights, more than any device here. No
+  // weights file, so bench would fill random weights; the size check comes first.
+  auto cfg = config(
+      "[model]\nname = \"huge\"\nvocab_size = 50257\ncontext_length = 1024\nemb_dim = 6400\nn_heads = 25\n"
+      "n_layers = 48\n\n[weights]\nfile = \"absent.safetensors\"\ndtype = \"f32\"\n");
+  CliResult r = run_cli({"bench", "--config", cfg, "--prompt-tokens", "4", "--gen-tokens", "1"});
+  check(r, {1, {"model needs ", " MiB of device memory, device has ", " MiB"}, 2});
+}
+BOOST_AUTO_TEST_CASE(unknown_flag) {
+  check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string(),
+                 "--idz", "1"}),
+        {2, {"--idz"}});
+}
+BOOST_AUTO_TEST_CASE(missing_required_flag) {
+  check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1"}), {2, {"--out"}});
+}
+// CLI11 words it as "A subcommand is required" (cli/main.cpp could name 'train').
+BOOST_AUTO_TEST_CASE(unknown_command) { check(run_cli({"train"}), {2, {"subcommand"}}); }
+BOOST_AUTO_TEST_CASE(bad_forced_limits) {
+  check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},
+                {"GPTVK_FORCE=max_range=lots"}),
+        {2, {"GPTVK_FORCE"}});
+}
+BOOST_AUTO_TEST_CASE(output_not_writable) {
+  check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out",
+                 (dir / "no/such/dir/o.npy").string()}),
+        {1, {"cannot write", "o.npy", "No such file or directory"}});
+}
+BOOST_AUTO_TEST_CASE(text_file_missing) {
+  check(run_cli({"tokenize", "--config", gpt2_tokenizer_config(), "--file", (dir / "absent.txt").string()}),
+        {1, {"absent.txt"}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The harness itself must be able to fail: a good run succeeds with nothing on stderr.
+BOOST_FIXTURE_TEST_CASE(good_input_runs_clean, Rows) {
+  // Not a matrix row: the first run may compile every pipeline (no cache yet), so 120 s.
+  CliResult r = run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1,2,3", "--out",
+                         (dir / "out.npy").string()},
+                        {}, 120.0);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(!r.timed_out);
+  BOOST_TEST(r.err.find("validation:") == std::string::npos);
+  BOOST_TEST(fs::file_size(dir / "out.npy") > 3u * 311u * 4u);
+}
