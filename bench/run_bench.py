@@ -181,6 +181,7 @@ def main():
             "commit": git_commit(), "machine": machine_info(), "devices": devices.stdout,
             "device_name": device_name(devices.stdout), "gptvk": args.gptvk, "torch_version": torch_version(),
             "torch_threads": args.torch_threads, "torch_dtype": args.torch_dtype,
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
             "python": platform.python_version(), "repeats": args.repeats, "gen_tokens": args.gen_tokens,
             "load_start": bench_proc.load_average(), "load_end": None, "elapsed_s": 0.0,
         },

@@ -91,19 +91,27 @@ bool agrees(const std::vector<double>& probs, double u, uint32_t gpu, uint32_t c
   return std::fabs(through_lo - u) <= 1e-6 && std::fabs(before_hi - u) <= 1e-6;
 }
 
-// Checks draws made with counters first.. against the reference, token by token.
+// Checks draws made with counters first.. against the reference, token by token: at least
+// 99% exactly (the device sums weights in float with compensation, the CPU in double), the
+// rest only where u lies within 1e-6 of a CDF step.
 void check_against_cpu(const std::vector<float>& logits, const SamplingParams& p, uint32_t first,
                        const std::vector<uint32_t>& got, const std::string& label) {
   auto probs = cpu::sampling_probs(logits.data(), static_cast<uint32_t>(logits.size()), p);
   size_t exact = 0, bad = 0;
+  std::string first_bad;
   for (uint32_t j = 0; j < got.size(); ++j) {
     double u = cpu::sample_uniform(p.seed, first + j);
     uint32_t want = cpu::pick(probs, u);
-    if (got[j] == want) ++exact;
-    else if (!agrees(probs, u, got[j], want)) { ++bad; double c = 0; for (uint32_t i = 0; i <= std::min(got[j], want); ++i) c += probs[i]; BOOST_TEST_MESSAGE("gpu " << got[j] << " cpu " << want << " u " << u << " cdf-u " << c - u); }
+    if (got[j] == want) {
+      ++exact;
+    } else if (!agrees(probs, u, got[j], want) && bad++ == 0) {
+      first_bad = "counter " + std::to_string(first + j) + ": device " + std::to_string(got[j]) + ", CPU " +
+                  std::to_string(want);
+    }
   }
-  BOOST_TEST(bad == 0u, label << ": " << bad << " of " << got.size() << " draws differ from the CPU");
-  BOOST_TEST(exact == got.size(), label << ": only " << exact << " of " << got.size() << " exact");
+  BOOST_TEST(bad == 0u, label << ": " << bad << " of " << got.size() << " draws differ from the CPU, e.g. "
+                              << first_bad);
+  BOOST_TEST(exact * 100 >= got.size() * 99, label << ": only " << exact << " of " << got.size() << " exact");
 }
 
 std::string describe(uint32_t vocab, const SamplingParams& p) {
@@ -332,49 +340,3 @@ BOOST_AUTO_TEST_CASE(bad_params_are_rejected) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#include <chrono>
-#include <ctime>
-BOOST_AUTO_TEST_CASE(timing_tmp) {
-  auto& ctx = test::context();
-  for (uint32_t V : {16000u, 16500u, 50257u}) {
-  auto x = lm_logits(V, 1, 2.5f);
-  for (SamplingParams p : {SamplingParams{0.0f}, SamplingParams{1.0f}, SamplingParams{1.0f, 50}, SamplingParams{1.0f, 0, 0.9f}, SamplingParams{1.0f, 50, 0.9f}}) {
-    Sampler s(ctx, x, p);
-    s.next();
-    double ms = 1e9;
-    for (int r = 0; r < 7; ++r) {
-      auto c0 = std::clock();
-      for (int i = 0; i < 10; ++i) s.next();
-      ms = std::min(ms, double(std::clock() - c0) * 1000.0 / CLOCKS_PER_SEC / 10);
-    }
-    BOOST_TEST_MESSAGE(describe(V, p) << ": " << ms << " ms per token");
-  }}
-}
-
-BOOST_AUTO_TEST_CASE(lists_tmp) {
-  auto& ctx = test::context();
-  auto x = lm_logits(50257, 1, 2.5f);
-  auto dl = test::upload(ctx, x);
-  vk::Buffer ids(ctx, 64 * 4), step(ctx, sizeof(StepState), vk::Memory::Host), scratch(ctx, ops::sample_scratch_bytes(50257));
-  StepState s{0, 0, {0, 0}};
-  step.upload(&s, sizeof s);
-  Graph g(ctx);
-  ops::sample_many(g, whole(dl), whole(ids), whole(step), whole(scratch), 50257, 1, {1.0f, 50, 0.9f, 1});
-  g.record();
-  g.run();
-  auto v = download_ids(ids, 20);
-  std::string out; for (auto a : v) out += std::to_string(a) + " ";
-  BOOST_TEST_MESSAGE(out);
-}
-BOOST_AUTO_TEST_CASE(compile_tmp) {
-  auto& ctx = test::context();
-  for (uint32_t V : {1000u, 1001u, 1002u}) {
-    auto t0 = std::chrono::steady_clock::now();
-    Graph g(ctx);
-    vk::Buffer a(ctx, V * 4), b(ctx, 4), c(ctx, 16), d(ctx, ops::sample_scratch_bytes(V));
-    ops::sample(g, whole(a), whole(b), whole(c), whole(d), V, {});
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    BOOST_TEST_MESSAGE("compile " << ms << " ms");
-  }
-}

@@ -39,11 +39,10 @@ Shape shape_for(const vk::Context& ctx, uint32_t n) {
   uint32_t sg = std::max(caps.subgroup_size, 1u);
   Shape s;
   s.subgroup = caps.subgroup_arithmetic && sg <= caps.max_workgroup_invocations;
-  if (ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
-    uint32_t need = (n + kCpuElementsPerInvocation - 1) / kCpuElementsPerInvocation;
-    s.local = std::max(sg, (need + sg - 1) / sg * sg);
-    if (s.local > caps.max_workgroup_invocations)
-      throw DeviceError("a vocabulary of " + std::to_string(n) + " is too large for the sampler on this CPU device");
+  bool cpu = ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  uint32_t need = cpu ? (n + kCpuElementsPerInvocation - 1) / kCpuElementsPerInvocation : 1;
+  if (cpu) {
+    s.local = std::min(std::max(sg, (need + sg - 1) / sg * sg), caps.max_workgroup_invocations);
   } else {
     // Without subgroups every invocation is a slot, so the serial slot sums stay short.
     s.local = std::min(s.subgroup ? 1024u : 128u, caps.max_workgroup_invocations);
@@ -60,6 +59,8 @@ Shape shape_for(const vk::Context& ctx, uint32_t n) {
   if (shared_bytes(s.slots) > caps.shared_memory_bytes)
     throw DeviceError("the sampler needs " + std::to_string(shared_bytes(s.slots)) +
                       " bytes of shared memory, the device has " + std::to_string(caps.shared_memory_bytes));
+  if (s.local < need)
+    throw DeviceError("a vocabulary of " + std::to_string(n) + " is too large for the sampler on this CPU device");
   return s;
 }
 

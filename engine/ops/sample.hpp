@@ -25,7 +25,8 @@ struct SamplingParams {
 // Throws UsageError on a negative or non-finite temperature or a top_p outside (0, 1].
 void check_sampling_params(const SamplingParams& p);
 
-// Picks the next token from logits [vocab] (f32): writes it to ids[0] and advances the step
+// Picks the next token from logits [vocab] (f32, finite; -inf works as a mask unless every
+// logit is -inf; NaN and +inf are not supported): writes it to ids[0] and advances the step
 // buffer (engine/ops/step.hpp) by pos += 1, rng += 1, so a recorded decode graph can replay:
 // the next step embeds ids[0] at the new position and draws with the next counter. `scratch`
 // is a device buffer of at least sample_scratch_bytes(vocab) bytes. vocab < 2^24.
