@@ -17,8 +17,8 @@ Usage:
   bench/run_bench.py --quick         tiny and gpt2-small, contexts 128 and 512, 3 repeats
   bench/run_bench.py --shapes tiny --contexts 128 --repeats 1 --no-startup   a smoke test
 Any explicit option overrides what --quick sets. gpt-vk is ./build/gpt-vk unless --gptvk
-says otherwise. Each command is limited to --timeout seconds (30 minutes, 10 with --quick:
-gpt2-medium f32 prefill at 1024 tokens is slow on both engines); one that fails or runs
+says otherwise. Each command is limited to --timeout seconds (an hour, 10 minutes with --quick:
+gpt2-medium f32 at 1024 tokens runs ~25 minutes on a busy 2-core machine); one that fails or runs
 over shows as "failed" in the table with its cause listed below it.
 """
 import argparse
@@ -43,7 +43,7 @@ import startup_bench  # noqa: E402
 PYTHON = "/usr/bin/python3"  # the interpreter with torch
 TORCH_REFERENCE = os.path.join(HERE, "torch_reference.py")
 FULL = {"shapes": "tiny,gpt2-small,gpt2-medium", "dtypes": "f32,f16", "contexts": "128,256,512,1024", "repeats": 5,
-        "timeout": 1800}
+        "timeout": 3600}
 QUICK = {"shapes": "tiny,gpt2-small", "dtypes": "f32,f16", "contexts": "128,512", "repeats": 3, "timeout": 600}
 STARTUP_SHAPE = "gpt2-small"
 
@@ -136,7 +136,7 @@ def parse_args():
     ap.add_argument("--no-torch", action="store_true", help="gpt-vk only")
     ap.add_argument("--no-startup", action="store_true", help="skip start-to-first-token and peak memory")
     ap.add_argument("--startup-repeats", type=int, default=3)
-    ap.add_argument("--timeout", type=int, help="seconds per command (default 1800; 600 with --quick)")
+    ap.add_argument("--timeout", type=int, help="seconds per command (default 3600; 600 with --quick)")
     args = ap.parse_args()
     preset = QUICK if args.quick else FULL
     for key, value in preset.items():

@@ -48,6 +48,7 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
 GptModel::~GptModel() = default;
 
 void GptModel::set_sampling(const ops::SamplingParams& params) {
+  ops::check_sampling_params(params);
   sampling_ = params;
   for (auto it = graphs_.begin(); it != graphs_.end();)
     it = std::get<1>(it->first) == Head::LastSample ? graphs_.erase(it) : std::next(it);

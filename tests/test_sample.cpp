@@ -1,7 +1,6 @@
 #define BOOST_TEST_MODULE sample
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <random>
 #include <set>
 

@@ -8,9 +8,11 @@ Debian's r-cran-janeaustenr, see tools/austen_corpus.py), so that a new user's f
     nice -n 10 /usr/bin/python3 tools/train_default_model.py --minutes 45
 
 re-creates models/default/{model.safetensors, config.toml, heldout.txt,
-reference.json, README.md}. The learning-rate schedule follows the fraction of the
-wall-clock budget spent, so a run always ends with a fully decayed learning rate
-however fast the machine is (the result depends on the machine's speed).
+reference.json, README.md}; `--resume --minutes M` continues from the checkpoint in
+--work for M more minutes (see tools/train_resume.py). The learning-rate schedule
+follows the fraction of the wall-clock budget spent, so a run always ends with a fully
+decayed learning rate however fast the machine is (the result depends on the
+machine's speed).
 """
 import argparse
 import json
@@ -33,6 +35,8 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from austen_corpus import extract_text  # noqa: E402
 from gpt2_bpe import GPT2Tokenizer  # noqa: E402
+from train_resume import (FRESH_LR, RESUME_LR, load_resume_state, recreate_commands,  # noqa: E402
+                          save_checkpoint, training_summary)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB_SIZE = 50257
@@ -256,19 +260,28 @@ def mean_loss(model: GPT, data: torch.Tensor, block: int, batches: int, batch: i
     return sum(losses) / len(losses)
 
 
-def train(model: GPT, train_ids: torch.Tensor, val_ids: torch.Tensor, args) -> dict:
+def train(model: GPT, train_ids: torch.Tensor, val_ids: torch.Tensor, args,
+          prior: dict = None, opt_state: dict = None) -> dict:
+    """Trains for args.minutes; with `prior` (a resumed run) the step, token and minute
+    counters continue from its totals."""
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95))
+    if opt_state is not None:
+        opt.load_state_dict(opt_state)
+    prior = prior or {"steps": 0, "train_tokens": 0, "train_minutes": 0.0, "runs": []}
+    step0, tokens0 = prior["steps"], prior["train_tokens"]
     budget = args.minutes * 60.0
-    g = torch.Generator().manual_seed(args.seed)
-    start, step, tokens, ema = time.time(), 0, 0, None
+    # A resumed run draws other batches than the run before it did.
+    g = torch.Generator().manual_seed(args.seed + step0)
+    start, step, tokens, ema = time.time(), step0, tokens0, None
     last_ckpt = start
+    total_minutes = lambda: prior["train_minutes"] + (time.time() - start) / 60  # noqa: E731
     while True:
         elapsed = time.time() - start
-        if elapsed >= budget or (args.max_steps and step >= args.max_steps):
+        if elapsed >= budget or (args.max_steps and step - step0 >= args.max_steps):
             break
         progress = elapsed / budget
         lr = lr_at(progress, args.lr, args.warmup)
@@ -287,17 +300,22 @@ def train(model: GPT, train_ids: torch.Tensor, val_ids: torch.Tensor, args) -> d
         ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
         if step % args.log_every == 0:
             print(f"step {step} tokens {tokens} min {elapsed / 60:.1f} lr {lr:.2e} "
-                  f"loss {loss.item():.3f} ema {ema:.3f} tok/s {tokens / max(elapsed, 1e-9):.0f}",
+                  f"loss {loss.item():.3f} ema {ema:.3f} "
+                  f"tok/s {(tokens - tokens0) / max(elapsed, 1e-9):.0f}",
                   flush=True)
         if time.time() - last_ckpt > args.checkpoint_minutes * 60:
-            torch.save({"model": model.state_dict(), "step": step}, args.checkpoint)
+            save_checkpoint(args.checkpoint, model, opt, step, tokens, total_minutes())
             val = mean_loss(model, val_ids, args.block, 4, args.batch, seed=1)
             print(f"checkpoint at step {step}: held-out loss {val:.3f}", flush=True)
             last_ckpt = time.time()
     minutes = (time.time() - start) / 60
-    torch.save({"model": model.state_dict(), "step": step}, args.checkpoint)
-    return {"steps": step, "train_tokens": tokens, "train_minutes": round(minutes, 1),
-            "final_train_loss_ema": round(ema, 3)}
+    save_checkpoint(args.checkpoint, model, opt, step, tokens, total_minutes())
+    run = {"resumed": step0 > 0, "optimizer_state": opt_state is not None,
+           "minutes": round(minutes, 1), "steps": step - step0, "tokens": tokens - tokens0,
+           "lr": args.lr}
+    return {"steps": step, "train_tokens": tokens,
+            "train_minutes": round(prior["train_minutes"] + minutes, 1),
+            "final_train_loss_ema": round(ema, 3), "runs": prior["runs"] + [run]}
 
 
 # ------------------------------------------------------------------------------ main
@@ -346,7 +364,8 @@ def parse_args():
     ap.add_argument("--context", type=int, default=256)
     ap.add_argument("--block", type=int, default=256, help="training sequence length")
     ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--lr", type=float, default=None,
+                    help=f"peak learning rate ({FRESH_LR:g}; {RESUME_LR:g} with --resume)")
     ap.add_argument("--warmup", type=float, default=0.03, help="fraction of the budget")
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--threads", type=int, default=1)
@@ -355,7 +374,12 @@ def parse_args():
     ap.add_argument("--checkpoint-minutes", type=float, default=5.0)
     ap.add_argument("--export-only", action="store_true",
                     help="skip training; export the checkpoint in --work")
-    return ap.parse_args()
+    ap.add_argument("--resume", action="store_true",
+                    help="continue training the checkpoint in --work for --minutes more")
+    args = ap.parse_args()
+    if args.lr is None:
+        args.lr = RESUME_LR if args.resume else FRESH_LR
+    return args
 
 
 def load_corpus(args, tok: GPT2Tokenizer):
@@ -380,7 +404,7 @@ def load_corpus(args, tok: GPT2Tokenizer):
     return to_tensor(train_ids), to_tensor(heldout_ids), heldout_excerpt(heldout)
 
 
-def write_readme(path: str, args, ref: dict, size_bytes: int, n_params: int,
+def write_readme(path: str, args, ref: dict, stats: dict, size_bytes: int, n_params: int,
                  samples: list) -> None:
     sample_text = "\n\n".join(f"Prompt `{p}`, {how}:\n\n```text\n{out.strip()}\n```"
                                 for p, how, out in samples)
@@ -399,7 +423,7 @@ drift in meaning; use real GPT-2 weights for anything else.
 | vocabulary | the real GPT-2 tokenizer, 50257 tokens, full softmax (`../gpt2-tokenizer/`) |
 | file | `model.safetensors`, F16, Hugging Face GPT-2 tensor names (`hf-gpt2` layout), {size_bytes / 1e6:.1f} MB |
 | training data | Jane Austen's six novels, {ref['train_tokens_in_corpus']} GPT-2 tokens after removing the last 5% as held-out text |
-| training | {ref['train_tokens']} tokens seen ({ref['train_tokens'] / ref['train_tokens_in_corpus']:.2f} epochs) in {ref['train_minutes']} minutes on 1 CPU thread; AdamW lr {args.lr} (warmup, cosine to lr/10), weight decay {args.weight_decay}, batch {args.batch} x {args.block} tokens, grad clip 1.0 |
+| training | {ref['train_tokens']} tokens seen ({ref['train_tokens'] / ref['train_tokens_in_corpus']:.2f} epochs) in {ref['train_minutes']} minutes on 1 CPU thread: {training_summary(stats, args)}; AdamW weight decay {args.weight_decay}, batch {args.batch} x {args.block} tokens, grad clip 1.0 |
 | final training loss | {ref['final_train_loss_ema']} (moving average) |
 | held-out perplexity | {ref['perplexity']:.2f} on `heldout.txt` ({ref['tokens_scored']} tokens, context {ref['context']}, stride {ref['stride']}, f16 weights computed in f32) |
 
@@ -427,7 +451,7 @@ replaces Debian's reference BLAS, which is about ten times slower. The schedule 
 the wall-clock budget, so a faster or slower machine gives somewhat different weights.
 
     apt-get install python3-torch python3-regex libopenblas0-serial
-    nice -n 10 /usr/bin/python3 tools/train_default_model.py --minutes {args.minutes:g}
+{recreate_commands(stats)}
 
 ## Samples (PyTorch, from the stored weights)
 
@@ -450,7 +474,15 @@ def main():
     n_params = sum(p.numel() for p in model.parameters())
     print(f"parameters {n_params / 1e6:.2f} M", flush=True)
     stats_path = os.path.join(args.work, "train_stats.json")
-    if args.export_only:
+    if args.resume:
+        prior, opt_state = load_resume_state(model, args.checkpoint, stats_path)
+        print(f"resuming at step {prior['steps']}, {prior['train_tokens']} tokens, "
+              f"{prior['train_minutes']} min; optimizer state "
+              f"{'loaded' if opt_state else 'absent, starting fresh'}", flush=True)
+        stats = train(model, train_ids, heldout_ids, args, prior, opt_state)
+        with open(stats_path, "w") as f:
+            json.dump(stats, f)
+    elif args.export_only:
         model.load_state_dict(torch.load(args.checkpoint)["model"])
         with open(stats_path) as f:
             stats = json.load(f)
@@ -493,7 +525,7 @@ def main():
                         generate(stored, tok, prompt, 40, 0.8, 40, 1)))
     for prompt, how, out in samples:
         print(f"--- {prompt!r} ({how}):\n{out}\n", flush=True)
-    write_readme(os.path.join(args.out, "README.md"), args, ref,
+    write_readme(os.path.join(args.out, "README.md"), args, ref, stats,
                  os.path.getsize(weights), n_params, samples)
 
 

@@ -1,6 +1,7 @@
 #include "engine/ops/linear.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <stdexcept>
 
@@ -28,13 +29,13 @@ bool is_cpu(const vk::Context& ctx) { return ctx.info().type == VK_PHYSICAL_DEVI
 // Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
 // 2-core test machine, per CPU-second; tests/test_linear.cpp (GPTVK_LINEAR_BENCH=1) reprints them.
 
-Kernel mat_vec(const vk::Context& ctx) {
+Kernel mat_vec(const vk::Context& ctx, bool wide) {
   const auto& caps = ctx.caps();
   Kernel k;
   k.kind = LinearKernel::MatVec;
   k.shader = caps.subgroup_arithmetic ? "linear.matvec_subgroup" : "linear.matvec_shared";
   uint32_t rows;
-  if (is_cpu(ctx)) {
+  if (is_cpu(ctx) && !wide) {
     // One SIMD vector per workgroup (more invocations add no parallelism on lavapipe), 16
     // rows per workgroup so one load of x serves 16 rows of W: 3.6 GB/s of f16 weights,
     // against 4.4 GB/s for a kernel that only loads W (loads are the bound, not math).
@@ -57,10 +58,10 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype) {
   Kernel k;
   k.kind = LinearKernel::GemmRegisters;
   // With subgroups, the broadcast kernel: 17 GFLOP/s (f16 and f32) against 13-15 GFLOP/s
-  // for the best plain register tiles. It needs subgroupShuffle, which Caps does not list;
-  // the CPU implementations (lavapipe, SwiftShader) all support it, and GPUs never get here
+  // for the best plain register tiles. It needs subgroupShuffle; GPUs never get here
   // unless a test forces this kernel.
-  if (is_cpu(ctx) && caps.subgroup_arithmetic && caps.subgroup_size >= 4 && caps.subgroup_size <= 16 &&
+  if (is_cpu(ctx) && caps.subgroup_arithmetic && caps.subgroup_shuffle && caps.subgroup_size >= 4 &&
+      caps.subgroup_size <= 16 &&
       caps.subgroup_size <= caps.max_workgroup_invocations) {
     k.shader = "linear.gemm_bcast";
     k.local = caps.subgroup_size;
@@ -71,11 +72,11 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype) {
     k.outputs_per_group = k.local * tn;
     return k;
   }
-  // 8 tokens x 16 outputs per invocation: loads of x and W amortised over 128 products
-  // (bigger tiles gain little and compile slowly).
+  // 8 tokens x 8 outputs per invocation: 11 GFLOP/s (8 x 16: 13 GFLOP/s but twice the
+  // compile time, for a path only CPU devices without subgroups take).
   k.shader = "linear.gemm_reg";
   k.local = std::min<uint32_t>(8, caps.max_workgroup_invocations);
-  const uint32_t tm = 8, tn = 16, lm = 1;
+  const uint32_t tm = 8, tn = 8, lm = 1;
   k.tile = {tm, tn, lm};
   k.tokens_per_group = lm * tm;
   k.outputs_per_group = (k.local / lm) * tn;
@@ -110,7 +111,8 @@ Kernel gemm_tiled(const vk::Context& ctx) {
 Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, uint32_t K, DType dtype) {
   if (want == LinearKernel::Auto)
     want = T == 1 ? LinearKernel::MatVec : is_cpu(ctx) ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
-  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx)
+  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false)
+             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true)
              : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, dtype)
                                                    : gemm_tiled(ctx);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
@@ -120,8 +122,9 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, uint32_t K,
 
 View sub_view(View v, uint64_t offset, uint64_t bytes) { return View{v.buffer, v.offset + offset, bytes}; }
 
-bool overlaps(View a, View b) {
-  return a.buffer == b.buffer && a.offset < b.offset + b.size() && b.offset < a.offset + a.size();
+// Whether the first a_bytes of view a and the first b_bytes of view b share memory.
+bool overlaps(View a, uint64_t a_bytes, View b, uint64_t b_bytes) {
+  return a.buffer == b.buffer && a.offset < b.offset + b_bytes && b.offset < a.offset + a_bytes;
 }
 
 }  // namespace
@@ -141,11 +144,14 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
   if (!x.buffer || !y.buffer || x.size() < T * x_row || y.size() < T * y_row)
     throw std::invalid_argument(name + ": x or y is smaller than [T][in] / [T][out]");
   if (has_bias && bias.size() < y_row) throw std::invalid_argument(name + ": bias is smaller than [out]");
+  // Workgroups write y while others still read x (and r, unless r is y itself).
+  if (overlaps(x, T * x_row, y, T * y_row)) throw std::invalid_argument(name + ": x overlaps y");
   bool in_place = false;
   if (ep.residual) {
     if (!r.buffer || r.size() < T * y_row) throw std::invalid_argument(name + ": residual is smaller than [T][out]");
     in_place = r.buffer == y.buffer && r.offset == y.offset;
-    if (!in_place && overlaps(r, y)) throw std::invalid_argument(name + ": residual partly overlaps y");
+    if (!in_place && overlaps(r, T * y_row, y, T * y_row))
+      throw std::invalid_argument(name + ": residual partly overlaps y");
   }
 
   vk::Context& ctx = g.context();

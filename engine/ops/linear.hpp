@@ -18,14 +18,18 @@ struct LinearEpilogue {
 // y[t][o] = (residual ? r[t][o] : 0) + act(sum_i x[t][i] * W[o][i] + bias[o]) for t < T, o < W.rows.
 // x: f32 [T][W.cols]; y: f32 [T][W.rows]; bias: f32 [W.rows] or bias.buffer == nullptr for none;
 // r: f32 [T][W.rows] (may be the same view as y) when ep.residual. W: Matrix in f32/f16/bf16.
-// View offsets must be multiples of the device's storage_offset_alignment.
+// x must not overlap y. View offsets must be multiples of the device's storage_offset_alignment.
+// Adds one dispatch per chunk of W, and per block of tokens when x or y is larger than the
+// device's storage buffer range.
 void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, LinearEpilogue ep = {}, View r = {},
             const std::string& name = "linear");
 
 // The kernels linear() chooses between. Auto: mat-vec for T == 1; for T > 1 the
 // register-blocked GEMM on CPU devices (lavapipe) and the shared-memory tiled GEMM on GPUs.
 // Forcing one lets tests run every kernel on every device; each handles any T.
-enum class LinearKernel { Auto, MatVec, GemmRegisters, GemmTiled };
+// MatVecWide is the mat-vec as configured for GPUs (64 invocations: several subgroups
+// whose partial sums meet in shared memory), which Auto never picks on a CPU device.
+enum class LinearKernel { Auto, MatVec, MatVecWide, GemmRegisters, GemmTiled };
 
 void linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
                  LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear");

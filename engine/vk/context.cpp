@@ -301,6 +301,8 @@ void Context::read_caps(const ForcedLimits& forced) {
   caps_.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  caps_.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                           (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   caps_.shared_memory_bytes = props.limits.maxComputeSharedMemorySize;
   caps_.max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
   caps_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
@@ -328,7 +330,7 @@ void Context::read_caps(const ForcedLimits& forced) {
   enable_subgroup_ops_ = caps_.subgroup_arithmetic;
 
   if (forced.no_fp16) caps_.fp16_storage = caps_.fp16_arithmetic = false;
-  if (forced.no_subgroup) caps_.subgroup_arithmetic = false;
+  if (forced.no_subgroup) caps_.subgroup_arithmetic = caps_.subgroup_shuffle = false;
   if (forced.max_storage_buffer_range)
     caps_.max_storage_buffer_range = std::min(caps_.max_storage_buffer_range, *forced.max_storage_buffer_range);
   if (forced.shared_memory_bytes)

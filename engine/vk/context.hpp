@@ -29,6 +29,7 @@ struct Caps {
   bool fp16_storage = false;     // storageBuffer16BitAccess
   bool fp16_arithmetic = false;  // shaderFloat16
   bool subgroup_arithmetic = false;  // subgroupAdd/Max in compute shaders
+  bool subgroup_shuffle = false;     // subgroupShuffle in compute shaders
   uint32_t subgroup_size = 1;
   uint32_t shared_memory_bytes = 16384;
   uint32_t max_workgroup_invocations = 128;

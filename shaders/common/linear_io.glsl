@@ -31,8 +31,9 @@ layout(std430, binding = 0) readonly buffer XBuf { float xs[]; };
 vec4 load_x4(uint e) { return vec4(xs[e], xs[e + 1], xs[e + 2], xs[e + 3]); }
 float load_x1(uint e) { return xs[e]; }
 #else
-// One vec4 load per 4 inputs: on lavapipe every storage-buffer load is a per-lane loop
-// with a bounds check, so wide loads cut that cost by 4.
+// One vec4 load per 4 inputs: on lavapipe every storage-buffer load in a loop becomes a
+// loop over the lanes (plus a bounds check per component), so one wide load pays that
+// per-lane overhead once instead of four times.
 layout(std430, binding = 0) readonly buffer XBuf { vec4 xv[]; };
 vec4 load_x4(uint e) { return xv[e >> 2]; }  // e is a multiple of 4
 float load_x1(uint e) { return xv[e >> 2][e & 3u]; }
