@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/error.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "models/config.hpp"
 
 using namespace gptvk;
@@ -17,19 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path& temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("gptvk_test_config_" + std::to_string(getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-struct CleanTemp {
-  ~CleanTemp() { fs::remove_all(temp_dir()); }
-};
-BOOST_TEST_GLOBAL_FIXTURE(CleanTemp);
+using test::temp_dir;
 
 std::string write_config(const std::string& text, const std::string& name = "model.toml") {
   fs::path p = temp_dir() / name;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/error.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "models/safetensors.hpp"
 #include "models/safetensors_writer.hpp"
 
@@ -21,18 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path& temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("gptvk_test_safetensors_" + std::to_string(getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-struct CleanTemp {
-  ~CleanTemp() { fs::remove_all(temp_dir()); }
-};
-BOOST_TEST_GLOBAL_FIXTURE(CleanTemp);
+using test::temp_dir;
 
 std::string write_bytes(const std::string& bytes, const std::string& name = "t.safetensors") {
   fs::path p = temp_dir() / name;

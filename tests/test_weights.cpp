@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/error.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "models/safetensors_writer.hpp"
 #include "models/weights.hpp"
 
@@ -18,18 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path& temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("gptvk_test_weights_" + std::to_string(getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-struct CleanTemp {
-  ~CleanTemp() { fs::remove_all(temp_dir()); }
-};
-BOOST_TEST_GLOBAL_FIXTURE(CleanTemp);
+using test::temp_dir;
 
 using Floats = std::vector<float>;
 
