@@ -53,11 +53,20 @@ void Graph::add(Dispatch d) {
     throw std::logic_error("dispatch '" + d.name + "' pushes " + std::to_string(d.push.size() * 4) + " bytes, " +
                            desc.shader + " takes " + std::to_string(desc.push_bytes));
   const auto& caps = ctx_.caps();
-  for (const auto& a : d.args) {
+  for (uint32_t i = 0; i < d.args.size(); ++i) {
+    const auto& a = d.args[i];
     if (!a.view.buffer || a.view.buffer->empty())
       throw std::logic_error("dispatch '" + d.name + "' binds an empty buffer");
     if (a.view.offset + a.view.size() > a.view.buffer->size())
       throw std::logic_error("dispatch '" + d.name + "' binds past the end of a buffer");
+    const bool texel = desc.type(i) == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    if (texel != (a.view.texel != VK_NULL_HANDLE))
+      throw std::logic_error("dispatch '" + d.name + "' binding " + std::to_string(i) +
+                             (texel ? " needs a texel buffer view" : " is a storage buffer but has a texel view"));
+    if (texel) {
+      if (a.access != Access::Read) throw std::logic_error("dispatch '" + d.name + "' writes a uniform texel buffer");
+      continue;  // the view's own range is what the shader sees; the storage limits do not apply
+    }
     if (a.view.offset % caps.storage_offset_alignment)
       throw std::logic_error("dispatch '" + d.name + "' binds at an unaligned offset");
     if (a.view.size() > caps.max_storage_buffer_range)
@@ -74,13 +83,15 @@ void Graph::record(bool profile) {
   if (recorded()) throw std::logic_error("Graph::record called twice");
   VkDevice dev = ctx_.device();
 
-  uint32_t total_bindings = 0;
-  for (const auto& n : nodes_) total_bindings += static_cast<uint32_t>(n.args.size());
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(total_bindings, 1u)};
+  uint32_t storage = 0, texel = 0;
+  for (const auto& n : nodes_)
+    for (const auto& a : n.args) (a.view.texel ? texel : storage) += 1;
+  VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(storage, 1u)},
+                                   {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, texel}};
   VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   pci.maxSets = std::max<uint32_t>(static_cast<uint32_t>(nodes_.size()), 1);
-  pci.poolSizeCount = 1;
-  pci.pPoolSizes = &size;
+  pci.poolSizeCount = texel ? 2 : 1;
+  pci.pPoolSizes = sizes;
   vk::check(vkCreateDescriptorPool(dev, &pci, nullptr, &pool_), "creating a descriptor pool");
 
   // Descriptor sets are written once here; replaying the graph touches none of them.
@@ -100,8 +111,13 @@ void Graph::record(bool profile) {
       writes[b].dstSet = sets[i];
       writes[b].dstBinding = static_cast<uint32_t>(b);
       writes[b].descriptorCount = 1;
-      writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[b].pBufferInfo = &infos[b];
+      if (n.args[b].view.texel) {
+        writes[b].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+        writes[b].pTexelBufferView = &n.args[b].view.texel;
+      } else {
+        writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[b].pBufferInfo = &infos[b];
+      }
     }
     vkUpdateDescriptorSets(dev, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
   }

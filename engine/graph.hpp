@@ -24,6 +24,9 @@ struct View {
   const vk::Buffer* buffer = nullptr;
   uint64_t offset = 0;
   uint64_t bytes = 0;
+  // Set: bound as this uniform texel buffer view (of `buffer`) instead of a storage buffer;
+  // offset/bytes still say which range the dispatch reads, for hazard tracking.
+  VkBufferView texel = VK_NULL_HANDLE;
   uint64_t size() const { return bytes ? bytes : buffer->size() - offset; }
 };
 inline View whole(const vk::Buffer& b) { return View{&b, 0, 0}; }

@@ -32,6 +32,13 @@ Matrix Matrix::create(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t col
     m.chunks.emplace_back(ctx, uint64_t(m.chunk_rows(c)) * m.row_bytes(), vk::Memory::Device, name);
     if (m.row_stride != cols) m.chunks.back().fill_zero();
   }
+  // Texel views (uvec4 per texel; rows are whole texels) where every chunk fits one, for
+  // the mat-vec that reads W through texel fetches (vectorised on lavapipe).
+  const auto& caps = ctx.caps();
+  bool views = caps.texel_uvec4 && !m.chunks.empty();
+  for (const auto& c : m.chunks) views = views && c.size() / 16 <= caps.max_texel_buffer_elements;
+  if (views)
+    for (auto& c : m.chunks) c.create_texel_view();
   return m;
 }
 

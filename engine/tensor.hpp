@@ -34,6 +34,8 @@ struct Matrix {
   uint64_t row_bytes() const { return uint64_t(row_stride) * dtype_bytes(dtype); }
   uint32_t chunk_rows(size_t chunk) const;  // rows held by chunk `chunk`
   uint64_t bytes() const;                   // device bytes over all chunks
+  // Every chunk has a uvec4 texel view (Buffer::texel_view), made by create() when the device allows.
+  bool has_texel_views() const { return !chunks.empty() && chunks.front().texel_view() != VK_NULL_HANDLE; }
 
   // Writes rows [row0, row0 + n) from host data in dtype `from`, each source row `cols`
   // values long, converting to this matrix's dtype.

@@ -168,13 +168,87 @@ std::string resolve(const fs::path& dir, const std::string& p) {
   return (path.is_absolute() ? path : dir / path).lexically_normal().string();
 }
 
+// Hardening fix (issue 6; found by tests/fuzz/fuzz_config under UBSan): toml++ 3.3, the
+// Debian 12 version, reaches __builtin_unreachable() (undefined behaviour) when it asks
+// whether some non-ASCII characters are whitespace (é, most of Latin, Greek, Cyrillic...),
+// which it does for characters outside strings and comments, and in a multi-line basic
+// string for the first character that is not whitespace after a backslash (upstream
+// issues #190 and #295). TOML allows non-ASCII text only inside strings and comments, so
+// a file with it anywhere else is rejected here (parse_document), before toml++ reads it.
+// Regression inputs: tests/fuzz/regressions/config/.
+void reject_non_ascii_toml_cannot_take(const std::string& text, const std::string& path) {
+  enum { Normal, Comment, Basic, Literal, MultiBasic, MultiLiteral } mode = Normal;
+  size_t line = 1;
+  auto fail = [&](const std::string& what) { throw InputError(path + ":" + std::to_string(line) + ": " + what); };
+  auto run_of = [&](size_t i, char q) {
+    size_t k = 0;
+    while (i + k < text.size() && text[i + k] == q) ++k;
+    return k;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      if (mode == Comment || mode == Basic || mode == Literal) mode = Normal;
+      continue;
+    }
+    switch (mode) {
+      case Normal:
+        if (c >= 0x80) fail("malformed TOML: non-ASCII character outside a string or comment");
+        if (c == '#') mode = Comment;
+        if (c == '"' || c == '\'') {
+          bool multi = run_of(i, char(c)) >= 3;
+          mode = c == '"' ? (multi ? MultiBasic : Basic) : (multi ? MultiLiteral : Literal);
+          if (multi) i += 2;
+        }
+        break;
+      case Comment:
+        break;
+      case Basic:
+        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i;  // an escaped character
+        else if (c == '"') mode = Normal;
+        break;
+      case Literal:
+        if (c == '\'') mode = Normal;
+        break;
+      case MultiBasic:
+        if (c == '\\') {
+          size_t j = i + 1;  // a line-ending backslash skips whitespace and newlines
+          while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n'))
+            if (text[j++] == '\n') ++line;
+          if (j < text.size() && static_cast<unsigned char>(text[j]) >= 0x80)
+            fail("non-ASCII character right after a backslash in a multi-line string (not supported)");
+          i = j > i + 1 ? j - 1 : j;  // skip the escaped character, or only the whitespace
+        } else if (c == '"' && run_of(i, '"') >= 3) {
+          i += run_of(i, '"') - 1;  // up to two quotes before the closing three belong to the string
+          mode = Normal;
+        }
+        break;
+      case MultiLiteral:
+        if (c == '\'' && run_of(i, '\'') >= 3) {
+          i += run_of(i, '\'') - 1;
+          mode = Normal;
+        }
+        break;
+    }
+  }
+}
+
 toml::table parse_document(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open config file");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
+  reject_non_ascii_toml_cannot_take(text, path);
   try {
+    // The scan above follows TOML's grammar, but in a file that is not valid TOML toml++
+    // may read on where the scan saw string content (`x = 0"é"`): toml++ checks the
+    // structure on an ASCII-only copy first, and reads the real text only when it is valid.
+    std::string ascii = text;
+    for (char& ch : ascii)
+      if (static_cast<unsigned char>(ch) >= 0x80) ch = 'x';
+    if (ascii != text) (void)toml::parse(ascii, path);
     return toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     throw InputError(path + ":" + std::to_string(e.source().begin.line) +

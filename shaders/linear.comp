@@ -8,11 +8,16 @@
 //                subgroupShuffle instead of loaded by every invocation;
 //   gemm_reg     the same without subgroup operations;
 //   gemm_tiled   T > 1 on GPUs: shared-memory tiles.
+// *_texel variants read W through a uniform texel buffer (CPU devices: vectorised fetches).
 // *_xs variants read x one float at a time, for K not a multiple of 4 (unaligned rows).
 //! variant matvec_subgroup MATVEC SUBGROUP
 //! variant matvec_shared MATVEC
 //! variant matvec_subgroup_xs MATVEC SUBGROUP X_SCALAR
 //! variant matvec_shared_xs MATVEC X_SCALAR
+//! variant matvec_subgroup_texel MATVEC SUBGROUP TEXEL
+//! variant matvec_shared_texel MATVEC TEXEL
+//! variant matvec_subgroup_texel_xs MATVEC SUBGROUP TEXEL X_SCALAR
+//! variant matvec_shared_texel_xs MATVEC TEXEL X_SCALAR
 //! variant gemm_reg GEMM_REG
 //! variant gemm_reg_xs GEMM_REG X_SCALAR
 //! variant gemm_bcast GEMM_BCAST
@@ -22,6 +27,9 @@
 #extension GL_GOOGLE_include_directive : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#ifdef TEXEL
+#extension GL_EXT_samplerless_texture_functions : require
 #endif
 #ifdef GEMM_BCAST
 #extension GL_KHR_shader_subgroup_shuffle : require

@@ -31,12 +31,14 @@ const char* kernel_name(LinearKernel k) {
     case LinearKernel::Auto: return "auto";
     case LinearKernel::MatVec: return "matvec";
     case LinearKernel::MatVecWide: return "matvec_wide";
+    case LinearKernel::MatVecTexel: return "matvec_texel";
     case LinearKernel::GemmRegisters: return "gemm_reg";
     case LinearKernel::GemmTiled: return "gemm_tiled";
   }
   return "?";
 }
-const LinearKernel kAllKernels[] = {LinearKernel::Auto, LinearKernel::MatVec, LinearKernel::MatVecWide,
+const LinearKernel kAllKernels[] = {LinearKernel::Auto,          LinearKernel::MatVec,
+                                    LinearKernel::MatVecWide,    LinearKernel::MatVecTexel,
                                     LinearKernel::GemmRegisters, LinearKernel::GemmTiled};
 const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
 
@@ -227,10 +229,22 @@ BOOST_AUTO_TEST_CASE(token_split_over_binding_range_of_x) {
   auto w = make_matrix(ctx, DType::F16, N, K, 31);
   auto in = make_inputs(T, K, N, false, false, 37);
   auto want = reference(in, w, T, Activation::None);
-  for (LinearKernel k : {LinearKernel::Auto, LinearKernel::MatVec}) {
+  for (LinearKernel k : {LinearKernel::Auto, LinearKernel::MatVec, LinearKernel::MatVecTexel}) {
     auto got = run_gpu(ctx, k, w, in, T, Activation::None, Residual::None);
     BOOST_TEST(test::max_rel_error(got, want) <= kTol, describe("fallback", k, DType::F16, T, K, N));
   }
+}
+
+// More outputs than one dispatch's 65535 workgroups of 16 rows cover: the texel mat-vec's
+// second dispatch starts inside the chunk's texel view, at texel w_base.
+BOOST_AUTO_TEST_CASE(texel_matvec_output_blocks) {
+  auto& ctx = test::context();
+  const uint32_t K = 8, N = 65535 * 16 + 1000;
+  auto w = make_matrix(ctx, DType::BF16, N, K, 41);
+  BOOST_TEST_REQUIRE(w.m.chunks.size() == 1u);
+  auto in = make_inputs(1, K, N, true, false, 43);
+  auto got = run_gpu(ctx, LinearKernel::MatVecTexel, w, in, 1, Activation::None, Residual::None);
+  BOOST_TEST(test::max_rel_error(got, reference(in, w, 1, Activation::None)) <= kTol);
 }
 
 // Declared accesses drive the barriers: in-place residual layers chain with a barrier

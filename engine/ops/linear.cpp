@@ -22,6 +22,7 @@ struct Kernel {
   std::vector<uint32_t> tile;       // spec constants 7.. (see the kernel's .glsl)
   uint32_t tokens_per_group = 1;    // workgroup grid: x over tokens ...
   uint32_t outputs_per_group = 1;   // ... y over outputs (mat-vec: x over outputs, y over tokens)
+  bool texel = false;               // W binding is a uniform texel buffer (push constant w_base)
 };
 
 bool is_cpu(const vk::Context& ctx) { return ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
@@ -29,11 +30,13 @@ bool is_cpu(const vk::Context& ctx) { return ctx.info().type == VK_PHYSICAL_DEVI
 // Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
 // 2-core test machine, per CPU-second; tests/test_linear.cpp (GPTVK_LINEAR_BENCH=1) reprints them.
 
-Kernel mat_vec(const vk::Context& ctx, bool wide) {
+Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel) {
   const auto& caps = ctx.caps();
   Kernel k;
   k.kind = LinearKernel::MatVec;
   k.shader = caps.subgroup_arithmetic ? "linear.matvec_subgroup" : "linear.matvec_shared";
+  if (texel) k.shader += "_texel";
+  k.texel = texel;
   uint32_t rows;
   if (is_cpu(ctx) && !wide) {
     // One SIMD vector per workgroup (more invocations add no parallelism on lavapipe), 16
@@ -108,12 +111,23 @@ Kernel gemm_tiled(const vk::Context& ctx) {
   throw DeviceError("linear: the device has too little shared memory for the tiled GEMM");
 }
 
-Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, uint32_t K, DType dtype) {
-  if (want == LinearKernel::Auto)
-    want = T == 1 ? LinearKernel::MatVec : is_cpu(ctx) ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
-  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false)
-             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true)
-             : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, dtype)
+Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W) {
+  const uint32_t K = W.cols;
+  if (want == LinearKernel::Auto) {
+    // Texel fetches of W on CPU devices: per CPU-second, f32 3.9 -> 6.7 GB/s on GPT-2's LM
+    // head and 4.4 -> 10.5 on its MLP shapes; f16 3.5 -> 5.7 on the MLP shapes, about even
+    // (3.2 vs 3.0-3.3) on the LM head, where the kernel becomes bound by per-element work.
+    if (T == 1)
+      want = is_cpu(ctx) && W.has_texel_views() ? LinearKernel::MatVecTexel : LinearKernel::MatVec;
+    else
+      want = is_cpu(ctx) ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
+  }
+  if (want == LinearKernel::MatVecTexel && !W.has_texel_views())
+    throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
+  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false, false)
+             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true, false)
+             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true)
+             : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, W.dtype)
                                                    : gemm_tiled(ctx);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
   if (K % 4 != 0) k.shader += "_xs";
@@ -156,7 +170,7 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
 
   vk::Context& ctx = g.context();
   const auto& caps = ctx.caps();
-  const Kernel kernel = choose(ctx, kind, T, K, W.dtype);
+  const Kernel kernel = choose(ctx, kind, T, W);
   const bool mat_vec = kernel.kind == LinearKernel::MatVec;
 
   // Token blocks: x, y and r bindings stay within the storage buffer range, and each
@@ -186,6 +200,10 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
         // y, r and bias views start at (t0, col); y rows keep their full stride N.
         const uint64_t out_offset = t0 * y_row + col * 4, out_bytes = (uint64_t(tn - 1) * N + nr) * 4;
         const View wb{&W.chunks[c], uint64_t(r0) * W.row_bytes(), uint64_t(nr) * W.row_bytes()};
+        // The texel kernel sees the whole chunk through its view and starts at texel w_base;
+        // wb's range still tells the graph which bytes it reads.
+        View wt = wb;
+        if (kernel.texel) wt.texel = W.chunks[c].texel_view();
         const View yb = sub_view(y, out_offset, out_bytes);
         // Unused bindings get a range this dispatch reads anyway, so they add no hazards.
         const View bb = has_bias ? sub_view(bias, col * 4, uint64_t(nr) * 4) : wb;
@@ -199,7 +217,10 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
                                       has_bias ? 1u : 0u,
                                       res_mode};
         spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
-        const auto& pipeline = ctx.pipelines().get({kernel.shader, spec, 5, 12});
+        const auto& pipeline =
+            ctx.pipelines().get({kernel.shader, spec, 5, kernel.texel ? 16u : 12u, kernel.texel ? 1u << 1 : 0u});
+        std::vector<uint32_t> push = {tn, nr, N};
+        if (kernel.texel) push.push_back(static_cast<uint32_t>(uint64_t(r0) * W.row_bytes() / 16));
 
         const uint32_t out_groups = (nr + kernel.outputs_per_group - 1) / kernel.outputs_per_group;
         std::array<uint32_t, 3> groups{};
@@ -213,12 +234,12 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
         g.add({label,
                &pipeline,
                {{xb, Access::Read},
-                {wb, Access::Read},
+                {wt, Access::Read},
                 {bb, Access::Read},
                 {rb, Access::Read},
                 {yb, in_place ? Access::ReadWrite : Access::Write}},
                groups,
-               {tn, nr, N}});
+               push});
       }
     }
   }

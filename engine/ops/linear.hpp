@@ -29,7 +29,10 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // Forcing one lets tests run every kernel on every device; each handles any T.
 // MatVecWide is the mat-vec as configured for GPUs (64 invocations: several subgroups
 // whose partial sums meet in shared memory), which Auto never picks on a CPU device.
-enum class LinearKernel { Auto, MatVec, MatVecWide, GemmRegisters, GemmTiled };
+// MatVecTexel is the CPU mat-vec reading W through uniform texel buffers (Matrix texel
+// views), which lavapipe fetches vectorised; Auto picks it for T == 1 on CPU devices when W
+// has texel views. Forcing it on a W without them throws DeviceError.
+enum class LinearKernel { Auto, MatVec, MatVecWide, MatVecTexel, GemmRegisters, GemmTiled };
 
 void linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
                  LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear");

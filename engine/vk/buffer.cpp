@@ -25,7 +25,8 @@ Buffer::Buffer(Context& ctx, uint64_t bytes, Memory memory, const std::string& w
   size_ = bytes;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = bytes;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(vkCreateBuffer(ctx.device(), &bci, nullptr, &buffer_), ("creating " + what).c_str());
 
@@ -61,6 +62,8 @@ Buffer::~Buffer() { release(); }
 
 void Buffer::release() {
   if (!ctx_) return;
+  if (texel_view_) vkDestroyBufferView(ctx_->device(), texel_view_, nullptr);
+  texel_view_ = VK_NULL_HANDLE;
   if (mapped_) vkUnmapMemory(ctx_->device(), memory_);
   if (buffer_) vkDestroyBuffer(ctx_->device(), buffer_, nullptr);
   if (memory_) vkFreeMemory(ctx_->device(), memory_, nullptr);
@@ -80,8 +83,22 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     memory_ = std::exchange(o.memory_, VK_NULL_HANDLE);
     size_ = std::exchange(o.size_, 0);
     mapped_ = std::exchange(o.mapped_, nullptr);
+    texel_view_ = std::exchange(o.texel_view_, VK_NULL_HANDLE);
   }
   return *this;
+}
+
+void Buffer::create_texel_view() {
+  if (texel_view_) return;
+  const Caps& caps = ctx_->caps();
+  if (!caps.texel_uvec4 || size_ % 16 != 0 || size_ / 16 > caps.max_texel_buffer_elements)
+    throw std::logic_error("Buffer::create_texel_view: the device cannot view this buffer as uvec4 texels");
+  VkBufferViewCreateInfo vci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+  vci.buffer = buffer_;
+  vci.format = VK_FORMAT_R32G32B32A32_UINT;
+  vci.offset = 0;
+  vci.range = VK_WHOLE_SIZE;
+  check(vkCreateBufferView(ctx_->device(), &vci, nullptr, &texel_view_), "creating a texel buffer view");
 }
 
 void Buffer::upload(const void* src, uint64_t bytes, uint64_t offset) {

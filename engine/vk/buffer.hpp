@@ -36,6 +36,12 @@ class Buffer {
   void download(void* dst, uint64_t bytes, uint64_t offset = 0) const;
   void fill_zero();
 
+  // A uniform-texel-buffer view of the whole buffer as uvec4 texels (R32G32B32A32_UINT),
+  // owned by this buffer. The size must be a multiple of 16 bytes and the caller must have
+  // checked caps.texel_uvec4 and caps.max_texel_buffer_elements.
+  void create_texel_view();
+  VkBufferView texel_view() const { return texel_view_; }
+
  private:
   void release();
   Context* ctx_ = nullptr;
@@ -43,6 +49,7 @@ class Buffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   uint64_t size_ = 0;
   void* mapped_ = nullptr;
+  VkBufferView texel_view_ = VK_NULL_HANDLE;
 };
 
 }  // namespace gptvk::vk

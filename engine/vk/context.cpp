@@ -309,6 +309,10 @@ void Context::read_caps(const ForcedLimits& forced) {
   caps_.max_allocation_bytes = maint3.maxMemoryAllocationSize;
   caps_.max_buffer_bytes = maint3.maxMemoryAllocationSize;  // maxBufferSize needs 1.3; allocation caps it anyway
   caps_.storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
+  VkFormatProperties fmt{};
+  vkGetPhysicalDeviceFormatProperties(physical_, VK_FORMAT_R32G32B32A32_UINT, &fmt);
+  caps_.texel_uvec4 = (fmt.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+  caps_.max_texel_buffer_elements = props.limits.maxTexelBufferElements;
   caps_.device_local_bytes = info_.device_local_bytes;
   caps_.timestamp_period_ns = props.limits.timestampPeriod;
 

@@ -37,6 +37,10 @@ struct Caps {
   uint64_t max_allocation_bytes = 1ull << 30;
   uint64_t max_buffer_bytes = 1ull << 30;
   uint64_t storage_offset_alignment = 256;
+  // Uniform texel buffers of R32G32B32A32_UINT (uvec4 texels): on lavapipe their fetches are
+  // vectorised while every storage-buffer load is a per-lane loop, so weight streaming uses them.
+  bool texel_uvec4 = false;
+  uint64_t max_texel_buffer_elements = 0;  // texels per buffer view
   uint64_t device_local_bytes = 0;
   bool unified_memory = false;  // device-local memory is host-visible (CPU devices, most iGPUs)
   bool timestamps = false;

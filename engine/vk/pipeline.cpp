@@ -118,7 +118,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   std::vector<VkDescriptorSetLayoutBinding> bindings(desc.bindings);
   for (uint32_t i = 0; i < desc.bindings; ++i) {
     bindings[i].binding = i;
-    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorType = desc.type(i);
     bindings[i].descriptorCount = 1;
     bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }

@@ -19,10 +19,16 @@ class Context;
 struct PipelineDesc {
   std::string shader;                       // embedded module name, e.g. "linear.f16"
   std::vector<uint32_t> spec;               // model dimensions, tile sizes, flags
-  uint32_t bindings = 0;                    // storage buffers at set 0, bindings 0..n-1
+  uint32_t bindings = 0;                    // buffers at set 0, bindings 0..n-1
   uint32_t push_bytes = 0;                  // push-constant block size (multiple of 4)
+  uint32_t texel_bindings = 0;              // bit i: binding i is a uniform texel buffer instead
   bool operator<(const PipelineDesc& o) const {
-    return std::tie(shader, spec, bindings, push_bytes) < std::tie(o.shader, o.spec, o.bindings, o.push_bytes);
+    return std::tie(shader, spec, bindings, push_bytes, texel_bindings) <
+           std::tie(o.shader, o.spec, o.bindings, o.push_bytes, o.texel_bindings);
+  }
+  VkDescriptorType type(uint32_t binding) const {
+    return (texel_bindings >> binding) & 1u ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                            : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
   }
 };
 

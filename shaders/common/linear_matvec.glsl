@@ -25,13 +25,13 @@ void main() {
   for (uint q = lane; q < K_FULL; q += LOCAL) {
     vec4 x_lo = load_x4(xrow + q * KW);
     vec4 x_hi = KW == 8u ? load_x4(xrow + q * KW + 4u) : vec4(0.0);
-    for (uint i = 0u; i < R; ++i) acc[i] = word_dot(w[wrow[i] + q], x_lo, x_hi, acc[i]);
+    for (uint i = 0u; i < R; ++i) acc[i] = word_dot(load_w(wrow[i] + q), x_lo, x_hi, acc[i]);
   }
   // The partial last word, outside the loop so the loop body stays branch-free.
   if (K_TAIL > 0u && lane == K_FULL % LOCAL) {
     vec4 x_lo, x_hi;
     load_x_word(xrow, K_FULL, x_lo, x_hi);
-    for (uint i = 0u; i < R; ++i) acc[i] = word_dot(w[wrow[i] + K_FULL], x_lo, x_hi, acc[i]);
+    for (uint i = 0u; i < R; ++i) acc[i] = word_dot(load_w(wrow[i] + K_FULL), x_lo, x_hi, acc[i]);
   }
 
 #ifdef SUBGROUP

@@ -68,6 +68,13 @@ def config_seeds():
         write("config", "configs_" + p.stem, p.read_bytes())
     for p in sorted((ROOT / "tests" / "fixtures" / "models").glob("*/config.toml")):
         write("config", "fixture_" + p.parent.name, p.read_bytes())
+    # Non-ASCII where TOML allows it: comments, basic, literal and multi-line strings.
+    write("config", "unicode_strings_and_comments", (
+        "# mod\u00e8le \u2713 \U0001F600\n[model] # \u00e9\n"
+        "name = \"mod\u00e8le \\\"\u2713\\\" \\u00e9 # not a comment\"  # comment \u00a1\n"
+        "vocab_size = 311\ncontext_length = 73\nemb_dim = 64\nn_heads = 2\nn_layers = 2\n\n"
+        "[weights]\nfile = '\u00e9t\u00e9/model.safetensors'\n\n"
+        "[tokenizer]\nvocab = \"\"\"v\u00f6cab.json\"\"\"\nmerges = '''m\u00e9rges.txt'''\n").encode())
 
 
 def tokenizer_seeds():
