@@ -3,6 +3,7 @@
 // config is a one-line error naming the file, line and key instead of a silent default.
 #include "models/config.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -175,10 +176,17 @@ std::string resolve(const fs::path& dir, const std::string& p) {
 // string for the first character that is not whitespace after a backslash (upstream
 // issues #190 and #295). TOML allows non-ASCII text only inside strings and comments, so
 // a file with it anywhere else is rejected here (parse_document), before toml++ reads it.
+// The same scan rejects a table header whose "[" or "[[" is not followed by a key or "]":
+// toml++ 3.3 assumes one there (a failed assertion in builds without NDEBUG, undefined
+// behaviour under clang with NDEBUG) instead of reporting the error.
 // Regression inputs: tests/fuzz/regressions/config/.
 void reject_non_ascii_toml_cannot_take(const std::string& text, const std::string& path) {
   enum { Normal, Comment, Basic, Literal, MultiBasic, MultiLiteral } mode = Normal;
   size_t line = 1;
+  size_t depth = 0;  // open value brackets ([ ] arrays, { } inline tables)
+  bool line_start = true;
+  auto key_start = [](char k) { return std::isalnum(static_cast<unsigned char>(k)) || k == '_' || k == '-' ||
+                                       k == '"' || k == '\'' || k == ']'; };
   auto fail = [&](const std::string& what) { throw InputError(path + ":" + std::to_string(line) + ": " + what); };
   auto run_of = [&](size_t i, char q) {
     size_t k = 0;
@@ -189,12 +197,24 @@ void reject_non_ascii_toml_cannot_take(const std::string& text, const std::strin
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '\n') {
       ++line;
+      line_start = true;
       if (mode == Comment || mode == Basic || mode == Literal) mode = Normal;
       continue;
     }
+    const bool first_on_line = line_start;
+    if (c != ' ' && c != '\t') line_start = false;
     switch (mode) {
       case Normal:
         if (c >= 0x80) fail("malformed TOML: non-ASCII character outside a string or comment");
+        if (c == '[' && first_on_line && depth == 0) {  // a table header
+          size_t j = i + 1 < text.size() && text[i + 1] == '[' ? i + 2 : i + 1;
+          while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+          if (j < text.size() && !key_start(text[j])) fail("malformed TOML: expected a table name after '['");
+          i = j - 1;
+          break;
+        }
+        if (c == '[' || c == '{') ++depth;
+        if ((c == ']' || c == '}') && depth > 0) --depth;
         if (c == '#') mode = Comment;
         if (c == '"' || c == '\'') {
           bool multi = run_of(i, char(c)) >= 3;

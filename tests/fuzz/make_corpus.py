@@ -68,6 +68,9 @@ def config_seeds():
         write("config", "configs_" + p.stem, p.read_bytes())
     for p in sorted((ROOT / "tests" / "fixtures" / "models").glob("*/config.toml")):
         write("config", "fixture_" + p.parent.name, p.read_bytes())
+    # "[" at a line start inside a multi-line array is not a table header.
+    write("config", "arrays_and_headers",
+          "x = [\n  [ # nested array with a comment\n    1],\n]\n[ model ]\n[[ \"q\" ]]\n")
     # Non-ASCII where TOML allows it: comments, basic, literal and multi-line strings.
     write("config", "unicode_strings_and_comments", (
         "# mod\u00e8le \u2713 \U0001F600\n[model] # \u00e9\n"
