@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -191,20 +193,7 @@ void check(const CliResult& r, const Expect& e) {
   for (const auto& s : e.says) BOOST_TEST(msg.find(s) != std::string::npos, "message lacks '" << s << "'");
 }
 
-// A fresh temporary directory for one row's files.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "gptvk-cli-errors-XXXXXX").string();
-    BOOST_REQUIRE(mkdtemp(templ.data()));
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
+using gptvk::test::TempDir;  // a fresh directory for one row's files
 
 struct Rows {
   TempDir dir;

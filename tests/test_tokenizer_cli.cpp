@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/support/temp_dir.hpp"
 #include "tests/test_tokenizer_util.hpp"
 
 extern char** environ;
@@ -22,16 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("gptvk_tokenizer_cli_" + std::to_string(getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string write(const std::string& name, const std::string& content) const {
-    std::string p = (path / name).string();
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-};
+using test::TempDir;
 
 struct Result {
   int code = -1;

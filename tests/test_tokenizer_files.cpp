@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "models/tokenizer/byte_alphabet.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/test_tokenizer_util.hpp"
 
 using namespace gptvk;
@@ -21,16 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("gptvk_tokenizer_files_" + std::to_string(getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string write(const std::string& name, const std::string& content) const {
-    std::string p = (path / name).string();
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-};
+using test::TempDir;
 
 // Bytes -> the vocab files' spelling.
 std::string spell(const std::string& bytes) {

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <fstream>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 
@@ -24,6 +26,23 @@ struct ScratchDir {
 const std::filesystem::path& temp_dir() {
   static ScratchDir dir;
   return dir.path;
+}
+
+TempDir::TempDir() {
+  std::string templ = (std::filesystem::temp_directory_path() / "gptvk-test-XXXXXX").string();
+  if (!mkdtemp(templ.data())) throw std::runtime_error("cannot create a temporary directory");
+  path = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& content) const {
+  std::string p = (path / name).string();
+  std::ofstream(p, std::ios::binary) << content;
+  return p;
 }
 
 }  // namespace gptvk::test

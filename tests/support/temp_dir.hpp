@@ -2,9 +2,23 @@
 // use and removed when the process exits.
 #pragma once
 #include <filesystem>
+#include <string>
 
 namespace gptvk::test {
 
 const std::filesystem::path& temp_dir();
+
+// A fresh directory of its own (mkdtemp), removed with the object: for tests whose rows
+// must not see each other's files.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::filesystem::path operator/(const std::string& name) const { return path / name; }
+  // Writes `content` (binary) to path/name and returns that path.
+  std::string write(const std::string& name, const std::string& content) const;
+};
 
 }  // namespace gptvk::test
