@@ -38,6 +38,8 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
   att_ = vk::Buffer(ctx, T * C * 4, vk::Memory::Device, "attention output");
   ff_ = vk::Buffer(ctx, T * F * 4, vk::Memory::Device, "feed-forward activations");
   logits_last_ = vk::Buffer(ctx, V * 4, vk::Memory::Device, "logits");
+  // Inputs of linear layers: CPU devices read them through texel views (engine/ops/linear.hpp).
+  for (vk::Buffer* b : {&x_, &h_, &h_last_, &att_, &ff_}) b->try_create_texel_view();
   sample_scratch_ = vk::Buffer(ctx, ops::sample_scratch_bytes(cfg_.vocab_size), vk::Memory::Device, "sampler scratch");
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
     k_cache_.emplace_back(ctx, uint64_t(cfg_.context_length) * C * 4, vk::Memory::Device, "key cache");

@@ -4,11 +4,13 @@
 // Kernels (engine/ops/linear.cpp picks one):
 //   matvec_*     decode (T == 1): many outputs per workgroup, reduction across invocations
 //                by subgroupAdd (needs subgroup arithmetic) or shared memory;
+//   matvec_rows  decode on CPU devices: rows per invocation, W and x through texel views;
 //   gemm_bcast   T > 1 on CPU devices with subgroups: register blocking, inputs shared by
 //                subgroupShuffle instead of loaded by every invocation;
 //   gemm_reg     the same without subgroup operations;
 //   gemm_tiled   T > 1 on GPUs: shared-memory tiles.
-// *_texel variants read W through a uniform texel buffer (CPU devices: vectorised fetches).
+// *_texel variants read W through a uniform texel buffer (CPU devices: vectorised fetches),
+// *_x variants x too.
 // *_xs variants read x one float at a time, for K not a multiple of 4 (unaligned rows).
 //! variant matvec_subgroup MATVEC SUBGROUP
 //! variant matvec_shared MATVEC
@@ -18,10 +20,14 @@
 //! variant matvec_shared_texel MATVEC TEXEL
 //! variant matvec_subgroup_texel_xs MATVEC SUBGROUP TEXEL X_SCALAR
 //! variant matvec_shared_texel_xs MATVEC TEXEL X_SCALAR
+//! variant matvec_rows MATVEC_ROWS TEXEL X_TEXEL
 //! variant gemm_reg GEMM_REG
 //! variant gemm_reg_xs GEMM_REG X_SCALAR
 //! variant gemm_bcast GEMM_BCAST
 //! variant gemm_bcast_xs GEMM_BCAST X_SCALAR
+//! variant gemm_bcast_texel GEMM_BCAST TEXEL
+//! variant gemm_bcast_texel_xs GEMM_BCAST TEXEL X_SCALAR
+//! variant gemm_bcast_texel_x GEMM_BCAST TEXEL X_TEXEL
 //! variant gemm_tiled GEMM_TILED
 //! variant gemm_tiled_xs GEMM_TILED X_SCALAR
 #extension GL_GOOGLE_include_directive : require
@@ -31,7 +37,7 @@
 #ifdef TEXEL
 #extension GL_EXT_samplerless_texture_functions : require
 #endif
-#ifdef GEMM_BCAST
+#if defined(GEMM_BCAST) || defined(MATVEC_ROWS)
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
@@ -39,6 +45,8 @@
 
 #if defined(MATVEC)
 #include "common/linear_matvec.glsl"
+#elif defined(MATVEC_ROWS)
+#include "common/linear_matvec_rows.glsl"
 #elif defined(GEMM_REG)
 #include "common/linear_gemm_reg.glsl"
 #elif defined(GEMM_BCAST)

@@ -32,15 +32,23 @@ const char* kernel_name(LinearKernel k) {
     case LinearKernel::MatVec: return "matvec";
     case LinearKernel::MatVecWide: return "matvec_wide";
     case LinearKernel::MatVecTexel: return "matvec_texel";
+    case LinearKernel::MatVecRows: return "matvec_rows";
     case LinearKernel::GemmRegisters: return "gemm_reg";
     case LinearKernel::GemmTiled: return "gemm_tiled";
   }
   return "?";
 }
-const LinearKernel kAllKernels[] = {LinearKernel::Auto,          LinearKernel::MatVec,
-                                    LinearKernel::MatVecWide,    LinearKernel::MatVecTexel,
-                                    LinearKernel::GemmRegisters, LinearKernel::GemmTiled};
+const LinearKernel kAllKernels[] = {LinearKernel::Auto,        LinearKernel::MatVec,     LinearKernel::MatVecWide,
+                                    LinearKernel::MatVecTexel, LinearKernel::MatVecRows, LinearKernel::GemmRegisters,
+                                    LinearKernel::GemmTiled};
 const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
+
+// Whether kernel k runs on this device when x has (x_view) or lacks a usable texel view:
+// the rows mat-vec needs subgroup shuffles (the forced-fallback device has none) and x's
+// view, which it can only use when K is a multiple of 4 (rows of whole texels).
+bool runs(vk::Context& ctx, LinearKernel k, bool x_view) {
+  return k != LinearKernel::MatVecRows || (ctx.caps().subgroup_shuffle && x_view);
+}
 
 enum class Residual { None, Separate, InPlace };
 
@@ -82,11 +90,13 @@ std::vector<float> reference(const Inputs& in, const TestMatrix& w, uint32_t T, 
   return y;
 }
 
-// Runs the op on the device and returns y.
+// Runs the op on the device and returns y. x gets a texel view (CPU kernels read it through
+// one) when x_view and the device allows it.
 std::vector<float> run_gpu(vk::Context& ctx, LinearKernel kernel, const TestMatrix& w, const Inputs& in, uint32_t T,
-                           Activation act, Residual res) {
+                           Activation act, Residual res, bool x_view = true) {
   const uint32_t N = w.m.rows;
   auto dx = test::upload(ctx, in.x);
+  if (x_view) dx.try_create_texel_view();
   vk::Buffer dy(ctx, uint64_t(T) * N * 4, vk::Memory::Device, "test y");
   vk::Buffer db, dr;
   View bias{}, r{};
@@ -118,7 +128,8 @@ std::string describe(const std::string& ctx, LinearKernel k, DType dt, uint32_t 
 
 BOOST_FIXTURE_TEST_SUITE(linear, test::NoValidationMessages)
 
-// Every kernel with every dtype, on odd and even shapes, T == 1 and T > 1, with a bias.
+// Every kernel with every dtype, on odd and even shapes, T == 1 and T > 1, with a bias;
+// x with a texel view on even shapes, without on odd ones (CPU kernels read x either way).
 // Each (kernel, dtype, K) is a pipeline to compile (0.1-0.5 s on lavapipe), so the dtypes
 // rotate over the kernels from shape to shape (a Latin square) instead of crossing them:
 // over the first three shapes every kernel meets every dtype.
@@ -137,15 +148,17 @@ BOOST_AUTO_TEST_CASE(all_kernels_and_dtypes_match_cpu) {
   for (auto [label, ctx] : test::all_contexts())
     for (size_t si = 0; si < std::size(shapes); ++si) {
       const Shape& s = shapes[si];
+      const bool x_view = si % 2 == 0;
       for (size_t ki = 0; ki < std::size(kAllKernels); ++ki) {
         const LinearKernel k = kAllKernels[ki];
+        if (!runs(*ctx, k, x_view && s.K % 4 == 0)) continue;
         const DType dt = kAllDTypes[(si + ki) % std::size(kAllDTypes)];
         auto w = make_matrix(*ctx, dt, s.N, s.K, s.K * 31 + s.N);
         for (uint32_t T : s.tokens) {
           auto in = make_inputs(T, s.K, s.N, true, false, T + s.K);
-          auto got = run_gpu(*ctx, k, w, in, T, Activation::None, Residual::None);
+          auto got = run_gpu(*ctx, k, w, in, T, Activation::None, Residual::None, x_view);
           BOOST_TEST(test::max_rel_error(got, reference(in, w, T, Activation::None)) <= kTol,
-                     describe(label, k, dt, T, s.K, s.N));
+                     describe(label, k, dt, T, s.K, s.N) << " x_view=" << x_view);
         }
       }
     }
@@ -173,6 +186,7 @@ BOOST_AUTO_TEST_CASE(fused_epilogues_match_cpu) {
         auto in = make_inputs(T, K, N, e.bias, e.res != Residual::None, 11 * T + static_cast<uint32_t>(e.act));
         auto want = reference(in, w, T, e.act);
         for (LinearKernel k : kAllKernels) {
+          if (!runs(*ctx, k, true)) continue;
           auto got = run_gpu(*ctx, k, w, in, T, e.act, e.res);
           BOOST_TEST(test::max_rel_error(got, want) <= kTol,
                      describe(label, k, DType::F16, T, K, N) << " bias=" << e.bias << " act="
@@ -190,6 +204,7 @@ BOOST_AUTO_TEST_CASE(chunked_weights_match_cpu) {
   for (auto [label, ctx] : test::all_contexts())
     for (size_t ki = 0; ki < std::size(kAllKernels); ++ki) {
       const LinearKernel k = kAllKernels[ki];
+      if (!runs(*ctx, k, true)) continue;
       const DType dt = kAllDTypes[ki % std::size(kAllDTypes)];
       const Residual res = ki % 2 ? Residual::InPlace : Residual::Separate;
       // 3 blocks of 64 rows per chunk: chunks of 192 rows, the last one 2 rows.
@@ -235,16 +250,21 @@ BOOST_AUTO_TEST_CASE(token_split_over_binding_range_of_x) {
   }
 }
 
-// More outputs than one dispatch's 65535 workgroups of 16 rows cover: the texel mat-vec's
-// second dispatch starts inside the chunk's texel view, at texel w_base.
+// More outputs than one dispatch's 65535 workgroups cover (16 rows each for the split-K
+// texel mat-vec, 32 for the rows mat-vec): the second dispatch starts inside the chunk's
+// texel view, at texel w_base.
 BOOST_AUTO_TEST_CASE(texel_matvec_output_blocks) {
   auto& ctx = test::context();
-  const uint32_t K = 8, N = 65535 * 16 + 1000;
+  const uint32_t K = 8, N = 65535 * 32 + 1000;
   auto w = make_matrix(ctx, DType::BF16, N, K, 41);
   BOOST_TEST_REQUIRE(w.m.chunks.size() == 1u);
   auto in = make_inputs(1, K, N, true, false, 43);
-  auto got = run_gpu(ctx, LinearKernel::MatVecTexel, w, in, 1, Activation::None, Residual::None);
-  BOOST_TEST(test::max_rel_error(got, reference(in, w, 1, Activation::None)) <= kTol);
+  const auto want = reference(in, w, 1, Activation::None);
+  for (LinearKernel k : {LinearKernel::MatVecTexel, LinearKernel::MatVecRows}) {
+    if (!runs(ctx, k, true)) continue;
+    auto got = run_gpu(ctx, k, w, in, 1, Activation::None, Residual::None);
+    BOOST_TEST(test::max_rel_error(got, want) <= kTol, kernel_name(k));
+  }
 }
 
 // Declared accesses drive the barriers: in-place residual layers chain with a barrier
@@ -319,13 +339,14 @@ BOOST_AUTO_TEST_CASE(throughput_report) {
   const Shape shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {50257, 768}};
   const char* only = std::getenv("GPTVK_LINEAR_BENCH_ONLY");  // e.g. "gemm f16" to run a subset
   for (uint32_t T : {1u, 128u})
-    for (DType dt : {DType::F32, DType::F16})
+    for (DType dt : {DType::F32, DType::F16, DType::BF16})
       for (const auto& s : shapes) {
         std::string what = std::string(T == 1 ? "matvec " : "gemm ") + dtype_name(dt) + " " + std::to_string(s.N);
         if (only && what.find(only) == std::string::npos) continue;
         auto w = make_matrix(ctx, dt, s.N, s.K, s.N + s.K);
         auto in = make_inputs(T, s.K, s.N, true, false, 3);
         auto dx = test::upload(ctx, in.x), db = test::upload(ctx, in.bias);
+        dx.try_create_texel_view();
         const double flops = 2.0 * T * s.K * s.N;
         // Enough back-to-back dispatches (independent outputs, so no barriers) for ~0.2 s.
         const uint32_t reps = std::clamp<uint32_t>(static_cast<uint32_t>(2e9 / flops), 1, 64);

@@ -23,6 +23,7 @@ struct Kernel {
   uint32_t tokens_per_group = 1;    // workgroup grid: x over tokens ...
   uint32_t outputs_per_group = 1;   // ... y over outputs (mat-vec: x over outputs, y over tokens)
   bool texel = false;               // W binding is a uniform texel buffer (push constant w_base)
+  bool x_texel = false;             // x binding is a uniform texel buffer (push constant x_base)
 };
 
 bool is_cpu(const vk::Context& ctx) { return ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
@@ -56,17 +57,44 @@ Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel) {
   return k;
 }
 
-Kernel gemm_registers(const vk::Context& ctx, DType dtype) {
+// Whether the device runs the kernels that hand values between invocations with
+// subgroupShuffle on workgroups of exactly one subgroup (CPU devices: one SIMD vector).
+bool one_subgroup_shuffles(const vk::Context& ctx) {
+  const auto& caps = ctx.caps();
+  return caps.subgroup_shuffle && caps.subgroup_size >= 4 && caps.subgroup_size <= 16 &&
+         caps.subgroup_size <= caps.max_workgroup_invocations;
+}
+
+// Decode on CPU devices: shaders/common/linear_matvec_rows.glsl, 4 rows per invocation
+// (f16 on GPT-2's LM head: 7.4 GB/s; 2 rows 6.7, 8 rows 7.0).
+Kernel mat_vec_rows(const vk::Context& ctx) {
+  Kernel k;
+  k.kind = LinearKernel::MatVec;  // same grid as the mat-vec: x over outputs, y over tokens
+  k.shader = "linear.matvec_rows";
+  k.texel = k.x_texel = true;
+  k.local = ctx.caps().subgroup_size;
+  const uint32_t rows_per_invocation = 4;
+  k.tile = {rows_per_invocation};
+  k.outputs_per_group = rows_per_invocation * k.local;
+  return k;
+}
+
+Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool w_texel, bool x_texel) {
   const auto& caps = ctx.caps();
   Kernel k;
   k.kind = LinearKernel::GemmRegisters;
   // With subgroups, the broadcast kernel: 17 GFLOP/s (f16 and f32) against 13-15 GFLOP/s
   // for the best plain register tiles. It needs subgroupShuffle; GPUs never get here
   // unless a test forces this kernel.
-  if (is_cpu(ctx) && caps.subgroup_arithmetic && caps.subgroup_shuffle && caps.subgroup_size >= 4 &&
-      caps.subgroup_size <= 16 &&
-      caps.subgroup_size <= caps.max_workgroup_invocations) {
+  // Weights through texel views: 46 GFLOP/s; inputs too: 55.
+  if (is_cpu(ctx) && caps.subgroup_arithmetic && one_subgroup_shuffles(ctx)) {
     k.shader = "linear.gemm_bcast";
+    if (w_texel) {
+      k.shader += "_texel";
+      k.texel = true;
+      k.x_texel = x_texel;
+      if (x_texel) k.shader += "_x";
+    }
     k.local = caps.subgroup_size;
     // f32 words hold half as many weights, so two tokens per invocation fit the registers.
     const uint32_t xt = dtype == DType::F32 ? 2 : 1, tn = 4;
@@ -111,23 +139,37 @@ Kernel gemm_tiled(const vk::Context& ctx) {
   throw DeviceError("linear: the device has too little shared memory for the tiled GEMM");
 }
 
-Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W) {
+// x can be read through its buffer's texel view: one exists and token rows start on whole
+// 16-byte texels.
+bool x_texel_ok(View x, uint32_t K) {
+  return x.buffer->texel_view() != VK_NULL_HANDLE && x.offset % 16 == 0 && K % 4 == 0;
+}
+
+Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x) {
   const uint32_t K = W.cols;
+  const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   if (want == LinearKernel::Auto) {
-    // Texel fetches of W on CPU devices: per CPU-second, f32 3.9 -> 6.7 GB/s on GPT-2's LM
-    // head and 4.4 -> 10.5 on its MLP shapes; f16 3.5 -> 5.7 on the MLP shapes, about even
-    // (3.2 vs 3.0-3.3) on the LM head, where the kernel becomes bound by per-element work.
-    if (T == 1)
-      want = is_cpu(ctx) && W.has_texel_views() ? LinearKernel::MatVecTexel : LinearKernel::MatVec;
+    // CPU devices read through texel views where they can: decode with rows per
+    // invocation (both views), else the split-K texel mat-vec (W's view only: f32 1.7x,
+    // f16 1.3x over storage loads on GPT-2's MLP shapes).
+    if (T == 1 && is_cpu(ctx))
+      want = w_texel && x_texel && one_subgroup_shuffles(ctx) ? LinearKernel::MatVecRows
+             : w_texel                                         ? LinearKernel::MatVecTexel
+                                                               : LinearKernel::MatVec;
+    else if (T == 1)
+      want = LinearKernel::MatVec;
     else
       want = is_cpu(ctx) ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
   }
-  if (want == LinearKernel::MatVecTexel && !W.has_texel_views())
+  if ((want == LinearKernel::MatVecTexel || want == LinearKernel::MatVecRows) && !w_texel)
     throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
+  if (want == LinearKernel::MatVecRows && !(x_texel && one_subgroup_shuffles(ctx)))
+    throw DeviceError("linear: the row mat-vec needs x with a 16-byte aligned texel view and subgroup shuffles");
   Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false, false)
              : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true, false)
              : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true)
-             : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, W.dtype)
+             : want == LinearKernel::MatVecRows    ? mat_vec_rows(ctx)
+             : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, W.dtype, w_texel, x_texel)
                                                    : gemm_tiled(ctx);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
   if (K % 4 != 0) k.shader += "_xs";
@@ -170,7 +212,7 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
 
   vk::Context& ctx = g.context();
   const auto& caps = ctx.caps();
-  const Kernel kernel = choose(ctx, kind, T, W);
+  const Kernel kernel = choose(ctx, kind, T, W, x);
   const bool mat_vec = kernel.kind == LinearKernel::MatVec;
 
   // Token blocks: x, y and r bindings stay within the storage buffer range, and each
@@ -217,10 +259,17 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
                                       has_bias ? 1u : 0u,
                                       res_mode};
         spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
-        const auto& pipeline =
-            ctx.pipelines().get({kernel.shader, spec, 5, kernel.texel ? 16u : 12u, kernel.texel ? 1u << 1 : 0u});
+        const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u);
+        const uint32_t texel_bindings = (kernel.x_texel ? 1u << 0 : 0u) | (kernel.texel ? 1u << 1 : 0u);
+        const auto& pipeline = ctx.pipelines().get({kernel.shader, spec, 5, push_bytes, texel_bindings});
         std::vector<uint32_t> push = {tn, nr, N};
         if (kernel.texel) push.push_back(static_cast<uint32_t>(uint64_t(r0) * W.row_bytes() / 16));
+        // The x texel view covers x's whole buffer; the kernel starts at texel x_base.
+        View xv = xb;
+        if (kernel.x_texel) {
+          xv.texel = x.buffer->texel_view();
+          push.push_back(static_cast<uint32_t>(xb.offset / 16));
+        }
 
         const uint32_t out_groups = (nr + kernel.outputs_per_group - 1) / kernel.outputs_per_group;
         std::array<uint32_t, 3> groups{};
@@ -233,7 +282,7 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
           label += "[t" + std::to_string(t0) + ",o" + std::to_string(col) + "]";
         g.add({label,
                &pipeline,
-               {{xb, Access::Read},
+               {{xv, Access::Read},
                 {wt, Access::Read},
                 {bb, Access::Read},
                 {rb, Access::Read},

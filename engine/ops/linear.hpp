@@ -32,7 +32,12 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // MatVecTexel is the CPU mat-vec reading W through uniform texel buffers (Matrix texel
 // views), which lavapipe fetches vectorised; Auto picks it for T == 1 on CPU devices when W
 // has texel views. Forcing it on a W without them throws DeviceError.
-enum class LinearKernel { Auto, MatVec, MatVecWide, MatVecTexel, GemmRegisters, GemmTiled };
+// MatVecRows is the CPU mat-vec with rows per invocation, reading W and x through texel
+// views (x's buffer needs one: Buffer::try_create_texel_view); Auto picks it for T == 1 on
+// CPU devices when both views exist and the device has subgroup shuffles. Forcing it
+// without them throws DeviceError. On CPU devices GemmRegisters reads W, and x, through
+// their texel views when they have them.
+enum class LinearKernel { Auto, MatVec, MatVecWide, MatVecTexel, MatVecRows, GemmRegisters, GemmTiled };
 
 void linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
                  LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear");

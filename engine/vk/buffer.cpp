@@ -4,6 +4,10 @@
 #include <cstring>
 #include <utility>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 #include "engine/error.hpp"
 #include "engine/vk/check.hpp"
 #include "engine/vk/context.hpp"
@@ -12,6 +16,23 @@ namespace gptvk::vk {
 
 namespace {
 constexpr uint64_t kStagingChunk = 32ull << 20;
+
+// On a CPU device (lavapipe) device memory is plain process memory, and streaming weights
+// through 4 KiB pages costs a TLB miss every 4 KiB: ask for transparent huge pages on the
+// 2 MiB-aligned part of big buffers (before it is first touched). A hint only: where THP is
+// off or unsupported nothing changes.
+void advise_huge_pages(void* p, uint64_t bytes) {
+#ifdef __linux__
+  constexpr uintptr_t kHuge = 2u << 20;
+  if (bytes < 4 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 }  // namespace
@@ -56,6 +77,7 @@ Buffer::Buffer(Context& ctx, uint64_t bytes, Memory memory, const std::string& w
   check(r, ("allocating " + what).c_str());
   check(vkBindBufferMemory(ctx.device(), buffer_, memory_, 0), "binding buffer memory");
   if (map) check(vkMapMemory(ctx.device(), memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "mapping buffer memory");
+  if (mapped_ && caps.unified_memory) advise_huge_pages(mapped_, bytes);
 }
 
 Buffer::~Buffer() { release(); }
@@ -88,10 +110,19 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 
+bool Buffer::can_have_texel_view() const {
+  const Caps& caps = ctx_->caps();
+  return caps.texel_uvec4 && size_ % 16 == 0 && size_ / 16 <= caps.max_texel_buffer_elements;
+}
+
+bool Buffer::try_create_texel_view() {
+  if (can_have_texel_view()) create_texel_view();
+  return texel_view_ != VK_NULL_HANDLE;
+}
+
 void Buffer::create_texel_view() {
   if (texel_view_) return;
-  const Caps& caps = ctx_->caps();
-  if (!caps.texel_uvec4 || size_ % 16 != 0 || size_ / 16 > caps.max_texel_buffer_elements)
+  if (!can_have_texel_view())
     throw std::logic_error("Buffer::create_texel_view: the device cannot view this buffer as uvec4 texels");
   VkBufferViewCreateInfo vci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
   vci.buffer = buffer_;

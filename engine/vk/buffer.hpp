@@ -40,6 +40,10 @@ class Buffer {
   // owned by this buffer. The size must be a multiple of 16 bytes and the caller must have
   // checked caps.texel_uvec4 and caps.max_texel_buffer_elements.
   void create_texel_view();
+  // The same where the device allows it (CPU kernels read activations this way when they
+  // can); returns whether the buffer has a view.
+  bool try_create_texel_view();
+  bool can_have_texel_view() const;
   VkBufferView texel_view() const { return texel_view_; }
 
  private:

@@ -47,7 +47,7 @@ void main() {
       for (uint s = 0u; s < XT; ++s) load_x_word(xr[s], q, x_lo[s], x_hi[s]);
     }
     vec4 lo[TN], hi[TN];
-    for (uint j = 0u; j < TN; ++j) decode(w[wr[j] + q], lo[j], hi[j]);
+    for (uint j = 0u; j < TN; ++j) decode(load_w(wr[j] + q), lo[j], hi[j]);
     for (uint h = 0u; h < (KW == 8u ? 2u : 1u); ++h) {
       vec4 wd[TN];
       for (uint j = 0u; j < TN; ++j) wd[j] = h == 0u ? lo[j] : hi[j];

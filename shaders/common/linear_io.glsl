@@ -24,11 +24,20 @@ layout(push_constant) uniform Push {
 #ifdef TEXEL
   uint w_base;    // first uvec4 texel of this dispatch's rows in the (whole-chunk) texel view
 #endif
+#ifdef X_TEXEL
+  uint x_base;    // first uvec4 texel of x in its buffer's texel view
+#endif
 } pc;
 #define ROWS pc.rows
 #define Y_STRIDE pc.y_stride
 
-#ifdef X_SCALAR
+#if defined(X_TEXEL)
+// x through a texel view of its whole buffer (the host ensures 16-byte aligned rows):
+// lavapipe vectorises the fetch, where a storage-buffer load is a scalar loop over the lanes.
+layout(binding = 0) uniform utextureBuffer x_tex;
+vec4 load_x4(uint e) { return uintBitsToFloat(texelFetch(x_tex, int(pc.x_base + (e >> 2)))); }
+float load_x1(uint e) { return load_x4(e & ~3u)[e & 3u]; }
+#elif defined(X_SCALAR)
 // K is not a multiple of 4, so token rows of x are not 16-byte aligned: scalar loads.
 layout(std430, binding = 0) readonly buffer XBuf { float xs[]; };
 vec4 load_x4(uint e) { return vec4(xs[e], xs[e + 1], xs[e + 2], xs[e + 3]); }
