@@ -1,5 +1,7 @@
 #include "engine/tensor.hpp"
 
+#include "engine/parallel.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -63,10 +65,19 @@ void Matrix::write_rows(uint32_t row0, uint32_t n, const void* src, DType from) 
     uint32_t c = r / rows_per_chunk;
     uint32_t local = r - c * rows_per_chunk;
     uint32_t take = std::min(row0 + n - r, chunk_rows(c) - local);
-    staged.assign(uint64_t(take) * row_bytes(), 0);
-    for (uint32_t i = 0; i < take; ++i)
-      convert(in + uint64_t(r - row0 + i) * src_row, from, staged.data() + uint64_t(i) * row_bytes(), dtype, cols);
-    chunks[c].upload(staged.data(), staged.size(), uint64_t(local) * row_bytes());
+    // Straight into mapped memory where there is some (the padding columns stay as create()
+    // zeroed them), else through a host copy and an upload.
+    char* mapped = static_cast<char*>(chunks[c].mapped());
+    char* out = mapped ? mapped + uint64_t(local) * row_bytes() : nullptr;
+    if (!mapped) {
+      staged.assign(uint64_t(take) * row_bytes(), 0);
+      out = staged.data();
+    }
+    const char* first = in + uint64_t(r - row0) * src_row;
+    parallel_for(take, std::max<size_t>(1, (1u << 18) / std::max(1u, cols)), [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) convert(first + i * src_row, from, out + i * row_bytes(), dtype, cols);
+    });
+    if (!mapped) chunks[c].upload(staged.data(), staged.size(), uint64_t(local) * row_bytes());
     r += take;
   }
 }

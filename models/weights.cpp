@@ -1,5 +1,7 @@
 #include "models/weights.hpp"
 
+#include "engine/parallel.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -147,17 +149,21 @@ class Progress {
 
 // Copies rows [o0, o0 + nb) of the transpose of a [rows_in][cols_out] source (element
 // type T) into dst [nb][rows_in], in square tiles so both sides stay in cache.
+// Output rows are split over the cores.
 template <class T>
 void transpose_block(const std::byte* src, uint64_t rows_in, uint64_t cols_out, uint64_t o0, uint64_t nb, T* dst) {
   constexpr uint64_t kTile = 32;
-  for (uint64_t i0 = 0; i0 < rows_in; i0 += kTile)
-    for (uint64_t j0 = 0; j0 < nb; j0 += kTile) {
-      uint64_t i1 = std::min(rows_in, i0 + kTile), j1 = std::min(nb, j0 + kTile);
-      for (uint64_t i = i0; i < i1; ++i) {
-        const std::byte* row = src + (i * cols_out + o0) * sizeof(T);
-        for (uint64_t j = j0; j < j1; ++j) std::memcpy(&dst[j * rows_in + i], row + j * sizeof(T), sizeof(T));
+  const uint64_t tiles = (nb + kTile - 1) / kTile;
+  parallel_for(tiles, std::max<uint64_t>(1, (1u << 16) / (kTile * std::max<uint64_t>(1, rows_in))), [&](size_t t0, size_t t1) {
+    for (uint64_t j0 = t0 * kTile; j0 < std::min(nb, t1 * kTile); j0 += kTile)
+      for (uint64_t i0 = 0; i0 < rows_in; i0 += kTile) {
+        uint64_t i1 = std::min(rows_in, i0 + kTile), j1 = std::min(nb, j0 + kTile);
+        for (uint64_t i = i0; i < i1; ++i) {
+          const std::byte* row = src + (i * cols_out + o0) * sizeof(T);
+          for (uint64_t j = j0; j < j1; ++j) std::memcpy(&dst[j * rows_in + i], row + j * sizeof(T), sizeof(T));
+        }
       }
-    }
+  });
 }
 
 class Loader {
