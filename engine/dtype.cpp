@@ -4,6 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -76,7 +77,12 @@ __attribute__((target("avx,f16c"))) void f32_to_f16_f16c(const float* in, uint16
   for (; i < n; ++i) out[i] = f32_to_f16(in[i]);
 }
 bool cpu_has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  // AVX with the OS saving YMM state (the builtin checks both), and F16C: CPUID.1 ECX bit
+  // 29 (clang's __builtin_cpu_supports does not know "f16c").
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1u);
+  }();
   return yes;
 }
 #endif
