@@ -1,6 +1,7 @@
 #define BOOST_TEST_MODULE layernorm
 #include "engine/cpu/elementwise.hpp"
 #include "engine/ops/layernorm.hpp"
+#include "tests/support/row_reduce_shapes.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;
@@ -34,17 +35,6 @@ constexpr double kTol = 1e-5;
 const Shape kShapes[] = {{1, 1, 0.0f},    {3, 7, 0.0f},    {65, 96, 0.0f}, {3, 770, 0.0f},
                          {5, 1600, 0.0f}, {4, 768, 10.0f}, {2, 1600, -10.0f}};
 
-// Launch shapes beyond the one the caps choose (8 lanes, one subgroup, on lavapipe): GPU-
-// sized workgroups of several subgroups, trees over counts that are not powers of two, and
-// a single invocation.
-std::vector<ops::RowReduce> launch_shapes(const vk::Context& ctx) {
-  std::vector<ops::RowReduce> v;
-  for (uint32_t local : {1u, 7u, 20u, 64u, 256u}) v.push_back({local, false});
-  if (ctx.caps().subgroup_arithmetic)
-    for (uint32_t n : {1u, 8u, 32u}) v.push_back({n * ctx.caps().subgroup_size, true});
-  return v;
-}
-
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(layernorm, test::NoValidationMessages)
@@ -68,7 +58,7 @@ BOOST_AUTO_TEST_CASE(matches_cpu_on_odd_shapes) {
 
 BOOST_AUTO_TEST_CASE(every_launch_shape) {
   for (auto [label, ctx] : test::all_contexts())
-    for (const auto& shape : launch_shapes(*ctx))
+    for (const auto& shape : test::row_reduce_launch_shapes(*ctx))
       for (const Shape& s : {Shape{3, 7, 0.0f}, Shape{4, 1600, 0.0f}, Shape{2, 770, 10.0f}}) {
         Inputs in(s, 41 + s.C);
         auto b = test::random_floats(in.x.size(), 43 + s.C);

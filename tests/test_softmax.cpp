@@ -4,6 +4,7 @@
 
 #include "engine/cpu/elementwise.hpp"
 #include "engine/ops/softmax.hpp"
+#include "tests/support/row_reduce_shapes.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;
@@ -54,17 +55,6 @@ constexpr double kAbsTol = 1e-6, kRelTol = 1e-5;
 const Shape kShapes[] = {{1, 1, 1.0f},   {3, 7, 1.0f},      {65, 96, 0.125f},
                          {2, 770, 1.0f}, {3, 1600, 0.5f},   {3, 50257, 1.0f}};
 
-// Launch shapes beyond the one the caps choose (8 lanes, one subgroup, on lavapipe): GPU-
-// sized workgroups of several subgroups, trees over counts that are not powers of two, and
-// a single invocation.
-std::vector<ops::RowReduce> launch_shapes(const vk::Context& ctx) {
-  std::vector<ops::RowReduce> v;
-  for (uint32_t local : {1u, 7u, 20u, 64u, 256u}) v.push_back({local, false});
-  if (ctx.caps().subgroup_arithmetic)
-    for (uint32_t n : {1u, 8u, 32u}) v.push_back({n * ctx.caps().subgroup_size, true});
-  return v;
-}
-
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(softmax, test::NoValidationMessages)
@@ -83,7 +73,7 @@ BOOST_AUTO_TEST_CASE(matches_cpu_on_odd_and_vocab_shapes) {
 
 BOOST_AUTO_TEST_CASE(every_launch_shape) {
   for (auto [label, ctx] : test::all_contexts())
-    for (const auto& shape : launch_shapes(*ctx))
+    for (const auto& shape : test::row_reduce_launch_shapes(*ctx))
       for (const Shape& s : {Shape{3, 7, 1.0f}, Shape{2, 1600, 0.5f}, Shape{2, 50257, 1.0f}}) {
         if (ops::row_loop_iterations(s.cols, 2, shape.local) > ops::kCpuLoopBudget) continue;  // see below
         auto x = logits(s, 7 + s.cols);
