@@ -41,9 +41,13 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
   // Inputs of linear layers: CPU devices read them through texel views (engine/ops/linear.hpp).
   for (vk::Buffer* b : {&x_, &h_, &h_last_, &att_, &ff_}) b->try_create_texel_view();
   sample_scratch_ = vk::Buffer(ctx, ops::sample_scratch_bytes(cfg_.vocab_size), vk::Memory::Device, "sampler scratch");
+  // Attention on CPU devices reads q/k/v and the caches through texel views too (engine/ops/attention.hpp).
+  qkv_.try_create_texel_view();
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
     k_cache_.emplace_back(ctx, uint64_t(cfg_.context_length) * C * 4, vk::Memory::Device, "key cache");
     v_cache_.emplace_back(ctx, uint64_t(cfg_.context_length) * C * 4, vk::Memory::Device, "value cache");
+    k_cache_.back().try_create_texel_view();
+    v_cache_.back().try_create_texel_view();
   }
 }
 

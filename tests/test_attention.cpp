@@ -57,7 +57,8 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 // Device state for one layer's attention: a step buffer, the qkv input for up to max_t
 // tokens, the two caches (views at a non-zero, aligned offset of a bigger buffer, as a
 // multi-layer cache would hold them; unwritten rows are NaN so reading one shows up) and
-// the output.
+// the output. qkv and the cache buffer get texel views where the device can make them, as
+// the model's do, so CPU devices run the texel kernel by default.
 struct Rig {
   AttentionShape s;
   uint32_t max_t;
@@ -67,7 +68,7 @@ struct Rig {
 
   Rig(vk::Context& ctx, AttentionShape shape, uint32_t max_tokens) : s(shape), max_t(max_tokens) {
     const size_t C = emb(s);
-    uint64_t align = ctx.caps().storage_offset_alignment;
+    uint64_t align = std::max<uint64_t>(ctx.caps().storage_offset_alignment, 16);
     uint64_t layer = align_up(uint64_t(s.context) * C * 4, align);
     step = vk::Buffer(ctx, sizeof(StepState), vk::Memory::Host, "step");
     qkv = vk::Buffer(ctx, uint64_t(max_t) * 3 * C * 4);
@@ -75,6 +76,8 @@ struct Rig {
     cache = vk::Buffer(ctx, 3 * layer);  // [unused layer][k][v]
     std::vector<float> nan(cache.size() / 4, std::numeric_limits<float>::quiet_NaN());
     cache.upload(nan.data(), cache.size());
+    qkv.try_create_texel_view();
+    cache.try_create_texel_view();
     k_view = View{&cache, layer, uint64_t(s.context) * C * 4};
     v_view = View{&cache, 2 * layer, uint64_t(s.context) * C * 4};
     k_host.assign(s.context * C, 0.0f);
@@ -236,16 +239,19 @@ BOOST_AUTO_TEST_CASE(every_kernel_path) {
     uint32_t sg = caps.subgroup_size;
     std::vector<ops::AttentionKernel> kernels = {
         {false, true, 8}, {false, false, 5}, {false, true, 64}, {false, false, 64}};
+    if (caps.texel_uvec4 && caps.subgroup_arithmetic) kernels.push_back({false, true, sg, true});
     if (caps.subgroup_arithmetic)
       for (ops::AttentionKernel k : {ops::AttentionKernel{true, true, sg}, {true, false, sg},
                                      {true, true, 8 * sg}, {true, false, 3 * sg}})
         if (k.local <= caps.max_workgroup_invocations) kernels.push_back(k);
     for (const auto& k : kernels)
       for (bool fused : {false, true}) {
-        Mode mode{std::string(k.subgroup ? "subgroup" : "shared") + (k.vec4 ? "_vec4" : "") + " local=" +
+        Mode mode{std::string(k.subgroup ? "subgroup" : "shared") + (k.texel ? "_texel" : k.vec4 ? "_vec4" : "") +
+                      " local=" +
                       std::to_string(k.local) + (fused ? " fused" : ""),
                   fused, k};
-        for (const auto& s : shapes) check_sequence(*ctx, label, s, mode, 37, 2, 5);
+        for (const auto& s : shapes)
+          if (!k.vec4 || s.head_dim % 4 == 0) check_sequence(*ctx, label, s, mode, 37, 2, 5);
       }
   }
 }
@@ -265,6 +271,35 @@ BOOST_AUTO_TEST_CASE(refuses_impossible_kernels) {
   BOOST_CHECK_THROW(add({false, false, 4096}), std::logic_error);  // workgroup too large
   add({false, false, 8});
   BOOST_TEST(g.size() == 1u);
+}
+
+// The texel kernel needs texel views of qkv and both caches at 16-byte aligned offsets; the
+// default choice falls back to storage loads without them, a forced texel kernel is refused.
+BOOST_AUTO_TEST_CASE(texel_kernel_needs_aligned_texel_views) {
+  auto& ctx = test::context();
+  if (!ctx.caps().texel_uvec4 || !ctx.caps().subgroup_arithmetic) return;
+  const AttentionShape s{2, 32, 16};
+  Rig rig(ctx, s, 1);
+  const ops::AttentionKernel texel{false, true, ctx.caps().subgroup_size, true};
+  View qkv = whole(rig.qkv), step = whole(rig.step), out = whole(rig.out);
+  View k_odd = rig.k_view;
+  k_odd.offset -= 4;  // still a valid storage range, but not on a texel boundary
+  vk::Buffer plain_qkv(ctx, rig.qkv.size());  // no texel view
+  BOOST_TEST(ops::texel_views_ok(qkv, rig.k_view, rig.v_view));
+  BOOST_TEST(!ops::texel_views_ok(qkv, k_odd, rig.v_view));
+  BOOST_TEST(!ops::texel_views_ok(whole(plain_qkv), rig.k_view, rig.v_view));
+  Graph g(ctx);
+  BOOST_CHECK_THROW(ops::attention_with(g, texel, false, qkv, step, k_odd, rig.v_view, out, 1, s, "a"),
+                    std::logic_error);
+  BOOST_CHECK_THROW(ops::attention_with(g, texel, true, whole(plain_qkv), step, rig.k_view, rig.v_view, out, 1, s, "a"),
+                    std::logic_error);
+  BOOST_CHECK_THROW(ops::attention_with(g, {false, true, 2 * texel.local, true}, true, qkv, step, rig.k_view,
+                                        rig.v_view, out, 1, s, "a"),
+                    std::logic_error);  // more than one subgroup
+  BOOST_TEST(g.size() == 0u);
+  bool cpu = ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  BOOST_TEST(ops::attention_kernel(ctx, s, true).texel == cpu);
+  BOOST_TEST(!ops::attention_kernel(ctx, s, false).texel);
 }
 
 // Timing, only with GPTVK_ATTN_BENCH=1 (run with GPTVK_TEST_VALIDATION=0 for meaningful

@@ -45,8 +45,13 @@ struct AttentionKernel {
   bool subgroup = false;  // lanes split the head dims, one subgroupAdd per key; else one key per invocation
   bool vec4 = false;      // 16-byte cache loads (head_dim % 4 == 0)
   uint32_t local = 8;     // workgroup size; with subgroup a multiple of the subgroup size
+  bool texel = false;     // one key per invocation with vec4 texel fetches of qkv and the caches,
+                          // whose buffers then need texel views and 16-byte aligned views
 };
-AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s);
+// `texel_views`: the caller's qkv and cache views can be read through texel views
+// (texel_views_ok), which CPU devices then use.
+AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool texel_views = false);
+bool texel_views_ok(View qkv, View k_cache, View v_cache);
 
 // attention (append = false) or kv_append_attention (append = true) with a given kernel;
 // throws std::logic_error when the kernel does not fit the device or the shape.
