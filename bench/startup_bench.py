@@ -3,8 +3,10 @@
 
 Times a whole process, `gpt-vk generate --config CFG --prompt x --max-tokens 1
 --temperature 0`, from launch to exit (the first token is the last thing it does):
-"cold" with GPTVK_CACHE_DIR pointing at a new empty directory (no pipeline cache), "warm"
-right after with the same directory. The weights file is read from the OS page cache in
+"cold" with every shader cache pointing at a new empty directory (gpt-vk's pipeline cache,
+GPTVK_CACHE_DIR, and the driver's own: Mesa's MESA_SHADER_CACHE_DIR, where lavapipe keeps
+the machine code it JIT-compiles at a pipeline's first dispatch, and NVIDIA's
+__GL_SHADER_DISK_CACHE_PATH), "warm" right after with the same directory. The weights file is read from the OS page cache in
 both cases after the first run (dropping it would disturb the other jobs on the machine),
 so "cold" means a cold pipeline cache, not a cold disk. Peak memory is /usr/bin/time -v's
 "Maximum resident set size" (on lavapipe device memory is host memory, so it includes the
@@ -33,7 +35,9 @@ def measure(gptvk, config, repeats=3, timeout_s=300, log=None):
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="gptvk-cache-") as cache:
             for kind in ("cold", "warm"):
-                o = bench_proc.run(cmd, timeout_s, env={"GPTVK_CACHE_DIR": cache}, log=log)
+                env = {"GPTVK_CACHE_DIR": cache, "MESA_SHADER_CACHE_DIR": cache,
+                       "__GL_SHADER_DISK_CACHE_PATH": cache}
+                o = bench_proc.run(cmd, timeout_s, env=env, log=log)
                 if o.error:
                     runs["error"] = f"{kind}: {o.error}"
                     return runs

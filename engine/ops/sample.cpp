@@ -88,8 +88,14 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
   require_bytes(step, sizeof(StepState), "step", name);
   require_bytes(scratch, uint64_t(count) * sample_scratch_bytes(vocab), "scratch", name);
   Shape s = shape_for(g.context(), vocab);
+  // Which stages the parameters use, as a specialization constant (shaders/sample.comp,
+  // FILTERS): the driver compiles only those. The whole sampler took 1.5 s of lavapipe's
+  // JIT at a cold start, greedy alone a few milliseconds.
+  const bool greedy = p.temperature == 0.0f;
+  const uint32_t filters = greedy ? 0u
+                                  : 1u | (p.top_k > 0 && p.top_k < vocab ? 2u : 0u) | (p.top_p < 1.0f ? 4u : 0u);
   const auto& pipe = g.context().pipelines().get(
-      {s.variant("sample"), {s.local, vocab, s.slots, batch ? 1u : 0u, scratch_stride_words(vocab)}, 4, 20});
+      {s.variant("sample"), {s.local, vocab, s.slots, batch ? 1u : 0u, scratch_stride_words(vocab), filters}, 4, 20});
   std::vector<uint32_t> push = {bits(p.temperature), p.top_k, bits(p.top_p), static_cast<uint32_t>(p.seed),
                                 static_cast<uint32_t>(p.seed >> 32)};
   g.add({name,
