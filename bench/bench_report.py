@@ -134,9 +134,12 @@ def _startup_section(st):
         "",
         f"`gpt-vk generate --config {os.path.basename(st['config'])} --prompt x --max-tokens 1 --temperature 0` "
         f"({st['shape']}, random weights, f16 on the device), timed from process launch to exit; median of "
-        f"{st['repeats']}. Cold: `GPTVK_CACHE_DIR` is a new empty directory (no pipeline cache); warm: the same "
-        f"directory again. The weights file comes from the OS page cache both times. \"load\" is the "
-        f"model-loading time gpt-vk reports on stderr.",
+        f"{st['repeats']}. Cold: gpt-vk's pipeline cache (`GPTVK_CACHE_DIR`) and the driver's shader cache "
+        f"(`MESA_SHADER_CACHE_DIR`: lavapipe JIT-compiles each pipeline at its first dispatch and keeps the "
+        f"machine code there) are a new empty directory; warm: the same directory again. Greedy decoding, so "
+        f"the sampler's filter stages are not compiled; with `generate`'s default top-k/top-p a cold start "
+        f"compiles them too (~0.6 s more on lavapipe). The weights file comes from the OS page cache both "
+        f"times. \"load\" is the model-loading time gpt-vk reports on stderr.",
         "",
     ]
     if st.get("error"):

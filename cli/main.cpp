@@ -33,6 +33,19 @@ int main(int argc, char** argv) {
     sub->add_flag("--validation", common.validation, "enable the Khronos validation layer (debugging)");
   }
 
+  // CLI11 would report a mistyped command as "A subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "gpt-vk: unknown command '%s' (commands: %s; see gpt-vk --help)\n", argv[1], names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -460,7 +460,8 @@ BOOST_AUTO_TEST_CASE(missing_required_flag) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1"}), {2, {"--out"}});
 }
 // CLI11 words it as "A subcommand is required" (cli/main.cpp could name 'train').
-BOOST_AUTO_TEST_CASE(unknown_command) { check(run_cli({"train"}), {2, {"subcommand"}}); }
+BOOST_AUTO_TEST_CASE(unknown_command) { check(run_cli({"train"}), {2, {"unknown command 'train'", "generate"}}); }
+BOOST_AUTO_TEST_CASE(no_command) { check(run_cli({}), {2, {"subcommand"}}); }
 BOOST_AUTO_TEST_CASE(bad_forced_limits) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},
                 {"GPTVK_FORCE=max_range=lots"}),
