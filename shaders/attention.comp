@@ -274,7 +274,7 @@ void main() {
 #if TEXEL
   // The workgroup is one subgroup: merge its streams with subgroup arithmetic, every index
   // into acc a constant (the shared merge below indexes acc by a loop variable, which on
-  // lavapipe moves the whole array to per-lane scratch memory: 3x slower key loop). An
+  // lavapipe moves the whole array to per-lane scratch memory: 2x slower attention). An
   // idle stream (lid >= n_keys) has weight exp(NEG_BIG - M) = 0.
   float f = exp(m - subgroupMax(m));
   float inv = 1.0 / subgroupAdd(l * f);

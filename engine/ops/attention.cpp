@@ -55,8 +55,8 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
   AttentionKernel k;
   if (cpu && texel_views && s.head_dim % 4 == 0 && caps.subgroup_arithmetic && sg <= caps.max_workgroup_invocations) {
     // One SIMD vector per (head, query), a key per lane, every key and value a vectorised
-    // texel fetch: GPT-2 small's decode attention 5.2 -> 1.x ms per token on lavapipe, and
-    // no per-key reduction across lanes.
+    // texel fetch, no per-key reduction across lanes: GPT-2 small's attention on lavapipe
+    // 5.2 -> 3.5 ms per decoded token, 109 -> 59 ms for a 128-token prefill.
     k.texel = k.vec4 = true;
     k.local = sg;
     return k;
