@@ -25,18 +25,16 @@
 // VEC = 4 reads the caches as vec4 (HD % 4 == 0): on lavapipe every load of a
 // non-uniform address is a loop over the SIMD lanes, so 16-byte loads cost about a quarter
 // of four float loads.
-// TEXEL = 1 (the shared variant's key loop, VEC = 4, one subgroup per workgroup): keys and
-// values are fetched through uvec4 texel views of qkv and the caches (bindings 5-7, first
-// texel of each view in the push constants), which lavapipe vectorises across the lanes
-// where a storage load is a loop over them, and the streams merge by subgroup arithmetic.
-// Writes (the appended rows, the output) still go through the storage bindings.
-// Grid: (n_heads, T). Workgroup: local_size_x (spec 0).
+//   texel:    (CPU devices) like shared, but keys and values are texel fetches, QB queries
+//             share each fetch, and the streams merge by subgroup arithmetic
+//             (common/attention_texel.glsl).
+// Grid: (n_heads, T), texel: (n_heads, ceil(T / QB)). Workgroup: local_size_x (spec 0).
 
 //! variant subgroup USE_SUBGROUP=1 VEC=1
 //! variant subgroup_vec4 USE_SUBGROUP=1 VEC=4
 //! variant shared USE_SUBGROUP=0 VEC=1
 //! variant shared_vec4 USE_SUBGROUP=0 VEC=4
-//! variant shared_texel USE_SUBGROUP=0 VEC=4 TEXEL=1
+//! variant texel USE_SUBGROUP=0 VEC=4 TEXEL=1
 
 #ifndef TEXEL
 #define TEXEL 0
@@ -55,6 +53,7 @@ layout(constant_id = 4) const float SCALE = 0.125;   // 1 / sqrt(HD)
 layout(constant_id = 5) const uint SG = 8;           // subgroup variant: the device's subgroup size
 layout(constant_id = 6) const uint CHUNK = 64;       // shared variant: dims merged per pass
 layout(constant_id = 7) const bool APPEND = false;   // also append this step's keys/values
+layout(constant_id = 8) const uint QB = 1;           // texel variant: queries per workgroup (1-4)
 
 #if VEC == 4
 #define VT vec4
@@ -83,22 +82,7 @@ const float NEG_BIG = -1.0e30;
 // Element `col` (h * HDV + e) of key / value j. The caller's `from_qkv` is a constant at
 // every call site, so after inlining no load carries a branch (on lavapipe a branch around
 // a load would run both sides' per-lane load loops).
-#if TEXEL
-layout(binding = 5) uniform utextureBuffer qkv_tex;
-layout(binding = 6) uniform utextureBuffer k_tex;
-layout(binding = 7) uniform utextureBuffer v_tex;
-layout(push_constant) uniform Push {
-  uint qkv_base, k_base, v_base;  // first texel of each view in its buffer's texel view
-} pc;
-VT key_at(uint j, uint pos0, uint col, bool from_qkv) {
-  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + CV + col))
-                                  : texelFetch(k_tex, int(pc.k_base + j * CV + col)));
-}
-VT value_at(uint j, uint pos0, uint col, bool from_qkv) {
-  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + 2 * CV + col))
-                                  : texelFetch(v_tex, int(pc.v_base + j * CV + col)));
-}
-#else
+#if !TEXEL  // (the texel kernel fetches its own: common/attention_texel.glsl)
 VT key_at(uint j, uint pos0, uint col, bool from_qkv) {
   return from_qkv ? qkv[(j - pos0) * 3 * CV + CV + col] : k_cache[j * CV + col];
 }
@@ -220,15 +204,17 @@ void main() {
   }
 }
 
-#else  // shared, texel: one key per invocation
+#elif TEXEL
+
+#include "common/attention_texel.glsl"
+
+#else  // shared
 
 const uint WG = gl_WorkGroupSize.x;
 
-#if !TEXEL
 shared float sh_m[WG];
 shared float sh_l[WG];
 shared float sh_acc[WG * CHUNK];
-#endif
 
 // This stream's state: the whole (scaled) query in registers, the running max, sum and
 // accumulator.
@@ -271,19 +257,6 @@ void main() {
     key_range(0, n_keys, pos0, h, false);
   }
 
-#if TEXEL
-  // The workgroup is one subgroup: merge its streams with subgroup arithmetic, every index
-  // into acc a constant (the shared merge below indexes acc by a loop variable, which on
-  // lavapipe moves the whole array to per-lane scratch memory: 2x slower attention). An
-  // idle stream (lid >= n_keys) has weight exp(NEG_BIG - M) = 0.
-  float f = exp(m - subgroupMax(m));
-  float inv = 1.0 / subgroupAdd(l * f);
-  uint o = t * CV + h * HDV;
-  for (uint e = 0; e < HDV; ++e) {
-    VT v = subgroupAdd(acc[e] * f) * inv;
-    if (e % WG == lid) out_[o + e] = v;
-  }
-#else
   // Merge the WG streams; an idle stream (lid >= n_keys) has weight exp(NEG_BIG - M) = 0.
   sh_m[lid] = m;
   barrier();
@@ -312,7 +285,6 @@ void main() {
     }
     barrier();  // the next pass overwrites sh_acc
   }
-#endif
 }
 
 #endif

@@ -239,17 +239,17 @@ BOOST_AUTO_TEST_CASE(every_kernel_path) {
     uint32_t sg = caps.subgroup_size;
     std::vector<ops::AttentionKernel> kernels = {
         {false, true, 8}, {false, false, 5}, {false, true, 64}, {false, false, 64}};
-    if (caps.texel_uvec4 && caps.subgroup_arithmetic) kernels.push_back({false, true, sg, true});
+    if (caps.texel_uvec4 && caps.subgroup_arithmetic)
+      for (uint32_t queries : {1u, 3u}) kernels.push_back({false, true, sg, true, queries});  // 4: the default
     if (caps.subgroup_arithmetic)
       for (ops::AttentionKernel k : {ops::AttentionKernel{true, true, sg}, {true, false, sg},
                                      {true, true, 8 * sg}, {true, false, 3 * sg}})
         if (k.local <= caps.max_workgroup_invocations) kernels.push_back(k);
     for (const auto& k : kernels)
       for (bool fused : {false, true}) {
-        Mode mode{std::string(k.subgroup ? "subgroup" : "shared") + (k.texel ? "_texel" : k.vec4 ? "_vec4" : "") +
-                      " local=" +
-                      std::to_string(k.local) + (fused ? " fused" : ""),
-                  fused, k};
+        std::string kind = k.texel ? "texel queries=" + std::to_string(k.queries)
+                                   : std::string(k.subgroup ? "subgroup" : "shared") + (k.vec4 ? "_vec4" : "");
+        Mode mode{kind + " local=" + std::to_string(k.local) + (fused ? " fused" : ""), fused, k};
         for (const auto& s : shapes)
           if (!k.vec4 || s.head_dim % 4 == 0) check_sequence(*ctx, label, s, mode, 37, 2, 5);
       }
@@ -296,6 +296,9 @@ BOOST_AUTO_TEST_CASE(texel_kernel_needs_aligned_texel_views) {
   BOOST_CHECK_THROW(ops::attention_with(g, {false, true, 2 * texel.local, true}, true, qkv, step, rig.k_view,
                                         rig.v_view, out, 1, s, "a"),
                     std::logic_error);  // more than one subgroup
+  BOOST_CHECK_THROW(ops::attention_with(g, {false, true, texel.local, true, 5}, true, qkv, step, rig.k_view,
+                                        rig.v_view, out, 1, s, "a"),
+                    std::logic_error);  // more queries per workgroup than the shader holds
   BOOST_TEST(g.size() == 0u);
   bool cpu = ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   BOOST_TEST(ops::attention_kernel(ctx, s, true).texel == cpu);

@@ -59,6 +59,7 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
     // 5.2 -> 3.5 ms per decoded token, 109 -> 59 ms for a 128-token prefill.
     k.texel = k.vec4 = true;
     k.local = sg;
+    k.queries = 4;  // 512-token prefill of GPT-2 small: attention 643 ms with 1, 445 with 2, 355 with 4
     return k;
   }
   k.subgroup = caps.subgroup_arithmetic;
@@ -98,6 +99,9 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
     fail("texel fetches are for the one-key-per-invocation vec4 kernel of one subgroup (with subgroup arithmetic)");
   if (k.texel && !texel_views_ok(qkv, k_cache, v_cache))
     fail("texel fetches need texel views of qkv and the caches, and 16-byte aligned views");
+  if (k.queries < 1 || k.queries > 4 || (k.queries > 1 && !k.texel)) fail("queries per workgroup: 1-4, texel kernel only");
+  // Decode gets one query per workgroup (nothing to share a key with).
+  const uint32_t qb = T == 1 ? 1 : k.queries;
 
   // The shared variant merges `chunk` dims per pass: as many as fit (a multiple of vec).
   uint32_t chunk = vec;
@@ -110,13 +114,14 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
   }
   if (shared_bytes(k, sg, s, chunk) > caps.shared_memory_bytes) fail("shared memory exceeds the device's");
 
-  std::string shader = std::string("attention.") + (k.subgroup ? "subgroup" : "shared") +
-                       (k.texel ? "_texel" : k.vec4 ? "_vec4" : "");
+  std::string shader = k.texel ? std::string("attention.texel")
+                               : std::string("attention.") + (k.subgroup ? "subgroup" : "shared") + (k.vec4 ? "_vec4" : "");
   float scale = 1.0f / std::sqrt(float(s.head_dim));
-  const std::vector<uint32_t> spec = {k.local, s.head_dim, C, s.context, vk::spec_f32(scale), sg, chunk, append ? 1u : 0u};
+  std::vector<uint32_t> spec = {k.local, s.head_dim, C, s.context, vk::spec_f32(scale), sg, chunk, append ? 1u : 0u};
+  if (k.texel) spec.push_back(qb);
   // The texel kernel also reads qkv and the caches through texel views of their whole
   // buffers (bindings 5-7), starting at the texels the push constants name.
-  const auto& p = g.context().pipelines().get(k.texel ? vk::PipelineDesc{shader, spec, 8, 12, 0b11100000u}
+  const auto& p = g.context().pipelines().get(k.texel ? vk::PipelineDesc{shader, spec, 8, 16, 0b11100000u}
                                                       : vk::PipelineDesc{shader, spec, 5, 0});
   // With append the caches are written too (rows pos0..pos0+T-1, known only on the device).
   Access cache_access = append ? Access::ReadWrite : Access::Read;
@@ -126,14 +131,16 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
                            {v_cache, cache_access},
                            {out, Access::Write}};
   std::vector<uint32_t> push;
-  if (k.texel)
+  if (k.texel) {
     for (View v : {qkv, k_cache, v_cache}) {
       View t = v;
       t.texel = v.buffer->texel_view();
       args.push_back({t, Access::Read});
       push.push_back(static_cast<uint32_t>(v.offset / 16));
     }
-  g.add({name, &p, std::move(args), {s.n_heads, T, 1}, std::move(push)});
+    push.push_back(T);
+  }
+  g.add({name, &p, std::move(args), {s.n_heads, (T + qb - 1) / qb, 1}, std::move(push)});
 }
 
 void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T, AttentionShape s,

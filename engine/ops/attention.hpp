@@ -47,6 +47,7 @@ struct AttentionKernel {
   uint32_t local = 8;     // workgroup size; with subgroup a multiple of the subgroup size
   bool texel = false;     // one key per invocation with vec4 texel fetches of qkv and the caches,
                           // whose buffers then need texel views and 16-byte aligned views
+  uint32_t queries = 1;   // texel: queries per workgroup when T > 1 (1-4), each key fetched once for all
 };
 // `texel_views`: the caller's qkv and cache views can be read through texel views
 // (texel_views_ok), which CPU devices then use.

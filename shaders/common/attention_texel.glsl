@@ -1,0 +1,123 @@
+// Attention for CPU devices (lavapipe), included by shaders/attention.comp (TEXEL, VEC = 4).
+// The workgroup is one subgroup, i.e. one SIMD vector on lavapipe. Each invocation takes
+// whole keys in turn (key j = begin + lane, + WG, ...) and keeps an online-softmax stream
+// per query; the streams merge once at the end by subgroup arithmetic.
+//   - Keys and values are fetched through uvec4 texel views of qkv and the caches
+//     (bindings 5-7, first texel of each in the push constants): lavapipe vectorises a
+//     texel fetch across the lanes, where a storage load is a loop over them.
+//   - A workgroup serves QB consecutive queries of one head and every fetched key and value
+//     is used by all of them, so a prefill fetches each key a QB-th as often. (Decode: QB=1.)
+//   - Every index into the private arrays is a constant after unrolling (the query index
+//     by the Q() macros below): on lavapipe an array indexed by a loop variable the compiler
+//     keeps moves to per-lane scratch memory, which doubled the attention time.
+// Writes (the appended rows, the output) go through the storage bindings.
+
+layout(binding = 5) uniform utextureBuffer qkv_tex;
+layout(binding = 6) uniform utextureBuffer k_tex;
+layout(binding = 7) uniform utextureBuffer v_tex;
+layout(push_constant) uniform Push {
+  uint qkv_base, k_base, v_base;  // first texel of each view in its buffer's texel view
+  uint T;                         // queries (tokens) in this step
+} pc;
+
+const uint WG = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
+
+// Element `col` (h * HDV + e) of key / value j; from_qkv is a constant at every call site.
+vec4 key_at(uint j, uint pos0, uint col, bool from_qkv) {
+  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + CV + col))
+                                  : texelFetch(k_tex, int(pc.k_base + j * CV + col)));
+}
+vec4 value_at(uint j, uint pos0, uint col, bool from_qkv) {
+  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + 2 * CV + col))
+                                  : texelFetch(v_tex, int(pc.v_base + j * CV + col)));
+}
+
+// Per query i < QB: the scaled query (the same in every invocation), the number of keys it
+// sees (causal), and this invocation's stream: running max, sum and accumulator.
+vec4 q[QB][HDV];
+uint n_keys[QB];
+float m[QB], l[QB];
+vec4 acc[QB][HDV];
+
+// Statement S for each query index i < QB, i a literal.
+#define Q(S)                \
+  {                         \
+    const uint i = 0u;      \
+    S                       \
+  }                         \
+  if (QB > 1u) {            \
+    const uint i = min(1u, QB - 1u); \
+    S                       \
+  }                         \
+  if (QB > 2u) {            \
+    const uint i = min(2u, QB - 1u); \
+    S                       \
+  }                         \
+  if (QB > 3u) {            \
+    const uint i = min(3u, QB - 1u); \
+    S                       \
+  }
+
+// Keys begin..end-1, all from the caches or all from qkv, one per invocation in turn; query i
+// takes key j only if j < n_keys[i].
+void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
+  for (uint j = begin + gl_SubgroupInvocationID; j < end; j += WG) {
+    float s[QB];
+    Q(s[i] = 0.0;)
+    for (uint e = 0; e < HDV; ++e) {
+      vec4 k = key_at(j, pos0, h * HDV + e, from_qkv);
+      Q(s[i] += dot(q[i][e], k);)
+    }
+    float p[QB];
+    Q(if (j < n_keys[i] && s[i] > m[i]) {  // new max: rescale what was summed so far
+        float corr = exp(m[i] - s[i]);
+        l[i] *= corr;
+        for (uint e = 0; e < HDV; ++e) acc[i][e] *= corr;
+        m[i] = s[i];
+      }
+      p[i] = j < n_keys[i] ? exp(s[i] - m[i]) : 0.0;
+      l[i] += p[i];)
+    for (uint e = 0; e < HDV; ++e) {
+      vec4 v = value_at(j, pos0, h * HDV + e, from_qkv);
+      Q(acc[i][e] += p[i] * v;)
+    }
+  }
+}
+
+void main() {
+  uint h = gl_WorkGroupID.x, t0 = gl_WorkGroupID.y * QB;
+  uint pos0 = step_pos;
+  uint lane = gl_SubgroupInvocationID;
+  // Queries past T (the last block of a T not divisible by QB) repeat query T - 1 and are
+  // neither appended nor stored.
+  Q(uint t = min(t0 + i, pc.T - 1u);
+    if (t0 + i < pc.T) append_slice(h, t, pos0, lane);
+    n_keys[i] = min(pos0 + t + 1u, CONTEXT);
+    for (uint e = 0; e < HDV; ++e) {
+      q[i][e] = qkv[t * 3 * CV + h * HDV + e] * SCALE;
+      acc[i][e] = vec4(0.0);
+    }
+    m[i] = NEG_BIG;
+    l[i] = 0.0;)
+  // Keys below pos0 come from the caches, this step's from qkv; the block's last query sees
+  // the most keys.
+  uint n_max = n_keys[QB - 1u];
+  if (APPEND) {
+    key_range(0, min(pos0, n_max), pos0, h, false);
+    key_range(pos0, n_max, pos0, h, true);
+  } else {
+    key_range(0, n_max, pos0, h, false);
+  }
+
+  // Merge each query's streams; a stream that took no key of it has l = 0, acc = 0 and
+  // weight exp(NEG_BIG - M) = 0.
+  Q(if (t0 + i < pc.T) {
+      float f = exp(m[i] - subgroupMax(m[i]));
+      float inv = 1.0 / subgroupAdd(l[i] * f);
+      uint o = (t0 + i) * CV + h * HDV;
+      for (uint e = 0; e < HDV; ++e) {
+        vec4 v = subgroupAdd(acc[i][e] * f) * inv;
+        if (e % WG == lane) out_[o + e] = v;
+      }
+    })
+}
