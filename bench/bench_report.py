@@ -138,7 +138,7 @@ def _startup_section(st):
         f"(`MESA_SHADER_CACHE_DIR`: lavapipe JIT-compiles each pipeline at its first dispatch and keeps the "
         f"machine code there) are a new empty directory; warm: the same directory again. Greedy decoding, so "
         f"the sampler's filter stages are not compiled; with `generate`'s default top-k/top-p a cold start "
-        f"compiles them too (~0.6 s more on lavapipe). The weights file comes from the OS page cache both "
+        f"compiles them too (~0.7 s more on lavapipe). The weights file comes from the OS page cache both "
         f"times. \"load\" is the model-loading time gpt-vk reports on stderr.",
         "",
     ]
