@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "engine/error.hpp"
 #include "models/weights.hpp"
@@ -37,7 +38,8 @@ std::string default_config_path() {
   throw UsageError("no --config given and the bundled default model (models/default/config.toml) was not found");
 }
 
-ModelSession open_model(const Common& common, const ModelFlags& flags, bool allow_random, uint32_t max_chunk) {
+ModelSession open_model(const Common& common, const ModelFlags& flags, bool allow_random, uint32_t max_chunk,
+                        const ops::SamplingParams* sampling) {
   auto t0 = std::chrono::steady_clock::now();
   ModelSession s;
   s.cfg = load_config(flags.config.empty() ? default_config_path() : flags.config);
@@ -47,6 +49,8 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, bool allo
   o.device_index = common.device;
   o.validation = common.validation;
   s.ctx = std::make_unique<vk::Context>(o);
+  std::optional<ops::SamplerWarmUp> warm_up;
+  if (sampling) warm_up.emplace(*s.ctx, s.cfg.vocab_size, *sampling);
   ModelWeights w;
   if (allow_random && !fs::exists(weights)) {
     std::fprintf(stderr, "gpt-vk: weights file %s not found: using deterministic random weights\n", weights.c_str());

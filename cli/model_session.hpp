@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "engine/ops/sample.hpp"
 #include "engine/vk/context.hpp"
 #include "models/config.hpp"
 #include "models/gpt_model.hpp"
@@ -34,9 +35,10 @@ struct ModelSession {
 };
 
 // Opens the device, parses the config and loads the weights. With `allow_random`, a
-// missing weights file means deterministic random weights (said on stderr).
+// missing weights file means deterministic random weights (said on stderr). With `sampling`,
+// the sampler for those parameters is compiled while the weights load (ops::SamplerWarmUp).
 ModelSession open_model(const Common& common, const ModelFlags& flags, bool allow_random = false,
-                        uint32_t max_chunk = 256);
+                        uint32_t max_chunk = 256, const ops::SamplingParams* sampling = nullptr);
 
 // The config's tokenizer; InputError when the config has no [tokenizer] section.
 Tokenizer load_tokenizer(const ModelConfig& cfg);

@@ -433,6 +433,17 @@ BOOST_AUTO_TEST_CASE(bench_lengths_beyond_context) {
         {2, {"74", "context of 73"}});
 }
 
+// Counts that must be at least 1 say so (CLI11's PositiveNumber said "not in range 0 to 1.8e308").
+BOOST_AUTO_TEST_CASE(zero_counts) {
+  check(run_cli({"bench", "--config", fixture_with("", ""), "--repeats", "0"}), {2, {"--repeats", "not in range 1 to"}});
+  check(run_cli({"generate", "--config", fixture_with("", ""), "--prompt", "x", "--max-tokens", "0"}),
+        {2, {"--max-tokens", "not in range 1 to"}});
+}
+// Sampling parameters are checked before the weights load (the sampler warm-up starts first).
+BOOST_AUTO_TEST_CASE(top_p_zero) {
+  check(run_cli({"generate", "--config", fixture_with("", ""), "--prompt", "x", "--top-p", "0"}), {2, {"top-p"}});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(device_and_usage, Rows)

@@ -334,8 +334,31 @@ BOOST_AUTO_TEST_CASE(frequencies_match_softmax) {
 
 BOOST_AUTO_TEST_CASE(bad_params_are_rejected) {
   for (const SamplingParams& p : {SamplingParams{-1.0f}, SamplingParams{1.0f, 0, 0.0f},
-                                  SamplingParams{1.0f, 0, 1.5f}, SamplingParams{std::nanf("")}})
+                                  SamplingParams{1.0f, 0, 1.5f}, SamplingParams{std::nanf("")}}) {
     BOOST_CHECK_THROW(ops::check_sampling_params(p), UsageError);
+    for (auto [label, ctx] : test::all_contexts()) BOOST_CHECK_THROW(ops::SamplerWarmUp(*ctx, 100, p), UsageError);
+  }
+}
+
+// A warm-up draw still in flight (its own buffers, the same pipeline) changes nothing about
+// the draws of a sampler recorded meanwhile, and leaves no validation messages.
+BOOST_AUTO_TEST_CASE(warm_up_leaves_draws_unchanged) {
+  for (auto [label, ctx] : test::all_contexts()) {
+    auto x = lm_logits(50257, 21, 2.5f);
+    SamplingParams p{0.8f, 40, 0.95f, 9};
+    std::vector<uint32_t> plain, warmed;
+    {
+      Sampler s(*ctx, x, p);
+      for (int i = 0; i < 4; ++i) plain.push_back(s.next());
+    }
+    {
+      ops::SamplerWarmUp warm(*ctx, 50257, p);
+      Sampler s(*ctx, x, p);
+      for (int i = 0; i < 4; ++i) warmed.push_back(s.next());
+    }
+    BOOST_TEST(warmed == plain, label);
+    check_against_cpu(x, p, 0, warmed, label + " after a warm-up");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

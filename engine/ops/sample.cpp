@@ -129,6 +129,21 @@ void sample_many(Graph& g, View logits, View ids, View step, View scratch, uint3
   add_sampler(g, logits, ids, step, scratch, vocab, count, true, p, name);
 }
 
+SamplerWarmUp::SamplerWarmUp(vk::Context& ctx, uint32_t vocab, const SamplingParams& p)
+    : logits_(ctx, uint64_t(vocab) * 4, vk::Memory::Device, "sampler warm-up logits"),
+      ids_(ctx, 4, vk::Memory::Device, "sampler warm-up id"),
+      step_(ctx, sizeof(StepState), vk::Memory::Device, "sampler warm-up step"),
+      scratch_(ctx, sample_scratch_bytes(vocab), vk::Memory::Device, "sampler warm-up scratch") {
+  // Defined contents (all-equal logits: the draw itself is trivial; the compile is the point).
+  for (vk::Buffer* b : {&logits_, &ids_, &step_, &scratch_}) b->fill_zero();
+  graph_ = std::make_unique<Graph>(ctx);
+  sample(*graph_, whole(logits_), whole(ids_), whole(step_), whole(scratch_), vocab, p, "sampler warm-up");
+  graph_->record();
+  graph_->submit();
+}
+
+SamplerWarmUp::~SamplerWarmUp() = default;
+
 void argmax(Graph& g, View x, View out, uint32_t n, const std::string& name) {
   if (n == 0) throw std::logic_error("dispatch '" + name + "': argmax of nothing");
   require_bytes(x, uint64_t(n) * 4, "x", name);

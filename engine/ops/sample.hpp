@@ -3,6 +3,7 @@
 // reference with the same semantics is engine/cpu/sample.hpp.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "engine/graph.hpp"
@@ -41,6 +42,23 @@ uint64_t sample_scratch_bytes(uint32_t vocab);
 // count <= 65535.
 void sample_many(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
                  const SamplingParams& p, const std::string& name = "sample_many");
+
+// Starts one draw with parameters `p` on scratch buffers of its own and returns at once, so
+// that the sampler's pipeline for `p` is ready before the model first needs it. lavapipe
+// JIT-compiles a pipeline at its first dispatch, on its queue thread: the sampler with top-k
+// or top-p took ~0.65 s of a cold start, which now overlaps the weight loading. The
+// destructor waits for the draw. Throws what sample() would on bad parameters.
+class SamplerWarmUp {
+ public:
+  SamplerWarmUp(vk::Context& ctx, uint32_t vocab, const SamplingParams& p);
+  ~SamplerWarmUp();
+  SamplerWarmUp(const SamplerWarmUp&) = delete;
+  SamplerWarmUp& operator=(const SamplerWarmUp&) = delete;
+
+ private:
+  vk::Buffer logits_, ids_, step_, scratch_;
+  std::unique_ptr<Graph> graph_;  // declared last: destroyed (waited for) before the buffers
+};
 
 // Argmax alone: out[0] = index of the max of x[0..n) (lowest index on ties), as a uint32.
 void argmax(Graph& g, View x, View out, uint32_t n, const std::string& name = "argmax");
