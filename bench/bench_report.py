@@ -132,19 +132,19 @@ def _startup_section(st):
         "",
         "## Start-to-first-token and peak memory of `gpt-vk generate`",
         "",
-        f"`gpt-vk generate --config {os.path.basename(st['config'])} --prompt x --max-tokens 1 --temperature 0` "
+        f"`gpt-vk generate --config {os.path.basename(st['config'])} --prompt x --max-tokens 1` "
         f"({st['shape']}, random weights, f16 on the device), timed from process launch to exit; median of "
         f"{st['repeats']}. Cold: gpt-vk's pipeline cache (`GPTVK_CACHE_DIR`) and the driver's shader cache "
         f"(`MESA_SHADER_CACHE_DIR`: lavapipe JIT-compiles each pipeline at its first dispatch and keeps the "
-        f"machine code there) are a new empty directory; warm: the same directory again. Greedy decoding, so "
-        f"the sampler's filter stages are not compiled; with `generate`'s default top-k/top-p a cold start "
-        f"compiles them too (~0.7 s more on lavapipe). The weights file comes from the OS page cache both "
-        f"times. \"load\" is the model-loading time gpt-vk reports on stderr.",
+        f"machine code there) are a new empty directory; warm: the same directory again. Plain rows are "
+        f"greedy (`--temperature 0`); \"sampling\" rows use `generate`'s default top-k/top-p, whose sampler "
+        f"stages are compiled too (during the weight loading: ops::SamplerWarmUp). The weights file comes "
+        f"from the OS page cache every time. \"load\" is the model-loading time gpt-vk reports on stderr.",
         "",
     ]
     if st.get("error"):
         return out + [f"Failed: {st['error']}"]
-    out += ["| pipeline cache | start-to-first-token s | of which load s | peak RSS MiB |",
+    out += ["| pipeline cache, decoding | start-to-first-token s | of which load s | peak RSS MiB |",
             "| --- | ---: | ---: | ---: |"]
     for kind, s in st["summary"].items():
         out.append(f"| {kind} | {s['wall_s']:.2f} | {_num(s['load_s'], 2)} | {_num(s['max_rss_mib'], 0)} |")

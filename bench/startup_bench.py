@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Start-to-first-token and peak host memory of `gpt-vk generate`.
 
-Times a whole process, `gpt-vk generate --config CFG --prompt x --max-tokens 1
---temperature 0`, from launch to exit (the first token is the last thing it does):
+Times a whole process, `gpt-vk generate --config CFG --prompt x --max-tokens 1`, from
+launch to exit (the first token is the last thing it does), greedy (`--temperature 0`) and
+with generate's default sampling (top-k 40, top-p 0.95, whose sampler stages lavapipe must
+also JIT-compile):
 "cold" with every shader cache pointing at a new empty directory (gpt-vk's pipeline cache,
 GPTVK_CACHE_DIR, and the driver's own: Mesa's MESA_SHADER_CACHE_DIR, where lavapipe keeps
 the machine code it JIT-compiles at a pipeline's first dispatch, and NVIDIA's
@@ -27,30 +29,39 @@ import bench_proc  # noqa: E402
 LOAD_RE = re.compile(r"load ([0-9.]+) s")
 
 
+# Kinds of run: cache state x decoding. Greedy first, the older figure.
+MODES = (("", ["--temperature", "0"]), (" sampling", []))
+KINDS = [cache + mode for mode, _ in MODES for cache in ("cold", "warm")]
+
+
 def measure(gptvk, config, repeats=3, timeout_s=300, log=None):
-    """Returns {"cold": [...], "warm": [...]} of per-run dicts (wall_s, load_s, max_rss_kib),
-    plus "error" when a run failed. Each repeat uses its own new cache directory."""
-    cmd = [gptvk, "generate", "--config", config, "--prompt", "x", "--max-tokens", "1", "--temperature", "0"]
-    runs = {"cold": [], "warm": [], "error": None}
+    """Returns {kind: [...]} for each of KINDS ("cold", "warm", "cold sampling", "warm
+    sampling") of per-run dicts (wall_s, load_s, max_rss_kib), plus "error" when a run
+    failed. Each repeat of each decoding mode uses its own new cache directory."""
+    runs = {kind: [] for kind in KINDS}
+    runs["error"] = None
     for _ in range(repeats):
-        with tempfile.TemporaryDirectory(prefix="gptvk-cache-") as cache:
-            for kind in ("cold", "warm"):
-                env = {"GPTVK_CACHE_DIR": cache, "MESA_SHADER_CACHE_DIR": cache,
-                       "__GL_SHADER_DISK_CACHE_PATH": cache}
-                o = bench_proc.run(cmd, timeout_s, env=env, log=log)
-                if o.error:
-                    runs["error"] = f"{kind}: {o.error}"
-                    return runs
-                m = LOAD_RE.search(o.stderr)
-                runs[kind].append({"wall_s": o.wall_s, "load_s": float(m.group(1)) if m else None,
-                                   "max_rss_kib": o.max_rss_kib, "cache_files": len(os.listdir(cache))})
+        for mode, extra in MODES:
+            cmd = [gptvk, "generate", "--config", config, "--prompt", "x", "--max-tokens", "1", "--seed", "1"] + extra
+            with tempfile.TemporaryDirectory(prefix="gptvk-cache-") as cache:
+                for cache_state in ("cold", "warm"):
+                    kind = cache_state + mode
+                    env = {"GPTVK_CACHE_DIR": cache, "MESA_SHADER_CACHE_DIR": cache,
+                           "__GL_SHADER_DISK_CACHE_PATH": cache}
+                    o = bench_proc.run(cmd, timeout_s, env=env, log=log)
+                    if o.error:
+                        runs["error"] = f"{kind}: {o.error}"
+                        return runs
+                    m = LOAD_RE.search(o.stderr)
+                    runs[kind].append({"wall_s": o.wall_s, "load_s": float(m.group(1)) if m else None,
+                                       "max_rss_kib": o.max_rss_kib, "cache_files": len(os.listdir(cache))})
     return runs
 
 
 def summary(runs):
     """Medians of wall and load time per kind, and the largest peak RSS seen."""
     out = {}
-    for kind in ("cold", "warm"):
+    for kind in KINDS:
         r = runs.get(kind) or []
         if not r:
             continue
