@@ -36,11 +36,11 @@ Action add_bench(CLI::App& app, Common& common) {
       "prefill and decode throughput (tokens/s); random weights when no weights file exists");
   add_model_flags(cmd, f->model);
   cmd->add_option("--prompt-tokens", f->prompt_tokens, "prompt length: the context depth decode starts at")
-      ->capture_default_str()->check(CLI::Range(1u, 1u << 30));
+      ->capture_default_str()->check(at_least_one());
   cmd->add_option("--gen-tokens", f->gen_tokens, "tokens decoded after the prompt")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--repeats", f->repeats, "measured runs after one warm-up run")
-      ->capture_default_str()->check(CLI::Range(1u, 1u << 30));
+      ->capture_default_str()->check(at_least_one());
   cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
   return [&common, f] {
     auto s = open_model(common, f->model, /*allow_random=*/true);

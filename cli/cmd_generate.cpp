@@ -44,7 +44,7 @@ Action add_generate(CLI::App& app, Common& common) {
   cmd->add_option("--prompt", f->prompt, "text to continue (UTF-8; invalid bytes are encoded byte by byte)")
       ->required();
   cmd->add_option("--max-tokens", f->max_tokens, "most tokens to generate (at most the context length)")
-      ->capture_default_str()->check(CLI::Range(1u, 1u << 30));
+      ->capture_default_str()->check(at_least_one());
   cmd->add_option("--temperature", f->temperature, "sampling temperature; 0 = greedy (argmax)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-k", f->top_k, "sample among the K most likely tokens; 0 = off")->capture_default_str();
@@ -53,8 +53,8 @@ Action add_generate(CLI::App& app, Common& common) {
   cmd->add_option("--seed", f->seed, "random seed; same seed, same output on the same device (default: random)");
   cmd->add_flag("--special", f->special, "treat <|endoftext|> in the prompt as the special token, not text");
   return [&common, f] {
-    const ops::SamplingParams sampling{f->temperature, f->top_k, f->top_p, 0};
-    auto s = open_model(common, f->model, false, 256, &sampling);
+    ops::SamplingParams sampling{f->temperature, f->top_k, f->top_p, 0};  // seed set below
+    auto s = open_model(common, f->model, false, kDefaultMaxChunk, &sampling);
     const auto& cfg = s.cfg;
     if (f->max_tokens > cfg.context_length)
       throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +
@@ -72,7 +72,8 @@ Action add_generate(CLI::App& app, Common& common) {
                        std::to_string(cfg.context_length) + " including at least one generated token");
     uint64_t seed = f->seed >= 0 ? static_cast<uint64_t>(f->seed) : std::random_device{}();
     if (f->seed < 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
-    s.model->set_sampling({sampling.temperature, sampling.top_k, sampling.top_p, seed});
+    sampling.seed = seed;
+    s.model->set_sampling(sampling);
 
     g_interrupted = 0;
     auto previous = std::signal(SIGINT, on_sigint);

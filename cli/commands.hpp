@@ -15,6 +15,10 @@ struct Common {
 using Action = std::function<int()>;
 
 // Each returns the action to run when its subcommand is chosen.
+// For counts that must be at least 1 (CLI11's PositiveNumber accepts 0 and words its error
+// as "not in range 0 to 1.8e308").
+inline CLI::Validator at_least_one() { return CLI::Range(1u, 1u << 30); }
+
 Action add_devices(CLI::App& app, Common& common);
 Action add_tokenize(CLI::App& app, Common& common);
 Action add_detokenize(CLI::App& app, Common& common);

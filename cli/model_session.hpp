@@ -34,11 +34,14 @@ struct ModelSession {
   bool random_weights = false;
 };
 
+// Most tokens one forward step takes by default (longer prompts are prefilled chunk by chunk).
+constexpr uint32_t kDefaultMaxChunk = 256;
+
 // Opens the device, parses the config and loads the weights. With `allow_random`, a
 // missing weights file means deterministic random weights (said on stderr). With `sampling`,
 // the sampler for those parameters is compiled while the weights load (ops::SamplerWarmUp).
 ModelSession open_model(const Common& common, const ModelFlags& flags, bool allow_random = false,
-                        uint32_t max_chunk = 256, const ops::SamplingParams* sampling = nullptr);
+                        uint32_t max_chunk = kDefaultMaxChunk, const ops::SamplingParams* sampling = nullptr);
 
 // The config's tokenizer; InputError when the config has no [tokenizer] section.
 Tokenizer load_tokenizer(const ModelConfig& cfg);
