@@ -3,6 +3,7 @@
 #include "engine/parallel.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "engine/error.hpp"
@@ -55,31 +56,82 @@ uint64_t Matrix::bytes() const {
   return b;
 }
 
-void Matrix::write_rows(uint32_t row0, uint32_t n, const void* src, DType from) {
-  if (row0 + n > rows) throw std::logic_error("Matrix::write_rows past the last row");
-  const auto* in = static_cast<const char*>(src);
-  const uint64_t src_row = uint64_t(cols) * dtype_bytes(from);
+namespace {
+
+// Calls fill(first, count, out) for disjoint runs of rows [0, n) of `m` starting at row0,
+// in parallel over the cores, where `out` points at row row0 + first in m's dtype and rows
+// are m.row_bytes() apart: straight into mapped device memory where there is some (the
+// padding columns stay as create() zeroed them), else into a host copy that is uploaded.
+template <class Fill>
+void fill_rows(Matrix& m, uint32_t row0, uint32_t n, uint32_t rows_per_task, Fill fill) {
+  if (row0 + n > m.rows) throw std::logic_error("Matrix: write past the last row");
   std::vector<char> staged;
   uint32_t r = row0;
   while (r < row0 + n) {
-    uint32_t c = r / rows_per_chunk;
-    uint32_t local = r - c * rows_per_chunk;
-    uint32_t take = std::min(row0 + n - r, chunk_rows(c) - local);
-    // Straight into mapped memory where there is some (the padding columns stay as create()
-    // zeroed them), else through a host copy and an upload.
-    char* mapped = static_cast<char*>(chunks[c].mapped());
-    char* out = mapped ? mapped + uint64_t(local) * row_bytes() : nullptr;
+    const uint32_t c = r / m.rows_per_chunk;
+    const uint32_t local = r - c * m.rows_per_chunk;
+    const uint32_t take = std::min(row0 + n - r, m.chunk_rows(c) - local);
+    char* mapped = static_cast<char*>(m.chunks[c].mapped());
+    char* out = mapped ? mapped + uint64_t(local) * m.row_bytes() : nullptr;
     if (!mapped) {
-      staged.assign(uint64_t(take) * row_bytes(), 0);
+      staged.assign(uint64_t(take) * m.row_bytes(), 0);
       out = staged.data();
     }
-    const char* first = in + uint64_t(r - row0) * src_row;
-    parallel_for(take, std::max<size_t>(1, (1u << 18) / std::max(1u, cols)), [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) convert(first + i * src_row, from, out + i * row_bytes(), dtype, cols);
+    const uint32_t first = r - row0, tasks = (take + rows_per_task - 1) / rows_per_task;
+    parallel_for(tasks, 1, [&](size_t b, size_t e) {
+      const uint32_t lo = static_cast<uint32_t>(b) * rows_per_task;
+      const uint32_t hi = std::min(take, static_cast<uint32_t>(e) * rows_per_task);
+      fill(first + lo, hi - lo, out + uint64_t(lo) * m.row_bytes());
     });
-    if (!mapped) chunks[c].upload(staged.data(), staged.size(), uint64_t(local) * row_bytes());
+    if (!mapped) m.chunks[c].upload(staged.data(), staged.size(), uint64_t(local) * m.row_bytes());
     r += take;
   }
+}
+
+// Rows of a transposed source in tiles of kTileRows rows x kTileCols columns: each source
+// row is read kTileRows values (256 bytes of f32) at a time, and a tile (<= 16 KiB) stays
+// in L1 while it is converted out row by row.
+constexpr uint32_t kTileRows = 64, kTileCols = 64;
+
+template <class T>
+void transpose_convert(const char* src, uint64_t stride, DType from, uint32_t first, uint32_t count, uint32_t cols,
+                       char* out, uint64_t out_row_bytes, DType to) {
+  alignas(64) T tile[kTileRows][kTileCols];
+  const uint32_t out_esize = dtype_bytes(to);
+  for (uint32_t j0 = 0; j0 < count; j0 += kTileRows) {
+    const uint32_t nj = std::min(kTileRows, count - j0);
+    for (uint32_t c0 = 0; c0 < cols; c0 += kTileCols) {
+      const uint32_t nc = std::min(kTileCols, cols - c0);
+      for (uint32_t c = 0; c < nc; ++c) {
+        const char* line = src + ((c0 + c) * stride + first + j0) * sizeof(T);
+        for (uint32_t j = 0; j < nj; ++j) std::memcpy(&tile[j][c], line + j * sizeof(T), sizeof(T));
+      }
+      for (uint32_t j = 0; j < nj; ++j)
+        convert(tile[j], from, out + (j0 + j) * out_row_bytes + uint64_t(c0) * out_esize, to, nc);
+    }
+  }
+}
+
+}  // namespace
+
+void Matrix::write_rows(uint32_t row0, uint32_t n, const void* src, DType from) {
+  const auto* in = static_cast<const char*>(src);
+  const uint64_t src_row = uint64_t(cols) * dtype_bytes(from), out_row = row_bytes();
+  const uint32_t per_task = static_cast<uint32_t>(std::max<uint64_t>(1, (1u << 18) / std::max(1u, cols)));
+  fill_rows(*this, row0, n, per_task, [&](uint32_t first, uint32_t count, char* out) {
+    for (uint32_t i = 0; i < count; ++i) convert(in + uint64_t(first + i) * src_row, from, out + i * out_row, dtype, cols);
+  });
+}
+
+void Matrix::write_rows_transposed(uint32_t row0, uint32_t n, const void* src, uint64_t src_stride, DType from) {
+  const auto* in = static_cast<const char*>(src);
+  const uint64_t out_row = row_bytes();
+  fill_rows(*this, row0, n, 4 * kTileRows, [&](uint32_t first, uint32_t count, char* out) {
+    if (dtype_bytes(from) == 4)
+      transpose_convert<uint32_t>(in, src_stride, from, first, count, cols, out, out_row, dtype);
+    else
+      transpose_convert<uint16_t>(in, src_stride, from, first, count, cols, out, out_row, dtype);
+  });
 }
 
 std::vector<float> Matrix::read_rows_f32(uint32_t row0, uint32_t n) const {

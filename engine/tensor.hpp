@@ -40,6 +40,10 @@ struct Matrix {
   // Writes rows [row0, row0 + n) from host data in dtype `from`, each source row `cols`
   // values long, converting to this matrix's dtype.
   void write_rows(uint32_t row0, uint32_t n, const void* src, DType from);
+  // The same from a transposed source: value (r, c) of the rows written is at element
+  // c * src_stride + r of `src` (e.g. a slice of a Conv1D [in][out] weight). Transposes and
+  // converts in one pass, in cache-sized tiles, straight into the device memory when mapped.
+  void write_rows_transposed(uint32_t row0, uint32_t n, const void* src, uint64_t src_stride, DType from);
   // Reads back rows converted to f32 (tests, debugging).
   std::vector<float> read_rows_f32(uint32_t row0, uint32_t n) const;
 };

@@ -1,7 +1,5 @@
 #include "models/weights.hpp"
 
-#include "engine/parallel.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -146,25 +144,6 @@ class Progress {
 };
 
 // ---------------------------------------------------------------- loading from a file
-
-// Copies rows [o0, o0 + nb) of the transpose of a [rows_in][cols_out] source (element
-// type T) into dst [nb][rows_in], in square tiles so both sides stay in cache.
-// Output rows are split over the cores.
-template <class T>
-void transpose_block(const std::byte* src, uint64_t rows_in, uint64_t cols_out, uint64_t o0, uint64_t nb, T* dst) {
-  constexpr uint64_t kTile = 32;
-  const uint64_t tiles = (nb + kTile - 1) / kTile;
-  parallel_for(tiles, std::max<uint64_t>(1, (1u << 16) / (kTile * std::max<uint64_t>(1, rows_in))), [&](size_t t0, size_t t1) {
-    for (uint64_t j0 = t0 * kTile; j0 < std::min(nb, t1 * kTile); j0 += kTile)
-      for (uint64_t i0 = 0; i0 < rows_in; i0 += kTile) {
-        uint64_t i1 = std::min(rows_in, i0 + kTile), j1 = std::min(nb, j0 + kTile);
-        for (uint64_t i = i0; i < i1; ++i) {
-          const std::byte* row = src + (i * cols_out + o0) * sizeof(T);
-          for (uint64_t j = j0; j < j1; ++j) std::memcpy(&dst[j * rows_in + i], row + j * sizeof(T), sizeof(T));
-        }
-      }
-  });
-}
 
 class Loader {
  public:
@@ -356,15 +335,12 @@ void write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, co
   std::vector<std::byte> staging;
   for (uint32_t r = 0; r < rows; r += block) {
     const uint32_t n = std::min(block, rows - r);
+    if (in_out) {  // row r of m is column r of t
+      m.write_rows_transposed(row0 + r, n, src + uint64_t(r) * esize, rows, t.dtype);
+      continue;
+    }
     const void* rows_ptr = src + uint64_t(r) * cols * esize;
-    if (in_out) {
-      staging.resize(uint64_t(n) * cols * esize);
-      if (esize == 4)
-        transpose_block(src, cols, rows, r, n, reinterpret_cast<uint32_t*>(staging.data()));
-      else
-        transpose_block(src, cols, rows, r, n, reinterpret_cast<uint16_t*>(staging.data()));
-      rows_ptr = staging.data();
-    } else if (reinterpret_cast<uintptr_t>(rows_ptr) % esize) {  // conversion reads whole, aligned elements
+    if (reinterpret_cast<uintptr_t>(rows_ptr) % esize) {  // conversion reads whole, aligned elements
       const auto* p = static_cast<const std::byte*>(rows_ptr);
       staging.assign(p, p + uint64_t(n) * cols * esize);
       rows_ptr = staging.data();
