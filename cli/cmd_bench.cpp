@@ -43,7 +43,7 @@ Action add_bench(CLI::App& app, Common& common) {
       ->capture_default_str()->check(at_least_one());
   cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
   return [&common, f] {
-    auto s = open_model(common, f->model, /*allow_random=*/true);
+    auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;
     if (uint64_t(f->prompt_tokens) + f->gen_tokens > cfg.context_length)
       throw UsageError("--prompt-tokens + --gen-tokens = " + std::to_string(f->prompt_tokens + f->gen_tokens) +

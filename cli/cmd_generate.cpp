@@ -53,8 +53,12 @@ Action add_generate(CLI::App& app, Common& common) {
   cmd->add_option("--seed", f->seed, "random seed; same seed, same output on the same device (default: random)");
   cmd->add_flag("--special", f->special, "treat <|endoftext|> in the prompt as the special token, not text");
   return [&common, f] {
-    ops::SamplingParams sampling{f->temperature, f->top_k, f->top_p, 0};  // seed set below
-    auto s = open_model(common, f->model, false, kDefaultMaxChunk, &sampling);
+    uint64_t seed = f->seed >= 0 ? static_cast<uint64_t>(f->seed) : std::random_device{}();
+    ops::SamplingParams sampling{f->temperature, f->top_k, f->top_p, seed};
+    OpenOptions options;
+    options.sampling = &sampling;
+    options.defer_weights = true;
+    auto s = open_model(common, f->model, options);
     const auto& cfg = s.cfg;
     if (f->max_tokens > cfg.context_length)
       throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +
@@ -70,10 +74,12 @@ Action add_generate(CLI::App& app, Common& common) {
     if (prompt.size() >= cfg.context_length)
       throw InputError("the prompt is " + std::to_string(prompt.size()) + " tokens; the model's context holds " +
                        std::to_string(cfg.context_length) + " including at least one generated token");
-    uint64_t seed = f->seed >= 0 ? static_cast<uint64_t>(f->seed) : std::random_device{}();
     if (f->seed < 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
-    sampling.seed = seed;
     s.model->set_sampling(sampling);
+    // The prompt's and the decode steps' pipelines compile (on lavapipe, most of a cold
+    // start) while the weights load.
+    s.model->warm_up(static_cast<uint32_t>(prompt.size()));
+    s.load_weights();
 
     g_interrupted = 0;
     auto previous = std::signal(SIGINT, on_sigint);

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 
 #include "engine/error.hpp"
 #include "models/weights.hpp"
@@ -38,8 +37,13 @@ std::string default_config_path() {
   throw UsageError("no --config given and the bundled default model (models/default/config.toml) was not found");
 }
 
-ModelSession open_model(const Common& common, const ModelFlags& flags, bool allow_random, uint32_t max_chunk,
-                        const ops::SamplingParams* sampling) {
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+ModelSession open_model(const Common& common, const ModelFlags& flags, const OpenOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   ModelSession s;
   s.cfg = load_config(flags.config.empty() ? default_config_path() : flags.config);
@@ -49,20 +53,29 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, bool allo
   o.device_index = common.device;
   o.validation = common.validation;
   s.ctx = std::make_unique<vk::Context>(o);
-  std::optional<ops::SamplerWarmUp> warm_up;
-  if (sampling) warm_up.emplace(*s.ctx, s.cfg.vocab_size, *sampling);
+  if (options.sampling) s.sampler_warm_up = std::make_unique<ops::SamplerWarmUp>(*s.ctx, s.cfg.vocab_size, *options.sampling);
   ModelWeights w;
-  if (allow_random && !fs::exists(weights)) {
+  if (options.allow_random && !fs::exists(weights)) {
     std::fprintf(stderr, "gpt-vk: weights file %s not found: using deterministic random weights\n", weights.c_str());
     w = random_weights(*s.ctx, s.cfg, 1234);
     s.random_weights = true;
   } else {
     if (!fs::exists(weights)) throw InputError("weights file " + weights + " not found (set [weights] file or --weights)");
-    w = load_weights(*s.ctx, s.cfg, weights);
+    s.deferred_ = WeightsFile::open(s.cfg, weights);
+    w = allocate_weights(*s.ctx, s.cfg);
   }
-  s.model = std::make_unique<GptModel>(*s.ctx, s.cfg, std::move(w), max_chunk);
-  s.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  s.model = std::make_unique<GptModel>(*s.ctx, s.cfg, std::move(w), options.max_chunk);
+  s.load_seconds = seconds_since(t0);
+  if (!options.defer_weights) s.load_weights();
   return s;
+}
+
+void ModelSession::load_weights() {
+  if (!deferred_) return;
+  auto t0 = std::chrono::steady_clock::now();
+  deferred_->load_into(model->weights());
+  deferred_.reset();  // unmaps the file
+  load_seconds += seconds_since(t0);
 }
 
 Tokenizer load_tokenizer(const ModelConfig& cfg) {

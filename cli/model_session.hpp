@@ -2,6 +2,7 @@
 // the GptModel over them, with load timing and clear errors on the way.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "models/config.hpp"
 #include "models/gpt_model.hpp"
 #include "models/tokenizer/tokenizer.hpp"
+#include "models/weights.hpp"
 
 namespace gptvk::cli {
 
@@ -26,22 +28,39 @@ void add_model_flags(CLI::App* cmd, ModelFlags& flags, const std::string& defaul
 // The bundled default model's config, found next to the binary's source tree or install.
 std::string default_config_path();
 
+// Most tokens one forward step takes by default (longer prompts are prefilled chunk by chunk).
+constexpr uint32_t kDefaultMaxChunk = 256;
+
+struct OpenOptions {
+  // A missing weights file means deterministic random weights (said on stderr).
+  bool allow_random = false;
+  uint32_t max_chunk = kDefaultMaxChunk;
+  // Compile the sampler for these parameters while the weights load (ops::SamplerWarmUp).
+  const ops::SamplingParams* sampling = nullptr;
+  // Check the weights file but leave its values for ModelSession::load_weights(), so the
+  // caller can first set the model's pipelines compiling (GptModel::warm_up).
+  bool defer_weights = false;
+};
+
 struct ModelSession {
   std::unique_ptr<vk::Context> ctx;
+  std::unique_ptr<ops::SamplerWarmUp> sampler_warm_up;  // declared after ctx: waited for before it goes
   ModelConfig cfg;
   std::unique_ptr<GptModel> model;
   double load_seconds = 0;
   bool random_weights = false;
+
+  // Writes the weights OpenOptions::defer_weights left (nothing otherwise); adds to load_seconds.
+  void load_weights();
+
+ private:
+  friend ModelSession open_model(const Common&, const ModelFlags&, const OpenOptions&);
+  std::optional<WeightsFile> deferred_;
 };
 
-// Most tokens one forward step takes by default (longer prompts are prefilled chunk by chunk).
-constexpr uint32_t kDefaultMaxChunk = 256;
-
-// Opens the device, parses the config and loads the weights. With `allow_random`, a
-// missing weights file means deterministic random weights (said on stderr). With `sampling`,
-// the sampler for those parameters is compiled while the weights load (ops::SamplerWarmUp).
-ModelSession open_model(const Common& common, const ModelFlags& flags, bool allow_random = false,
-                        uint32_t max_chunk = kDefaultMaxChunk, const ops::SamplingParams* sampling = nullptr);
+// Opens the device, parses the config, checks the weights file and (unless deferred)
+// loads the weights.
+ModelSession open_model(const Common& common, const ModelFlags& flags, const OpenOptions& options = {});
 
 // The config's tokenizer; InputError when the config has no [tokenizer] section.
 Tokenizer load_tokenizer(const ModelConfig& cfg);

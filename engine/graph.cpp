@@ -29,6 +29,15 @@ void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccess
   vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
+// Orders every compute access before it ahead of everything after it (the next dispatch,
+// host reads, copies, the next submission).
+void final_barrier(VkCommandBuffer cb) {
+  global_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+                 VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
+                     VK_ACCESS_SHADER_WRITE_BIT);
+}
+
 }  // namespace
 
 Graph::Graph(vk::Context& ctx) : ctx_(ctx) {}
@@ -39,6 +48,7 @@ Graph::~Graph() {
   if (queries_) vkDestroyQueryPool(dev, queries_, nullptr);
   if (fence_) vkDestroyFence(dev, fence_, nullptr);
   if (cb_) vkFreeCommandBuffers(dev, ctx_.command_pool(), 1, &cb_);
+  if (warm_cb_) vkFreeCommandBuffers(dev, ctx_.command_pool(), 1, &warm_cb_);
   if (pool_) vkDestroyDescriptorPool(dev, pool_, nullptr);
 }
 
@@ -95,20 +105,20 @@ void Graph::record(bool profile) {
   vk::check(vkCreateDescriptorPool(dev, &pci, nullptr, &pool_), "creating a descriptor pool");
 
   // Descriptor sets are written once here; replaying the graph touches none of them.
-  std::vector<VkDescriptorSet> sets(nodes_.size());
+  sets_.resize(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const auto& n = nodes_[i];
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
     ai.descriptorPool = pool_;
     ai.descriptorSetCount = 1;
     ai.pSetLayouts = &n.pipeline->set_layout;
-    vk::check(vkAllocateDescriptorSets(dev, &ai, &sets[i]), "allocating a descriptor set");
+    vk::check(vkAllocateDescriptorSets(dev, &ai, &sets_[i]), "allocating a descriptor set");
     std::vector<VkDescriptorBufferInfo> infos(n.args.size());
     std::vector<VkWriteDescriptorSet> writes(n.args.size());
     for (size_t b = 0; b < n.args.size(); ++b) {
       infos[b] = {n.args[b].view.buffer->handle(), n.args[b].view.offset, n.args[b].view.size()};
       writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-      writes[b].dstSet = sets[i];
+      writes[b].dstSet = sets_[i];
       writes[b].dstBinding = static_cast<uint32_t>(b);
       writes[b].descriptorCount = 1;
       if (n.args[b].view.texel) {
@@ -174,7 +184,7 @@ void Graph::record(bool profile) {
       vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->pipeline);
       bound = n.pipeline;
     }
-    vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->layout, 0, 1, &sets[i], 0, nullptr);
+    vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->layout, 0, 1, &sets_[i], 0, nullptr);
     if (!n.push.empty())
       vkCmdPushConstants(cb_, n.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                          static_cast<uint32_t>(n.push.size() * 4), n.push.data());
@@ -183,19 +193,52 @@ void Graph::record(bool profile) {
       vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(i + 1));
   }
   // Results become visible to the host, to read-back copies and to the next replay.
-  global_barrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
-                 VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                 VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
-                     VK_ACCESS_SHADER_WRITE_BIT);
+  final_barrier(cb_);
   vk::check(vkEndCommandBuffer(cb_), "ending the graph's command buffer");
+}
+
+void Graph::warm_up() {
+  if (!recorded()) throw std::logic_error("Graph::warm_up before record");
+  if (in_flight_) return;  // already submitted: its pipelines are compiled by the time it ends
+  if (!warm_cb_) {
+    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cai.commandPool = ctx_.command_pool();
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    vk::check(vkAllocateCommandBuffers(ctx_.device(), &cai, &warm_cb_), "allocating a command buffer");
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vk::check(vkBeginCommandBuffer(warm_cb_, &bi), "beginning a warm-up command buffer");
+    std::vector<const vk::Pipeline*> seen;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const auto& n = nodes_[i];
+      if (std::find(seen.begin(), seen.end(), n.pipeline) != seen.end()) continue;
+      seen.push_back(n.pipeline);
+      vkCmdBindPipeline(warm_cb_, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->pipeline);
+      vkCmdBindDescriptorSets(warm_cb_, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->layout, 0, 1, &sets_[i], 0,
+                              nullptr);
+      if (!n.push.empty())
+        vkCmdPushConstants(warm_cb_, n.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           static_cast<uint32_t>(n.push.size() * 4), n.push.data());
+      vkCmdDispatch(warm_cb_, 0, 0, 0);
+      // An empty dispatch still counts, for synchronization validation, as touching what
+      // it binds: keep them ordered.
+      final_barrier(warm_cb_);
+    }
+    vk::check(vkEndCommandBuffer(warm_cb_), "ending a warm-up command buffer");
+  }
+  submit_buffer(warm_cb_);
 }
 
 void Graph::submit() {
   if (!recorded()) throw std::logic_error("Graph::submit before record");
+  submit_buffer(cb_);
+}
+
+void Graph::submit_buffer(VkCommandBuffer cb) {
   if (in_flight_) wait();
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
-  si.pCommandBuffers = &cb_;
+  si.pCommandBuffers = &cb;
   vk::check(vkQueueSubmit(ctx_.queue(), 1, &si, fence_), "submitting work to the device");
   in_flight_ = true;
 }

@@ -65,6 +65,12 @@ class Graph {
   void run();     // submit and wait
   void submit();  // submit without waiting
   void wait();
+  // Submits, without waiting, a command buffer that binds each of the graph's pipelines
+  // with the same descriptor sets and dispatches no work: a driver that compiles a pipeline
+  // at its first dispatch (lavapipe JIT-compiles on its queue thread) compiles them now,
+  // while the host does other work (e.g. loads the weights this graph reads, which no
+  // shader touches yet). The next submit() waits for it first. Nothing when in flight.
+  void warm_up();
 
   vk::Context& context() const { return ctx_; }
   size_t size() const { return nodes_.size(); }
@@ -74,10 +80,14 @@ class Graph {
   std::vector<OpTime> timings() const;
 
  private:
+  void submit_buffer(VkCommandBuffer cb);
+
   vk::Context& ctx_;
   std::vector<Dispatch> nodes_;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
+  VkCommandBuffer warm_cb_ = VK_NULL_HANDLE;  // warm_up()'s empty dispatches
+  std::vector<VkDescriptorSet> sets_;         // one per node
   VkFence fence_ = VK_NULL_HANDLE;
   VkQueryPool queries_ = VK_NULL_HANDLE;
   bool in_flight_ = false;

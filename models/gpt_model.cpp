@@ -208,6 +208,19 @@ uint32_t GptModel::decode_next() {
   return static_cast<const uint32_t*>(ids_.mapped())[0];
 }
 
+void GptModel::warm_up(uint32_t prompt_tokens) {
+  if (prompt_tokens == 0) return;
+  // The graphs prefill_and_sample() and decode_next() will run, in that order: chunks of
+  // max_chunk_ tokens and a shorter remainder, the last chunk, then one-token steps.
+  const uint32_t tail = std::min(prompt_tokens, max_chunk_), head = prompt_tokens - tail;
+  std::vector<std::tuple<uint32_t, Head>> runs;
+  if (head) runs.emplace_back(std::min(head, max_chunk_), Head::LastLogits);
+  if (head > max_chunk_ && head % max_chunk_) runs.emplace_back(head % max_chunk_, Head::LastLogits);
+  runs.emplace_back(tail, Head::LastSample);
+  if (tail != 1) runs.emplace_back(1, Head::LastSample);
+  for (auto [T, h] : runs) graph(T, h).warm_up();
+}
+
 std::vector<OpTime> GptModel::profile_summary() const {
   // "L7.fc" and "L0.fc" add up under "fc".
   std::map<std::string, double> by_op;

@@ -27,6 +27,9 @@ class GptModel {
   ~GptModel();
 
   const ModelConfig& config() const { return cfg_; }
+  // The weights, for filling after construction: the graphs hold their buffers, not their
+  // values, so pipelines can be warmed up (warm_up) before the values are written.
+  ModelWeights& weights() { return w_; }
   vk::Context& context() const { return ctx_; }
   uint32_t max_chunk() const { return max_chunk_; }
 
@@ -45,6 +48,14 @@ class GptModel {
   // one submit, 4 bytes back.
   uint32_t decode_next();
   uint32_t position() const { return pos_; }  // tokens in the KV cache
+
+  // Compiles the pipelines that prefill_and_sample() of a `prompt_tokens`-token prompt and
+  // then decode_next() will use, without running anything (Graph::warm_up): lavapipe
+  // compiles each pipeline at its first dispatch, on its queue thread, so this lets that
+  // work (most of a cold start) overlap what the host does next, e.g. writing the weights,
+  // which no shader reads until those calls. Call after set_sampling (which re-records the
+  // sampling graphs).
+  void warm_up(uint32_t prompt_tokens);
 
   // Per-op GPU times (`--profile`): graphs recorded after this call carry timestamps.
   void set_profile(bool on) { profile_ = on; }

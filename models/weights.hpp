@@ -5,6 +5,7 @@
 // the host never holds a second copy of the model.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,10 +47,42 @@ struct ModelWeights {
 // before anything is allocated.
 uint64_t weights_device_bytes(const ModelConfig& cfg);
 
-// Loads cfg's weights (or `weights_path` if non-empty) onto the device in cfg.dtype; a
-// progress bar on stderr when it is a terminal and the file is large. Throws InputError
-// naming the tensor for a missing tensor or a shape that disagrees with [model], and
-// DeviceError when the model cannot fit in the device's memory.
+// All of cfg's weights on the device: vectors zeroed, matrices allocated but not yet
+// written (padding columns zeroed). DeviceError when the model cannot fit in the device's
+// memory. Filled by WeightsFile::load_into or random_weights; allocating first lets the
+// model's pipelines compile while the weights load (GptModel::warm_up).
+ModelWeights allocate_weights(vk::Context& ctx, const ModelConfig& cfg);
+
+// Which tensor of a file holds each role (keys of CONTRACT [weights.names]; "{i}" stands
+// for the layer) and which way linear weights face.
+struct TensorNames {
+  bool in_out = false;
+  std::map<std::string, std::string> roles;
+  bool has(const std::string& role) const;
+  std::string name(const std::string& role, uint32_t layer) const;
+};
+
+// A safetensors file checked against a config, ready to fill weights allocated for it.
+class WeightsFile {
+ public:
+  // Maps `weights_path` (cfg.weights_file when empty) and checks its header against cfg:
+  // every tensor the layout names is present, F32/F16/BF16, and shaped as [model] says.
+  // Reads no tensor data. Throws InputError naming the file and the tensor.
+  static WeightsFile open(const ModelConfig& cfg, const std::string& weights_path = "");
+  // Writes every tensor into `w` (from allocate_weights for the same config) in cfg.dtype;
+  // a progress bar on stderr when it is a terminal and the file is large.
+  void load_into(ModelWeights& w) const;
+
+ private:
+  WeightsFile() = default;
+  ModelConfig cfg_;
+  SafetensorsFile file_;
+  TensorNames names_;
+  uint64_t total_bytes_ = 0;
+};
+
+// allocate_weights + WeightsFile::open(cfg, weights_path).load_into: cfg's weights (or
+// `weights_path`'s if non-empty) on the device in cfg.dtype.
 ModelWeights load_weights(vk::Context& ctx, const ModelConfig& cfg, const std::string& weights_path = "");
 
 // Deterministic random weights (bench and tests without a file): the same (cfg, seed)

@@ -1,0 +1,258 @@
+// Reading weights from a safetensors file: which tensor holds each role, the plan that maps
+// every role to its place in ModelWeights, and the conversion of each tensor on the way.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "engine/error.hpp"
+#include "models/weights.hpp"
+
+namespace gptvk {
+
+bool TensorNames::has(const std::string& role) const { return roles.count(role) > 0; }
+
+std::string TensorNames::name(const std::string& role, uint32_t layer) const {
+  const std::string& pattern = roles.at(role);
+  std::string s;
+  size_t from = 0;
+  for (size_t p; (p = pattern.find("{i}", from)) != std::string::npos; from = p + 3)
+    s += pattern.substr(from, p - from) + std::to_string(layer);
+  return s + pattern.substr(from);
+}
+
+namespace {
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// ---------------------------------------------------------------- names in the file
+
+// HF GPT-2 (GPT2LMHeadModel saves "transformer.h.0..." plus "lm_head.weight"; GPT2Model
+// saves "h.0..."): all linear weights are Conv1D [in][out], q/k/v fused in c_attn.
+TensorNames hf_gpt2_names(const ModelConfig& cfg, const SafetensorsFile& file) {
+  std::string prefix;
+  if (file.contains("wte.weight"))
+    prefix = "";
+  else if (file.contains("transformer.wte.weight"))
+    prefix = "transformer.";
+  else
+    throw InputError(file.path() +
+                     ": tensor 'wte.weight' (or 'transformer.wte.weight') not found: "
+                     "not a weights file in the hf-gpt2 layout");
+  TensorNames n;
+  n.in_out = true;
+  auto& r = n.roles;
+  r["tok_emb"] = prefix + "wte.weight";
+  r["pos_emb"] = prefix + "wpe.weight";
+  const std::pair<const char*, const char*> per_layer[] = {{"ln1_weight", "ln_1.weight"},
+                                                           {"ln1_bias", "ln_1.bias"},
+                                                           {"qkv_weight", "attn.c_attn.weight"},
+                                                           {"attn_out_weight", "attn.c_proj.weight"},
+                                                           {"attn_out_bias", "attn.c_proj.bias"},
+                                                           {"ln2_weight", "ln_2.weight"},
+                                                           {"ln2_bias", "ln_2.bias"},
+                                                           {"fc_weight", "mlp.c_fc.weight"},
+                                                           {"fc_bias", "mlp.c_fc.bias"},
+                                                           {"proj_weight", "mlp.c_proj.weight"},
+                                                           {"proj_bias", "mlp.c_proj.bias"}};
+  for (auto [role, suffix] : per_layer) r[role] = prefix + "h.{i}." + suffix;
+  if (cfg.qkv_bias) r["qkv_bias"] = prefix + "h.{i}.attn.c_attn.bias";
+  if (cfg.final_norm) {
+    r["lnf_weight"] = prefix + "ln_f.weight";
+    r["lnf_bias"] = prefix + "ln_f.bias";
+  }
+  if (!cfg.tie_embeddings) r["head_weight"] = "lm_head.weight";
+  if (cfg.out_bias) r["head_bias"] = "lm_head.bias";
+  return n;
+}
+
+TensorNames custom_names(const ModelConfig& cfg) {
+  TensorNames n;
+  for (const auto& [k, v] : cfg.names) {
+    if (k == "linear")
+      n.in_out = v == "in_out";
+    else
+      n.roles[k] = v;
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------- progress
+
+class Progress {
+ public:
+  Progress(uint64_t total) : total_(total), on_(isatty(STDERR_FILENO) && total >= (256ull << 20)) {}
+  ~Progress() {
+    if (on_ && shown_) std::fprintf(stderr, "\n");
+  }
+  void add(uint64_t bytes) {
+    done_ += bytes;
+    if (!on_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (shown_ && done_ < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    shown_ = true;
+    int pct = static_cast<int>(100.0 * double(done_) / double(total_));
+    int bar = pct * 30 / 100;
+    std::fprintf(stderr, "\rloading weights [%.*s%*s] %3d%% (%llu / %s)", bar,
+                 "==============================", 30 - bar, "", pct, static_cast<unsigned long long>(done_ >> 20),
+                 mib(total_).c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  uint64_t total_, done_ = 0;
+  bool on_, shown_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+// ---------------------------------------------------------------- the plan
+
+// Where one tensor of the file goes: rows [row0, ...) of a matrix (transposed from the
+// file when in_out), or elements [offset, ...) of an f32 vector.
+struct Job {
+  std::string role;
+  uint32_t layer = 0;
+  std::vector<uint64_t> shape;  // what the file must hold
+  Matrix* matrix = nullptr;
+  uint32_t row0 = 0;
+  bool in_out = false;
+  vk::Buffer* vector = nullptr;
+  uint64_t offset = 0;  // elements
+};
+
+// Every tensor the model reads, in loading order, with its place in `w`: the one place
+// that maps roles to the model's buffers. Vectors without a tensor (absent biases) keep
+// allocate_weights' zeros.
+std::vector<Job> plan(const ModelConfig& cfg, const TensorNames& names, ModelWeights& w) {
+  const uint32_t V = cfg.vocab_size, C = cfg.emb_dim, F = cfg.ffn_dim;
+  const bool io = names.in_out;
+  std::vector<Job> jobs;
+  auto matrix = [&](const char* role, uint32_t l, Matrix& m, uint32_t row0, uint32_t rows, uint32_t cols,
+                    bool in_out) {
+    auto shape = in_out ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{rows, cols};
+    jobs.push_back({role, l, shape, &m, row0, in_out, nullptr, 0});
+  };
+  auto vector = [&](const char* role, uint32_t l, vk::Buffer& b, uint32_t n, uint64_t offset = 0) {
+    jobs.push_back({role, l, {n}, nullptr, 0, false, &b, offset});
+  };
+  // Embeddings and the head are [rows][C] lookup tables whatever `linear` says.
+  matrix("tok_emb", 0, w.tok_emb, 0, V, C, false);
+  matrix("pos_emb", 0, w.pos_emb, 0, cfg.context_length, C, false);
+  for (uint32_t l = 0; l < cfg.n_layers; ++l) {
+    LayerWeights& L = w.layers[l];
+    vector("ln1_weight", l, L.ln1_g, C);
+    vector("ln1_bias", l, L.ln1_b, C);
+    if (names.has("qkv_weight")) {
+      matrix("qkv_weight", l, L.qkv, 0, 3 * C, C, io);
+    } else {
+      matrix("q_weight", l, L.qkv, 0, C, C, io);
+      matrix("k_weight", l, L.qkv, C, C, C, io);
+      matrix("v_weight", l, L.qkv, 2 * C, C, C, io);
+    }
+    if (cfg.qkv_bias && names.has("qkv_bias")) {
+      vector("qkv_bias", l, L.qkv_b, 3 * C);
+    } else if (cfg.qkv_bias) {
+      vector("q_bias", l, L.qkv_b, C, 0);
+      vector("k_bias", l, L.qkv_b, C, C);
+      vector("v_bias", l, L.qkv_b, C, 2 * C);
+    }
+    matrix("attn_out_weight", l, L.attn_out, 0, C, C, io);
+    if (names.has("attn_out_bias")) vector("attn_out_bias", l, L.attn_out_b, C);
+    vector("ln2_weight", l, L.ln2_g, C);
+    vector("ln2_bias", l, L.ln2_b, C);
+    matrix("fc_weight", l, L.fc, 0, F, C, io);
+    if (names.has("fc_bias")) vector("fc_bias", l, L.fc_b, F);
+    matrix("proj_weight", l, L.proj, 0, C, F, io);
+    if (names.has("proj_bias")) vector("proj_bias", l, L.proj_b, C);
+  }
+  if (cfg.final_norm) {
+    vector("lnf_weight", 0, w.lnf_g, C);
+    vector("lnf_bias", 0, w.lnf_b, C);
+  }
+  if (!cfg.tie_embeddings) matrix("head_weight", 0, w.head, 0, V, C, false);
+  if (cfg.out_bias) vector("head_bias", 0, w.head_b, V);
+  return jobs;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- WeightsFile
+
+WeightsFile WeightsFile::open(const ModelConfig& cfg, const std::string& weights_path) {
+  WeightsFile f;
+  f.cfg_ = cfg;
+  f.file_ = SafetensorsFile::open(weights_path.empty() ? cfg.weights_file : weights_path);
+  f.names_ = cfg.layout == "custom" ? custom_names(cfg) : hf_gpt2_names(cfg, f.file_);
+  // Every tensor the layout names exists with a loadable dtype...
+  for (const auto& [role, pattern] : f.names_.roles) {
+    bool per_layer = pattern.find("{i}") != std::string::npos;
+    for (uint32_t l = 0; l < (per_layer ? cfg.n_layers : 1u); ++l)
+      f.total_bytes_ += f.file_.get(f.names_.name(role, l)).bytes();
+  }
+  // ...and has the shape [model] implies.
+  ModelWeights shapes_only;
+  shapes_only.layers.resize(cfg.n_layers);
+  for (const Job& j : plan(cfg, f.names_, shapes_only)) {
+    std::string name = f.names_.name(j.role, j.layer);
+    const TensorInfo& t = f.file_.get(name);
+    if (t.shape != j.shape)
+      throw InputError(f.file_.path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
+                       shape_str(j.shape) + " from the config's [model] (" + cfg.source + ")");
+  }
+  return f;
+}
+
+void WeightsFile::load_into(ModelWeights& w) const {
+  Progress progress(total_bytes_);
+  for (const Job& j : plan(cfg_, names_, w)) {
+    const TensorInfo& t = file_.get(names_.name(j.role, j.layer));
+    if (j.matrix) {
+      write_tensor_rows(*j.matrix, j.row0, file_, t, j.in_out);
+    } else {
+      std::vector<std::byte> raw(t.bytes());  // aligned copy: the mapping may not be
+      std::memcpy(raw.data(), file_.data(t).data(), raw.size());
+      std::vector<float> v(t.elements());
+      convert(raw.data(), t.dtype, v.data(), DType::F32, v.size());
+      j.vector->upload(v.data(), v.size() * 4, j.offset * 4);
+    }
+    progress.add(t.bytes());
+  }
+}
+
+// ---------------------------------------------------------------- one tensor
+
+void write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,
+                       uint64_t block_bytes) {
+  const bool is_2d = t.shape.size() == 2;
+  const uint64_t want_rows = !is_2d ? 0 : in_out ? t.shape[1] : t.shape[0];
+  const uint64_t want_cols = !is_2d ? 0 : in_out ? t.shape[0] : t.shape[1];
+  if (!is_2d || want_cols != m.cols || row0 + want_rows > m.rows)
+    throw InputError(file.path() + ": tensor '" + t.name + "' of shape " + t.shape_str() + " does not fit rows [" +
+                     std::to_string(row0) + ", ...) of a " + std::to_string(m.rows) + " x " + std::to_string(m.cols) +
+                     " matrix");
+  const uint32_t rows = static_cast<uint32_t>(want_rows), cols = m.cols;
+  const std::byte* src = file.data(t).data();
+  const uint64_t esize = dtype_bytes(t.dtype);
+  const uint32_t block = static_cast<uint32_t>(std::clamp<uint64_t>(block_bytes / (uint64_t(cols) * esize), 1, rows));
+  std::vector<std::byte> staging;
+  for (uint32_t r = 0; r < rows; r += block) {
+    const uint32_t n = std::min(block, rows - r);
+    if (in_out) {  // row r of m is column r of t
+      m.write_rows_transposed(row0 + r, n, src + uint64_t(r) * esize, rows, t.dtype);
+      continue;
+    }
+    const void* rows_ptr = src + uint64_t(r) * cols * esize;
+    if (reinterpret_cast<uintptr_t>(rows_ptr) % esize) {  // conversion reads whole, aligned elements
+      const auto* p = static_cast<const std::byte*>(rows_ptr);
+      staging.assign(p, p + uint64_t(n) * cols * esize);
+      rows_ptr = staging.data();
+    }
+    m.write_rows(row0 + r, n, rows_ptr, t.dtype);
+  }
+  file.release(t);
+}
+
+}  // namespace gptvk
