@@ -76,8 +76,7 @@ Action add_generate(CLI::App& app, Common& common) {
                        std::to_string(cfg.context_length) + " including at least one generated token");
     if (f->seed < 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
     s.model->set_sampling(sampling);
-    // The prompt's and the decode steps' pipelines compile (on lavapipe, most of a cold
-    // start) while the weights load.
+    // The prompt's pipelines compile (on lavapipe, most of a cold start) while the weights load.
     s.model->warm_up(static_cast<uint32_t>(prompt.size()));
     s.load_weights();
 

@@ -210,15 +210,14 @@ uint32_t GptModel::decode_next() {
 
 void GptModel::warm_up(uint32_t prompt_tokens) {
   if (prompt_tokens == 0) return;
-  // The graphs prefill_and_sample() and decode_next() will run, in that order: chunks of
-  // max_chunk_ tokens and a shorter remainder, the last chunk, then one-token steps.
+  // The graphs prefill_and_sample() will run, in that order: chunks of max_chunk_ tokens and
+  // a shorter remainder, then the last chunk. Not the decode step's: on a device with one
+  // queue its compilation would delay the first token (it compiles at the first
+  // decode_next(), or already did for a one-token prompt, whose graph it shares).
   const uint32_t tail = std::min(prompt_tokens, max_chunk_), head = prompt_tokens - tail;
-  std::vector<std::tuple<uint32_t, Head>> runs;
-  if (head) runs.emplace_back(std::min(head, max_chunk_), Head::LastLogits);
-  if (head > max_chunk_ && head % max_chunk_) runs.emplace_back(head % max_chunk_, Head::LastLogits);
-  runs.emplace_back(tail, Head::LastSample);
-  if (tail != 1) runs.emplace_back(1, Head::LastSample);
-  for (auto [T, h] : runs) graph(T, h).warm_up();
+  if (head) graph(std::min(head, max_chunk_), Head::LastLogits).warm_up();
+  if (head > max_chunk_ && head % max_chunk_) graph(head % max_chunk_, Head::LastLogits).warm_up();
+  graph(tail, Head::LastSample).warm_up();
 }
 
 std::vector<OpTime> GptModel::profile_summary() const {

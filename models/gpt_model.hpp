@@ -49,8 +49,8 @@ class GptModel {
   uint32_t decode_next();
   uint32_t position() const { return pos_; }  // tokens in the KV cache
 
-  // Compiles the pipelines that prefill_and_sample() of a `prompt_tokens`-token prompt and
-  // then decode_next() will use, without running anything (Graph::warm_up): lavapipe
+  // Compiles the pipelines that prefill_and_sample() of a `prompt_tokens`-token prompt will
+  // use, without running anything (Graph::warm_up): lavapipe
   // compiles each pipeline at its first dispatch, on its queue thread, so this lets that
   // work (most of a cold start) overlap what the host does next, e.g. writing the weights,
   // which no shader reads until those calls. Call after set_sampling (which re-records the

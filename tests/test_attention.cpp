@@ -240,7 +240,7 @@ BOOST_AUTO_TEST_CASE(every_kernel_path) {
     std::vector<ops::AttentionKernel> kernels = {
         {false, true, 8}, {false, false, 5}, {false, true, 64}, {false, false, 64}};
     if (caps.texel_uvec4 && caps.subgroup_arithmetic)
-      for (uint32_t queries : {1u, 3u}) kernels.push_back({false, true, sg, true, queries});  // 4: the default
+      for (uint32_t queries : {1u, 2u, 3u}) kernels.push_back({false, true, sg, true, queries});  // 4: the default from 128 tokens
     if (caps.subgroup_arithmetic)
       for (ops::AttentionKernel k : {ops::AttentionKernel{true, true, sg}, {true, false, sg},
                                      {true, true, 8 * sg}, {true, false, 3 * sg}})
@@ -303,6 +303,11 @@ BOOST_AUTO_TEST_CASE(texel_kernel_needs_aligned_texel_views) {
   bool cpu = ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   BOOST_TEST(ops::attention_kernel(ctx, s, true).texel == cpu);
   BOOST_TEST(!ops::attention_kernel(ctx, s, false).texel);
+  // Short steps share the decode step's one-query pipeline; long ones serve four queries.
+  if (cpu) {
+    BOOST_TEST(ops::attention_kernel(ctx, s, true, 127).queries == 1u);
+    BOOST_TEST(ops::attention_kernel(ctx, s, true, 128).queries == 4u);
+  }
 }
 
 // Timing, only with GPTVK_ATTN_BENCH=1 (run with GPTVK_TEST_VALIDATION=0 for meaningful

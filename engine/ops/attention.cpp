@@ -48,7 +48,7 @@ bool texel_views_ok(View qkv, View k_cache, View v_cache) {
   return true;
 }
 
-AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool texel_views) {
+AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool texel_views, uint32_t T) {
   const auto& caps = ctx.caps();
   bool cpu = ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   uint32_t sg = std::max(caps.subgroup_size, 1u);
@@ -59,7 +59,14 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
     // 5.2 -> 3.5 ms per decoded token, 109 -> 59 ms for a 128-token prefill.
     k.texel = k.vec4 = true;
     k.local = sg;
-    k.queries = 4;  // 512-token prefill of GPT-2 small: attention 643 ms with 1, 445 with 2, 355 with 4
+    // Queries per workgroup: sharing each fetched key between queries pays on long steps
+    // (GPT-2 small, attention of a 128 / 256-token prefill: 51 / 188 ms with 1 query, 36 /
+    // 112 with 4; 992-token prompt 212 -> 231 tok/s), but lavapipe's JIT of the kernel grows
+    // fast with them (each query keeps its query and accumulator in registers): 0.22 s with
+    // 1, 0.54 with 2, 1.7-2.3 with 4, paid by every cold start. So steps under 128 tokens
+    // (a few ms slower: 20 vs 18 ms at 64) take one, which is the decode step's pipeline,
+    // compiled once for both: a short prompt's cold start 4.5 -> 1.5 s.
+    k.queries = T >= 128 ? 4 : 1;
     return k;
   }
   k.subgroup = caps.subgroup_arithmetic;
@@ -145,13 +152,13 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
 
 void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T, AttentionShape s,
                const std::string& name) {
-  const auto k = attention_kernel(g.context(), s, texel_views_ok(qkv, k_cache, v_cache));
+  const auto k = attention_kernel(g.context(), s, texel_views_ok(qkv, k_cache, v_cache), T);
   attention_with(g, k, false, qkv, step, k_cache, v_cache, out, T, s, name);
 }
 
 void kv_append_attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T,
                          AttentionShape s, const std::string& name) {
-  const auto k = attention_kernel(g.context(), s, texel_views_ok(qkv, k_cache, v_cache));
+  const auto k = attention_kernel(g.context(), s, texel_views_ok(qkv, k_cache, v_cache), T);
   attention_with(g, k, true, qkv, step, k_cache, v_cache, out, T, s, name);
 }
 

@@ -50,8 +50,9 @@ struct AttentionKernel {
   uint32_t queries = 1;   // texel: queries per workgroup when T > 1 (1-4), each key fetched once for all
 };
 // `texel_views`: the caller's qkv and cache views can be read through texel views
-// (texel_views_ok), which CPU devices then use.
-AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool texel_views = false);
+// (texel_views_ok), which CPU devices then use; T: tokens per step, which sets how many
+// queries the texel kernel serves per workgroup.
+AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool texel_views = false, uint32_t T = 1);
 bool texel_views_ok(View qkv, View k_cache, View v_cache);
 
 // attention (append = false) or kv_append_attention (append = true) with a given kernel;
