@@ -132,13 +132,13 @@ def _startup_section(st):
         "",
         "## Start-to-first-token and peak memory of `gpt-vk generate`",
         "",
-        f"`gpt-vk generate --config {os.path.basename(st['config'])} --prompt x --max-tokens 1` "
+        f"`gpt-vk generate --config {os.path.basename(st['config'])} --prompt '{st.get('prompt', 'x')}' --max-tokens 1` "
         f"({st['shape']}, random weights, f16 on the device), timed from process launch to exit; median of "
         f"{st['repeats']}. Cold: gpt-vk's pipeline cache (`GPTVK_CACHE_DIR`) and the driver's shader cache "
         f"(`MESA_SHADER_CACHE_DIR`: lavapipe JIT-compiles each pipeline at its first dispatch and keeps the "
         f"machine code there) are a new empty directory; warm: the same directory again. Plain rows are "
         f"greedy (`--temperature 0`); \"sampling\" rows use `generate`'s default top-k/top-p, whose sampler "
-        f"stages are compiled too (during the weight loading: ops::SamplerWarmUp). The weights file comes "
+        f"stages are compiled too. The model's and the sampler's pipelines compile while the weights load (GptModel::warm_up, ops::SamplerWarmUp). The weights file comes "
         f"from the OS page cache every time. \"load\" is the model-loading time gpt-vk reports on stderr.",
         "",
     ]

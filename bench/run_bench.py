@@ -228,6 +228,7 @@ def main():
         cfg = configs[STARTUP_SHAPE]["f16"]
         runs = startup_bench.measure(args.gptvk, cfg, args.startup_repeats, timeout_s=args.timeout, log=log)
         results["startup"] = {"config": cfg, "shape": STARTUP_SHAPE, "repeats": args.startup_repeats,
+                              "prompt": startup_bench.PROMPT,
                               "runs": runs, "error": runs["error"], "summary": startup_bench.summary(runs)}
         for kind, s in results["startup"]["summary"].items():
             log(f"  {kind}: {s['wall_s']:.2f} s, peak RSS {s['max_rss_mib']:.0f} MiB")

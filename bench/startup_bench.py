@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Start-to-first-token and peak host memory of `gpt-vk generate`.
 
-Times a whole process, `gpt-vk generate --config CFG --prompt x --max-tokens 1`, from
-launch to exit (the first token is the last thing it does), greedy (`--temperature 0`) and
+Times a whole process, `gpt-vk generate --config CFG --prompt PROMPT --max-tokens 1`, from
+launch to exit (the first token is the last thing it does), with PROMPT a 9-token sentence
+(a one-token prompt runs only the decode step's kernels and hid 3 s of a multi-token
+prompt's cold start in earlier figures), greedy (`--temperature 0`) and
 with generate's default sampling (top-k 40, top-p 0.95, whose sampler stages lavapipe must
 also JIT-compile):
 "cold" with every shader cache pointing at a new empty directory (gpt-vk's pipeline cache,
@@ -26,6 +28,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_proc  # noqa: E402
 
+PROMPT = "The quick brown fox jumps over the lazy dog"  # 9 GPT-2 tokens
+
 LOAD_RE = re.compile(r"load ([0-9.]+) s")
 
 
@@ -42,7 +46,7 @@ def measure(gptvk, config, repeats=3, timeout_s=300, log=None):
     runs["error"] = None
     for _ in range(repeats):
         for mode, extra in MODES:
-            cmd = [gptvk, "generate", "--config", config, "--prompt", "x", "--max-tokens", "1", "--seed", "1"] + extra
+            cmd = [gptvk, "generate", "--config", config, "--prompt", PROMPT, "--max-tokens", "1", "--seed", "1"] + extra
             with tempfile.TemporaryDirectory(prefix="gptvk-cache-") as cache:
                 for cache_state in ("cold", "warm"):
                     kind = cache_state + mode
