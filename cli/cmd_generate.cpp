@@ -59,6 +59,9 @@ Action add_generate(CLI::App& app, Common& common) {
     options.sampling = &sampling;
     options.defer_weights = true;
     auto s = open_model(common, f->model, options);
+    // Where the device memory is host-mapped (lavapipe) the weights load while the prompt is
+    // tokenized and the model's graphs are built; elsewhere after, in load_weights().
+    s.start_loading_weights();
     const auto& cfg = s.cfg;
     if (f->max_tokens > cfg.context_length)
       throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +

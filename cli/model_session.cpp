@@ -61,7 +61,7 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
     s.random_weights = true;
   } else {
     if (!fs::exists(weights)) throw InputError("weights file " + weights + " not found (set [weights] file or --weights)");
-    s.deferred_ = WeightsFile::open(s.cfg, weights);
+    s.deferred_ = std::make_unique<WeightsFile>(WeightsFile::open(s.cfg, weights));
     w = allocate_weights(*s.ctx, s.cfg);
   }
   s.model = std::make_unique<GptModel>(*s.ctx, s.cfg, std::move(w), options.max_chunk);
@@ -70,12 +70,24 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
   return s;
 }
 
+void ModelSession::start_loading_weights() {
+  if (!deferred_ || loading_.valid() || !model->weights().host_mapped()) return;
+  loading_ = std::async(std::launch::async, [file = deferred_.get(), &w = model->weights()] {
+    auto t0 = std::chrono::steady_clock::now();
+    file->load_into(w);
+    return seconds_since(t0);
+  });
+}
+
 void ModelSession::load_weights() {
-  if (!deferred_) return;
-  auto t0 = std::chrono::steady_clock::now();
-  deferred_->load_into(model->weights());
+  if (loading_.valid()) {
+    load_seconds += loading_.get();
+  } else if (deferred_) {
+    auto t0 = std::chrono::steady_clock::now();
+    deferred_->load_into(model->weights());
+    load_seconds += seconds_since(t0);
+  }
   deferred_.reset();  // unmaps the file
-  load_seconds += seconds_since(t0);
 }
 
 Tokenizer load_tokenizer(const ModelConfig& cfg) {

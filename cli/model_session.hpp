@@ -1,8 +1,8 @@
 // What the model commands share: the device, the config, the weights on the device and
 // the GptModel over them, with load timing and clear errors on the way.
 #pragma once
+#include <future>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,12 +50,18 @@ struct ModelSession {
   double load_seconds = 0;
   bool random_weights = false;
 
-  // Writes the weights OpenOptions::defer_weights left (nothing otherwise); adds to load_seconds.
+  // Starts writing the weights OpenOptions::defer_weights left on a thread of their own,
+  // when every weight buffer is host-mapped (plain stores, which may run beside the caller's
+  // Vulkan calls: building and warming up graphs); otherwise does nothing.
+  void start_loading_weights();
+  // Writes the deferred weights, or waits for start_loading_weights() to finish (rethrowing
+  // its error); nothing when there are none. Adds the loading time to load_seconds.
   void load_weights();
 
  private:
   friend ModelSession open_model(const Common&, const ModelFlags&, const OpenOptions&);
-  std::optional<WeightsFile> deferred_;
+  std::unique_ptr<WeightsFile> deferred_;  // heap: the loading thread keeps its address
+  std::future<double> loading_;            // seconds; declared last: joined before the rest goes
 };
 
 // Opens the device, parses the config, checks the weights file and (unless deferred)

@@ -106,6 +106,20 @@ uint64_t ModelWeights::device_bytes() const {
   return b;
 }
 
+bool ModelWeights::host_mapped() const {
+  auto mapped = [](const vk::Buffer& b) { return b.empty() || b.mapped() != nullptr; };
+  auto matrix_mapped = [&](const Matrix& m) {
+    return std::all_of(m.chunks.begin(), m.chunks.end(), [&](const vk::Buffer& c) { return mapped(c); });
+  };
+  bool ok = matrix_mapped(tok_emb) && matrix_mapped(pos_emb) && matrix_mapped(head) && mapped(lnf_g) &&
+            mapped(lnf_b) && mapped(head_b);
+  for (const auto& l : layers)
+    ok = ok && matrix_mapped(l.qkv) && matrix_mapped(l.attn_out) && matrix_mapped(l.fc) && matrix_mapped(l.proj) &&
+         mapped(l.ln1_g) && mapped(l.ln1_b) && mapped(l.ln2_g) && mapped(l.ln2_b) && mapped(l.qkv_b) &&
+         mapped(l.attn_out_b) && mapped(l.fc_b) && mapped(l.proj_b);
+  return ok;
+}
+
 ModelWeights allocate_weights(vk::Context& ctx, const ModelConfig& cfg) {
   check_fits(ctx, cfg);
   const uint32_t V = cfg.vocab_size, C = cfg.emb_dim, F = cfg.ffn_dim;

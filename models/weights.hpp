@@ -41,6 +41,9 @@ struct ModelWeights {
   vk::Buffer head_b;        // f32 [V] (empty when out_bias = false)
   const Matrix& lm_head() const { return head.rows ? head : tok_emb; }
   uint64_t device_bytes() const;
+  // Every buffer is mapped into host memory (lavapipe, unified-memory GPUs): writing the
+  // values is then plain host stores, which may run beside other Vulkan calls.
+  bool host_mapped() const;
 };
 
 // Device bytes the weights of `cfg` take (matrices with row padding, f32 vectors), known

@@ -6,11 +6,6 @@
 #define BOOST_TEST_MODULE cli_errors
 #include <boost/test/unit_test.hpp>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,105 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/cli_run.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
+using gptvk::test::CliResult;
+using gptvk::test::run_cli;
 
 namespace {
-
-// ---------------------------------------------------------------- running the binary
-
-struct CliResult {
-  std::string command, out, err;
-  int exit_code = -1;  // when it exited
-  bool signaled = false, core_dumped = false, timed_out = false;
-  int signal = 0;
-  double seconds = 0;
-};
-
-// Runs gpt-vk with `args`, the validation layer on and `env` added to the environment;
-// kills it after `timeout_s`. No core files: a crash shows as `signaled` instead.
-CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
-                  double timeout_s = 10.0) {
-  CliResult r;
-  r.command = GPTVK_BINARY;
-  for (const auto& a : args) r.command += " '" + a + "'";
-  int out_pipe[2], err_pipe[2];
-  BOOST_REQUIRE(pipe2(out_pipe, O_CLOEXEC) == 0 && pipe2(err_pipe, O_CLOEXEC) == 0);
-  // The caller's environment (sanitizer options, GPTVK_FORCE for the forced-limits run)
-  // without other GPTVK_* settings, validation on, then the row's own settings, which
-  // replace inherited ones (getenv takes the first match).
-  std::vector<std::string> env_strings = {"GPTVK_VALIDATION=1"};
-  auto overridden = [&](const char* var) {
-    for (const auto& e : env)
-      if (std::strncmp(var, e.c_str(), e.find('=') + 1) == 0) return true;
-    return false;
-  };
-  for (char** e = environ; *e; ++e) {
-    bool ours = std::strncmp(*e, "GPTVK_", 6) == 0;
-    bool kept = std::strncmp(*e, "GPTVK_FORCE=", 12) == 0 || std::strncmp(*e, "GPTVK_CACHE_DIR=", 16) == 0;
-    if ((!ours || kept) && !overridden(*e)) env_strings.push_back(*e);
-  }
-  for (const auto& e : env) env_strings.push_back(e);
-  std::vector<char*> argv{const_cast<char*>(GPTVK_BINARY)}, envp;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  BOOST_REQUIRE(pid >= 0);
-  if (pid == 0) {
-    rlimit no_core{0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, STDIN_FILENO);
-    execve(GPTVK_BINARY, argv.data(), envp.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&r.out, &r.err};
-  int open_fds = 2;
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  while (open_fds > 0) {
-    double left = timeout_s - elapsed();
-    if (left <= 0) {
-      r.timed_out = true;
-      kill(pid, SIGKILL);
-      break;
-    }
-    if (poll(fds, 2, static_cast<int>(left * 1000) + 1) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[4096];
-      ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        sinks[i]->append(buf, static_cast<size_t>(n));
-      } else {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.seconds = elapsed();
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) {
-    r.signaled = !r.timed_out;
-    r.signal = WTERMSIG(status);
-    r.core_dumped = WCOREDUMP(status);
-  }
-  return r;
-}
 
 const fs::path kSource = GPTVK_SOURCE_DIR;
 const fs::path kFixture = kSource / "tests/fixtures/models/hf_gpt2";  // V 311, ctx 73, C 64, 2 heads, 2 layers
