@@ -12,15 +12,15 @@ namespace gptvk::ops {
 
 namespace {
 
-constexpr uint32_t kSums = 16;  // NSUM in shaders/common/sample_reduce.glsl
+constexpr uint32_t kSums = 8;  // NSUM in shaders/common/sample_reduce.glsl
 
 // One workgroup does the whole pick. CPU devices (lavapipe) run a workgroup on one thread
 // as SIMD of subgroup_size lanes, so a wider workgroup adds no parallelism, only barriers:
 // the workgroup is one subgroup where it can be, and every reduction is then a single
 // subgroup operation. But llvmpipe (Mesa 22.3) also caps the loop iterations of one shader
 // invocation at 65535 in total, over all its loops, and silently leaves any loop past the
-// cap. The sampler walks an invocation's tokens at most about 29 times (the range, two
-// searches of at most ~13 passes, two for the pick), so an invocation may own at most 1024
+// cap. The sampler walks an invocation's tokens at most about 35 times (the range, two
+// searches of at most ~16 passes, two for the pick), so an invocation may own at most 1024
 // tokens and big vocabularies get wider workgroups. GPUs get a wide workgroup so each pass
 // over the vocabulary keeps many loads in flight.
 struct Shape {

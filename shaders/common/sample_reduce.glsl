@@ -19,7 +19,7 @@
 #define SAMPLE_PARTIALS SLOTS
 #endif
 
-const uint NSUM = 16;  // lanes of wg_sum16: the candidates of one radix-16 search pass
+const uint NSUM = 8;  // lanes of wg_sums: the candidates of one radix-8 search pass
 
 shared float red_f[NSUM * SLOTS];
 shared uint red_u[2 * SLOTS];
@@ -75,8 +75,8 @@ uvec2 wg_max_u2(uvec2 v) {
   return m;
 }
 
-// Sixteen workgroup sums at once (one barrier round for all of them).
-void wg_sum16(inout float v[NSUM]) {
+// NSUM workgroup sums at once (one barrier round for all of them).
+void wg_sums(inout float v[NSUM]) {
 #ifdef USE_SUBGROUP
   for (uint c = 0; c < NSUM; ++c) v[c] = subgroupAdd(v[c]);
   if (SLOTS == 1) return;
