@@ -59,6 +59,15 @@ double rel_error(const std::vector<float>& got, const NpyArray& want, size_t row
   return test::max_rel_error(got, ref);
 }
 
+// Runs `check` on every fixture case, inside a test context naming it.
+template <class F>
+void for_each_case(F check) {
+  for (const auto& dir : case_dirs()) {
+    Case c = load_case(dir);
+    BOOST_TEST_CONTEXT(c.name) { check(c); }
+  }
+}
+
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(models, test::NoValidationMessages)
@@ -68,19 +77,16 @@ BOOST_AUTO_TEST_CASE(fixtures_exist) { BOOST_TEST(case_dirs().size() >= 6u); }
 // One prefill of the whole sequence matches PyTorch at every position.
 BOOST_AUTO_TEST_CASE(prefill_matches_pytorch) {
   auto& ctx = test::context();
-  for (const auto& dir : case_dirs()) {
-    Case c = load_case(dir);
-    BOOST_TEST_CONTEXT(c.name) {
-      BOOST_REQUIRE_EQUAL(c.logits.shape.size(), 2u);
-      BOOST_REQUIRE_EQUAL(c.logits.shape[0], c.ids.size());
-      BOOST_REQUIRE_EQUAL(c.logits.shape[1], c.cfg.vocab_size);
-      GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg));
-      auto logits = model.prefill(c.ids, 0, true);
-      double err = rel_error(logits, c.logits, 0, c.ids.size(), c.cfg.vocab_size);
-      BOOST_TEST_MESSAGE(c.name << ": max rel error " << err);
-      BOOST_TEST(err <= tolerance(c.cfg));
-    }
-  }
+  for_each_case([&](const Case& c) {
+    BOOST_REQUIRE_EQUAL(c.logits.shape.size(), 2u);
+    BOOST_REQUIRE_EQUAL(c.logits.shape[0], c.ids.size());
+    BOOST_REQUIRE_EQUAL(c.logits.shape[1], c.cfg.vocab_size);
+    GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg));
+    auto logits = model.prefill(c.ids, 0, true);
+    double err = rel_error(logits, c.logits, 0, c.ids.size(), c.cfg.vocab_size);
+    BOOST_TEST_MESSAGE(c.name << ": max rel error " << err);
+    BOOST_TEST(err <= tolerance(c.cfg));
+  });
 }
 
 // Prefill of n tokens (in chunks smaller than n) then decode of the rest one token at a
@@ -88,23 +94,20 @@ BOOST_AUTO_TEST_CASE(prefill_matches_pytorch) {
 // with the GEMM path.
 BOOST_AUTO_TEST_CASE(chunked_prefill_then_decode_matches) {
   auto& ctx = test::context();
-  for (const auto& dir : case_dirs()) {
-    Case c = load_case(dir);
-    BOOST_TEST_CONTEXT(c.name) {
-      const uint32_t V = c.cfg.vocab_size;
-      const size_t n = c.ids.size() * 2 / 3;
-      GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), /*max_chunk=*/24);
-      auto head = model.prefill(std::span(c.ids).first(n), 0, true);
-      BOOST_TEST(rel_error(head, c.logits, 0, n, V) <= tolerance(c.cfg));
-      double worst = 0;
-      for (size_t t = n; t < c.ids.size(); ++t) {
-        auto step = model.decode_logits(c.ids[t], static_cast<uint32_t>(t));
-        worst = std::max(worst, rel_error(step, c.logits, t, 1, V));
-      }
-      BOOST_TEST_MESSAGE(c.name << ": decode max rel error " << worst);
-      BOOST_TEST(worst <= tolerance(c.cfg));
+  for_each_case([&](const Case& c) {
+    const uint32_t V = c.cfg.vocab_size;
+    const size_t n = c.ids.size() * 2 / 3;
+    GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), /*max_chunk=*/24);
+    auto head = model.prefill(std::span(c.ids).first(n), 0, true);
+    BOOST_TEST(rel_error(head, c.logits, 0, n, V) <= tolerance(c.cfg));
+    double worst = 0;
+    for (size_t t = n; t < c.ids.size(); ++t) {
+      auto step = model.decode_logits(c.ids[t], static_cast<uint32_t>(t));
+      worst = std::max(worst, rel_error(step, c.logits, t, 1, V));
     }
-  }
+    BOOST_TEST_MESSAGE(c.name << ": decode max rel error " << worst);
+    BOOST_TEST(worst <= tolerance(c.cfg));
+  });
 }
 
 // The serving path of `generate`: the model's pipelines are set compiling (GptModel::warm_up)
@@ -114,40 +117,34 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_then_decode_matches) {
 // after it match. Validation (synchronization included) stays silent.
 BOOST_AUTO_TEST_CASE(warm_up_before_weights_are_written) {
   auto& ctx = test::context();
-  for (const auto& dir : case_dirs()) {
-    Case c = load_case(dir);
-    BOOST_TEST_CONTEXT(c.name) {
-      const uint32_t V = c.cfg.vocab_size;
-      const size_t n = c.ids.size() * 2 / 3;
-      WeightsFile file = WeightsFile::open(c.cfg);
-      GptModel model(ctx, c.cfg, allocate_weights(ctx, c.cfg), /*max_chunk=*/24);
-      model.set_sampling({0.0f, 0, 1.0f, 0});
-      model.warm_up(static_cast<uint32_t>(n));
-      file.load_into(model.weights());
-      uint32_t token = model.prefill_and_sample(std::span(c.ids).first(n));
-      std::vector<float> row(c.logits.data.begin() + (n - 1) * V, c.logits.data.begin() + n * V);
-      std::vector<float> sorted = row;
-      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
-      if (sorted[0] - sorted[1] > 0.05f * std::max(1.0f, std::abs(sorted[0])))
-        BOOST_TEST(token == static_cast<uint32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
-      auto step = model.decode_logits(c.ids[n], static_cast<uint32_t>(n));
-      BOOST_TEST(rel_error(step, c.logits, n, 1, V) <= tolerance(c.cfg));
-    }
-  }
+  for_each_case([&](const Case& c) {
+    const uint32_t V = c.cfg.vocab_size;
+    const size_t n = c.ids.size() * 2 / 3;
+    WeightsFile file = WeightsFile::open(c.cfg);
+    GptModel model(ctx, c.cfg, allocate_weights(ctx, c.cfg), /*max_chunk=*/24);
+    model.set_sampling({0.0f, 0, 1.0f, 0});
+    model.warm_up(static_cast<uint32_t>(n));
+    file.load_into(model.weights());
+    uint32_t token = model.prefill_and_sample(std::span(c.ids).first(n));
+    std::vector<float> row(c.logits.data.begin() + (n - 1) * V, c.logits.data.begin() + n * V);
+    std::vector<float> sorted = row;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+    if (sorted[0] - sorted[1] > 0.05f * std::max(1.0f, std::abs(sorted[0])))
+      BOOST_TEST(token == static_cast<uint32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
+    auto step = model.decode_logits(c.ids[n], static_cast<uint32_t>(n));
+    BOOST_TEST(rel_error(step, c.logits, n, 1, V) <= tolerance(c.cfg));
+  });
 }
 
 // The fallback paths (no fp16, no subgroups, 16 KB shared memory, 64 MiB bindings) give
 // the same answers on whole models.
 BOOST_AUTO_TEST_CASE(fallback_device_matches) {
   auto& ctx = test::fallback_context();
-  for (const auto& dir : case_dirs()) {
-    Case c = load_case(dir);
-    BOOST_TEST_CONTEXT(c.name) {
-      GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), 32);
-      auto logits = model.prefill(c.ids, 0, true);
-      BOOST_TEST(rel_error(logits, c.logits, 0, c.ids.size(), c.cfg.vocab_size) <= tolerance(c.cfg));
-    }
-  }
+  for_each_case([&](const Case& c) {
+    GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), 32);
+    auto logits = model.prefill(c.ids, 0, true);
+    BOOST_TEST(rel_error(logits, c.logits, 0, c.ids.size(), c.cfg.vocab_size) <= tolerance(c.cfg));
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()
