@@ -40,6 +40,7 @@
 #if defined(GEMM_BCAST) || defined(MATVEC_ROWS)
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
+#extension GL_EXT_control_flow_attributes : require
 
 #include "common/linear_io.glsl"
 

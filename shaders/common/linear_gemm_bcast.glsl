@@ -56,9 +56,11 @@ void main() {
     }
   }
 
+  float res[TM * TN];
   for (uint i = 0u; i < TM; ++i)
-    for (uint j = 0u; j < TN; ++j) {
-      uint t = t0 + i;
-      if (t < pc.T && o0 + j < ROWS) store_y(t, o0 + j, acc[i][j]);
-    }
+    for (uint j = 0u; j < TN; ++j) res[i * TN + j] = acc[i][j];
+  [[dont_unroll]] for (uint n = 0u; n < TM * TN; ++n) {
+    uint t = t0 + n / TN, o = o0 + n % TN;
+    if (t < pc.T && o < ROWS) store_y(t, o, res[n]);
+  }
 }

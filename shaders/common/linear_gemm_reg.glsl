@@ -46,7 +46,11 @@ void main() {
       for (uint i = 0u; i < TM; ++i) acc[i][j] = word_dot(w[wr[j] + K_FULL], x_lo[i], x_hi[i], acc[i][j]);
   }
 
+  float res[TM * TN];
   for (uint i = 0u; i < TM; ++i)
-    for (uint j = 0u; j < TN; ++j)
-      if (t0 + i < pc.T && o0 + j < ROWS) store_y(t0 + i, o0 + j, acc[i][j]);
+    for (uint j = 0u; j < TN; ++j) res[i * TN + j] = acc[i][j];
+  [[dont_unroll]] for (uint n = 0u; n < TM * TN; ++n) {
+    uint t = t0 + n / TN, o = o0 + n % TN;
+    if (t < pc.T && o < ROWS) store_y(t, o, res[n]);
+  }
 }

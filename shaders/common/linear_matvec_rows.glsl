@@ -46,6 +46,8 @@ void main() {
     load_x_word(xrow, K_FULL, x_lo, x_hi);
     for (uint i = 0u; i < R; ++i) acc[i] = word_dot(load_w(wrow[i] + K_FULL), x_lo, x_hi, acc[i]);
   }
-  for (uint i = 0u; i < R; ++i)
-    if (row0 + i * LOCAL < ROWS) store_y(t, row0 + i * LOCAL, acc[i]);
+  float res[R];
+  for (uint i = 0u; i < R; ++i) res[i] = acc[i];
+  [[dont_unroll]] for (uint i = 0u; i < R; ++i)
+    if (row0 + i * LOCAL < ROWS) store_y(t, row0 + i * LOCAL, res[i]);
 }
