@@ -53,7 +53,8 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
   o.device_index = common.device;
   o.validation = common.validation;
   s.ctx = std::make_unique<vk::Context>(o);
-  if (options.sampling) s.sampler_warm_up = std::make_unique<ops::SamplerWarmUp>(*s.ctx, s.cfg.vocab_size, *options.sampling);
+  if (options.sampling)
+    s.sampler_warm_up = std::make_unique<ops::SamplerWarmUp>(*s.ctx, s.cfg.vocab_size, *options.sampling);
   ModelWeights w;
   if (options.allow_random && !fs::exists(weights)) {
     std::fprintf(stderr, "gpt-vk: weights file %s not found: using deterministic random weights\n", weights.c_str());

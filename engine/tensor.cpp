@@ -119,7 +119,8 @@ void Matrix::write_rows(uint32_t row0, uint32_t n, const void* src, DType from) 
   const uint64_t src_row = uint64_t(cols) * dtype_bytes(from), out_row = row_bytes();
   const uint32_t per_task = static_cast<uint32_t>(std::max<uint64_t>(1, (1u << 18) / std::max(1u, cols)));
   fill_rows(*this, row0, n, per_task, [&](uint32_t first, uint32_t count, char* out) {
-    for (uint32_t i = 0; i < count; ++i) convert(in + uint64_t(first + i) * src_row, from, out + i * out_row, dtype, cols);
+    for (uint32_t i = 0; i < count; ++i)
+      convert(in + uint64_t(first + i) * src_row, from, out + i * out_row, dtype, cols);
   });
 }
 
