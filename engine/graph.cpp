@@ -29,6 +29,16 @@ void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccess
   vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
+VkCommandBuffer allocate_command_buffer(vk::Context& ctx) {
+  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cai.commandPool = ctx.command_pool();
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  vk::check(vkAllocateCommandBuffers(ctx.device(), &cai, &cb), "allocating a command buffer");
+  return cb;
+}
+
 // Orders every compute access before it ahead of everything after it (the next dispatch,
 // host reads, copies, the next submission).
 void final_barrier(VkCommandBuffer cb) {
@@ -132,11 +142,7 @@ void Graph::record(bool profile) {
     vkUpdateDescriptorSets(dev, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
   }
 
-  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  cai.commandPool = ctx_.command_pool();
-  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  cai.commandBufferCount = 1;
-  vk::check(vkAllocateCommandBuffers(dev, &cai, &cb_), "allocating a command buffer");
+  cb_ = allocate_command_buffer(ctx_);
   VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   vk::check(vkCreateFence(dev, &fci, nullptr, &fence_), "creating a fence");
 
@@ -201,11 +207,7 @@ void Graph::warm_up() {
   if (!recorded()) throw std::logic_error("Graph::warm_up before record");
   if (in_flight_) return;  // already submitted: its pipelines are compiled by the time it ends
   if (!warm_cb_) {
-    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    cai.commandPool = ctx_.command_pool();
-    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cai.commandBufferCount = 1;
-    vk::check(vkAllocateCommandBuffers(ctx_.device(), &cai, &warm_cb_), "allocating a command buffer");
+    warm_cb_ = allocate_command_buffer(ctx_);
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     vk::check(vkBeginCommandBuffer(warm_cb_, &bi), "beginning a warm-up command buffer");
     std::vector<const vk::Pipeline*> seen;
