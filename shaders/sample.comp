@@ -177,14 +177,17 @@ uint search_threshold(uint lo, uint hi, const bool by_mass) {
     wg_sums(acc);
     // acc[0] is F(lo); on the first pass that is the total weight.
     if (by_mass && pass == 0u) target = P.top_p * acc[0];
-    uint d = 0;  // F(cand[0]) >= target by the invariant
-    for (uint j = NSUM - 1u; j > 0u; --j)
+    // The largest candidate still holding the target (F(cand[0]) >= target by the
+    // invariant) and the one above it, found with constant indices only: an array indexed
+    // by a variable moves to per-invocation scratch memory on lavapipe.
+    uint new_lo = cand[0], new_hi = min(hi, cand[1] - 1u);
+    for (uint j = 1u; j < NSUM; ++j)
       if (acc[j] >= target) {
-        d = j;
-        break;
+        new_lo = cand[j];
+        new_hi = j + 1u < NSUM ? min(hi, cand[min(j + 1u, NSUM - 1u)] - 1u) : hi;
       }
-    if (d + 1u < NSUM) hi = min(hi, cand[d + 1u] - 1u);
-    lo = min(cand[d], hi);
+    hi = new_hi;
+    lo = min(new_lo, hi);
     walk = walk || !first_full || lo >= list_from_first;
     if (!by_mass) lists_hold_floor = walk;
   }
