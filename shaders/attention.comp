@@ -47,8 +47,8 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HD = 64;          // head dim
-layout(constant_id = 2) const uint C = 768;          // n_heads * HD: cache row stride; qkv rows are 3C
-layout(constant_id = 3) const uint CONTEXT = 1024;   // cache rows
+layout(constant_id = 2) const uint C = 768;          // n_heads * HD; qkv rows are 3C
+layout(constant_id = 3) const uint CONTEXT = 1024;   // positions in each cache
 layout(constant_id = 4) const float SCALE = 0.125;   // 1 / sqrt(HD)
 layout(constant_id = 5) const uint SG = 8;           // subgroup variant: the device's subgroup size
 layout(constant_id = 6) const uint CHUNK = 64;       // shared variant: dims merged per pass
@@ -74,31 +74,36 @@ layout(std430, binding = 3) buffer VCache { VT v_cache[]; };
 layout(std430, binding = 4) writeonly buffer Out { VT out_[]; };
 
 const uint HDV = HD / VEC;  // head width
-const uint CV = C / VEC;    // cache row stride; qkv rows are 3 * CV
+const uint CV = C / VEC;    // qkv rows are 3 * CV
+
+// Element e of head h's key (value) at position j in the caches, which are head-major,
+// [n_heads][CONTEXT][HD] (engine/ops/attention.hpp, kv_cache_index): a head's keys are one
+// contiguous run, streamed in order.
+uint cache_index(uint h, uint j, uint e) { return (h * CONTEXT + j) * HDV + e; }
 
 // Start of the running max: finite, so exp(m - m_new) is exp(-huge) = 0 and never NaN.
 const float NEG_BIG = -1.0e30;
 
-// Element `col` (h * HDV + e) of key / value j. The caller's `from_qkv` is a constant at
-// every call site, so after inlining no load carries a branch (on lavapipe a branch around
-// a load would run both sides' per-lane load loops).
+// Element e of head h of key / value j. The caller's `from_qkv` is a constant at every
+// call site, so after inlining no load carries a branch (on lavapipe a branch around a load
+// would run both sides' per-lane load loops).
 #if !TEXEL  // (the texel kernel fetches its own: common/attention_texel.glsl)
-VT key_at(uint j, uint pos0, uint col, bool from_qkv) {
-  return from_qkv ? qkv[(j - pos0) * 3 * CV + CV + col] : k_cache[j * CV + col];
+VT key_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
+  return from_qkv ? qkv[(j - pos0) * 3 * CV + CV + h * HDV + e] : k_cache[cache_index(h, j, e)];
 }
-VT value_at(uint j, uint pos0, uint col, bool from_qkv) {
-  return from_qkv ? qkv[(j - pos0) * 3 * CV + 2 * CV + col] : v_cache[j * CV + col];
+VT value_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
+  return from_qkv ? qkv[(j - pos0) * 3 * CV + 2 * CV + h * HDV + e] : v_cache[cache_index(h, j, e)];
 }
 #endif
 
-// APPEND: the workgroup's invocations copy its head's slice of key/value t to cache row
-// pos0 + t (dropped past the end of the cache, which the host never asks for).
+// APPEND: the workgroup's invocations copy its head's slice of key/value t to cache
+// position pos0 + t (dropped past the end of the cache, which the host never asks for).
 void append_slice(uint h, uint t, uint pos0, uint lid) {
   if (!APPEND || pos0 + t >= CONTEXT) return;
   for (uint e = lid; e < HDV; e += gl_WorkGroupSize.x) {
     uint col = h * HDV + e;
-    k_cache[(pos0 + t) * CV + col] = qkv[t * 3 * CV + CV + col];
-    v_cache[(pos0 + t) * CV + col] = qkv[t * 3 * CV + 2 * CV + col];
+    k_cache[cache_index(h, pos0 + t, e)] = qkv[t * 3 * CV + CV + col];
+    v_cache[cache_index(h, pos0 + t, e)] = qkv[t * 3 * CV + 2 * CV + col];
   }
 }
 
@@ -112,16 +117,16 @@ shared float sh_m[NSG];
 shared float sh_l[NSG];
 shared VT sh_acc[NSG * HDV];
 
-// This stream's state: lane-owned query elements (scaled), their columns, the running max,
-// sum and accumulator.
+// This stream's state: lane-owned query elements (scaled), their indices in the head, the
+// running max, sum and accumulator.
 VT qv[DPL];
-uint col[DPL];
+uint elem[DPL];
 VT acc[DPL];
 float m = NEG_BIG, l = 0.0;
 
 // Keys begin..end-1, all from the caches or all from qkv; blocks of KB keys, taken by the
 // workgroup's subgroups in turn.
-void key_range(uint begin, uint end, uint pos0, bool from_qkv) {
+void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
   uint sg = gl_SubgroupID;
   for (uint j0 = begin + sg * KB; j0 < end; j0 += NSG * KB) {
     // Keys past `end` in the last block re-read the last valid key and are masked below.
@@ -129,7 +134,7 @@ void key_range(uint begin, uint end, uint pos0, bool from_qkv) {
     for (uint k = 0; k < KB; ++k) {
       uint j = min(j0 + k, end - 1);
       float part = 0.0;
-      for (uint i = 0; i < DPL; ++i) part += VDOT(qv[i], key_at(j, pos0, col[i], from_qkv));
+      for (uint i = 0; i < DPL; ++i) part += VDOT(qv[i], key_at(j, pos0, h, elem[i], from_qkv));
       s[k] = subgroupAdd(part);
     }
     float m_new = max(m, s[0]);  // key j0 < end always
@@ -142,7 +147,7 @@ void key_range(uint begin, uint end, uint pos0, bool from_qkv) {
       if (j0 + k >= end) break;
       float p = exp(s[k] - m_new);
       l += p;
-      for (uint i = 0; i < DPL; ++i) acc[i] += p * value_at(j0 + k, pos0, col[i], from_qkv);
+      for (uint i = 0; i < DPL; ++i) acc[i] += p * value_at(j0 + k, pos0, h, elem[i], from_qkv);
     }
     m = m_new;
   }
@@ -159,15 +164,15 @@ void main() {
   // loop needs no bounds test; their accumulators are never stored.
   for (uint i = 0; i < DPL; ++i) {
     uint e = lane + i * SG;
-    col[i] = h * HDV + min(e, HDV - 1);
+    elem[i] = min(e, HDV - 1);
     qv[i] = e < HDV ? qkv[t * 3 * CV + h * HDV + e] * SCALE : VT(0.0);
     acc[i] = VT(0.0);
   }
   if (APPEND) {
-    key_range(0, min(pos0, n_keys), pos0, false);
-    key_range(pos0, n_keys, pos0, true);
+    key_range(0, min(pos0, n_keys), pos0, h, false);
+    key_range(pos0, n_keys, pos0, h, true);
   } else {
-    key_range(0, n_keys, pos0, false);
+    key_range(0, n_keys, pos0, h, false);
   }
 
   uint o = t * CV + h * HDV;
@@ -226,7 +231,7 @@ float m = NEG_BIG, l = 0.0;
 void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
   for (uint j = begin + gl_LocalInvocationID.x; j < end; j += WG) {
     float s = 0.0;
-    for (uint e = 0; e < HDV; ++e) s += VDOT(q[e], key_at(j, pos0, h * HDV + e, from_qkv));
+    for (uint e = 0; e < HDV; ++e) s += VDOT(q[e], key_at(j, pos0, h, e, from_qkv));
     if (s > m) {  // new max: rescale what was summed so far
       float corr = exp(m - s);
       l *= corr;
@@ -235,7 +240,7 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
     }
     float p = exp(s - m);
     l += p;
-    for (uint e = 0; e < HDV; ++e) acc[e] += p * value_at(j, pos0, h * HDV + e, from_qkv);
+    for (uint e = 0; e < HDV; ++e) acc[e] += p * value_at(j, pos0, h, e, from_qkv);
   }
 }
 

@@ -1,12 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Appends one step's keys and values to a layer's KV cache: for each token t of the step,
-// k_cache[pos0 + t] = qkv[t][C:2C] and v_cache[pos0 + t] = qkv[t][2C:3C], with pos0 read
-// from the step buffer so a recorded decode graph appends at the current position on every
-// replay. Grid: x over the C columns, y over the T tokens.
+// key pos0 + t of every head from qkv[t][C:2C] and its value from qkv[t][2C:3C], with pos0
+// read from the step buffer so a recorded decode graph appends at the current position on
+// every replay. The caches are head-major, [n_heads][CONTEXT][HD] (engine/ops/attention.hpp,
+// kv_cache_index). Grid: x over the C columns, y over the T tokens.
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint C = 768;        // embedding width (n_heads * head_dim)
-layout(constant_id = 2) const uint CONTEXT = 1024; // rows in each cache
+layout(constant_id = 2) const uint CONTEXT = 1024; // positions in each cache
+layout(constant_id = 3) const uint HD = 64;        // head dim
 
 layout(std430, binding = 0) readonly buffer Qkv { float qkv[]; };
 #define STEP_BINDING 1
@@ -22,6 +24,7 @@ void main() {
   // if it did the row is dropped rather than corrupting other memory.
   if (c >= C || row >= CONTEXT) return;
   uint src = t * 3 * C + c;
-  k_cache[row * C + c] = qkv[src + C];
-  v_cache[row * C + c] = qkv[src + 2 * C];
+  uint dst = (c / HD * CONTEXT + row) * HD + c % HD;
+  k_cache[dst] = qkv[src + C];
+  v_cache[dst] = qkv[src + 2 * C];
 }

@@ -101,10 +101,10 @@ struct Rig {
     return test::max_rel_error(test::download(out, T * emb(s)), want);
   }
 
-  // The cache rows 0..filled-1 hold exactly what was appended; the rest, and the unused
-  // layer before the caches, are untouched (NaN).
+  // Cache positions 0..filled-1 of every head hold exactly what was appended, where
+  // kv_cache_index puts them; the rest, and the unused layer before the caches, are
+  // untouched (NaN).
   bool cache_matches(uint32_t filled) const {
-    const size_t C = emb(s);
     std::vector<float> all(cache.size() / 4);
     cache.download(all.data(), cache.size());
     for (size_t i = 0; i < k_view.offset / 4; ++i)
@@ -112,10 +112,13 @@ struct Rig {
     for (int which = 0; which < 2; ++which) {
       const auto& host = which ? v_host : k_host;
       size_t base = (which ? v_view.offset : k_view.offset) / 4;
-      for (size_t i = 0; i < s.context * C; ++i) {
-        float got = all[base + i];
-        if (i < filled * C ? got != host[i] : !std::isnan(got)) return false;
-      }
+      for (uint32_t h = 0; h < s.n_heads; ++h)
+        for (uint32_t j = 0; j < s.context; ++j)
+          for (uint32_t d = 0; d < s.head_dim; ++d) {
+            const uint64_t i = kv_cache_index(s, h, j, d);
+            float got = all[base + i];
+            if (j < filled ? got != host[i] : !std::isnan(got)) return false;
+          }
     }
     return true;
   }

@@ -11,10 +11,12 @@ void kv_append(const std::vector<float>& qkv, std::vector<float>& k_cache, std::
   const size_t C = size_t(s.n_heads) * s.head_dim;
   if (pos0 + T > s.context) throw std::logic_error("cpu::kv_append: past the end of the cache");
   for (size_t t = 0; t < T; ++t)
-    for (size_t c = 0; c < C; ++c) {
-      k_cache[(pos0 + t) * C + c] = qkv[t * 3 * C + C + c];
-      v_cache[(pos0 + t) * C + c] = qkv[t * 3 * C + 2 * C + c];
-    }
+    for (size_t h = 0; h < s.n_heads; ++h)
+      for (size_t d = 0; d < s.head_dim; ++d) {
+        const size_t c = h * s.head_dim + d, at = ops::kv_cache_index(s, h, pos0 + t, d);
+        k_cache[at] = qkv[t * 3 * C + C + c];
+        v_cache[at] = qkv[t * 3 * C + 2 * C + c];
+      }
 }
 
 std::vector<float> attention(const std::vector<float>& qkv, const std::vector<float>& k_cache,
@@ -31,7 +33,7 @@ std::vector<float> attention(const std::vector<float>& qkv, const std::vector<fl
       score.assign(n, 0.0);
       for (size_t j = 0; j < n; ++j) {
         double dot = 0;
-        for (size_t d = 0; d < hd; ++d) dot += double(q[d]) * double(k_cache[j * C + h * hd + d]);
+        for (size_t d = 0; d < hd; ++d) dot += double(q[d]) * double(k_cache[ops::kv_cache_index(s, h, j, d)]);
         score[j] = dot * scale;
       }
       const double mx = *std::max_element(score.begin(), score.end());
@@ -39,7 +41,7 @@ std::vector<float> attention(const std::vector<float>& qkv, const std::vector<fl
       for (double& x : score) sum += (x = std::exp(x - mx));
       for (size_t d = 0; d < hd; ++d) {
         double acc = 0;
-        for (size_t j = 0; j < n; ++j) acc += score[j] * double(v_cache[j * C + h * hd + d]);
+        for (size_t j = 0; j < n; ++j) acc += score[j] * double(v_cache[ops::kv_cache_index(s, h, j, d)]);
         out[t * C + h * hd + d] = float(acc / sum);
       }
     }

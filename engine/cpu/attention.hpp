@@ -8,8 +8,8 @@
 
 namespace gptvk::cpu {
 
-// k_cache[pos0 + t][:] = qkv[t][C:2C], v_cache[pos0 + t][:] = qkv[t][2C:3C] for t < T.
-// Caches are [context][C]; requires pos0 + T <= context.
+// Key and value pos0 + t of every head from qkv[t][C:2C] and qkv[t][2C:3C], for t < T.
+// Caches are laid out by ops::kv_cache_index; requires pos0 + T <= context.
 void kv_append(const std::vector<float>& qkv, std::vector<float>& k_cache, std::vector<float>& v_cache,
                uint32_t pos0, uint32_t T, ops::AttentionShape s);
 

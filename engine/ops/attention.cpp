@@ -33,8 +33,8 @@ void kv_append(Graph& g, View qkv, View step, View k_cache, View v_cache, uint32
   check_shape("kv_append", qkv, k_cache, v_cache, T, s);
   constexpr uint32_t local = 64;
   uint32_t C = s.n_heads * s.head_dim;
-  const auto& p = g.context().pipelines().get({"kv_append", {local, C, s.context}, 4, 0});
-  // Only rows pos0..pos0+T-1 are written, but pos0 is known only on the device, so the
+  const auto& p = g.context().pipelines().get({"kv_append", {local, C, s.context, s.head_dim}, 4, 0});
+  // Only positions pos0..pos0+T-1 are written, but pos0 is known only on the device, so the
   // whole cache views are declared written (a later attention read waits for them).
   g.add({name, &p,
          {{qkv, Access::Read}, {step, Access::Read}, {k_cache, Access::Write}, {v_cache, Access::Write}},

@@ -22,14 +22,14 @@ layout(push_constant) uniform Push {
 
 const uint WG = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
 
-// Element `col` (h * HDV + e) of key / value j; from_qkv is a constant at every call site.
-vec4 key_at(uint j, uint pos0, uint col, bool from_qkv) {
-  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + CV + col))
-                                  : texelFetch(k_tex, int(pc.k_base + j * CV + col)));
+// Texel e of head h of key / value j; from_qkv is a constant at every call site.
+vec4 key_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
+  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + CV + h * HDV + e))
+                                  : texelFetch(k_tex, int(pc.k_base + cache_index(h, j, e))));
 }
-vec4 value_at(uint j, uint pos0, uint col, bool from_qkv) {
-  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + 2 * CV + col))
-                                  : texelFetch(v_tex, int(pc.v_base + j * CV + col)));
+vec4 value_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
+  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + 2 * CV + h * HDV + e))
+                                  : texelFetch(v_tex, int(pc.v_base + cache_index(h, j, e))));
 }
 
 // Per query i < QB: the scaled query (the same in every invocation), the number of keys it
@@ -65,7 +65,7 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
     float s[QB];
     Q(s[i] = 0.0;)
     for (uint e = 0; e < HDV; ++e) {
-      vec4 k = key_at(j, pos0, h * HDV + e, from_qkv);
+      vec4 k = key_at(j, pos0, h, e, from_qkv);
       Q(s[i] += dot(q[i][e], k);)
     }
     float p[QB];
@@ -78,7 +78,7 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
       p[i] = j < n_keys[i] ? exp(s[i] - m[i]) : 0.0;
       l[i] += p[i];)
     for (uint e = 0; e < HDV; ++e) {
-      vec4 v = value_at(j, pos0, h * HDV + e, from_qkv);
+      vec4 v = value_at(j, pos0, h, e, from_qkv);
       Q(acc[i][e] += p[i] * v;)
     }
   }
