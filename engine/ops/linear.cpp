@@ -65,15 +65,17 @@ bool one_subgroup_shuffles(const vk::Context& ctx) {
          caps.subgroup_size <= caps.max_workgroup_invocations;
 }
 
-// Decode on CPU devices: shaders/common/linear_matvec_rows.glsl, 4 rows per invocation
-// (f16 on GPT-2's LM head: 7.4 GB/s; 2 rows 6.7, 8 rows 7.0).
+// Decode on CPU devices: shaders/common/linear_matvec_rows.glsl, 8 rows per invocation
+// (GPT-2 small f16 on lavapipe, weights from memory: fc 10.2 GB/s against 9.8 with 4 rows
+// and 8.1 with 2, proj 11.0 / 10.6 / ~9; 16 rows no faster and too few workgroups for the
+// narrow layers).
 Kernel mat_vec_rows(const vk::Context& ctx) {
   Kernel k;
   k.kind = LinearKernel::MatVec;  // same grid as the mat-vec: x over outputs, y over tokens
   k.shader = "linear.matvec_rows";
   k.texel = k.x_texel = true;
   k.local = ctx.caps().subgroup_size;
-  const uint32_t rows_per_invocation = 4;
+  const uint32_t rows_per_invocation = 8;
   k.tile = {rows_per_invocation};
   k.outputs_per_group = rows_per_invocation * k.local;
   return k;
