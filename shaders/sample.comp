@@ -64,7 +64,9 @@ bool weights_cached = false;    // the top-p search left the kept tokens' weight
 uint listed = 0;                // length of this invocation's candidate list
 bool lists_hold_floor = false;  // the lists hold every token top-k keeps
 
-float weight_of(float x) { return exp((x - max_logit) / P.temperature); }
+float temperature;  // P.temperature, read once in main(): on lavapipe a push-constant read
+                    // inside a loop is a gather over the lanes
+float weight_of(float x) { return exp((x - max_logit) / temperature); }
 
 // One token's part in a search pass over the key interval [cand[0], hi]: a token inside
 // counts for the candidates at or below its key, one above for all of them. Tokens from
@@ -246,6 +248,7 @@ uint draw_token(uint floor_key, float u) {
 }
 
 void main() {
+  temperature = P.temperature;
   lid = gl_LocalInvocationID.x;
   uint draw = BATCH != 0 ? gl_WorkGroupID.x : 0u;
   wbase = draw * SCRATCH_STRIDE;
@@ -265,7 +268,7 @@ void main() {
   uint kmin = ~wg_max_u(nkmin);
 
   uint token;
-  if (!SAMPLING || P.temperature == 0.0) {
+  if (!SAMPLING || temperature == 0.0) {
     token = ~wg_max_u(kmax == wg_kmax ? nidx : 0u);
   } else {
     max_logit = key_value(wg_kmax);

@@ -23,17 +23,20 @@ layout(push_constant) uniform Push {
   uint qkv_base, k_base, v_base;  // first texel of each view in its buffer's texel view
   uint T;                         // queries (tokens) in this step
 } pc;
+// Private copies, filled first thing in main(): on lavapipe a push-constant read inside a
+// loop or a branch is a gather over the lanes, and key_at / value_at run in the key loop.
+uint qkv_base, k_base, v_base, n_tokens;
 
 const uint WG = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
 
 // Texel e of head h of key / value j; from_qkv is a constant at every call site.
 vec4 key_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
-  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + CV + h * HDV + e))
-                                  : texelFetch(k_tex, int(pc.k_base + cache_index(h, j, e))));
+  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(qkv_base + (j - pos0) * 3 * CV + CV + h * HDV + e))
+                                  : texelFetch(k_tex, int(k_base + cache_index(h, j, e))));
 }
 vec4 value_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
-  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(pc.qkv_base + (j - pos0) * 3 * CV + 2 * CV + h * HDV + e))
-                                  : texelFetch(v_tex, int(pc.v_base + cache_index(h, j, e))));
+  return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(qkv_base + (j - pos0) * 3 * CV + 2 * CV + h * HDV + e))
+                                  : texelFetch(v_tex, int(v_base + cache_index(h, j, e))));
 }
 
 // Per query i < QB: the scaled query (the same in every invocation), the number of keys it
@@ -91,13 +94,17 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
 }
 
 void main() {
+  qkv_base = pc.qkv_base;
+  k_base = pc.k_base;
+  v_base = pc.v_base;
+  n_tokens = pc.T;
   uint h = gl_WorkGroupID.x, t0 = gl_WorkGroupID.y * QB;
   uint pos0 = step_pos;
   uint lane = gl_SubgroupInvocationID;
   // Queries past T (the last block of a T not divisible by QB) repeat query T - 1 and are
   // neither appended nor stored.
-  Q(uint t = min(t0 + i, pc.T - 1u);
-    if (t0 + i < pc.T) append_slice(h, t, pos0, lane);
+  Q(uint t = min(t0 + i, n_tokens - 1u);
+    if (t0 + i < n_tokens) append_slice(h, t, pos0, lane);
     n_keys[i] = min(pos0 + t + 1u, CONTEXT);
     for (uint e = 0; e < HDV; ++e) {
       q[i][e] = qkv[t * 3 * CV + h * HDV + e] * SCALE;
@@ -117,7 +124,7 @@ void main() {
 
   // Merge each query's streams; a stream that took no key of it has l = 0, acc = 0 and
   // weight exp(NEG_BIG - M) = 0.
-  Q(if (t0 + i < pc.T) {
+  Q(if (t0 + i < n_tokens) {
       float f = exp(m[i] - subgroupMax(m[i]));
       float inv = 1.0 / subgroupAdd(l[i] * f);
       uint o = (t0 + i) * CV + h * HDV;

@@ -23,6 +23,7 @@ const uint TM = XT * LOCAL;
   }
 
 void main() {
+  read_push_constants();
   uint lane = gl_SubgroupInvocationID;
   uint t0 = gl_WorkGroupID.x * TM;
   uint o0 = gl_WorkGroupID.y * (LOCAL * TN) + lane * TN;
@@ -30,7 +31,7 @@ void main() {
   // Out-of-range tokens and outputs are clamped to valid rows and their results dropped.
   uint xr[XT];
   uint wr[TN];
-  for (uint s = 0u; s < XT; ++s) xr[s] = min(t0 + s * LOCAL + lane, pc.T - 1u) * K;
+  for (uint s = 0u; s < XT; ++s) xr[s] = min(t0 + s * LOCAL + lane, TOKENS - 1u) * K;
   for (uint j = 0u; j < TN; ++j) wr[j] = min(o0 + j, ROWS - 1u) * W_STRIDE;
   float acc[TM][TN];
   for (uint i = 0u; i < TM; ++i)
@@ -61,6 +62,6 @@ void main() {
     for (uint j = 0u; j < TN; ++j) res[i * TN + j] = acc[i][j];
   [[dont_unroll]] for (uint n = 0u; n < TM * TN; ++n) {
     uint t = t0 + n / TN, o = o0 + n % TN;
-    if (t < pc.T && o < ROWS) store_y(t, o, res[n]);
+    if (t < TOKENS && o < ROWS) store_y(t, o, res[n]);
   }
 }

@@ -9,6 +9,7 @@ layout(constant_id = 8) const uint TN = 4;  // outputs per invocation
 layout(constant_id = 9) const uint LM = 1;  // invocations along tokens
 
 void main() {
+  read_push_constants();
   const uint LN = gl_WorkGroupSize.x / LM;
   uint lane = gl_LocalInvocationID.x;
   uint t0 = gl_WorkGroupID.x * (LM * TM) + (lane % LM) * TM;
@@ -18,7 +19,7 @@ void main() {
   // so the inner loop has no branches.
   uint xr[TM];
   uint wr[TN];
-  for (uint i = 0u; i < TM; ++i) xr[i] = min(t0 + i, pc.T - 1u) * K;
+  for (uint i = 0u; i < TM; ++i) xr[i] = min(t0 + i, TOKENS - 1u) * K;
   for (uint j = 0u; j < TN; ++j) wr[j] = min(o0 + j, ROWS - 1u) * W_STRIDE;
   float acc[TM][TN];
   for (uint i = 0u; i < TM; ++i)
@@ -51,6 +52,6 @@ void main() {
     for (uint j = 0u; j < TN; ++j) res[i * TN + j] = acc[i][j];
   [[dont_unroll]] for (uint n = 0u; n < TM * TN; ++n) {
     uint t = t0 + n / TN, o = o0 + n % TN;
-    if (t < pc.T && o < ROWS) store_y(t, o, res[n]);
+    if (t < TOKENS && o < ROWS) store_y(t, o, res[n]);
   }
 }

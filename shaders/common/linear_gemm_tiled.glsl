@@ -13,6 +13,7 @@ shared float x_tile[BK * BM];  // [k][token]
 shared float w_tile[BK * BN];  // [k][output]
 
 void main() {
+  read_push_constants();
   const uint LOCAL = gl_WorkGroupSize.x;
   const uint NX = BN / TN;  // invocations along outputs
   const uint NY = BM / TM;  // invocations along tokens
@@ -31,7 +32,7 @@ void main() {
       uint m = e / XQ, kk = (e % XQ) * 4u;
       uint t = tile_t + m, k = k0 + kk;
       vec4 v = vec4(0.0);
-      if (t < pc.T) {
+      if (t < TOKENS) {
         if (k + 4u <= K) {
           v = load_x4(t * K + k);
         } else {
@@ -66,6 +67,6 @@ void main() {
   for (uint i = 0u; i < TM; ++i)
     for (uint j = 0u; j < TN; ++j) {
       uint t = tile_t + ty + i * NY, o = tile_o + tx + j * NX;
-      if (t < pc.T && o < ROWS) store_y(t, o, acc[i][j]);
+      if (t < TOKENS && o < ROWS) store_y(t, o, acc[i][j]);
     }
 }

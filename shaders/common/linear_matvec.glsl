@@ -8,6 +8,7 @@ layout(constant_id = 7) const uint R = 4;  // outputs per workgroup
 shared float partial[R * gl_WorkGroupSize.x];
 
 void main() {
+  read_push_constants();
   const uint LOCAL = gl_WorkGroupSize.x;
   uint lane = gl_LocalInvocationID.x;
   uint t = gl_WorkGroupID.y;

@@ -43,6 +43,7 @@ float row_dot(uint wrow, uint xrow, uint lane) {
 }
 
 void main() {
+  read_push_constants();
   uint lane = gl_LocalInvocationID.x;
   uint t = gl_WorkGroupID.y;
   uint first = (gl_WorkGroupID.x * LOCAL + lane) * R;
