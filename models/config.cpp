@@ -290,12 +290,15 @@ void read_model(TableReader& m, ModelConfig& cfg) {
   if (auto a = m.choice("activation", {"gelu_tanh", "gelu", "relu"}))
     cfg.activation = *a == "gelu_tanh" ? Activation::GeluTanh : *a == "gelu" ? Activation::GeluErf : Activation::Relu;
   if (auto eps = m.number("norm_eps")) {
-    if (!(std::isfinite(*eps) && *eps > 0)) {
+    // Checked after the conversion to the float the shaders use: 1e45 is a finite double but
+    // an infinite float, 1e-50 a positive double but a zero float.
+    const float f = static_cast<float>(*eps);
+    if (!(std::isfinite(f) && f > 0)) {
       std::ostringstream got;
       got << *eps;
-      m.fail("norm_eps", "must be a positive number, got " + got.str());
+      m.fail("norm_eps", "must be a positive number within float range (1.2e-38 .. 3.4e38), got " + got.str());
     }
-    cfg.norm_eps = static_cast<float>(*eps);
+    cfg.norm_eps = f;
   }
   if (auto p = m.choice("norm_position", {"pre", "post"}))
     cfg.norm_position = *p == "pre" ? NormPosition::Pre : NormPosition::Post;

@@ -246,6 +246,9 @@ BOOST_AUTO_TEST_CASE(bad_values) {
   expect_rejected(edit(kHf, "n_layers = 2", "n_layers = 2\nnorm_eps = 0"), {"model.norm_eps", "positive"});
   expect_rejected(edit(kHf, "n_layers = 2", "n_layers = 2\nnorm_eps = -1e-5"), {"model.norm_eps"});
   expect_rejected(edit(kHf, "n_layers = 2", "n_layers = 2\nnorm_eps = nan"), {"model.norm_eps"});
+  // Finite positive doubles that are no positive finite float (found by the config fuzzer).
+  expect_rejected(edit(kHf, "n_layers = 2", "n_layers = 2\nnorm_eps = 1e45"), {"model.norm_eps", "float range"});
+  expect_rejected(edit(kHf, "n_layers = 2", "n_layers = 2\nnorm_eps = 1e-50"), {"model.norm_eps", "float range"});
   expect_rejected(edit(kHf, "file = \"tiny.safetensors\"", "file = \"\""), {"weights.file"});
 }
 
