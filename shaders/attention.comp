@@ -76,10 +76,9 @@ layout(std430, binding = 4) writeonly buffer Out { VT out_[]; };
 const uint HDV = HD / VEC;  // head width
 const uint CV = C / VEC;    // qkv rows are 3 * CV
 
-// Element e of head h's key (value) at position j in the caches, which are head-major,
-// [n_heads][CONTEXT][HD] (engine/ops/attention.hpp, kv_cache_index): a head's keys are one
-// contiguous run, streamed in order.
-uint cache_index(uint h, uint j, uint e) { return (h * CONTEXT + j) * HDV + e; }
+#include "common/kv_cache.glsl"
+// Element e (in VT units) of head h's key (value) at position j in the caches.
+uint cache_index(uint h, uint j, uint e) { return kv_cache_at(h, j, e, HDV); }
 
 // Start of the running max: finite, so exp(m - m_new) is exp(-huge) = 0 and never NaN.
 const float NEG_BIG = -1.0e30;

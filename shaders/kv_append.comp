@@ -3,12 +3,13 @@
 // Appends one step's keys and values to a layer's KV cache: for each token t of the step,
 // key pos0 + t of every head from qkv[t][C:2C] and its value from qkv[t][2C:3C], with pos0
 // read from the step buffer so a recorded decode graph appends at the current position on
-// every replay. The caches are head-major, [n_heads][CONTEXT][HD] (engine/ops/attention.hpp,
-// kv_cache_index). Grid: x over the C columns, y over the T tokens.
+// every replay. The caches are head-major (common/kv_cache.glsl). Grid: x over the C
+// columns, y over the T tokens.
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint C = 768;        // embedding width (n_heads * head_dim)
 layout(constant_id = 2) const uint CONTEXT = 1024; // positions in each cache
 layout(constant_id = 3) const uint HD = 64;        // head dim
+#include "common/kv_cache.glsl"
 
 layout(std430, binding = 0) readonly buffer Qkv { float qkv[]; };
 #define STEP_BINDING 1
@@ -24,7 +25,7 @@ void main() {
   // if it did the row is dropped rather than corrupting other memory.
   if (c >= C || row >= CONTEXT) return;
   uint src = t * 3 * C + c;
-  uint dst = (c / HD * CONTEXT + row) * HD + c % HD;
+  uint dst = kv_cache_at(c / HD, row, c % HD, HD);
   k_cache[dst] = qkv[src + C];
   v_cache[dst] = qkv[src + 2 * C];
 }
