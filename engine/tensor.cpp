@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/error.hpp"
+#include "engine/f16_rows.hpp"
 #include "engine/vk/context.hpp"
 
 namespace gptvk {
@@ -42,6 +43,11 @@ Matrix Matrix::create(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t col
   for (const auto& c : m.chunks) views = views && c.size() / 16 <= caps.max_texel_buffer_elements;
   if (views)
     for (auto& c : m.chunks) c.create_texel_view();
+  if (dtype == DType::F16 && rows > 0) {
+    m.row_scale.assign(rows, 1.0f);
+    m.row_scales = vk::Buffer(ctx, uint64_t(rows) * 4, vk::Memory::Device, what + " (row scales)");
+    m.row_scales.upload(m.row_scale.data(), uint64_t(rows) * 4);
+  }
   return m;
 }
 
@@ -62,6 +68,7 @@ namespace {
 // in parallel over the cores, where `out` points at row row0 + first in m's dtype and rows
 // are m.row_bytes() apart: straight into mapped device memory where there is some (the
 // padding columns stay as create() zeroed them), else into a host copy that is uploaded.
+// f16 rows are then scaled in place (engine/f16_rows.hpp) and their scales uploaded.
 template <class Fill>
 void fill_rows(Matrix& m, uint32_t row0, uint32_t n, uint32_t rows_per_task, Fill fill) {
   if (row0 + n > m.rows) throw std::logic_error("Matrix: write past the last row");
@@ -82,10 +89,18 @@ void fill_rows(Matrix& m, uint32_t row0, uint32_t n, uint32_t rows_per_task, Fil
       const uint32_t lo = static_cast<uint32_t>(b) * rows_per_task;
       const uint32_t hi = std::min(take, static_cast<uint32_t>(e) * rows_per_task);
       fill(first + lo, hi - lo, out + uint64_t(lo) * m.row_bytes());
+      if (m.dtype == DType::F16)
+        for (uint32_t i = lo; i < hi; ++i) {
+          auto* row = reinterpret_cast<uint16_t*>(out + uint64_t(i) * m.row_bytes());
+          const int shift = f16_row_shift(row, m.cols);
+          f16_scale_row(row, m.cols, shift);
+          m.row_scale[row0 + first + i] = 1.0f / float(1u << shift);
+        }
     });
     if (!mapped) m.chunks[c].upload(staged.data(), staged.size(), uint64_t(local) * m.row_bytes());
     r += take;
   }
+  if (m.dtype == DType::F16) m.row_scales.upload(m.row_scale.data() + row0, uint64_t(n) * 4, uint64_t(row0) * 4);
 }
 
 // Rows of a transposed source in tiles of kTileRows rows x kTileCols columns: each source
@@ -142,7 +157,10 @@ std::vector<float> Matrix::read_rows_f32(uint32_t row0, uint32_t n) const {
     uint32_t r = row0 + i;
     uint32_t c = r / rows_per_chunk;
     chunks[c].download(raw.data(), row_bytes(), uint64_t(r - c * rows_per_chunk) * row_bytes());
-    convert(raw.data(), dtype, out.data() + uint64_t(i) * cols, DType::F32, cols);
+    float* row = out.data() + uint64_t(i) * cols;
+    convert(raw.data(), dtype, row, DType::F32, cols);
+    if (dtype == DType::F16)
+      for (uint32_t j = 0; j < cols; ++j) row[j] *= row_scale[r];
   }
   return out;
 }

@@ -3,6 +3,8 @@
 // packed two to a 32-bit word. A matrix larger than the device's largest binding
 // (maxStorageBufferRange, e.g. GPT-2's 154 MB f32 LM head on lavapipe's 128 MiB) is split
 // into row chunks, each its own buffer; ops dispatch once per chunk.
+// f16 rows are stored scaled by a power of two (engine/f16_rows.hpp) and row_scales holds
+// each row's 2^-shift, which every reader of an f16 matrix multiplies its results by.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -26,6 +28,10 @@ struct Matrix {
   uint32_t row_stride = 0;      // elements per stored row (cols rounded up to kRowAlign)
   uint32_t rows_per_chunk = 0;  // rows in every chunk but possibly the last
   std::vector<vk::Buffer> chunks;
+  // f16 only: one f32 per row, the factor that undoes the row's storage scaling (1 for rows
+  // not written yet), on the device and as a host copy.
+  vk::Buffer row_scales;
+  std::vector<float> row_scale;
 
   // Allocates (zeroed padding) for a rows x cols matrix; `max_chunk_bytes` 0 means the
   // device's largest binding.
@@ -44,7 +50,7 @@ struct Matrix {
   // c * src_stride + r of `src` (e.g. a slice of a Conv1D [in][out] weight). Transposes and
   // converts in one pass, in cache-sized tiles, straight into the device memory when mapped.
   void write_rows_transposed(uint32_t row0, uint32_t n, const void* src, uint64_t src_stride, DType from);
-  // Reads back rows converted to f32 (tests, debugging).
+  // Reads back rows converted to f32, storage scaling undone (tests, debugging).
   std::vector<float> read_rows_f32(uint32_t row0, uint32_t n) const;
 };
 

@@ -31,6 +31,9 @@ layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
 layout(std430, binding = 2) readonly buffer Tok { uint tok[]; };
 layout(std430, binding = 3) readonly buffer Pos { uint pos[]; };
 layout(std430, binding = 4) writeonly buffer X { float x[]; };
+// f16 tables: each row's factor that undoes its storage scaling (engine/f16_rows.hpp).
+layout(std430, binding = 5) readonly buffer TokScale { float tok_scale[]; };
+layout(std430, binding = 6) readonly buffer PosScale { float pos_scale[]; };
 
 // Element `i` (flat index into a row-major table) of a table stored in dtype `dt`, given
 // the word that holds it.
@@ -53,6 +56,10 @@ void main() {
     if (id - pc.tok_row0 >= pc.tok_rows || p - pc.pos_row0 >= pc.pos_rows) continue;  // another chunk's row
     uint ti = (id - pc.tok_row0) * TOK_STRIDE + c;
     uint pi = (p - pc.pos_row0) * POS_STRIDE + c;
-    x[t * C + c] = unpack(TOK_DT, tok[word_index(TOK_DT, ti)], ti) + unpack(POS_DT, pos[word_index(POS_DT, pi)], pi);
+    float tv = unpack(TOK_DT, tok[word_index(TOK_DT, ti)], ti);
+    float pv = unpack(POS_DT, pos[word_index(POS_DT, pi)], pi);
+    if (TOK_DT == 1u) tv *= tok_scale[id];
+    if (POS_DT == 1u) pv *= pos_scale[p];
+    x[t * C + c] = tv + pv;
   }
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/dtype.hpp"
+#include "engine/f16_rows.hpp"
 
 using namespace gptvk;
 
@@ -77,4 +78,53 @@ BOOST_AUTO_TEST_CASE(every_f16_round_trips) {
   }
   BOOST_TEST(bad == 0u);
   BOOST_TEST(bad_bf == 0u);
+}
+
+// f16 matrix rows are stored scaled by 2^shift (engine/f16_rows.hpp): the scaling must be
+// exact for every finite half whose result is finite, subnormals included, and a row's
+// shift must be the largest one that keeps its largest value finite.
+BOOST_AUTO_TEST_CASE(f16_times_pow2_is_exact) {
+  int checked = 0;
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    const float v = f16_to_f32(static_cast<uint16_t>(h));
+    if (!std::isfinite(v)) continue;
+    for (int s = 0; s <= kF16MaxRowShift; ++s) {
+      const float want = std::ldexp(v, s);
+      if (std::fabs(want) > 65504.0f) continue;
+      const uint16_t got = f16_times_pow2(static_cast<uint16_t>(h), s);
+      BOOST_TEST_REQUIRE(f16_to_f32(got) == want, "h=0x" << std::hex << h << std::dec << " shift=" << s);
+      ++checked;
+    }
+  }
+  BOOST_TEST(checked > 500000);  // every finite half at each shift that keeps it finite
+}
+
+BOOST_AUTO_TEST_CASE(f16_row_shift_and_scaling) {
+  auto row = [](std::initializer_list<float> vals) {
+    std::vector<uint16_t> r;
+    for (float f : vals) r.push_back(f32_to_f16(f));
+    return r;
+  };
+  BOOST_TEST(f16_row_shift(row({0.0f, -0.0f}).data(), 2) == kF16MaxRowShift);
+  BOOST_TEST(f16_row_shift(row({1e-7f, -0.5f}).data(), 2) == kF16MaxRowShift);  // 0.5 * 2^10 = 512
+  BOOST_TEST(f16_row_shift(row({63.9f}).data(), 1) == 10);   // 63.9 * 1024 < 65504
+  BOOST_TEST(f16_row_shift(row({64.0f}).data(), 1) == 9);    // 64 * 1024 = 65536 would overflow
+  BOOST_TEST(f16_row_shift(row({-300.0f, 1.0f}).data(), 2) == 7);
+  BOOST_TEST(f16_row_shift(row({65504.0f, 1e-7f}).data(), 2) == 0);
+  BOOST_TEST(f16_row_shift(row({INFINITY, 1.0f}).data(), 2) == 0);
+
+  // Whole rows (with subnormals, zeros of both signs, odd length) against one value at a time.
+  std::mt19937 rng(11);
+  std::vector<uint16_t> r(1001);
+  for (auto& h : r) h = static_cast<uint16_t>(rng() & 0x87ffu);  // |h| < 2^-7: every value fits shift 10
+  r[3] = 0x8000u;
+  r[4] = 0x0001u;
+  const int shift = f16_row_shift(r.data(), r.size());
+  BOOST_TEST_REQUIRE(shift == kF16MaxRowShift);
+  auto scaled = r;
+  f16_scale_row(scaled.data(), scaled.size(), shift);
+  for (size_t i = 0; i < r.size(); ++i) {
+    BOOST_TEST_REQUIRE(f16_to_f32(scaled[i]) == std::ldexp(f16_to_f32(r[i]), shift), "i=" << i);
+    BOOST_TEST_REQUIRE(((scaled[i] & 0x7c00u) != 0 || (scaled[i] & 0x7fffu) == 0), "still subnormal at i=" << i);
+  }
 }

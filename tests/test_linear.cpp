@@ -1,6 +1,7 @@
 #define BOOST_TEST_MODULE linear
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -59,10 +60,9 @@ struct TestMatrix {
   std::vector<float> rounded;
 };
 
-TestMatrix make_matrix(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t cols, uint32_t seed,
-                       uint64_t max_chunk_bytes = 0) {
+TestMatrix make_matrix_from(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t cols, const std::vector<float>& w,
+                            uint64_t max_chunk_bytes = 0) {
   TestMatrix t;
-  auto w = test::random_floats(size_t(rows) * cols, seed);
   t.m = Matrix::create(ctx, dtype, rows, cols, "test weights", max_chunk_bytes);
   t.m.write_rows(0, rows, w.data(), DType::F32);
   std::vector<char> stored(w.size() * dtype_bytes(dtype));
@@ -70,6 +70,11 @@ TestMatrix make_matrix(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t co
   t.rounded.resize(w.size());
   convert(stored.data(), dtype, t.rounded.data(), DType::F32, w.size());
   return t;
+}
+
+TestMatrix make_matrix(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t cols, uint32_t seed,
+                       uint64_t max_chunk_bytes = 0) {
+  return make_matrix_from(ctx, dtype, rows, cols, test::random_floats(size_t(rows) * cols, seed), max_chunk_bytes);
 }
 
 struct Inputs {
@@ -194,6 +199,46 @@ BOOST_AUTO_TEST_CASE(fused_epilogues_match_cpu) {
                                                              << " residual=" << static_cast<int>(e.res));
         }
       }
+  }
+}
+
+// f16 rows are stored scaled by a power of two chosen per row (engine/f16_rows.hpp), and
+// the CPU kernels decode them with integer operations and scaled inputs: rows of f16
+// subnormals only, of values up to 60000 (no scaling, subnormals kept), zeros and ordinary
+// rows, with inputs over six decades, must match the reference row by row on every kernel
+// (each row's error relative to that row's largest output, so small rows count too).
+BOOST_AUTO_TEST_CASE(f16_rows_of_any_magnitude_match_cpu) {
+  const uint32_t K = 200, N = 70;
+  const float magnitude[] = {1.0f, 1e-5f, 3e-7f, 60000.0f, 200.0f, 0.0f, 1e-3f};
+  auto wv = test::random_floats(size_t(N) * K, 77);
+  for (uint32_t o = 0; o < N; ++o)
+    for (uint32_t c = 0; c < K; ++c) {
+      float& v = wv[size_t(o) * K + c];
+      v *= magnitude[o % std::size(magnitude)];
+      if (o % std::size(magnitude) == 3 && c % 5 == 0) v *= 1e-10f;  // subnormals beside 60000
+    }
+  for (auto [label, ctx] : test::all_contexts()) {
+    auto w = make_matrix_from(*ctx, DType::F16, N, K, wv);
+    // The stored rows read back as the f16 weights themselves (scaling undone exactly).
+    BOOST_TEST(w.m.read_rows_f32(0, N) == w.rounded, label << " read back");
+    for (uint32_t T : {1u, 9u}) {
+      auto in = make_inputs(T, K, N, false, false, T);
+      for (size_t i = 0; i < in.x.size(); ++i) in.x[i] *= std::pow(10.0f, float(int(i % 7) - 3));  // 1e-3 .. 1e3
+      const auto want = reference(in, w, T, Activation::None);
+      for (LinearKernel k : kAllKernels) {
+        if (!runs(*ctx, k, true)) continue;
+        const auto got = run_gpu(*ctx, k, w, in, T, Activation::None, Residual::None);
+        double worst = 0;
+        for (uint32_t o = 0; o < N; ++o) {
+          double row_max = 0, err = 0;
+          for (uint32_t t = 0; t < T; ++t) row_max = std::max(row_max, std::fabs(double(want[size_t(t) * N + o])));
+          for (uint32_t t = 0; t < T; ++t)
+            err = std::max(err, std::fabs(double(got[size_t(t) * N + o]) - want[size_t(t) * N + o]));
+          worst = std::max(worst, row_max > 0 ? err / row_max : err);  // the zero rows: exactly 0
+        }
+        BOOST_TEST(worst <= kTol, describe(label, k, DType::F16, T, K, N) << " worst row error " << worst);
+      }
+    }
   }
 }
 

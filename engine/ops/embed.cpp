@@ -8,6 +8,12 @@
 
 namespace gptvk::ops {
 
+namespace {
+// The per-row factors of an f16 table (engine/f16_rows.hpp); other dtypes have none and
+// bind their first chunk, which the shader then never reads.
+View row_scales(const Matrix& m) { return whole(m.dtype == DType::F16 ? m.row_scales : m.chunks.front()); }
+}  // namespace
+
 void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& pos_emb, View x, uint32_t T,
            const std::string& name) {
   const uint32_t C = tok_emb.cols;
@@ -25,7 +31,7 @@ void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& p
       {"embed",
        {local, C, static_cast<uint32_t>(tok_emb.dtype), tok_emb.row_stride, tok_emb.rows,
         static_cast<uint32_t>(pos_emb.dtype), pos_emb.row_stride, pos_emb.rows},
-       5, 5 * 4});
+       7, 5 * 4});
   const std::array<uint32_t, 3> groups{(C + local - 1) / local, std::min<uint32_t>(T, 65535), 1};
   // Each dispatch writes the rows of x whose token and position its chunks hold; they all
   // declare a write of x, so the graph orders them (the rows are disjoint, the order is not
@@ -39,7 +45,9 @@ void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& p
               {step, Access::Read},
               {whole(tok_emb.chunks[tc]), Access::Read},
               {whole(pos_emb.chunks[pc]), Access::Read},
-              {x, Access::Write}},
+              {x, Access::Write},
+              {row_scales(tok_emb), Access::Read},
+              {row_scales(pos_emb), Access::Read}},
              groups, std::move(push)});
     }
 }

@@ -252,6 +252,7 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
         // Unused bindings get a range this dispatch reads anyway, so they add no hazards.
         const View bb = has_bias ? sub_view(bias, col * 4, uint64_t(nr) * 4) : wb;
         const View rb = res_mode == 1 ? sub_view(r, out_offset, out_bytes) : xb;
+        const View sb = W.dtype == DType::F16 ? View{&W.row_scales, col * 4, uint64_t(nr) * 4} : wb;
 
         std::vector<uint32_t> spec = {kernel.local,
                                       K,
@@ -263,7 +264,7 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
         spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
         const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u);
         const uint32_t texel_bindings = (kernel.x_texel ? 1u << 0 : 0u) | (kernel.texel ? 1u << 1 : 0u);
-        const auto& pipeline = ctx.pipelines().get({kernel.shader, spec, 5, push_bytes, texel_bindings});
+        const auto& pipeline = ctx.pipelines().get({kernel.shader, spec, 6, push_bytes, texel_bindings});
         std::vector<uint32_t> push = {tn, nr, N};
         if (kernel.texel) push.push_back(static_cast<uint32_t>(uint64_t(r0) * W.row_bytes() / 16));
         // The x texel view covers x's whole buffer; the kernel starts at texel x_base.
@@ -288,7 +289,8 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
                 {wt, Access::Read},
                 {bb, Access::Read},
                 {rb, Access::Read},
-                {yb, in_place ? Access::ReadWrite : Access::Write}},
+                {yb, in_place ? Access::ReadWrite : Access::Write},
+                {sb, Access::Read}},
                groups,
                push});
       }

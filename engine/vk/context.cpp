@@ -309,6 +309,13 @@ void Context::read_caps(const ForcedLimits& forced) {
   caps_.max_allocation_bytes = maint3.maxMemoryAllocationSize;
   caps_.max_buffer_bytes = maint3.maxMemoryAllocationSize;  // maxBufferSize needs 1.3; allocation caps it anyway
   caps_.storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
+  // The widest shader binds 7 storage buffers (embed: ids, step, two tables, x and their
+  // f16 row scales); Vulkan only guarantees 4 per stage.
+  constexpr uint32_t kStorageBuffersNeeded = 7;
+  if (props.limits.maxPerStageDescriptorStorageBuffers < kStorageBuffersNeeded)
+    throw DeviceError("device '" + info_.name + "' allows " +
+                      std::to_string(props.limits.maxPerStageDescriptorStorageBuffers) +
+                      " storage buffers per shader; gpt-vk needs " + std::to_string(kStorageBuffersNeeded));
   VkFormatProperties fmt{};
   vkGetPhysicalDeviceFormatProperties(physical_, VK_FORMAT_R32G32B32A32_UINT, &fmt);
   caps_.texel_uvec4 = (fmt.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;

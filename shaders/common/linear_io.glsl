@@ -50,11 +50,25 @@ void read_push_constants() {
 #define ROWS pc_rows
 #define Y_STRIDE pc_y_stride
 
+// f16 weights in the kernels for CPU devices (those reading x through a texel view) are
+// decoded with integer operations into f32 bits worth value * 2^-112 (see decode()), and x
+// is read times 2^56: products are w * x * 2^-56, far from f32's subnormal range (x86 takes
+// a microcode assist for each vector op with a subnormal operand), and the result is scaled
+// back by 2^56. Scaling by powers of two is exact: results are bit for bit those of
+// unscaled operands.
+#if defined(X_TEXEL)
+const bool F16_BITS = DT == 1u;
+#else
+const bool F16_BITS = false;
+#endif
+const float X_SCALE = F16_BITS ? 72057594037927936.0 : 1.0;  // 2^56
+const float Y_UNSCALE = X_SCALE;
+
 #if defined(X_TEXEL)
 // x through a texel view of its whole buffer (the host ensures 16-byte aligned rows):
 // lavapipe vectorises the fetch, where a storage-buffer load is a scalar loop over the lanes.
 layout(binding = 0) uniform utextureBuffer x_tex;
-vec4 load_x4(uint e) { return uintBitsToFloat(texelFetch(x_tex, int(pc_x_base + (e >> 2)))); }
+vec4 load_x4(uint e) { return uintBitsToFloat(texelFetch(x_tex, int(pc_x_base + (e >> 2)))) * X_SCALE; }
 float load_x1(uint e) { return load_x4(e & ~3u)[e & 3u]; }
 #elif defined(X_SCALAR)
 // K is not a multiple of 4, so token rows of x are not 16-byte aligned: scalar loads.
@@ -84,6 +98,8 @@ uvec4 load_w(uint i) { return w[i]; }
 layout(std430, binding = 2) readonly buffer BiasBuf { float bias[]; };
 layout(std430, binding = 3) readonly buffer RBuf { float r[]; };
 layout(std430, binding = 4) buffer YBuf { float y[]; };
+// f16 weights: each row's 2^-shift that undoes its storage scaling (engine/f16_rows.hpp).
+layout(std430, binding = 5) readonly buffer RowScale { float row_scale[]; };
 
 const uint KW = DT == 0u ? 4u : 8u;        // weights per uvec4 word
 const uint K_FULL = K / KW;                 // words whose inputs are all < K
@@ -96,7 +112,18 @@ vec4 bf16_hi(uvec4 p) { return uintBitsToFloat(p & 0xffff0000u); }
 // The weights of one word as floats: lo = elements 0..3, hi = 4..7 (hi unused for f32).
 // Each 32-bit word holds elements 2i (low half) and 2i+1 (high half).
 void decode(uvec4 p, out vec4 lo, out vec4 hi) {
-  if (DT == 1u) {
+  if (F16_BITS) {
+    // Sign to bit 31, exponent and mantissa to bits 27..13: each half's value * 2^-112 as
+    // f32, exact for every half; a subnormal half becomes an f32 subnormal (right, but slow
+    // on x86), which the row scaling leaves only in rows holding values >= 64. Two or three
+    // integer ops where unpackHalf2x16 costs vpmovdw + vcvtph2ps, which compete with the
+    // texel fetches for the CPU's shuffle port (GPT-2 small f16 on lavapipe: decode +9%,
+    // prefill +6%).
+    vec4 a = uintBitsToFloat(uvec4(ivec4(p << 16) >> 3) & 0x8FFFE000u);
+    vec4 b = uintBitsToFloat(uvec4(ivec4(p) >> 3) & 0x8FFFE000u);
+    lo = vec4(a.x, b.x, a.y, b.y);
+    hi = vec4(a.z, b.z, a.w, b.w);
+  } else if (DT == 1u) {
     lo = vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y));
     hi = vec4(unpackHalf2x16(p.z), unpackHalf2x16(p.w));
   } else if (DT == 2u) {
@@ -148,6 +175,8 @@ void load_x_word(uint row, uint q, out vec4 x_lo, out vec4 x_hi) {
 // measurable.
 void store_y(uint t, uint o, float acc) {
   float v = acc;
+  if (F16_BITS) v *= Y_UNSCALE;
+  if (DT == 1u) v *= row_scale[o];
   if (HAS_BIAS) v += bias[o];
   v = activate(v, ACT);
   uint i = t * Y_STRIDE + o;
