@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "engine/error.hpp"
 #include "engine/ops/attention.hpp"
@@ -41,6 +42,10 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
   // Inputs of linear layers: CPU devices read them through texel views (engine/ops/linear.hpp).
   for (vk::Buffer* b : {&x_, &h_, &h_last_, &att_, &ff_}) b->try_create_texel_view();
   sample_scratch_ = vk::Buffer(ctx, ops::sample_scratch_bytes(cfg_.vocab_size), vk::Memory::Device, "sampler scratch");
+  // Two LayerNorms per layer follow a residual add; each gets a counter (ops::NormAfter).
+  norm_counters_ = vk::Buffer(ctx, std::max<uint64_t>(2 * cfg_.n_layers, 1) * ctx.caps().storage_offset_alignment,
+                              vk::Memory::Device, "layernorm counters");
+  norm_counters_.fill_zero();
   // Attention on CPU devices reads q/k/v and the caches through texel views too (engine/ops/attention.hpp).
   qkv_.try_create_texel_view();
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
@@ -80,36 +85,53 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   const bool pre = cfg_.norm_position == NormPosition::Pre;
   const ops::LinearEpilogue plain{}, residual{Activation::None, true}, act{cfg_.activation, false};
 
+  // Every LayerNorm that follows a residual add goes to the linear that does the add
+  // (ops::NormAfter): for one token on CPU devices its last workgroup computes it, saving
+  // the norm a dispatch; counter `site` is that dispatch's own (offsets stay aligned).
+  const uint64_t counter_stride = ctx_.caps().storage_offset_alignment;
+  auto norm_after = [&](View gamma, View beta, View out, uint32_t site, const std::string& name) {
+    return ops::NormAfter{gamma, beta, out, View{&norm_counters_, site * counter_stride, 4}, eps, name};
+  };
   ops::embed(*g, ids, step, w_.tok_emb, w_.pos_emb, x, T, "embed");
+  if (pre && cfg_.n_layers > 0)
+    ops::layernorm(*g, x, whole(w_.layers[0].ln1_g), whole(w_.layers[0].ln1_b), h, T, C, eps, "L0.ln1");
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
     const LayerWeights& L = w_.layers[l];
     const std::string p = "L" + std::to_string(l) + ".";
     const View k_cache = whole(k_cache_[l]), v_cache = whole(v_cache_[l]);
     if (pre) {
-      // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x))
-      ops::layernorm(*g, x, whole(L.ln1_g), whole(L.ln1_b), h, T, C, eps, p + "ln1");
+      // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x)); LN1 of the next layer (or the
+      // final norm) follows this layer's last residual add.
       ops::linear(*g, h, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
       ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
-      ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), x, T, residual, x, p + "attn_out");
-      ops::layernorm(*g, x, whole(L.ln2_g), whole(L.ln2_b), h, T, C, eps, p + "ln2");
+      const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), h, 2 * l, p + "ln2");
+      ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), x, T, residual, x, p + "attn_out", &ln2);
       ops::linear(*g, h, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");
-      ops::linear(*g, ff, L.proj, whole(L.proj_b), x, T, residual, x, p + "proj");
+      std::optional<ops::NormAfter> next;
+      if (l + 1 < cfg_.n_layers) {
+        const LayerWeights& N = w_.layers[l + 1];
+        next = norm_after(whole(N.ln1_g), whole(N.ln1_b), h, 2 * l + 1, "L" + std::to_string(l + 1) + ".ln1");
+      } else if (cfg_.final_norm) {
+        next = norm_after(whole(w_.lnf_g), whole(w_.lnf_b), h, 2 * l + 1, "ln_f");
+      }
+      ops::linear(*g, ff, L.proj, whole(L.proj_b), x, T, residual, x, p + "proj", next ? &*next : nullptr);
     } else {
       // Original Transformer / GPT-1: x = LN1(x + attn(x)); x = LN2(x + mlp(x))
       ops::linear(*g, x, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
       ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
-      ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), h, T, residual, x, p + "attn_out");
-      ops::layernorm(*g, h, whole(L.ln1_g), whole(L.ln1_b), x, T, C, eps, p + "ln1");
+      const auto ln1 = norm_after(whole(L.ln1_g), whole(L.ln1_b), x, 2 * l, p + "ln1");
+      ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), h, T, residual, x, p + "attn_out", &ln1);
       ops::linear(*g, x, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");
-      ops::linear(*g, ff, L.proj, whole(L.proj_b), h, T, residual, x, p + "proj");
-      ops::layernorm(*g, h, whole(L.ln2_g), whole(L.ln2_b), x, T, C, eps, p + "ln2");
+      const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), x, 2 * l + 1, p + "ln2");
+      ops::linear(*g, ff, L.proj, whole(L.proj_b), h, T, residual, x, p + "proj", &ln2);
     }
   }
 
-  // Final norm (or none), then the LM head over every position or only the last one.
+  // Final norm (or none; pre-norm models with layers had it from the last linear), then
+  // the LM head over every position or only the last one.
   View normed = x;
   if (cfg_.final_norm) {
-    ops::layernorm(*g, x, whole(w_.lnf_g), whole(w_.lnf_b), h, T, C, eps, "ln_f");
+    if (!(pre && cfg_.n_layers > 0)) ops::layernorm(*g, x, whole(w_.lnf_g), whole(w_.lnf_b), h, T, C, eps, "ln_f");
     normed = h;
   }
   const View head_bias = cfg_.out_bias ? maybe(w_.head_b) : none();

@@ -80,6 +80,7 @@ class GptModel {
   vk::Buffer ids_, step_;            // host-visible: token ids of the step, StepState
   vk::Buffer x_, h_, h_last_, qkv_, att_, ff_, logits_last_, sample_scratch_;
   vk::Buffer logits_all_;            // [max_chunk][vocab], allocated on first use
+  vk::Buffer norm_counters_;         // ops::NormAfter counters, one per LayerNorm after a residual add
   std::vector<vk::Buffer> k_cache_, v_cache_;
   std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
   std::vector<Graph*> last_run_;

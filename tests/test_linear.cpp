@@ -7,6 +7,7 @@
 
 #include <sys/resource.h>
 
+#include "engine/cpu/elementwise.hpp"
 #include "engine/cpu/linear.hpp"
 #include "engine/ops/linear.hpp"
 #include "tests/support/vk_test.hpp"
@@ -239,6 +240,59 @@ BOOST_AUTO_TEST_CASE(f16_rows_of_any_magnitude_match_cpu) {
         BOOST_TEST(worst <= kTol, describe(label, k, DType::F16, T, K, N) << " worst row error " << worst);
       }
     }
+  }
+}
+
+// A LayerNorm of the output after the residual add (ops::NormAfter): fused into the
+// mat-vec for one token on CPU devices (its last workgroup normalises the row), a separate
+// dispatch otherwise. Both y and the normalised row must match the reference, on every
+// kernel, for one and several tokens, with the norm writing a separate buffer (pre-norm
+// GPT-2) or the residual's own buffer (post-norm GPT-1: out == r); the graph runs twice,
+// so a counter the fused kernel failed to reset would show in the second run.
+BOOST_AUTO_TEST_CASE(layernorm_after_matches_cpu) {
+  const uint32_t K = 96, N = 200;
+  const float eps = 1e-5f;
+  auto gamma = test::random_floats(N, 5, 0.5f, 1.5f), beta = test::random_floats(N, 6);
+  for (auto [label, ctx] : test::all_contexts()) {
+    auto w = make_matrix(*ctx, DType::F16, N, K, 41);
+    auto dg = test::upload(*ctx, gamma), db = test::upload(*ctx, beta);
+    vk::Buffer counter(*ctx, 4, vk::Memory::Device, "counter");
+    counter.fill_zero();
+    for (LinearKernel k : kAllKernels) {
+      if (!runs(*ctx, k, true)) continue;
+      for (uint32_t T : {1u, 3u})
+        for (bool out_is_r : {false, true}) {
+          auto in = make_inputs(T, K, N, true, true, T + 7);
+          // Reference: y = r + x W^T + b, then out = LayerNorm(y).
+          const auto want_y = reference(in, w, T, Activation::None);
+          std::vector<float> want_out(want_y.size());
+          cpu::layernorm(want_y.data(), gamma.data(), beta.data(), want_out.data(), T, N, eps);
+
+          auto dx = test::upload(*ctx, in.x);
+          dx.try_create_texel_view();
+          auto dr = test::upload(*ctx, in.r), dbias = test::upload(*ctx, in.bias);
+          vk::Buffer dy(*ctx, uint64_t(T) * N * 4, vk::Memory::Device, "y");
+          vk::Buffer dout(*ctx, uint64_t(T) * N * 4, vk::Memory::Device, "out");
+          const View out = out_is_r ? whole(dr) : whole(dout);
+          const ops::NormAfter norm{whole(dg), whole(db), out, whole(counter), eps, "ln"};
+          Graph g(*ctx);
+          ops::linear_with(k, g, whole(dx), w.m, whole(dbias), whole(dy), T, {Activation::None, true}, whole(dr),
+                           "linear", &norm);
+          g.record();
+          for (int run = 0; run < 2; ++run) {
+            if (out_is_r) dr.upload(in.r.data(), in.r.size() * 4);  // the norm overwrote r
+            g.run();
+            const std::string what = describe(label, k, DType::F16, T, K, N) + " out_is_r=" +
+                                     std::to_string(out_is_r) + " run=" + std::to_string(run);
+            BOOST_TEST(test::max_rel_error(test::download(dy, want_y.size()), want_y) <= kTol, what << " y");
+            const auto& got_out = out_is_r ? dr : dout;
+            BOOST_TEST(test::max_rel_error(test::download(got_out, want_out.size()), want_out) <= kTol, what << " norm");
+          }
+        }
+    }
+    std::vector<uint32_t> left(1);
+    counter.download(left.data(), 4);
+    BOOST_TEST(left[0] == 0u, label << ": the fused kernels leave their counter at 0");
   }
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "engine/error.hpp"
+#include "engine/ops/layernorm.hpp"
 #include "engine/vk/context.hpp"
 
 namespace gptvk::ops {
@@ -24,6 +25,7 @@ struct Kernel {
   uint32_t outputs_per_group = 1;   // ... y over outputs (mat-vec: x over outputs, y over tokens)
   bool texel = false;               // W binding is a uniform texel buffer (push constant w_base)
   bool x_texel = false;             // x binding is a uniform texel buffer (push constant x_base)
+  bool norm_variant = false;        // has a "_ln" variant: LayerNorm of the output by the last workgroup
 };
 
 bool is_cpu(const vk::Context& ctx) { return ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
@@ -74,6 +76,7 @@ Kernel mat_vec_rows(const vk::Context& ctx) {
   k.kind = LinearKernel::MatVec;  // same grid as the mat-vec: x over outputs, y over tokens
   k.shader = "linear.matvec_rows";
   k.texel = k.x_texel = true;
+  k.norm_variant = ctx.caps().subgroup_arithmetic;
   k.local = ctx.caps().subgroup_size;
   const uint32_t rows_per_invocation = 8;
   k.tile = {rows_per_invocation};
@@ -188,12 +191,12 @@ bool overlaps(View a, uint64_t a_bytes, View b, uint64_t b_bytes) {
 }  // namespace
 
 void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, LinearEpilogue ep, View r,
-            const std::string& name) {
-  linear_with(LinearKernel::Auto, g, x, W, bias, y, T, ep, r, name);
+            const std::string& name, const NormAfter* norm) {
+  linear_with(LinearKernel::Auto, g, x, W, bias, y, T, ep, r, name, norm);
 }
 
 void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
-                 LinearEpilogue ep, View r, const std::string& name) {
+                 LinearEpilogue ep, View r, const std::string& name, const NormAfter* norm) {
   const uint32_t K = W.cols, N = W.rows;
   if (T == 0 || N == 0) return;
   if (K == 0) throw std::invalid_argument(name + ": weight matrix has no columns");
@@ -232,6 +235,10 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
   const uint64_t max_groups_rows = uint64_t(kMaxGroups) * kernel.outputs_per_group;
   const uint32_t o_block = static_cast<uint32_t>(std::min<uint64_t>(max_groups_rows / kChunkRowAlign * kChunkRowAlign, N));
 
+  // The LayerNorm after rides along when one mat-vec dispatch computes the whole row.
+  const bool fuse_norm = norm && kernel.norm_variant && T == 1 && W.chunks.size() == 1 && N <= o_block;
+  if (norm && norm->counter.size() < 4) throw std::invalid_argument(name + ": LayerNorm counter is smaller than a uint");
+
   const uint32_t res_mode = !ep.residual ? 0 : in_place ? 2 : 1;
   for (uint32_t t0 = 0; t0 < T; t0 += static_cast<uint32_t>(t_block)) {
     const uint32_t tn = static_cast<uint32_t>(std::min<uint64_t>(t_block, T - t0));
@@ -262,9 +269,11 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
                                       has_bias ? 1u : 0u,
                                       res_mode};
         spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
+        if (fuse_norm) spec.push_back(vk::spec_f32(norm->eps));
         const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u);
         const uint32_t texel_bindings = (kernel.x_texel ? 1u << 0 : 0u) | (kernel.texel ? 1u << 1 : 0u);
-        const auto& pipeline = ctx.pipelines().get({kernel.shader, spec, 6, push_bytes, texel_bindings});
+        const auto& pipeline = ctx.pipelines().get(
+            {fuse_norm ? kernel.shader + "_ln" : kernel.shader, spec, fuse_norm ? 10u : 6u, push_bytes, texel_bindings});
         std::vector<uint32_t> push = {tn, nr, N};
         if (kernel.texel) push.push_back(static_cast<uint32_t>(uint64_t(r0) * W.row_bytes() / 16));
         // The x texel view covers x's whole buffer; the kernel starts at texel x_base.
@@ -283,19 +292,24 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
         std::string label = name;
         if (W.chunks.size() > 1 || T > t_block || chunk_rows > o_block)
           label += "[t" + std::to_string(t0) + ",o" + std::to_string(col) + "]";
-        g.add({label,
-               &pipeline,
-               {{xv, Access::Read},
-                {wt, Access::Read},
-                {bb, Access::Read},
-                {rb, Access::Read},
-                {yb, in_place ? Access::ReadWrite : Access::Write},
-                {sb, Access::Read}},
-               groups,
-               push});
+        std::vector<Arg> args = {{xv, Access::Read},
+                                 {wt, Access::Read},
+                                 {bb, Access::Read},
+                                 {rb, Access::Read},
+                                 // fused norm: the last workgroup reads the whole row back
+                                 {yb, in_place || fuse_norm ? Access::ReadWrite : Access::Write},
+                                 {sb, Access::Read}};
+        if (fuse_norm) {
+          args.push_back({norm->gamma, Access::Read});
+          args.push_back({norm->beta, Access::Read});
+          args.push_back({norm->out, Access::Write});
+          args.push_back({norm->counter, Access::ReadWrite});
+        }
+        g.add({label, &pipeline, std::move(args), groups, push});
       }
     }
   }
+  if (norm && !fuse_norm) layernorm(g, y, norm->gamma, norm->beta, norm->out, T, N, norm->eps, norm->name);
 }
 
 }  // namespace gptvk::ops

@@ -15,6 +15,16 @@ struct LinearEpilogue {
   bool residual = false;              // y = r + act(x W^T + b): the residual add fused in
 };
 
+// Optionally, a LayerNorm of y's rows into `out` (gamma, beta: W.rows floats): for a single
+// token on CPU devices the mat-vec's last workgroup computes it in the same dispatch (which
+// counts its finished workgroups in `counter`, one uint that must start at 0 and is left at
+// 0); otherwise linear() adds a LayerNorm dispatch named `name`.
+struct NormAfter {
+  View gamma, beta, out, counter;
+  float eps = 1e-5f;
+  std::string name = "layernorm";
+};
+
 // y[t][o] = (residual ? r[t][o] : 0) + act(sum_i x[t][i] * W[o][i] + bias[o]) for t < T, o < W.rows.
 // x: f32 [T][W.cols]; y: f32 [T][W.rows]; bias: f32 [W.rows] or bias.buffer == nullptr for none;
 // r: f32 [T][W.rows] (may be the same view as y) when ep.residual. W: Matrix in f32/f16/bf16.
@@ -22,7 +32,7 @@ struct LinearEpilogue {
 // Adds one dispatch per chunk of W, and per block of tokens when x or y is larger than the
 // device's storage buffer range.
 void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, LinearEpilogue ep = {}, View r = {},
-            const std::string& name = "linear");
+            const std::string& name = "linear", const NormAfter* norm = nullptr);
 
 // The kernels linear() chooses between. Auto: mat-vec for T == 1; for T > 1 the
 // register-blocked GEMM on CPU devices (lavapipe) and the shared-memory tiled GEMM on GPUs.
@@ -40,6 +50,7 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 enum class LinearKernel { Auto, MatVec, MatVecWide, MatVecTexel, MatVecRows, GemmRegisters, GemmTiled };
 
 void linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
-                 LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear");
+                 LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear",
+                 const NormAfter* norm = nullptr);
 
 }  // namespace gptvk::ops

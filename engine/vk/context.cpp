@@ -309,9 +309,10 @@ void Context::read_caps(const ForcedLimits& forced) {
   caps_.max_allocation_bytes = maint3.maxMemoryAllocationSize;
   caps_.max_buffer_bytes = maint3.maxMemoryAllocationSize;  // maxBufferSize needs 1.3; allocation caps it anyway
   caps_.storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
-  // The widest shader binds 7 storage buffers (embed: ids, step, two tables, x and their
-  // f16 row scales); Vulkan only guarantees 4 per stage.
-  constexpr uint32_t kStorageBuffersNeeded = 7;
+  // The widest shader binds 8 storage buffers (the decode mat-vec with the LayerNorm after
+  // it: bias, residual, y, f16 row scales, gamma, beta, norm output, counter; x and W are
+  // texel buffers); Vulkan only guarantees 4 per stage, real devices have 8 or (far) more.
+  constexpr uint32_t kStorageBuffersNeeded = 8;
   if (props.limits.maxPerStageDescriptorStorageBuffers < kStorageBuffersNeeded)
     throw DeviceError("device '" + info_.name + "' allows " +
                       std::to_string(props.limits.maxPerStageDescriptorStorageBuffers) +

@@ -97,7 +97,11 @@ uvec4 load_w(uint i) { return w[i]; }
 #endif
 layout(std430, binding = 2) readonly buffer BiasBuf { float bias[]; };
 layout(std430, binding = 3) readonly buffer RBuf { float r[]; };
+#ifdef LN_AFTER
+layout(std430, binding = 4) coherent buffer YBuf { float y[]; };  // read back by the last workgroup
+#else
 layout(std430, binding = 4) buffer YBuf { float y[]; };
+#endif
 // f16 weights: each row's 2^-shift that undoes its storage scaling (engine/f16_rows.hpp).
 layout(std430, binding = 5) readonly buffer RowScale { float row_scale[]; };
 

@@ -14,6 +14,10 @@ layout(constant_id = 7) const uint R = 8;  // rows per invocation (the host sets
 
 const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
 
+#ifdef LN_AFTER
+#include "common/linear_norm_after.glsl"
+#endif
+
 // Dot product of x's token row (element offset xrow) with the W row starting at word wrow.
 float row_dot(uint wrow, uint xrow, uint lane) {
   const uint TPW = KW / 4u;          // x texels per word of W
@@ -54,4 +58,7 @@ void main() {
     float acc = row_dot(min(row, ROWS - 1u) * W_STRIDE, t * K, lane);
     if (row < ROWS) store_y(t, row, acc);
   }
+#ifdef LN_AFTER
+  layernorm_if_last(lane);
+#endif
 }
