@@ -76,6 +76,8 @@ __attribute__((target("avx,f16c"))) void f32_to_f16_f16c(const float* in, uint16
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
   for (; i < n; ++i) out[i] = f32_to_f16(in[i]);
 }
+}  // namespace
+
 bool cpu_has_f16c() {
   // AVX with the OS saving YMM state (the builtin checks both), and F16C: CPUID.1 ECX bit
   // 29 (clang's __builtin_cpu_supports does not know "f16c").
@@ -85,9 +87,9 @@ bool cpu_has_f16c() {
   }();
   return yes;
 }
+#else
+bool cpu_has_f16c() { return false; }
 #endif
-
-}  // namespace
 
 void convert(const void* src, DType from, void* dst, DType to, size_t n) {
   if (from == to) {

@@ -34,6 +34,9 @@ inline uint16_t f32_to_bf16(float f) {
 }
 inline float bf16_to_f32(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
 
+// Whether this x86 CPU converts f32 <-> f16 in hardware (F16C, with AVX); false elsewhere.
+bool cpu_has_f16c();
+
 // Converts n values from `src` (in dtype `from`) to `dst` (in dtype `to`).
 void convert(const void* src, DType from, void* dst, DType to, size_t n);
 

@@ -2,6 +2,12 @@
 
 #include <algorithm>
 
+#include "engine/dtype.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 namespace gptvk {
 
 int f16_row_shift(const uint16_t* h, size_t n) {
@@ -24,20 +30,28 @@ uint16_t f16_times_pow2(uint16_t h, int shift) {
   return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) | ((mag << (10 - p)) & 0x3ffu));
 }
 
+namespace {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// Loading GPT-2 small scales ~10^8 halves: through f32 and back, 8 at a time, exact (every
+// result is representable) and subnormals included; the scalar loop took 0.1 s more.
+__attribute__((target("avx,f16c"))) void scale_row_f16c(uint16_t* h, size_t n, int shift) {
+  const __m256 factor = _mm256_set1_ps(static_cast<float>(1u << shift));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), _mm256_cvtps_ph(_mm256_mul_ps(v, factor), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) h[i] = f16_times_pow2(h[i], shift);
+}
+#endif
+}  // namespace
+
 void f16_scale_row(uint16_t* h, size_t n, int shift) {
   if (shift == 0) return;
-  // Normal values (nearly all) take one add, which the compiler vectorises; the rare
-  // subnormals are fixed in a second pass.
-  const uint16_t add = static_cast<uint16_t>(shift << 10);
-  bool subnormals = false;
-  for (size_t i = 0; i < n; ++i) {
-    const uint16_t mag = h[i] & 0x7fffu;
-    subnormals |= mag != 0 && mag < 0x0400u;
-    h[i] = mag >= 0x0400u ? static_cast<uint16_t>(h[i] + add) : h[i];
-  }
-  if (!subnormals) return;
-  for (size_t i = 0; i < n; ++i)
-    if ((h[i] & 0x7c00u) == 0) h[i] = f16_times_pow2(h[i], shift);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (cpu_has_f16c()) return scale_row_f16c(h, n, shift);
+#endif
+  for (size_t i = 0; i < n; ++i) h[i] = f16_times_pow2(h[i], shift);
 }
 
 }  // namespace gptvk
