@@ -9,10 +9,11 @@ import json
 import os
 import sys
 
-# From the project's issue 7, GPT-2 small, not re-measured by run_bench.py (llama.cpp cannot
-# be installed here). The issue measured them on a 2-core Zen 5 VM with ~48 GB/s of memory
-# read bandwidth; this project's machines are 2-core Xeon VMs with ~22 GB/s (a two-thread
-# AVX2 read loop), so only ratios measured in one run compare. The roofline is f16 weights
+# From the project's issue 7, GPT-2 small, not re-measured by a default run_bench.py (with
+# --llama-cpp it measures llama.cpp here too, through npm's node-llama-cpp: bench/llama_cpp/).
+# The issue measured them on a 2-core Zen 5 VM with ~48 GB/s of memory read bandwidth; this
+# project's machines are 2-core Xeon VMs with ~22 GB/s (a two-thread AVX2 read loop), so only
+# ratios measured in one run compare. The roofline is f16 weights
 # of GPT-2 small (~248 MB) streamed once per decoded token.
 KNOWN_BASELINES = [
     ("llama.cpp, Vulkan backend on lavapipe", "F16", "38", "3.7"),
@@ -120,9 +121,68 @@ def markdown(results):
     if results.get("correctness"):
         out += ["", "Same model check (PyTorch logits against `gpt-vk forward`, f32 weights, 10 tokens):", ""]
         out += [f"- {shape}: {line}" for shape, line in results["correctness"].items()]
+    out += _llama_cpp_section(results)
     out += _startup_section(results.get("startup"))
     out += ["", "![tokens/s against context length](latest.png)", ""]
     return "\n".join(out)
+
+
+def _llama_cpp_section(results):
+    """The llama.cpp rows of `run_bench.py --llama-cpp` (none without it)."""
+    rows = [r for r in results["rows"] if r.get("llama_vulkan") or r.get("llama_cpu")]
+    if not rows:
+        return []
+    meta = results["meta"]
+
+    def ratio(r, side, key):
+        g, l = r.get("gptvk") or {}, r.get(side) or {}
+        if g.get(key) and l.get(key) and not g.get("error") and not l.get("error"):
+            return f"{g[key] / l[key]:.2f}x"
+        return ""
+
+    out = [
+        "",
+        "## llama.cpp on the same machine",
+        "",
+        f"llama.cpp through node-llama-cpp's prebuilt binaries (`bench/llama_cpp/bench.mjs`), run right after "
+        f"PyTorch on a GGUF of the same weights (`bench/llama_cpp/to_gguf.py`: \"f16\" is what llama.cpp's "
+        f"converter writes for F16, 2-D weights in F16 and norms, biases and position embeddings in F32; "
+        f"\"f32\" is all F32), with the same protocol: median of {meta['repeats']} runs after a warm-up, "
+        f"prefill including the first greedy pick, then {meta['gen_tokens']} greedy decode steps. Vulkan: "
+        f"every layer offloaded to the Vulkan device; CPU: llama.cpp's own CPU backend, "
+        f"{meta['torch_threads']} threads. Ratio = gpt-vk / llama.cpp (above 1: gpt-vk is faster). llama.cpp's "
+        f"threads spin while they wait, so a busy machine (load average well above 0, taken as each run "
+        f"started) slows it far more than gpt-vk.",
+        "",
+        "| shape | weights | context | gpt-vk prefill tok/s | gpt-vk decode tok/s | llama.cpp Vulkan prefill tok/s "
+        "| llama.cpp Vulkan decode tok/s | prefill ratio | decode ratio | llama.cpp CPU prefill tok/s "
+        "| llama.cpp CPU decode tok/s | prefill ratio | decode ratio | load avg Vulkan, CPU |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    errors, setups = [], {}
+    for r in rows:
+        g, v, c = r.get("gptvk"), r.get("llama_vulkan"), r.get("llama_cpu")
+        for name, side in (("llama.cpp Vulkan", v), ("llama.cpp CPU", c)):
+            if side and side.get("error"):
+                errors.append(f"- {r['shape']} {r['dtype']} {r['context']}: {name}: {side['error']}")
+            elif side:  # bench.mjs's summary line: version, device, offloaded layers, threads
+                setups.update({l.strip(): None for l in side.get("stderr_tail", "").splitlines()
+                               if l.startswith("llama.cpp ")})
+        out.append(
+            f"| {r['shape']} | {r['dtype']} | {_context_cell(r)} | {_rate(g, 'prefill')} | {_rate(g, 'decode')} "
+            f"| {_rate(v, 'prefill')} | {_rate(v, 'decode')} | {ratio(r, 'llama_vulkan', 'prefill')} "
+            f"| {ratio(r, 'llama_vulkan', 'decode')} | {_rate(c, 'prefill')} | {_rate(c, 'decode')} "
+            f"| {ratio(r, 'llama_cpu', 'prefill')} | {ratio(r, 'llama_cpu', 'decode')} "
+            f"| {_num((v or {}).get('load'), 1)}, {_num((c or {}).get('load'), 1)} |")
+    if setups:
+        out += ["", "Setups (from bench.mjs):", ""] + [f"- {s}" for s in setups]
+    if errors:
+        out += ["", "Failures:", ""] + errors
+    if results.get("llama_cpp_check"):
+        out += ["", "Same model check (llama.cpp's greedy picks against `gpt-vk forward`, f32 weights, "
+                "bench/llama_cpp/check_same_model.py):", ""]
+        out += [f"- {line}" for line in results["llama_cpp_check"].values()]
+    return out
 
 
 def _startup_section(st):

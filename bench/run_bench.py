@@ -20,6 +20,12 @@ Any explicit option overrides what --quick sets. gpt-vk is ./build/gpt-vk unless
 says otherwise. Each command is limited to --timeout seconds (an hour, 10 minutes with --quick:
 gpt2-medium f32 at 1024 tokens runs ~25 minutes on a busy 2-core machine); one that fails or runs
 over shows as "failed" in the table with its cause listed below it.
+
+--llama-cpp (off by default; needs `npm install` in bench/llama_cpp, see bench/llama_cpp/README.md)
+also runs llama.cpp's Vulkan and CPU backends (bench/llama_cpp/bench.mjs) on a GGUF of the
+same weights for the f32 and f16 rows at context 128, right after PyTorch, and adds a table
+with gpt-vk / llama.cpp ratios:
+  bench/run_bench.py --shapes gpt2-small --contexts 128 --no-startup --llama-cpp
 """
 import argparse
 import datetime
@@ -28,6 +34,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -40,12 +47,17 @@ import bench_report  # noqa: E402
 import make_random_model  # noqa: E402
 import startup_bench  # noqa: E402
 
+LLAMA_DIR = os.path.join(HERE, "llama_cpp")
+
 PYTHON = "/usr/bin/python3"  # the interpreter with torch
 TORCH_REFERENCE = os.path.join(HERE, "torch_reference.py")
 FULL = {"shapes": "tiny,gpt2-small,gpt2-medium", "dtypes": "f32,f16", "contexts": "128,256,512,1024", "repeats": 5,
         "timeout": 3600}
 QUICK = {"shapes": "tiny,gpt2-small", "dtypes": "f32,f16", "contexts": "128,512", "repeats": 3, "timeout": 600}
 STARTUP_SHAPE = "gpt2-small"
+LLAMA_CONTEXT = 128  # the prompt length of the llama.cpp rows (its Vulkan decode is slow on lavapipe)
+LLAMA_DTYPES = ("f32", "f16")  # GGUF weight types to_gguf.py writes
+LLAMA_BACKENDS = ("vulkan", "cpu")
 
 
 def log(msg):
@@ -137,6 +149,8 @@ def parse_args():
     ap.add_argument("--no-startup", action="store_true", help="skip start-to-first-token and peak memory")
     ap.add_argument("--startup-repeats", type=int, default=3)
     ap.add_argument("--timeout", type=int, help="seconds per command (default 3600; 600 with --quick)")
+    ap.add_argument("--llama-cpp", action="store_true",
+                    help=f"also llama.cpp Vulkan and CPU on the {'/'.join(LLAMA_DTYPES)} rows at context {LLAMA_CONTEXT}")
     args = ap.parse_args()
     preset = QUICK if args.quick else FULL
     for key, value in preset.items():
@@ -155,7 +169,41 @@ def parse_args():
         ap.error("--repeats, --gen-tokens and contexts must be positive")
     if not os.access(args.gptvk, os.X_OK):
         ap.error(f"{args.gptvk} is not an executable: build gpt-vk first or pass --gptvk")
+    installed = os.path.isdir(os.path.join(LLAMA_DIR, "node_modules", "node-llama-cpp"))
+    if args.llama_cpp and not (shutil.which("node") and installed):
+        raise SystemExit("run_bench: --llama-cpp needs node and node-llama-cpp: "
+                         "cd bench/llama_cpp && npm install --omit=optional --ignore-scripts")
     return args
+
+
+def llama_cpp_rows(args, shape, rows):
+    """llama.cpp's Vulkan and CPU backends on the GGUF of each f32/f16 row's weights, added to
+    the row as "llama_vulkan" and "llama_cpu" (same prompt, decode steps and repeats)."""
+    sys.path.insert(0, LLAMA_DIR)
+    import to_gguf  # here, not at the top: the default sweep does not touch bench/llama_cpp
+    for r in rows:
+        if r["dtype"] not in LLAMA_DTYPES:
+            continue
+        gguf = to_gguf.write_gguf(args.models_dir, shape, r["dtype"], log=log)
+        for backend in LLAMA_BACKENDS:
+            log(f"{shape} {r['dtype']} context {r['context']}: llama.cpp {backend}")
+            load = bench_proc.load_average()  # llama.cpp's threads spin: it suffers most from a busy machine
+            cmd = ["node", os.path.join(LLAMA_DIR, "bench.mjs"), "--model", gguf, "--backend", backend,
+                   "--prompt-tokens", str(r["prompt_tokens"]), "--gen-tokens", str(args.gen_tokens),
+                   "--repeats", str(args.repeats), "--threads", str(args.torch_threads)]
+            r["llama_" + backend] = dict(measure(cmd, args.timeout), load=load)
+
+
+def llama_cpp_check(args, shape):
+    """llama.cpp's greedy picks and probabilities against `gpt-vk forward` (f32): the verdict."""
+    log(f"same-model check: llama.cpp against gpt-vk forward ({shape})")
+    o = bench_proc.run([PYTHON, os.path.join(LLAMA_DIR, "check_same_model.py"), "--models-dir", args.models_dir,
+                        "--shape", shape, "--gptvk", args.gptvk], args.timeout, log=log)
+    verdict = (o.stdout.strip().splitlines() or ["no result"])[-1]
+    if o.error:
+        verdict += f"; FAILED: {o.error}"
+    log(f"  {verdict}")
+    return verdict
 
 
 def write_results(results, results_dir):
@@ -220,6 +268,10 @@ def main():
                 side = measure(cmd, args.timeout)
                 for r in rows:
                     r["torch"] = side
+            if args.llama_cpp and context == LLAMA_CONTEXT:
+                if shape not in results.setdefault("llama_cpp_check", {}):
+                    results["llama_cpp_check"][shape] = llama_cpp_check(args, shape)
+                llama_cpp_rows(args, shape, rows)
             results["rows"] += rows
             checkpoint()
 
