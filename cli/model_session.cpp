@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "engine/error.hpp"
+#include "engine/interpose/yielding_waits.hpp"
 #include "models/weights.hpp"
 
 namespace gptvk::cli {
@@ -53,6 +54,11 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
   o.device_index = common.device;
   o.validation = common.validation;
   s.ctx = std::make_unique<vk::Context>(o);
+#if GPTVK_YIELDING_WAITS
+  // lavapipe's threads wait for each dispatch on condition variables: yielding first saves
+  // the vCPU wake-ups (engine/interpose/yielding_waits.cpp).
+  yielding_waits::enable(s.ctx->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU);
+#endif
   if (options.sampling)
     s.sampler_warm_up = std::make_unique<ops::SamplerWarmUp>(*s.ctx, s.cfg.vocab_size, *options.sampling);
   ModelWeights w;

@@ -1,0 +1,20 @@
+#pragma once
+// Condition-variable waits that stay on the CPU for a moment before they sleep, for CPU
+// Vulkan devices (lavapipe) on virtual machines. See yielding_waits.cpp for why and how.
+//
+// Linked only into programs built with GPTVK_YIELDING_WAITS (the gpt-vk command and its
+// test): they export their own pthread_cond_wait / _signal / _broadcast, which every
+// library in the process then calls. Off until enable(true).
+#include <cstdint>
+
+namespace gptvk::yielding_waits {
+
+// Turns the yielding phase on or off for every thread (off: plain pthread_cond_wait).
+// The environment variable GPTVK_YIELDING_WAITS=0 keeps it off whatever is asked here.
+void enable(bool on);
+bool enabled();
+
+// Waits that returned from the yielding phase (woken, or out of time), for tests.
+uint64_t yielding_returns();
+
+}  // namespace gptvk::yielding_waits
