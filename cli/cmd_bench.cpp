@@ -11,6 +11,7 @@
 #include "cli/model_session.hpp"
 #include "cli/profile_table.hpp"
 #include "engine/error.hpp"
+#include "engine/interpose/yielding_waits.hpp"
 
 namespace gptvk::cli {
 
@@ -48,8 +49,13 @@ Action add_bench(CLI::App& app, Common& common) {
     if (uint64_t(f->prompt_tokens) + f->gen_tokens > cfg.context_length)
       throw UsageError("--prompt-tokens + --gen-tokens = " + std::to_string(f->prompt_tokens + f->gen_tokens) +
                        " exceeds the context of " + std::to_string(cfg.context_length));
-    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights, loaded in %.2f s\n", cfg.name.c_str(),
-                 s.ctx->info().name.c_str(), dtype_name(cfg.dtype), s.load_seconds);
+#if GPTVK_YIELDING_WAITS
+    const char* waits = yielding_waits::enabled() ? ", yielding waits" : "";
+#else
+    const char* waits = "";
+#endif
+    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s, loaded in %.2f s\n", cfg.name.c_str(),
+                 s.ctx->info().name.c_str(), dtype_name(cfg.dtype), waits, s.load_seconds);
     std::mt19937 rng(42);
     std::vector<uint32_t> prompt(f->prompt_tokens);
     for (auto& t : prompt) t = rng() % cfg.vocab_size;
