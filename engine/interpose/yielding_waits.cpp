@@ -60,7 +60,7 @@ WakeSlot& slot_for(const pthread_cond_t* c) {
 thread_local const pthread_cond_t* t_sleep_next = nullptr;
 
 // glibc's functions: the default versions, those that code built today links against
-// (GLIBC_2.3.2 on x86-64). Resolved at start-up, before any thread exists, and otherwise on
+// (GLIBC_2.3.2 on x86-64). Resolved at start-up (normally before any thread exists), else on
 // first use, without locks or guards: this code runs inside other libraries' locking.
 template <class Fn>
 Fn glibc(std::atomic<Fn>& cache, const char* name) {

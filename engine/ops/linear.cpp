@@ -4,6 +4,7 @@
 #include <array>
 #include <numeric>
 #include <stdexcept>
+#include <thread>
 
 #include "engine/error.hpp"
 #include "engine/ops/layernorm.hpp"
@@ -67,18 +68,22 @@ bool one_subgroup_shuffles(const vk::Context& ctx) {
          caps.subgroup_size <= caps.max_workgroup_invocations;
 }
 
-// Decode on CPU devices: shaders/common/linear_matvec_rows.glsl, 8 rows per invocation
-// (GPT-2 small f16 on lavapipe, weights from memory: fc 10.2 GB/s against 9.8 with 4 rows
-// and 8.1 with 2, proj 11.0 / 10.6 / ~9; 16 rows no faster and too few workgroups for the
-// narrow layers).
-Kernel mat_vec_rows(const vk::Context& ctx) {
+// Decode on CPU devices: shaders/common/linear_matvec_rows.glsl. 16 rows per invocation
+// where the matrix still gives every CPU thread (lavapipe runs one per core) two workgroups
+// or more, else 8. GPT-2 small on lavapipe, 2 threads, the same minutes: f16 decode
+// 53.5-56.5 -> 55.5-60.1 tok/s with 16 (each of 5 pairs), bf16 +3%, medium +1-2%; 32 rows
+// 10% slower. (Before the yielding waits made dispatches cheap, 8 rows were as fast:
+// fc 10.2 GB/s against 9.8 with 4 rows and 8.1 with 2.)
+Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows) {
   Kernel k;
   k.kind = LinearKernel::MatVec;  // same grid as the mat-vec: x over outputs, y over tokens
   k.shader = "linear.matvec_rows";
   k.texel = k.x_texel = true;
   k.norm_variant = ctx.caps().subgroup_arithmetic;
   k.local = ctx.caps().subgroup_size;
-  const uint32_t rows_per_invocation = 8;
+  const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t groups_of_16 = (uint64_t(rows) + 16 * k.local - 1) / (16 * k.local);
+  const uint32_t rows_per_invocation = groups_of_16 >= 2 * threads ? 16 : 8;
   k.tile = {rows_per_invocation};
   k.outputs_per_group = rows_per_invocation * k.local;
   return k;
@@ -173,7 +178,7 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
   Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false, false)
              : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true, false)
              : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true)
-             : want == LinearKernel::MatVecRows    ? mat_vec_rows(ctx)
+             : want == LinearKernel::MatVecRows    ? mat_vec_rows(ctx, W.rows)
              : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, W.dtype, w_texel, x_texel)
                                                    : gemm_tiled(ctx);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
