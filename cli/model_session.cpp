@@ -57,7 +57,7 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
 #if GPTVK_YIELDING_WAITS
   // lavapipe's threads wait for each dispatch on condition variables: yielding first saves
   // the vCPU wake-ups (engine/interpose/yielding_waits.cpp).
-  yielding_waits::enable(s.ctx->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU);
+  yielding_waits::enable(s.ctx->info().is_cpu());
 #endif
   if (options.sampling)
     s.sampler_warm_up = std::make_unique<ops::SamplerWarmUp>(*s.ctx, s.cfg.vocab_size, *options.sampling);

@@ -29,8 +29,6 @@ struct Kernel {
   bool norm_variant = false;        // has a "_ln" variant: LayerNorm of the output by the last workgroup
 };
 
-bool is_cpu(const vk::Context& ctx) { return ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
-
 // Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
 // 2-core test machine, per CPU-second; tests/test_linear.cpp (GPTVK_LINEAR_BENCH=1) reprints them.
 
@@ -42,7 +40,7 @@ Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel) {
   if (texel) k.shader += "_texel";
   k.texel = texel;
   uint32_t rows;
-  if (is_cpu(ctx) && !wide) {
+  if (ctx.info().is_cpu() && !wide) {
     // One SIMD vector per workgroup (more invocations add no parallelism on lavapipe), 16
     // rows per workgroup so one load of x serves 16 rows of W: 3.6 GB/s of f16 weights,
     // against 4.4 GB/s for a kernel that only loads W (loads are the bound, not math).
@@ -97,7 +95,7 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool w_texel, bool x_
   // for the best plain register tiles. It needs subgroupShuffle; GPUs never get here
   // unless a test forces this kernel.
   // Weights through texel views: 46 GFLOP/s; inputs too: 55.
-  if (is_cpu(ctx) && caps.subgroup_arithmetic && one_subgroup_shuffles(ctx)) {
+  if (ctx.info().is_cpu() && caps.subgroup_arithmetic && one_subgroup_shuffles(ctx)) {
     k.shader = "linear.gemm_bcast";
     if (w_texel) {
       k.shader += "_texel";
@@ -162,14 +160,14 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
     // CPU devices read through texel views where they can: decode with rows per
     // invocation (both views), else the split-K texel mat-vec (W's view only: f32 1.7x,
     // f16 1.3x over storage loads on GPT-2's MLP shapes).
-    if (T == 1 && is_cpu(ctx))
+    if (T == 1 && ctx.info().is_cpu())
       want = w_texel && x_texel && one_subgroup_shuffles(ctx) ? LinearKernel::MatVecRows
              : w_texel                                         ? LinearKernel::MatVecTexel
                                                                : LinearKernel::MatVec;
     else if (T == 1)
       want = LinearKernel::MatVec;
     else
-      want = is_cpu(ctx) ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
+      want = ctx.info().is_cpu() ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
   }
   if ((want == LinearKernel::MatVecTexel || want == LinearKernel::MatVecRows) && !w_texel)
     throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");

@@ -39,7 +39,7 @@ Shape shape_for(const vk::Context& ctx, uint32_t n) {
   uint32_t sg = std::max(caps.subgroup_size, 1u);
   Shape s;
   s.subgroup = caps.subgroup_arithmetic && sg <= caps.max_workgroup_invocations;
-  bool cpu = ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  bool cpu = ctx.info().is_cpu();
   uint32_t need = cpu ? (n + kCpuElementsPerInvocation - 1) / kCpuElementsPerInvocation : 1;
   if (cpu) {
     s.local = std::min(std::max(sg, (need + sg - 1) / sg * sg), caps.max_workgroup_invocations);

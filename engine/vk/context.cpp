@@ -333,7 +333,7 @@ void Context::read_caps(const ForcedLimits& forced) {
     if ((f & want) == want && mem.memoryHeaps[mem.memoryTypes[i].heapIndex].size == info_.device_local_bytes)
       mappable_device_local = true;
   }
-  caps_.unified_memory = mappable_device_local && (info_.type == VK_PHYSICAL_DEVICE_TYPE_CPU ||
+  caps_.unified_memory = mappable_device_local && (info_.is_cpu() ||
                                                    info_.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU);
 
   // What we enable is decided before forcing, so a forced fallback still runs on a fully enabled device.

@@ -20,6 +20,8 @@ struct DeviceInfo {
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint64_t device_local_bytes = 0;  // size of the largest device-local heap
   std::string type_name() const;
+  // A CPU implementation (lavapipe): the ops pick their CPU kernels for it.
+  bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
 };
 
 // What the chosen device offers, after any forced limits are applied. Ops pick shader
