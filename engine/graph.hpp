@@ -49,6 +49,7 @@ struct Dispatch {
 struct OpTime {
   std::string name;
   double ms = 0;
+  uint32_t dispatches = 1;  // graph nodes whose times add up here
 };
 
 class Graph {

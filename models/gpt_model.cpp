@@ -127,6 +127,10 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     }
   }
 
+  if (head == Head::KvOnly) {
+    g->record(profile_);
+    return g;
+  }
   // Final norm (or none; pre-norm models with layers had it from the last linear), then
   // the LM head over every position or only the last one.
   View normed = x;
@@ -176,7 +180,7 @@ std::vector<float> GptModel::prefill(std::span<const uint32_t> ids, uint32_t pos
   last_run_.clear();
   for (size_t done = 0; done < ids.size();) {
     uint32_t T = static_cast<uint32_t>(std::min<size_t>(max_chunk_, ids.size() - done));
-    Graph& g = graph(T, all_logits ? Head::AllLogits : Head::LastLogits);
+    Graph& g = graph(T, all_logits ? Head::AllLogits : Head::KvOnly);
     write_ids(ids.subspan(done, T), pos + static_cast<uint32_t>(done));
     g.run();
     last_run_.push_back(&g);
@@ -205,8 +209,13 @@ uint32_t GptModel::prefill_and_sample(std::span<const uint32_t> prompt) {
   check_ids(prompt, 0);
   // All chunks but the last only fill the KV cache; the last one also samples.
   size_t head = prompt.size() - std::min<size_t>(prompt.size(), max_chunk_);
-  if (head) prefill(prompt.first(head), 0, false);
-  std::vector<Graph*> runs = last_run_;
+  // The profile covers this call's graphs only: the earlier chunks' (prefill() sets them)
+  // and the last one's, never a previous step's.
+  std::vector<Graph*> runs;
+  if (head) {
+    prefill(prompt.first(head), 0, false);
+    runs = last_run_;
+  }
   auto tail = prompt.subspan(head);
   Graph& g = graph(static_cast<uint32_t>(tail.size()), Head::LastSample);
   write_ids(tail, static_cast<uint32_t>(head));
@@ -237,24 +246,26 @@ void GptModel::warm_up(uint32_t prompt_tokens) {
   // queue its compilation would delay the first token (it compiles at the first
   // decode_next(), or already did for a one-token prompt, whose graph it shares).
   const uint32_t tail = std::min(prompt_tokens, max_chunk_), head = prompt_tokens - tail;
-  if (head) graph(std::min(head, max_chunk_), Head::LastLogits).warm_up();
-  if (head > max_chunk_ && head % max_chunk_) graph(head % max_chunk_, Head::LastLogits).warm_up();
+  if (head) graph(std::min(head, max_chunk_), Head::KvOnly).warm_up();
+  if (head > max_chunk_ && head % max_chunk_) graph(head % max_chunk_, Head::KvOnly).warm_up();
   graph(tail, Head::LastSample).warm_up();
 }
 
 std::vector<OpTime> GptModel::profile_summary() const {
   // "L7.fc" and "L0.fc" add up under "fc".
-  std::map<std::string, double> by_op;
+  std::map<std::string, OpTime> by_op;
   std::vector<std::string> order;
   for (const Graph* g : last_run_)
     for (const auto& t : g->timings()) {
       auto dot = t.name.find('.');
       std::string op = (t.name[0] == 'L' && dot != std::string::npos) ? t.name.substr(dot + 1) : t.name;
-      if (!by_op.count(op)) order.push_back(op);
-      by_op[op] += t.ms;
+      auto [it, added] = by_op.try_emplace(op, OpTime{op, 0.0, 0});
+      if (added) order.push_back(op);
+      it->second.ms += t.ms;
+      it->second.dispatches += t.dispatches;
     }
   std::vector<OpTime> out;
-  for (const auto& op : order) out.push_back({op, by_op[op]});
+  for (const auto& op : order) out.push_back(by_op[op]);
   return out;
 }
 

@@ -59,11 +59,15 @@ class GptModel {
 
   // Per-op GPU times (`--profile`): graphs recorded after this call carry timestamps.
   void set_profile(bool on) { profile_ = on; }
-  // Times of the last prefill and decode runs, summed over layers by op name.
+  // Times of the graphs the last prefill, prefill_and_sample, decode_logits or decode_next
+  // call ran (every chunk of a prompt, nothing older), summed over layers by op name.
   std::vector<OpTime> profile_summary() const;
 
  private:
-  enum class Head { AllLogits, LastLogits, LastSample };
+  // What a step's graph ends with: the logits of every position, of the last one, a token
+  // sampled from those, or nothing past the layers (a prompt chunk that only fills the KV
+  // cache: no final norm of its own, no LM head).
+  enum class Head { AllLogits, LastLogits, LastSample, KvOnly };
   Graph& graph(uint32_t T, Head head);
   std::unique_ptr<Graph> build_graph(uint32_t T, Head head);
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);

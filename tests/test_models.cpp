@@ -147,4 +147,39 @@ BOOST_AUTO_TEST_CASE(fallback_device_matches) {
   });
 }
 
+// `--profile` reports the graphs of the call it follows, each once: a one-token prompt right
+// after a decode step (the same graph) is not counted twice, and a prompt in chunks counts
+// every chunk's layers but only one LM head (the chunks before the last stop at the KV cache).
+BOOST_AUTO_TEST_CASE(profile_covers_the_last_call_once) {
+  auto& ctx = test::context();
+  if (!ctx.caps().timestamps) {
+    BOOST_TEST_MESSAGE("skipped: the device has no timestamp queries");
+    return;
+  }
+  Case c = load_case(case_dirs().front());
+  const uint32_t chunk = 8, n = 20, layers = c.cfg.n_layers;
+  GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), chunk);
+  model.set_profile(true);
+  model.set_sampling({0.0f, 0, 1.0f, 0});
+  auto dispatches = [&](const std::string& op) {
+    uint32_t count = 0;
+    for (const auto& t : model.profile_summary()) {
+      if (t.name == op) count = t.dispatches;
+      BOOST_TEST(t.ms >= 0.0);
+    }
+    return count;
+  };
+  BOOST_REQUIRE(c.ids.size() >= n);
+  model.prefill_and_sample(std::span(c.ids).first(n));
+  BOOST_TEST(dispatches("embed") == 3u);  // chunks of 8, 8 and 4 tokens
+  BOOST_TEST(dispatches("qkv") == 3u * layers);
+  BOOST_TEST(dispatches("lm_head") == 1u);
+  model.decode_next();
+  BOOST_TEST(dispatches("qkv") == layers);
+  model.prefill_and_sample(std::span(c.ids).first(1));
+  BOOST_TEST(dispatches("embed") == 1u);
+  BOOST_TEST(dispatches("qkv") == layers);
+  BOOST_TEST(dispatches("lm_head") == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
