@@ -54,6 +54,14 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
     k_cache_.back().try_create_texel_view();
     v_cache_.back().try_create_texel_view();
   }
+  // Prompt chunks on CPU devices run attention as two register-blocked passes through a
+  // scores scratch (engine/ops/attention.hpp), where the device can.
+  if (ctx.info().is_cpu() && max_chunk_ >= ops::kTiledMinTokens) {
+    const ops::AttentionShape shape{cfg_.n_heads, cfg_.head_dim(), cfg_.context_length};
+    scores_ = vk::Buffer(ctx, ops::attention_tiled_scratch_bytes(shape, max_chunk_), vk::Memory::Device,
+                         "attention scores");
+    scores_.try_create_texel_view();
+  }
 }
 
 GptModel::~GptModel() = default;
@@ -103,7 +111,7 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
       // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x)); LN1 of the next layer (or the
       // final norm) follows this layer's last residual add.
       ops::linear(*g, h, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
-      ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
+      ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention", maybe(scores_));
       const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), h, 2 * l, p + "ln2");
       ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), x, T, residual, x, p + "attn_out", &ln2);
       ops::linear(*g, h, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");
@@ -118,7 +126,7 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     } else {
       // Original Transformer / GPT-1: x = LN1(x + attn(x)); x = LN2(x + mlp(x))
       ops::linear(*g, x, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
-      ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention");
+      ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention", maybe(scores_));
       const auto ln1 = norm_after(whole(L.ln1_g), whole(L.ln1_b), x, 2 * l, p + "ln1");
       ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), h, T, residual, x, p + "attn_out", &ln1);
       ops::linear(*g, x, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");

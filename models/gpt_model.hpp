@@ -86,6 +86,7 @@ class GptModel {
   vk::Buffer logits_all_;            // [max_chunk][vocab], allocated on first use
   vk::Buffer norm_counters_;         // ops::NormAfter counters, one per LayerNorm after a residual add
   std::vector<vk::Buffer> k_cache_, v_cache_;
+  vk::Buffer scores_;                // CPU devices: prefill attention's scores (ops::kv_append_attention_tiled)
   std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
   std::vector<Graph*> last_run_;
 };

@@ -62,8 +62,8 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 struct Rig {
   AttentionShape s;
   uint32_t max_t;
-  vk::Buffer step, qkv, cache, out;
-  View k_view, v_view;
+  vk::Buffer step, qkv, cache, out, scores;
+  View k_view, v_view, scores_view;
   std::vector<float> k_host, v_host;  // the reference's copy of the caches
 
   Rig(vk::Context& ctx, AttentionShape shape, uint32_t max_tokens) : s(shape), max_t(max_tokens) {
@@ -78,6 +78,10 @@ struct Rig {
     cache.upload(nan.data(), cache.size());
     qkv.try_create_texel_view();
     cache.try_create_texel_view();
+    // The tiled kernel's scratch at a 16-byte offset of its buffer.
+    scores = vk::Buffer(ctx, ops::attention_tiled_scratch_bytes(s, max_t) + align);
+    scores.try_create_texel_view();
+    scores_view = View{&scores, align, 0};
     k_view = View{&cache, layer, uint64_t(s.context) * C * 4};
     v_view = View{&cache, 2 * layer, uint64_t(s.context) * C * 4};
     k_host.assign(s.context * C, 0.0f);
@@ -135,12 +139,24 @@ struct Mode {
   std::string name;
   bool fused = false;
   std::optional<ops::AttentionKernel> kernel;
+  bool tiled = false;  // kv_append_attention_tiled (CPU devices' prefill path)
 };
-const Mode kSeparate{"separate", false, {}}, kFused{"fused", true, {}};
+const Mode kSeparate{"separate", false, {}}, kFused{"fused", true, {}}, kTiled{"tiled", true, {}, true};
+
+// The modes a device runs: the tiled one only where it can.
+std::vector<Mode> modes_for(vk::Context& ctx, AttentionShape s) {
+  std::vector<Mode> modes = {kSeparate, kFused};
+  Rig probe(ctx, {s.n_heads, s.head_dim, 4}, 1);
+  if (ops::attention_tiled_ok(ctx, whole(probe.qkv), probe.k_view, probe.v_view, probe.scores_view, probe.s))
+    modes.push_back(kTiled);
+  return modes;
+}
 
 void record_step(Graph& g, Rig& rig, uint32_t T, const Mode& mode) {
   View qkv = whole(rig.qkv), step = whole(rig.step), out = whole(rig.out);
-  if (mode.kernel) {
+  if (mode.tiled) {
+    ops::kv_append_attention_tiled(g, qkv, step, rig.k_view, rig.v_view, rig.scores_view, out, T, rig.s);
+  } else if (mode.kernel) {
     if (!mode.fused) ops::kv_append(g, qkv, step, rig.k_view, rig.v_view, T, rig.s);
     ops::attention_with(g, *mode.kernel, mode.fused, qkv, step, rig.k_view, rig.v_view, out, T, rig.s, "attention");
   } else if (mode.fused) {
@@ -198,11 +214,11 @@ BOOST_AUTO_TEST_CASE(prefill_matches_cpu) {
     AttentionShape s;
     uint32_t T;
   };
-  const Case cases[] = {{{3, 32, 160}, 129}, {{5, 48, 80}, 70}, {{12, 64, 1024}, 7},
-                        {{25, 80, 130}, 129}, {{3, 128, 64}, 1}, {{5, 128, 300}, 257}};
+  const Case cases[] = {{{3, 32, 160}, 129}, {{5, 48, 80}, 70}, {{12, 64, 1024}, 7},  {{25, 80, 130}, 129},
+                        {{3, 128, 64}, 1},   {{5, 128, 300}, 257}, {{4, 30, 90}, 33}, {{2, 4, 50}, 50}};
   for (auto [label, ctx] : test::all_contexts())
-    for (const auto& mode : {kSeparate, kFused})
-      for (const auto& c : cases) check_sequence(*ctx, label, c.s, mode, c.T, 1, 0);
+    for (const auto& c : cases)
+      for (const auto& mode : modes_for(*ctx, c.s)) check_sequence(*ctx, label, c.s, mode, c.T, 1, 0);
 }
 
 // Prefill n tokens, then decode one token at a time by replaying ONE recorded T = 1 graph.
@@ -215,8 +231,8 @@ BOOST_AUTO_TEST_CASE(decode_replays_one_graph) {
   const Case cases[] = {{{3, 128, 300}, 0, 40}, {{25, 48, 100}, 7, 30}, {{2, 64, 1024}, 1000, 24},
                         {{5, 80, 200}, 129, 20}};
   for (auto [label, ctx] : test::all_contexts())
-    for (const auto& mode : {kSeparate, kFused})
-      for (const auto& c : cases) check_sequence(*ctx, label, c.s, mode, c.prefill, c.prefill ? 1 : 0, c.steps);
+    for (const auto& c : cases)
+      for (const auto& mode : modes_for(*ctx, c.s)) check_sequence(*ctx, label, c.s, mode, c.prefill, c.prefill ? 1 : 0, c.steps);
 }
 
 // Chunked prefill: one recorded T-token graph replayed at pos0 = 0, T, 2T, ... so queries
@@ -229,8 +245,8 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_at_nonzero_pos) {
   };
   const Case cases[] = {{{5, 64, 400}, 70, 4}, {{12, 32, 150}, 7, 5}, {{3, 80, 1024}, 129, 3}};
   for (auto [label, ctx] : test::all_contexts())
-    for (const auto& mode : {kSeparate, kFused})
-      for (const auto& c : cases) check_sequence(*ctx, label, c.s, mode, c.T, c.chunks, 3);
+    for (const auto& c : cases)
+      for (const auto& mode : modes_for(*ctx, c.s)) check_sequence(*ctx, label, c.s, mode, c.T, c.chunks, 3);
 }
 
 // Every kernel path on every device: the caps pick one path per device, so the others (the

@@ -33,12 +33,16 @@ void kv_append(Graph& g, View qkv, View step, View k_cache, View v_cache, uint32
   check_shape("kv_append", qkv, k_cache, v_cache, T, s);
   constexpr uint32_t local = 64;
   uint32_t C = s.n_heads * s.head_dim;
-  const auto& p = g.context().pipelines().get({"kv_append", {local, C, s.context, s.head_dim}, 4, 0});
+  // 16-byte copies where head slices and views allow them.
+  const bool vec4 = s.head_dim % 4 == 0 && qkv.offset % 16 == 0 && k_cache.offset % 16 == 0 && v_cache.offset % 16 == 0;
+  const uint32_t units = vec4 ? C / 4 : C;
+  const auto& p = g.context().pipelines().get(
+      {vec4 ? "kv_append.vec4" : "kv_append.scalar", {local, C, s.context, s.head_dim}, 4, 0});
   // Only positions pos0..pos0+T-1 are written, but pos0 is known only on the device, so the
   // whole cache views are declared written (a later attention read waits for them).
   g.add({name, &p,
          {{qkv, Access::Read}, {step, Access::Read}, {k_cache, Access::Write}, {v_cache, Access::Write}},
-         {(C + local - 1) / local, T, 1},
+         {(units + local - 1) / local, T, 1},
          {}});
 }
 
@@ -66,6 +70,8 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
     // 1, 0.54 with 2, 1.7-2.3 with 4, paid by every cold start. So steps under 128 tokens
     // (a few ms slower: 20 vs 18 ms at 64) take one, which is the decode step's pipeline,
     // compiled once for both: a short prompt's cold start 4.5 -> 1.5 s.
+    // (Models give CPU devices a scores scratch, and their steps of kTiledMinTokens or more
+    // take kv_append_attention_tiled instead: faster, and its JIT is a fraction of this one's.)
     k.queries = T >= 128 ? 4 : 1;
     return k;
   }
@@ -157,9 +163,67 @@ void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View o
 }
 
 void kv_append_attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T,
-                         AttentionShape s, const std::string& name) {
+                         AttentionShape s, const std::string& name, View scores) {
+  if (scores.buffer && T >= kTiledMinTokens && attention_tiled_ok(g.context(), qkv, k_cache, v_cache, scores, s)) {
+    kv_append_attention_tiled(g, qkv, step, k_cache, v_cache, scores, out, T, s, name);
+    return;
+  }
   const auto k = attention_kernel(g.context(), s, texel_views_ok(qkv, k_cache, v_cache), T);
   attention_with(g, k, true, qkv, step, k_cache, v_cache, out, T, s, name);
+}
+
+namespace {
+uint32_t scores_row(AttentionShape s) { return (s.context + 3) / 4 * 4; }
+}  // namespace
+
+uint64_t attention_tiled_scratch_bytes(AttentionShape s, uint32_t max_tokens) {
+  return uint64_t(s.n_heads) * max_tokens * scores_row(s) * 4;
+}
+
+bool attention_tiled_ok(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, AttentionShape s) {
+  const auto& caps = ctx.caps();
+  const uint32_t sg = caps.subgroup_size;
+  return caps.subgroup_shuffle && sg >= 4 && sg <= 16 && sg <= caps.max_workgroup_invocations &&
+         s.head_dim % 4 == 0 && texel_views_ok(qkv, k_cache, v_cache) && scores.buffer &&
+         scores.buffer->texel_view() != VK_NULL_HANDLE && scores.offset % 16 == 0;
+}
+
+void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out,
+                               uint32_t T, AttentionShape s, const std::string& name) {
+  check_shape("attention_tiled", qkv, k_cache, v_cache, T, s);
+  const uint32_t C = s.n_heads * s.head_dim;
+  if (out.size() < uint64_t(T) * C * 4) throw std::logic_error("attention_tiled: out view smaller than T x C floats");
+  if (!attention_tiled_ok(g.context(), qkv, k_cache, v_cache, scores, s))
+    throw std::logic_error("attention_tiled: the device or the views cannot run it");
+  if (scores.size() < attention_tiled_scratch_bytes(s, T))
+    throw std::logic_error("attention_tiled: scores view smaller than n_heads x T x context floats");
+  kv_append(g, qkv, step, k_cache, v_cache, T, s, name + ".kv_append");
+
+  const uint32_t local = g.context().caps().subgroup_size;
+  const std::vector<uint32_t> spec = {local, s.head_dim, C, s.context, vk::spec_f32(1.0f / std::sqrt(float(s.head_dim))),
+                                      scores_row(s)};
+  auto texel = [](View v) {
+    v.texel = v.buffer->texel_view();
+    return v;
+  };
+  const std::vector<uint32_t> push = {static_cast<uint32_t>(qkv.offset / 16), static_cast<uint32_t>(k_cache.offset / 16),
+                                      static_cast<uint32_t>(v_cache.offset / 16),
+                                      static_cast<uint32_t>(scores.offset / 16), T};
+  const uint32_t query_blocks = (T + local - 1) / local;
+  // Bindings a pass does not use get views it reads anyway (no extra hazards).
+  const auto& scores_pass = g.context().pipelines().get({"attention_tiled.scores", spec, 7, 20, 0b1111u});
+  g.add({name + ".scores", &scores_pass,
+         {{texel(qkv), Access::Read}, {texel(k_cache), Access::Read}, {texel(v_cache), Access::Read},
+          {texel(v_cache), Access::Read}, {step, Access::Read}, {scores, Access::Write}, {qkv, Access::Read}},
+         {query_blocks, s.n_heads, 1},
+         push});
+  const uint32_t dim_blocks = (s.head_dim / 4 + local - 1) / local;
+  const auto& pv_pass = g.context().pipelines().get({"attention_tiled.pv", spec, 7, 20, 0b1111u});
+  g.add({name + ".pv", &pv_pass,
+         {{texel(qkv), Access::Read}, {texel(k_cache), Access::Read}, {texel(v_cache), Access::Read},
+          {texel(scores), Access::Read}, {step, Access::Read}, {scores, Access::Read}, {out, Access::Write}},
+         {dim_blocks, query_blocks, s.n_heads},
+         push});
 }
 
 }  // namespace gptvk::ops

@@ -47,8 +47,28 @@ void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View o
 
 // kv_append followed by attention, in a single dispatch: the step's own keys and values are
 // read straight from qkv while the same workgroups write them to the caches. Same results.
+// With a `scores` scratch (attention_tiled_scratch_bytes, with a texel view) on a device
+// where attention_tiled_ok, steps of kTiledMinTokens or more run kv_append_attention_tiled.
 void kv_append_attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T,
-                         AttentionShape s, const std::string& name = "attention");
+                         AttentionShape s, const std::string& name = "attention", View scores = {});
+
+// Prefill attention for CPU devices: kv_append, then the scores of every query and key into
+// `scores` and a softmax-weighted sum of values from them, both register-blocked GEMM-like
+// passes (shaders/attention_tiled.comp). Same results as attention within f32 rounding.
+// `scores` holds n_heads * T rows of the context rounded up to 4 floats, 16-byte aligned,
+// in a buffer with a texel view.
+void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out,
+                               uint32_t T, AttentionShape s, const std::string& name = "attention");
+uint64_t attention_tiled_scratch_bytes(AttentionShape s, uint32_t max_tokens);
+// The device runs it (subgroup shuffles in workgroups of one subgroup of 4-16 lanes, texel
+// views of the buffers at 16-byte aligned offsets, head_dim % 4 == 0).
+bool attention_tiled_ok(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, AttentionShape s);
+// Steps this long or longer take the tiled path where kv_append_attention may. GPT-2 small
+// on lavapipe: prefill tok/s with the tiled path / the one-dispatch kernel 0.99-1.05 at 4-12
+// tokens, 1.01-1.09 at 16-64, 1.01-1.05 at 128 (attention 32-41 -> 21-22 ms), 1.13-1.16 for
+// a 992-token prompt. Shorter prompts keep the decode step's kernel, compiled once for both:
+// the tiled passes would add their JIT to the first decode step of a short prompt.
+constexpr uint32_t kTiledMinTokens = 16;
 
 // How the attention shader runs (shaders/attention.comp). attention_kernel picks it from
 // the device's caps; tests force the other paths to check them on one device.

@@ -1,0 +1,158 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Prefill attention for CPU devices (lavapipe) as two register-blocked passes, after
+// kv_append has put this step's keys and values in the caches (engine/ops/attention.cpp,
+// attention_tiled). For T queries at positions pos0 .. pos0 + T - 1 (pos0 from the step
+// buffer) and each head h:
+//   scores: S[h][t][j] = SCALE * q_t,h . k_j,h            for j <= pos0 + t
+//   pv:     out[t][h*HD + d] = sum_j softmax_j(S[h][t][.]) v_j,h[d]   (online softmax)
+// S is a scratch buffer of n_heads * T rows of SROW floats; entries past a query's position
+// are never written and never used.
+//
+// Why two passes instead of attention.comp's one: on lavapipe a texel fetch (the only
+// vectorised read) is a call of ~45 instructions. attention.comp's texel kernel fetches a
+// key's and a value's 16-byte pieces per key for every block of up to 4 queries: 4 + 4
+// fetches per key and query (GPT-2 small, 64-dim heads), against 128 multiplies and adds.
+// Here a workgroup of one SIMD vector owns 8 queries x 32 keys (scores) or 8 queries x 32
+// dims (pv) and broadcasts each fetched input to all lanes by subgroupShuffle, as the
+// GEMM kernel does (common/linear_gemm_bcast.glsl): ~0.3 fetches per key and query.
+//   scores: lane L holds keys j0 + 4L .. j0 + 4L + 3 and the accumulators of all 8 queries
+//           for them; it fetches query t0 + L's texel, which the shuffles hand around.
+//   pv:     lane L owns 4 dims (one texel of each value row) for all 8 queries, and keeps
+//           query t0 + L's running max and sum: its scores arrive 4 keys per fetch, and
+//           each query's weights and rescale factor are shuffled from its lane.
+// Grid: scores (ceil(T / LOCAL), n_heads), pv (ceil(HD / (4 LOCAL)), ceil(T / LOCAL), n_heads);
+// workgroup: one subgroup (LOCAL == gl_SubgroupSize, the host makes it so).
+
+//! variant scores SCORES
+//! variant pv PV
+
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_samplerless_texture_functions : require
+#extension GL_EXT_control_flow_attributes : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint HD = 64;         // head dim (a multiple of 4)
+layout(constant_id = 2) const uint C = 768;         // n_heads * HD
+layout(constant_id = 3) const uint CONTEXT = 1024;  // positions in each cache
+layout(constant_id = 4) const float SCALE = 0.125;  // 1 / sqrt(HD)
+layout(constant_id = 5) const uint SROW = 1024;     // floats per scores row (CONTEXT rounded up to 4)
+
+const uint LOCAL = gl_WorkGroupSize.x;
+const uint HDV = HD / 4u;  // texels per head row
+const uint CV = C / 4u;    // texels per qkv third
+const uint TN = 4u;        // scores: keys per lane
+const uint KB = LOCAL * TN;  // scores: keys per workgroup pass
+const float NEG_BIG = -1e30;
+
+#include "common/kv_cache.glsl"
+
+// Texel views of whole buffers; the push constants say where this dispatch's data starts.
+layout(binding = 0) uniform utextureBuffer qkv_tex;
+layout(binding = 1) uniform utextureBuffer k_tex;
+layout(binding = 2) uniform utextureBuffer v_tex;
+layout(binding = 3) uniform utextureBuffer s_tex;
+#define STEP_BINDING 4
+#include "common/step.glsl"
+layout(std430, binding = 5) buffer Scores { float scores[]; };
+layout(std430, binding = 6) writeonly buffer Out { vec4 out_[]; };
+layout(push_constant) uniform Push {
+  uint qkv_base, k_base, v_base, s_base;  // first texel of each view's data
+  uint T;                                 // queries in this step
+} pc;
+// Private copies, read first thing: on lavapipe a push-constant read in a loop or branch
+// is a gather over the lanes.
+uint qkv_base, k_base, v_base, s_base, n_tokens;
+
+vec4 fetch(utextureBuffer tex, uint texel) { return uintBitsToFloat(texelFetch(tex, int(texel))); }
+
+// acc + dot(a, b) as multiplies and adds in a fixed order (lavapipe has no fused multiply-add).
+float dot_acc(vec4 a, vec4 b, float acc) { return acc + a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+// Statement S once per query c < LOCAL of the workgroup, c a literal (private arrays are
+// indexed by constants only: an index the compiler cannot fold moves the array to per-lane
+// scratch memory on lavapipe).
+#define EACH_QUERY(S) \
+  { const uint c = 0u; S } { const uint c = 1u; S } { const uint c = 2u; S } { const uint c = 3u; S } \
+  if (LOCAL > 4u) { { const uint c = 4u; S } { const uint c = 5u; S } { const uint c = 6u; S } { const uint c = 7u; S } } \
+  if (LOCAL > 8u) { { const uint c = 8u; S } { const uint c = 9u; S } { const uint c = 10u; S } { const uint c = 11u; S } \
+                    { const uint c = 12u; S } { const uint c = 13u; S } { const uint c = 14u; S } { const uint c = 15u; S } }
+const uint MAXQ = 16u;  // EACH_QUERY's limit: the host keeps LOCAL <= 16
+
+#ifdef SCORES
+void main() {
+  qkv_base = pc.qkv_base;
+  k_base = pc.k_base;
+  n_tokens = pc.T;
+  uint lane = gl_SubgroupInvocationID;
+  uint t0 = gl_WorkGroupID.x * LOCAL, h = gl_WorkGroupID.y;
+  uint pos0 = step_pos;
+  uint last_key = pos0 + min(t0 + LOCAL, n_tokens) - 1u;  // the block's last query sees keys 0..last_key
+  // Queries past T repeat query T - 1; their scores are not stored.
+  uint q_texel = qkv_base + min(t0 + lane, n_tokens - 1u) * 3u * CV + h * HDV;
+  for (uint j0 = 0u; j0 <= last_key; j0 += KB) {
+    uint k_texel[TN];
+    for (uint i = 0u; i < TN; ++i) k_texel[i] = k_base + kv_cache_at(h, min(j0 + lane * TN + i, last_key), 0u, HDV);
+    float acc[MAXQ][TN];
+    EACH_QUERY(for (uint i = 0u; i < TN; ++i) acc[c][i] = 0.0;)
+    for (uint e = 0u; e < HDV; ++e) {
+      vec4 q = fetch(qkv_tex, q_texel + e);
+      vec4 k[TN];
+      for (uint i = 0u; i < TN; ++i) k[i] = fetch(k_tex, k_texel[i] + e);
+      EACH_QUERY(vec4 qc = subgroupShuffle(q, c); for (uint i = 0u; i < TN; ++i) acc[c][i] = dot_acc(k[i], qc, acc[c][i]);)
+    }
+    // Stored from a loop that is not unrolled (on lavapipe each store is a loop over the lanes).
+    float res[MAXQ * TN];
+    EACH_QUERY(for (uint i = 0u; i < TN; ++i) res[c * TN + i] = acc[c][i];)
+    [[dont_unroll]] for (uint n = 0u; n < LOCAL * TN; ++n) {
+      uint t = t0 + n / TN, j = j0 + lane * TN + n % TN;
+      if (t < n_tokens && j <= pos0 + t) scores[(h * n_tokens + t) * SROW + j] = res[n] * SCALE;
+    }
+  }
+}
+#endif
+
+#ifdef PV
+void main() {
+  v_base = pc.v_base;
+  s_base = pc.s_base;
+  n_tokens = pc.T;
+  uint lane = gl_SubgroupInvocationID;
+  uint dims = gl_WorkGroupID.x, t0 = gl_WorkGroupID.y * LOCAL, h = gl_WorkGroupID.z;
+  uint pos0 = step_pos;
+  uint n_keys = pos0 + min(t0 + LOCAL, n_tokens);  // keys the block's last query sees
+  uint e = min(dims * LOCAL + lane, HDV - 1u);     // this lane's texel of each value row
+  uint my_t = min(t0 + lane, n_tokens - 1u);       // this lane's query: its scores and softmax state
+  uint my_last = pos0 + my_t;
+  uint s_texel = s_base + (h * n_tokens + my_t) * (SROW / 4u);
+  uint v_texel = v_base + kv_cache_at(h, 0u, e, HDV);
+  float m = NEG_BIG, l = 0.0;
+  vec4 acc[MAXQ];
+  EACH_QUERY(acc[c] = vec4(0.0);)
+  for (uint j = 0u; j < n_keys; j += 4u) {
+    // Scores past this lane's query (never written) are masked before they are used.
+    vec4 s = fetch(s_tex, s_texel + j / 4u);
+    bvec4 seen = lessThanEqual(uvec4(j, j + 1u, j + 2u, j + 3u), uvec4(my_last));
+    s = mix(vec4(NEG_BIG), s, seen);
+    float m_new = max(m, max(max(s.x, s.y), max(s.z, s.w)));
+    float corr = exp(m - m_new);
+    vec4 p = exp(s - m_new);
+    l = l * corr + ((p.x + p.y) + (p.z + p.w));
+    m = m_new;
+    // Rows past the last written key read the last one instead (their weights are 0).
+    vec4 v0 = fetch(v_tex, v_texel + min(j, n_keys - 1u) * HDV);
+    vec4 v1 = fetch(v_tex, v_texel + min(j + 1u, n_keys - 1u) * HDV);
+    vec4 v2 = fetch(v_tex, v_texel + min(j + 2u, n_keys - 1u) * HDV);
+    vec4 v3 = fetch(v_tex, v_texel + min(j + 3u, n_keys - 1u) * HDV);
+    EACH_QUERY(float cc = subgroupShuffle(corr, c); vec4 pc4 = subgroupShuffle(p, c);
+               acc[c] = acc[c] * cc + pc4.x * v0 + pc4.y * v1 + pc4.z * v2 + pc4.w * v3;)
+  }
+  float inv = 1.0 / l;
+  vec4 res[MAXQ];
+  EACH_QUERY(res[c] = acc[c] * subgroupShuffle(inv, c);)
+  bool my_dims = dims * LOCAL + lane < HDV;
+  [[dont_unroll]] for (uint c = 0u; c < LOCAL; ++c)
+    if (my_dims && t0 + c < n_tokens) out_[(t0 + c) * CV + h * HDV + e] = res[c];
+}
+#endif
