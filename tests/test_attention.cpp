@@ -275,6 +275,35 @@ BOOST_AUTO_TEST_CASE(every_kernel_path) {
   }
 }
 
+// The tiled path runs only where it can: 16-byte aligned texel views, head_dim % 4 == 0,
+// and few enough loop iterations per invocation for llvmpipe's cap; a forced call refuses
+// the rest, and a scratch too small for the step.
+BOOST_AUTO_TEST_CASE(tiled_path_refuses_what_it_cannot_run) {
+  auto& ctx = test::context();
+  const AttentionShape s{2, 32, 16};
+  Rig rig(ctx, s, 4);
+  View qkv = whole(rig.qkv), step = whole(rig.step), out = whole(rig.out);
+  if (!ops::attention_tiled_ok(ctx, qkv, rig.k_view, rig.v_view, rig.scores_view, s)) {
+    BOOST_TEST_MESSAGE("skipped: the device has no tiled attention path");
+    return;
+  }
+  View odd = rig.scores_view;
+  odd.offset -= 4;
+  BOOST_TEST(!ops::attention_tiled_ok(ctx, qkv, rig.k_view, rig.v_view, odd, s));
+  BOOST_TEST(!ops::attention_tiled_ok(ctx, qkv, rig.k_view, rig.v_view, rig.scores_view, {2, 30, 16}));
+  BOOST_TEST(!ops::attention_tiled_ok(ctx, qkv, rig.k_view, rig.v_view, rig.scores_view, {2, 128, 40000}));
+  Graph g(ctx);
+  BOOST_CHECK_THROW(ops::kv_append_attention_tiled(g, qkv, step, rig.k_view, rig.v_view, odd, out, 4, s),
+                    std::logic_error);
+  View small = rig.scores_view;
+  small.bytes = ops::attention_tiled_scratch_bytes(s, 4) - 16;
+  BOOST_CHECK_THROW(ops::kv_append_attention_tiled(g, qkv, step, rig.k_view, rig.v_view, small, out, 4, s),
+                    std::logic_error);
+  BOOST_TEST(g.size() == 0u);
+  ops::kv_append_attention_tiled(g, qkv, step, rig.k_view, rig.v_view, rig.scores_view, out, 4, s);
+  BOOST_TEST(g.size() == 3u);  // kv_append, scores, values
+}
+
 // A kernel the device cannot run is refused before anything is recorded.
 BOOST_AUTO_TEST_CASE(refuses_impossible_kernels) {
   auto& ctx = test::fallback_context();  // no subgroup arithmetic, 16 KiB shared memory

@@ -183,9 +183,16 @@ uint64_t attention_tiled_scratch_bytes(AttentionShape s, uint32_t max_tokens) {
 bool attention_tiled_ok(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, AttentionShape s) {
   const auto& caps = ctx.caps();
   const uint32_t sg = caps.subgroup_size;
-  return caps.subgroup_shuffle && sg >= 4 && sg <= 16 && sg <= caps.max_workgroup_invocations &&
-         s.head_dim % 4 == 0 && texel_views_ok(qkv, k_cache, v_cache) && scores.buffer &&
-         scores.buffer->texel_view() != VK_NULL_HANDLE && scores.offset % 16 == 0;
+  if (!(caps.subgroup_shuffle && sg >= 4 && sg <= 16 && sg <= caps.max_workgroup_invocations && s.head_dim % 4 == 0))
+    return false;
+  // llvmpipe runs at most 65535 loop iterations per invocation over all its loops and
+  // silently leaves a loop past that (ops/sample.cpp). A scores workgroup takes the keys
+  // 4 * sg at a time, each pass head_dim / 4 fetch iterations and 4 * sg stores; a values
+  // workgroup 4 keys per iteration.
+  const uint64_t key_blocks = (s.context + 4 * sg - 1) / (4 * sg);
+  if (key_blocks * (s.head_dim / 4 + 4 * sg + 1) > 60000 || s.context / 4 + sg > 60000) return false;
+  return texel_views_ok(qkv, k_cache, v_cache) && scores.buffer && scores.buffer->texel_view() != VK_NULL_HANDLE &&
+         scores.offset % 16 == 0;
 }
 
 void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out,
