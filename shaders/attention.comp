@@ -28,6 +28,8 @@
 //   texel:    (CPU devices) like shared, but keys and values are texel fetches, QB queries
 //             share each fetch, and the streams merge by subgroup arithmetic
 //             (common/attention_texel.glsl).
+// The tiled variants (CPU devices, prompt chunks) are not this kernel but two passes over a
+// scores scratch, after kv_append: common/attention_tiled.glsl.
 // Grid: (n_heads, T), texel: (n_heads, ceil(T / QB)). Workgroup: local_size_x (spec 0).
 
 //! variant subgroup USE_SUBGROUP=1 VEC=1
@@ -35,14 +37,25 @@
 //! variant shared USE_SUBGROUP=0 VEC=1
 //! variant shared_vec4 USE_SUBGROUP=0 VEC=4
 //! variant texel USE_SUBGROUP=0 VEC=4 TEXEL=1
+//! variant tiled_scores USE_SUBGROUP=0 VEC=4 TILED=1
+//! variant tiled_values USE_SUBGROUP=0 VEC=4 TILED=2
 
 #ifndef TEXEL
 #define TEXEL 0
+#endif
+#ifndef TILED
+#define TILED 0
 #endif
 
 #if USE_SUBGROUP || TEXEL
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#if TILED
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_samplerless_texture_functions : require
+#extension GL_EXT_control_flow_attributes : require
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -54,6 +67,12 @@ layout(constant_id = 5) const uint SG = 8;           // subgroup variant: the de
 layout(constant_id = 6) const uint CHUNK = 64;       // shared variant: dims merged per pass
 layout(constant_id = 7) const bool APPEND = false;   // also append this step's keys/values
 layout(constant_id = 8) const uint QB = 1;           // texel variant: queries per workgroup (1-4)
+// constant_id 9: the tiled variants' scores row (common/attention_tiled.glsl).
+
+#if TILED
+#include "common/kv_cache.glsl"
+#include "common/attention_tiled.glsl"
+#else
 
 #if VEC == 4
 #define VT vec4
@@ -292,3 +311,5 @@ void main() {
 }
 
 #endif
+
+#endif  // !TILED

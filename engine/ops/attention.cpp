@@ -207,8 +207,9 @@ void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View
   kv_append(g, qkv, step, k_cache, v_cache, T, s, name + ".kv_append");
 
   const uint32_t local = g.context().caps().subgroup_size;
+  // attention.comp's constants 0-9; 5-8 (the other variants' SG, CHUNK, APPEND, QB) unused.
   const std::vector<uint32_t> spec = {local, s.head_dim, C, s.context, vk::spec_f32(1.0f / std::sqrt(float(s.head_dim))),
-                                      scores_row(s)};
+                                      local, 4, 0, 1, scores_row(s)};
   auto texel = [](View v) {
     v.texel = v.buffer->texel_view();
     return v;
@@ -218,15 +219,15 @@ void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View
                                       static_cast<uint32_t>(scores.offset / 16), T};
   const uint32_t query_blocks = (T + local - 1) / local;
   // Bindings a pass does not use get views it reads anyway (no extra hazards).
-  const auto& scores_pass = g.context().pipelines().get({"attention_tiled.scores", spec, 7, 20, 0b1111u});
+  const auto& scores_pass = g.context().pipelines().get({"attention.tiled_scores", spec, 7, 20, 0b1111u});
   g.add({name + ".scores", &scores_pass,
          {{texel(qkv), Access::Read}, {texel(k_cache), Access::Read}, {texel(v_cache), Access::Read},
           {texel(v_cache), Access::Read}, {step, Access::Read}, {scores, Access::Write}, {qkv, Access::Read}},
          {query_blocks, s.n_heads, 1},
          push});
   const uint32_t dim_blocks = (s.head_dim / 4 + local - 1) / local;
-  const auto& pv_pass = g.context().pipelines().get({"attention_tiled.pv", spec, 7, 20, 0b1111u});
-  g.add({name + ".pv", &pv_pass,
+  const auto& values_pass = g.context().pipelines().get({"attention.tiled_values", spec, 7, 20, 0b1111u});
+  g.add({name + ".values", &values_pass,
          {{texel(qkv), Access::Read}, {texel(k_cache), Access::Read}, {texel(v_cache), Access::Read},
           {texel(scores), Access::Read}, {step, Access::Read}, {scores, Access::Read}, {out, Access::Write}},
          {dim_blocks, query_blocks, s.n_heads},

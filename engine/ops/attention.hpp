@@ -54,7 +54,7 @@ void kv_append_attention(Graph& g, View qkv, View step, View k_cache, View v_cac
 
 // Prefill attention for CPU devices: kv_append, then the scores of every query and key into
 // `scores` and a softmax-weighted sum of values from them, both register-blocked GEMM-like
-// passes (shaders/attention_tiled.comp). Same results as attention within f32 rounding.
+// passes (shaders/common/attention_tiled.glsl). Same results as attention within f32 rounding.
 // `scores` holds n_heads * T rows of the context rounded up to 4 floats, 16-byte aligned,
 // in a buffer with a texel view.
 void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out,

@@ -1,43 +1,29 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-// Prefill attention for CPU devices (lavapipe) as two register-blocked passes, after
-// kv_append has put this step's keys and values in the caches (engine/ops/attention.cpp,
-// attention_tiled). For T queries at positions pos0 .. pos0 + T - 1 (pos0 from the step
-// buffer) and each head h:
-//   scores: S[h][t][j] = SCALE * q_t,h . k_j,h            for j <= pos0 + t
-//   pv:     out[t][h*HD + d] = sum_j softmax_j(S[h][t][.]) v_j,h[d]   (online softmax)
-// S is a scratch buffer of n_heads * T rows of SROW floats; entries past a query's position
-// are never written and never used.
+// Attention of prompt chunks for CPU devices (lavapipe), included by shaders/attention.comp
+// (TILED = 1 scores, 2 values): two register-blocked passes, after kv_append has put this
+// step's keys and values in the caches (engine/ops/attention.cpp,
+// kv_append_attention_tiled). For T queries at positions pos0 .. pos0 + T - 1 (pos0 from
+// the step buffer) and each head h:
+//   scores: S[h][t][j] = SCALE * q_t,h . k_j,h                  for j <= pos0 + t
+//   values: out[t][h*HD + d] = sum_j softmax_j(S[h][t][.]) v_j,h[d]   (online softmax)
+// S is a scratch of n_heads * T rows of SROW floats; entries past a query's position are
+// never written and never used.
 //
-// Why two passes instead of attention.comp's one: on lavapipe a texel fetch (the only
-// vectorised read) is a call of ~45 instructions. attention.comp's texel kernel fetches a
+// Why two passes: on lavapipe a texel fetch (the only vectorised read) is a call of ~45
+// instructions, and the one-dispatch texel kernel (common/attention_texel.glsl) fetches a
 // key's and a value's 16-byte pieces per key for every block of up to 4 queries: 4 + 4
-// fetches per key and query (GPT-2 small, 64-dim heads), against 128 multiplies and adds.
-// Here a workgroup of one SIMD vector owns 8 queries x 32 keys (scores) or 8 queries x 32
-// dims (pv) and broadcasts each fetched input to all lanes by subgroupShuffle, as the
-// GEMM kernel does (common/linear_gemm_bcast.glsl): ~0.3 fetches per key and query.
+// fetches per key and query (64-dim heads) against 128 multiplies and adds. Here a
+// workgroup of one SIMD vector owns 8 queries x 32 keys (scores) or 8 queries x 32 dims
+// (values) and hands each fetched input to all lanes by subgroupShuffle, as the GEMM kernel
+// does (common/linear_gemm_bcast.glsl): ~0.3 fetches per key and query.
 //   scores: lane L holds keys j0 + 4L .. j0 + 4L + 3 and the accumulators of all 8 queries
 //           for them; it fetches query t0 + L's texel, which the shuffles hand around.
-//   pv:     lane L owns 4 dims (one texel of each value row) for all 8 queries, and keeps
+//   values: lane L owns 4 dims (one texel of each value row) for all 8 queries, and keeps
 //           query t0 + L's running max and sum: its scores arrive 4 keys per fetch, and
 //           each query's weights and rescale factor are shuffled from its lane.
-// Grid: scores (ceil(T / LOCAL), n_heads), pv (ceil(HD / (4 LOCAL)), ceil(T / LOCAL), n_heads);
-// workgroup: one subgroup (LOCAL == gl_SubgroupSize, the host makes it so).
+// Grid: scores (ceil(T / LOCAL), n_heads), values (ceil(HD / (4 LOCAL)), ceil(T / LOCAL),
+// n_heads); workgroup: one subgroup (LOCAL == gl_SubgroupSize, the host makes it so).
 
-//! variant scores SCORES
-//! variant pv PV
-
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
-#extension GL_EXT_samplerless_texture_functions : require
-#extension GL_EXT_control_flow_attributes : require
-
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint HD = 64;         // head dim (a multiple of 4)
-layout(constant_id = 2) const uint C = 768;         // n_heads * HD
-layout(constant_id = 3) const uint CONTEXT = 1024;  // positions in each cache
-layout(constant_id = 4) const float SCALE = 0.125;  // 1 / sqrt(HD)
-layout(constant_id = 5) const uint SROW = 1024;     // floats per scores row (CONTEXT rounded up to 4)
+layout(constant_id = 9) const uint SROW = 1024;  // floats per scores row (CONTEXT rounded up to 4)
 
 const uint LOCAL = gl_WorkGroupSize.x;
 const uint HDV = HD / 4u;  // texels per head row
@@ -45,8 +31,6 @@ const uint CV = C / 4u;    // texels per qkv third
 const uint TN = 4u;        // scores: keys per lane
 const uint KB = LOCAL * TN;  // scores: keys per workgroup pass
 const float NEG_BIG = -1e30;
-
-#include "common/kv_cache.glsl"
 
 // Texel views of whole buffers; the push constants say where this dispatch's data starts.
 layout(binding = 0) uniform utextureBuffer qkv_tex;
@@ -80,7 +64,7 @@ float dot_acc(vec4 a, vec4 b, float acc) { return acc + a.x * b.x + a.y * b.y + 
                     { const uint c = 12u; S } { const uint c = 13u; S } { const uint c = 14u; S } { const uint c = 15u; S } }
 const uint MAXQ = 16u;  // EACH_QUERY's limit: the host keeps LOCAL <= 16
 
-#ifdef SCORES
+#if TILED == 1  // scores
 void main() {
   qkv_base = pc.qkv_base;
   k_base = pc.k_base;
@@ -113,7 +97,7 @@ void main() {
 }
 #endif
 
-#ifdef PV
+#if TILED == 2  // values
 void main() {
   v_base = pc.v_base;
   s_base = pc.s_base;
