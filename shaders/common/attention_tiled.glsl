@@ -39,7 +39,7 @@ layout(binding = 2) uniform utextureBuffer v_tex;
 layout(binding = 3) uniform utextureBuffer s_tex;
 #define STEP_BINDING 4
 #include "common/step.glsl"
-layout(std430, binding = 5) buffer Scores { float scores[]; };
+layout(std430, binding = 5) buffer Scores { vec4 scores[]; };  // rows of SROW floats
 layout(std430, binding = 6) writeonly buffer Out { vec4 out_[]; };
 layout(push_constant) uniform Push {
   uint qkv_base, k_base, v_base, s_base;  // first texel of each view's data
@@ -86,13 +86,13 @@ void main() {
       for (uint i = 0u; i < TN; ++i) k[i] = fetch(k_tex, k_texel[i] + e);
       EACH_QUERY(vec4 qc = subgroupShuffle(q, c); for (uint i = 0u; i < TN; ++i) acc[c][i] = dot_acc(k[i], qc, acc[c][i]);)
     }
-    // Stored from a loop that is not unrolled (on lavapipe each store is a loop over the lanes).
-    float res[MAXQ * TN];
-    EACH_QUERY(for (uint i = 0u; i < TN; ++i) res[c * TN + i] = acc[c][i];)
-    [[dont_unroll]] for (uint n = 0u; n < LOCAL * TN; ++n) {
-      uint t = t0 + n / TN, j = j0 + lane * TN + n % TN;
-      if (t < n_tokens && j <= pos0 + t) scores[(h * n_tokens + t) * SROW + j] = res[n] * SCALE;
-    }
+    // One 16-byte store per query (on lavapipe each store is a loop over the lanes): the
+    // lane's 4 keys go out together when the first is visible to the query; the others may
+    // be past its position, which the values pass never reads.
+    uint j = j0 + lane * TN;
+    EACH_QUERY(if (t0 + c < n_tokens && j <= pos0 + t0 + c)
+                 scores[((h * n_tokens + t0 + c) * SROW + j) / 4u] =
+                     vec4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]) * SCALE;)
   }
 }
 #endif
@@ -114,23 +114,26 @@ void main() {
   float m = NEG_BIG, l = 0.0;
   vec4 acc[MAXQ];
   EACH_QUERY(acc[c] = vec4(0.0);)
-  for (uint j = 0u; j < n_keys; j += 4u) {
-    // Scores past this lane's query (never written) are masked before they are used.
-    vec4 s = fetch(s_tex, s_texel + j / 4u);
-    bvec4 seen = lessThanEqual(uvec4(j, j + 1u, j + 2u, j + 3u), uvec4(my_last));
-    s = mix(vec4(NEG_BIG), s, seen);
-    float m_new = max(m, max(max(s.x, s.y), max(s.z, s.w)));
+  // 8 keys per iteration: llvmpipe blends every loop-carried value (the accumulators of all
+  // queries) with the loop's lane mask once per iteration.
+  for (uint j = 0u; j < n_keys; j += 8u) {
+    // Scores past this lane's query (never written) are masked before they are used; the
+    // second texel stays inside the row.
+    vec4 sa = fetch(s_tex, s_texel + j / 4u);
+    vec4 sb = fetch(s_tex, s_texel + min(j / 4u + 1u, SROW / 4u - 1u));
+    sa = mix(vec4(NEG_BIG), sa, lessThanEqual(uvec4(j, j + 1u, j + 2u, j + 3u), uvec4(my_last)));
+    sb = mix(vec4(NEG_BIG), sb, lessThanEqual(uvec4(j + 4u, j + 5u, j + 6u, j + 7u), uvec4(my_last)));
+    float m_new = max(m, max(max(max(sa.x, sa.y), max(sa.z, sa.w)), max(max(sb.x, sb.y), max(sb.z, sb.w))));
     float corr = exp(m - m_new);
-    vec4 p = exp(s - m_new);
-    l = l * corr + ((p.x + p.y) + (p.z + p.w));
+    vec4 pa = exp(sa - m_new), pb = exp(sb - m_new);
+    l = l * corr + (((pa.x + pa.y) + (pa.z + pa.w)) + ((pb.x + pb.y) + (pb.z + pb.w)));
     m = m_new;
     // Rows past the last written key read the last one instead (their weights are 0).
-    vec4 v0 = fetch(v_tex, v_texel + min(j, n_keys - 1u) * HDV);
-    vec4 v1 = fetch(v_tex, v_texel + min(j + 1u, n_keys - 1u) * HDV);
-    vec4 v2 = fetch(v_tex, v_texel + min(j + 2u, n_keys - 1u) * HDV);
-    vec4 v3 = fetch(v_tex, v_texel + min(j + 3u, n_keys - 1u) * HDV);
-    EACH_QUERY(float cc = subgroupShuffle(corr, c); vec4 pc4 = subgroupShuffle(p, c);
-               acc[c] = acc[c] * cc + pc4.x * v0 + pc4.y * v1 + pc4.z * v2 + pc4.w * v3;)
+    vec4 v[8];
+    for (uint k = 0u; k < 8u; ++k) v[k] = fetch(v_tex, v_texel + min(j + k, n_keys - 1u) * HDV);
+    EACH_QUERY(float cc = subgroupShuffle(corr, c); vec4 qa = subgroupShuffle(pa, c); vec4 qb = subgroupShuffle(pb, c);
+               acc[c] = acc[c] * cc + qa.x * v[0] + qa.y * v[1] + qa.z * v[2] + qa.w * v[3]
+                                    + qb.x * v[4] + qb.y * v[5] + qb.z * v[6] + qb.w * v[7];)
   }
   float inv = 1.0 / l;
   vec4 res[MAXQ];
