@@ -48,6 +48,13 @@ layout(push_constant) uniform Push {
 // Private copies, read first thing: on lavapipe a push-constant read in a loop or branch
 // is a gather over the lanes.
 uint qkv_base, k_base, v_base, s_base, n_tokens;
+void read_push_constants() {
+  qkv_base = pc.qkv_base;
+  k_base = pc.k_base;
+  v_base = pc.v_base;
+  s_base = pc.s_base;
+  n_tokens = pc.T;
+}
 
 vec4 fetch(utextureBuffer tex, uint texel) { return uintBitsToFloat(texelFetch(tex, int(texel))); }
 
@@ -66,9 +73,7 @@ const uint MAXQ = 16u;  // EACH_QUERY's limit: the host keeps LOCAL <= 16
 
 #if TILED == 1  // scores
 void main() {
-  qkv_base = pc.qkv_base;
-  k_base = pc.k_base;
-  n_tokens = pc.T;
+  read_push_constants();
   uint lane = gl_SubgroupInvocationID;
   uint t0 = gl_WorkGroupID.x * LOCAL, h = gl_WorkGroupID.y;
   uint pos0 = step_pos;
@@ -99,9 +104,7 @@ void main() {
 
 #if TILED == 2  // values
 void main() {
-  v_base = pc.v_base;
-  s_base = pc.s_base;
-  n_tokens = pc.T;
+  read_push_constants();
   uint lane = gl_SubgroupInvocationID;
   uint dims = gl_WorkGroupID.x, t0 = gl_WorkGroupID.y * LOCAL, h = gl_WorkGroupID.z;
   uint pos0 = step_pos;
