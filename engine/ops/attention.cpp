@@ -187,8 +187,8 @@ bool attention_tiled_ok(const vk::Context& ctx, View qkv, View k_cache, View v_c
     return false;
   // llvmpipe runs at most 65535 loop iterations per invocation over all its loops and
   // silently leaves a loop past that (ops/sample.cpp). A scores workgroup takes the keys
-  // 4 * sg at a time, each pass head_dim / 4 fetch iterations and 4 * sg stores; a values
-  // workgroup 4 keys per iteration.
+  // 4 * sg at a time, each pass head_dim / 4 fetch iterations (and the stores); a values
+  // workgroup 8 keys per iteration (counted as 4 here, to spare a margin).
   const uint64_t key_blocks = (s.context + 4 * sg - 1) / (4 * sg);
   if (key_blocks * (s.head_dim / 4 + 4 * sg + 1) > 60000 || s.context / 4 + sg > 60000) return false;
   return texel_views_ok(qkv, k_cache, v_cache) && scores.buffer && scores.buffer->texel_view() != VK_NULL_HANDLE &&
