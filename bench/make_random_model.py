@@ -12,7 +12,7 @@ residual stream's scale steady through the layers, so attention and GELU see the
 of activations as in a trained model (speed does not depend on the values, but a model
 whose activations blow up or vanish would not be a fair workload for either engine).
 
-Usage: make_random_model.py [--out DIR] [--shapes tiny,gpt2-small,gpt2-medium] [--seed S]
+Usage: make_random_model.py [--out DIR] [--shapes tiny,gpt2-small,gpt2-medium,...] [--seed S]
 An existing weights file with the same shape and seed in its metadata is kept as it is.
 """
 import argparse
@@ -37,6 +37,8 @@ SHAPES = {
     "tiny": (4, 256, 4),
     "gpt2-small": (12, 768, 12),
     "gpt2-medium": (24, 1024, 16),
+    "gpt2-large": (36, 1280, 20),
+    "gpt2-xl": (48, 1600, 25),
 }
 VOCAB_SIZE = 50257
 CONTEXT_LENGTH = 1024
@@ -48,34 +50,41 @@ def shape_dims(shape):
             "vocab_size": VOCAB_SIZE, "context_length": CONTEXT_LENGTH, "ffn_dim": 4 * emb_dim}
 
 
-def random_tensors(dims, seed):
+def random_tensors(dims, seed, device="cpu", dtype=torch.float32):
     """Yields (name, tensor) in Hugging Face GPT-2 order, generated one at a time so the
-    whole model is never held twice in memory."""
-    g = torch.Generator().manual_seed(seed)
+    whole model is never held twice in memory. On another device (bench/torch_reference.py
+    --random-weights on a GPU) the values differ from the CPU's for the same seed."""
+    g = torch.Generator(device=device).manual_seed(seed)
     C, F, L = dims["emb_dim"], dims["ffn_dim"], dims["n_layers"]
     proj_std = 0.02 / math.sqrt(2 * L)
 
     def normal(shape, std=0.02):
-        return torch.randn(*shape, generator=g) * std
+        return (torch.randn(*shape, generator=g, device=device) * std).to(dtype)
+
+    def ones(n):
+        return torch.ones(n, device=device, dtype=dtype)
+
+    def zeros(n):
+        return torch.zeros(n, device=device, dtype=dtype)
 
     yield "wte.weight", normal((dims["vocab_size"], C))
     yield "wpe.weight", normal((dims["context_length"], C), 0.01)
     for i in range(L):
         p = f"h.{i}."
-        yield p + "ln_1.weight", torch.ones(C)
-        yield p + "ln_1.bias", torch.zeros(C)
+        yield p + "ln_1.weight", ones(C)
+        yield p + "ln_1.bias", zeros(C)
         yield p + "attn.c_attn.weight", normal((C, 3 * C))
-        yield p + "attn.c_attn.bias", torch.zeros(3 * C)
+        yield p + "attn.c_attn.bias", zeros(3 * C)
         yield p + "attn.c_proj.weight", normal((C, C), proj_std)
-        yield p + "attn.c_proj.bias", torch.zeros(C)
-        yield p + "ln_2.weight", torch.ones(C)
-        yield p + "ln_2.bias", torch.zeros(C)
+        yield p + "attn.c_proj.bias", zeros(C)
+        yield p + "ln_2.weight", ones(C)
+        yield p + "ln_2.bias", zeros(C)
         yield p + "mlp.c_fc.weight", normal((C, F))
-        yield p + "mlp.c_fc.bias", torch.zeros(F)
+        yield p + "mlp.c_fc.bias", zeros(F)
         yield p + "mlp.c_proj.weight", normal((F, C), proj_std)
-        yield p + "mlp.c_proj.bias", torch.zeros(C)
-    yield "ln_f.weight", torch.ones(C)
-    yield "ln_f.bias", torch.zeros(C)
+        yield p + "mlp.c_proj.bias", zeros(C)
+    yield "ln_f.weight", ones(C)
+    yield "ln_f.bias", zeros(C)
 
 
 def read_metadata(path):
@@ -146,7 +155,8 @@ def write_model(out_dir, shape, seed, log=print):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"scratch directory (default {DEFAULT_OUT})")
-    ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated: " + ", ".join(SHAPES))
+    ap.add_argument("--shapes", default="tiny,gpt2-small,gpt2-medium",
+                    help="comma-separated (default tiny,gpt2-small,gpt2-medium): " + ", ".join(SHAPES))
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
     shapes = [s for s in args.shapes.split(",") if s]

@@ -1,20 +1,24 @@
 #!/usr/bin/python3
 """PyTorch baseline for `gpt-vk bench`: the same model, the same weights file, the same work.
 
-A plain GPT-2 forward (pre-LN, tanh GELU, tied head) in PyTorch on the CPU with a
-preallocated KV cache. Each run prefills --prompt-tokens random tokens (logits of the last
+A plain GPT-2 forward (pre-LN, tanh GELU, tied head) in PyTorch with a preallocated KV
+cache, on the CPU or (--device cuda) a GPU. Each run prefills --prompt-tokens random tokens (logits of the last
 position, greedy pick), then decodes --gen-tokens tokens one at a time against the cache,
 exactly like `gpt-vk bench`: one warm-up run, then --repeats measured runs; the medians are
 printed on the last stdout line as `prefill_tok_s=<float> decode_tok_s=<float>`.
 
 Usage: torch_reference.py --config CFG.toml [--weights FILE] [--prompt-tokens N]
          [--gen-tokens N] [--repeats R] [--threads T] [--dtype f32|f16|bf16]
-         [--check-gptvk GPTVK_BINARY [--check-only]]
+         [--device cpu|cuda] [--random-weights] [--check-gptvk GPTVK_BINARY [--check-only]]
 --dtype is PyTorch's compute dtype (default f32, the usual CPU baseline; PyTorch's CPU
 half-precision kernels are far slower than its f32 ones). --check-gptvk first compares this
 forward's logits with `gpt-vk forward` on a few tokens, so both engines are known to run
 the same model before their speeds are compared (--check-only: and nothing else, so that
 gpt-vk's memory does not count in this process's peak RSS when it is measured).
+--random-weights makes GPT-2-initialised weights on the device instead of reading the file
+(bench/gpu_bench.py: speed only, the values are not gpt-vk's). Each step ends with the
+greedy pick copied to the host, so GPU timings include the same synchronisation per token
+as gpt-vk's one submit per token.
 """
 import argparse
 import json
@@ -87,11 +91,12 @@ def read_config(path):
 class GPT2:
     """GPT-2 inference with a KV cache of context_length positions, batch size 1."""
 
-    def __init__(self, dims, tensors, dtype):
+    def __init__(self, dims, tensors, dtype, device="cpu"):
         self.d = dims
         self.dtype = dtype
+        self.device = device
         strip = lambda n: n[len("transformer."):] if n.startswith("transformer.") else n  # noqa: E731
-        t = {strip(k): v.to(dtype).contiguous() for k, v in tensors.items()}
+        t = {strip(k): v.to(device=device, dtype=dtype).contiguous() for k, v in tensors.items()}
         self.wte, self.wpe = t["wte.weight"], t["wpe.weight"]
         self.lnf = (t["ln_f.weight"], t["ln_f.bias"])
         self.layers = []
@@ -103,8 +108,8 @@ class GPT2:
                 "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
                 "mlp.c_proj.weight", "mlp.c_proj.bias")})
         H, C, T = dims["n_heads"], dims["emb_dim"], dims["context_length"]
-        self.k_cache = [torch.zeros(H, T, C // H, dtype=dtype) for _ in self.layers]
-        self.v_cache = [torch.zeros(H, T, C // H, dtype=dtype) for _ in self.layers]
+        self.k_cache = [torch.zeros(H, T, C // H, dtype=dtype, device=device) for _ in self.layers]
+        self.v_cache = [torch.zeros(H, T, C // H, dtype=dtype, device=device) for _ in self.layers]
 
     def _ln(self, x, w, b):
         return F.layer_norm(x, (x.shape[-1],), w, b, self.d["eps"])
@@ -114,12 +119,13 @@ class GPT2:
         of the last position ([vocab]) or of all positions ([len, vocab])."""
         n, C, H = len(ids), self.d["emb_dim"], self.d["n_heads"]
         D = C // H
+        ids = ids.to(self.device)
         x = self.wte[ids] + self.wpe[pos:pos + n]
         # causal mask of the new queries against all cached keys 0..pos+n-1
         mask = None
         if n > 1:
-            q_pos = torch.arange(pos, pos + n).unsqueeze(1)
-            mask = torch.arange(pos + n).unsqueeze(0) > q_pos
+            q_pos = torch.arange(pos, pos + n, device=self.device).unsqueeze(1)
+            mask = torch.arange(pos + n, device=self.device).unsqueeze(0) > q_pos
         for li, L in enumerate(self.layers):
             h = self._ln(x, L["ln_1.weight"], L["ln_1.bias"])
             qkv = torch.addmm(L["attn.c_attn.bias"], h, L["attn.c_attn.weight"])
@@ -166,7 +172,7 @@ def check_against_gptvk(model, binary, config, weights, vocab_size):
             cmd += ["--weights", weights]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         theirs = np.load(out)
-    ours = model.forward(torch.tensor(ids), 0, all_logits=True).float().numpy()
+    ours = model.forward(torch.tensor(ids), 0, all_logits=True).float().cpu().numpy()
     err = float(np.max(np.abs(ours - theirs)))
     scale = float(np.max(np.abs(ours)))
     same_argmax = bool((ours.argmax(-1) == theirs.argmax(-1)).all())
@@ -190,6 +196,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
     ap.add_argument("--dtype", choices=TORCH_DTYPES, default="f32", help="compute dtype (default f32)")
+    ap.add_argument("--device", default="cpu", help="torch device: cpu (default) or cuda")
+    ap.add_argument("--random-weights", action="store_true",
+                    help="GPT-2-initialised random weights made on the device; the file is not read")
     ap.add_argument("--check-gptvk", metavar="BINARY", help="compare logits with BINARY forward first")
     ap.add_argument("--check-only", action="store_true", help="with --check-gptvk: compare, then exit")
     args = ap.parse_args()
@@ -202,13 +211,24 @@ def main():
         ap.error("--prompt-tokens and --repeats must be positive, --gen-tokens non-negative")
     if args.prompt_tokens + args.gen_tokens > dims["context_length"]:
         ap.error(f"--prompt-tokens + --gen-tokens exceeds the context of {dims['context_length']}")
+    if args.random_weights and args.check_gptvk:
+        ap.error("--random-weights and --check-gptvk exclude each other (gpt-vk reads the file)")
     t = time.perf_counter()
-    tensors = load_tensors(weights)
-    model = GPT2(dims, tensors, TORCH_DTYPES[args.dtype])
+    if args.random_weights:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from make_random_model import random_tensors  # noqa: E402
+        dims["ffn_dim"] = 4 * dims["emb_dim"]
+        tensors = dict(random_tensors(dims, 1234, args.device, TORCH_DTYPES[args.dtype]))
+        source = "random weights"
+    else:
+        tensors = load_tensors(weights)
+        source = os.path.basename(weights)
+    model = GPT2(dims, tensors, TORCH_DTYPES[args.dtype], args.device)
     del tensors
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.dtype}, "
+    where = torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{torch.get_num_threads()} threads"
+    print(f"torch {torch.__version__}, {where}, {args.dtype}, "
           f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}: "
-          f"{os.path.basename(weights)} loaded in {time.perf_counter() - t:.2f} s", file=sys.stderr)
+          f"{source} loaded in {time.perf_counter() - t:.2f} s", file=sys.stderr)
 
     with torch.inference_mode():
         if args.check_gptvk:

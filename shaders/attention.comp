@@ -25,6 +25,8 @@
 // VEC = 4 reads the caches as vec4 (HD % 4 == 0): on lavapipe every load of a
 // non-uniform address is a loop over the SIMD lanes, so 16-byte loads cost about a quarter
 // of four float loads.
+//   wide:     (GPUs) a workgroup of up to 1024 invocations per (head, query), all keys'
+//             scores at once into shared memory, then all values (common/attention_wide.glsl).
 //   texel:    (CPU devices) like shared, but keys and values are texel fetches, QB queries
 //             share each fetch, and the streams merge by subgroup arithmetic
 //             (common/attention_texel.glsl).
@@ -37,6 +39,8 @@
 //! variant shared USE_SUBGROUP=0 VEC=1
 //! variant shared_vec4 USE_SUBGROUP=0 VEC=4
 //! variant texel USE_SUBGROUP=0 VEC=4 TEXEL=1
+//! variant wide USE_SUBGROUP=1 VEC=1 WIDE=1
+//! variant wide_vec4 USE_SUBGROUP=1 VEC=4 WIDE=1
 //! variant tiled_scores USE_SUBGROUP=0 VEC=4 TILED=1
 //! variant tiled_values USE_SUBGROUP=0 VEC=4 TILED=2
 
@@ -45,6 +49,9 @@
 #endif
 #ifndef TILED
 #define TILED 0
+#endif
+#ifndef WIDE
+#define WIDE 0
 #endif
 
 #if USE_SUBGROUP || TEXEL
@@ -125,7 +132,11 @@ void append_slice(uint h, uint t, uint pos0, uint lid) {
   }
 }
 
-#if USE_SUBGROUP
+#if WIDE
+
+#include "common/attention_wide.glsl"
+
+#elif USE_SUBGROUP
 
 const uint NSG = gl_WorkGroupSize.x / SG;  // streams (subgroups) per workgroup
 const uint DPL = (HDV + SG - 1) / SG;      // elements of the head per lane

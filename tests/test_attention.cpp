@@ -264,13 +264,31 @@ BOOST_AUTO_TEST_CASE(every_kernel_path) {
       for (ops::AttentionKernel k : {ops::AttentionKernel{true, true, sg}, {true, false, sg},
                                      {true, true, 8 * sg}, {true, false, 3 * sg}})
         if (k.local <= caps.max_workgroup_invocations) kernels.push_back(k);
+    // The wide kernel (GPUs): decode's 1024 invocations, prompt chunks' 256, and workgroups
+    // barely wider than a head (vec4: 48 / 4 = 12 lanes per value row, 5 key streams of 64).
+    if (caps.subgroup_arithmetic)
+      for (uint32_t local : {1024u, 256u, 64u})
+        for (bool vec4 : {true, false})
+          if (local <= caps.max_workgroup_invocations) kernels.push_back({true, vec4, local, false, 1, true});
     for (const auto& k : kernels)
       for (bool fused : {false, true}) {
         std::string kind = k.texel ? "texel queries=" + std::to_string(k.queries)
-                                   : std::string(k.subgroup ? "subgroup" : "shared") + (k.vec4 ? "_vec4" : "");
+                                   : std::string(k.wide ? "wide" : k.subgroup ? "subgroup" : "shared") +
+                                         (k.vec4 ? "_vec4" : "");
         Mode mode{kind + " local=" + std::to_string(k.local) + (fused ? " fused" : ""), fused, k};
-        for (const auto& s : shapes)
-          if (!k.vec4 || s.head_dim % 4 == 0) check_sequence(*ctx, label, s, mode, 37, 2, 5);
+        for (const auto& s : shapes) {
+          if (k.vec4 && s.head_dim % 4) continue;
+          if (k.wide && (k.vec4 ? s.head_dim / 4 : s.head_dim) > k.local) {
+            // fewer invocations than a value row has elements: refused before recording
+            Rig rig(*ctx, s, 1);
+            Graph g(*ctx);
+            BOOST_CHECK_THROW(ops::attention_with(g, k, fused, whole(rig.qkv), whole(rig.step), rig.k_view, rig.v_view,
+                                                  whole(rig.out), 1, s, "attention"),
+                              std::logic_error);
+            continue;
+          }
+          check_sequence(*ctx, label, s, mode, 37, 2, 5);
+        }
       }
   }
 }
@@ -317,6 +335,7 @@ BOOST_AUTO_TEST_CASE(refuses_impossible_kernels) {
   BOOST_CHECK_THROW(add({true, false, 8}), std::logic_error);    // subgroup path without subgroup arithmetic
   BOOST_CHECK_THROW(add({false, true, 8}), std::logic_error);    // vec4 with head_dim % 4 != 0
   BOOST_CHECK_THROW(add({false, false, 4096}), std::logic_error);  // workgroup too large
+  BOOST_CHECK_THROW(add({true, false, 16, false, 1, true}), std::logic_error);  // wide without subgroup arithmetic
   add({false, false, 8});
   BOOST_TEST(g.size() == 1u);
 }

@@ -46,10 +46,11 @@ const LinearKernel kAllKernels[] = {LinearKernel::Auto,        LinearKernel::Mat
 const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
 
 // Whether kernel k runs on this device when x has (x_view) or lacks a usable texel view:
-// the rows mat-vec needs subgroup shuffles (the forced-fallback device has none) and x's
-// view, which it can only use when K is a multiple of 4 (rows of whole texels).
+// the rows mat-vec needs subgroups it can run on (the forced-fallback device has none, a
+// GPU's are too wide) and x's view, which it can only use when K is a multiple of 4 (rows
+// of whole texels).
 bool runs(vk::Context& ctx, LinearKernel k, bool x_view) {
-  return k != LinearKernel::MatVecRows || (ctx.caps().subgroup_shuffle && x_view);
+  return k != LinearKernel::MatVecRows || (ops::row_matvec_supported(ctx) && x_view);
 }
 
 enum class Residual { None, Separate, InPlace };

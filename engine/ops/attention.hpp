@@ -80,6 +80,8 @@ struct AttentionKernel {
   bool texel = false;     // one key per invocation with vec4 texel fetches of qkv and the caches,
                           // whose buffers then need texel views and 16-byte aligned views
   uint32_t queries = 1;   // texel: queries per workgroup when T > 1 (1-4), each key fetched once for all
+  bool wide = false;      // with subgroup: all keys' scores at once into shared memory, then all values
+                          // (GPUs; needs local >= head_dim / (vec4 ? 4 : 1) and CONTEXT scores of shared memory)
 };
 // `texel_views`: the caller's qkv and cache views can be read through texel views
 // (texel_views_ok), which CPU devices then use; T: tokens per step, which sets how many

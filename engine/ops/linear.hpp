@@ -37,7 +37,7 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // The kernels linear() chooses between. Auto: mat-vec for T == 1; for T > 1 the
 // register-blocked GEMM on CPU devices (lavapipe) and the shared-memory tiled GEMM on GPUs.
 // Forcing one lets tests run every kernel on every device; each handles any T.
-// MatVecWide is the mat-vec as configured for GPUs (64 invocations: several subgroups
+// MatVecWide is the mat-vec as configured for GPUs (256 invocations: several subgroups
 // whose partial sums meet in shared memory), which Auto never picks on a CPU device.
 // MatVecTexel is the CPU mat-vec reading W through uniform texel buffers (Matrix texel
 // views), which lavapipe fetches vectorised; Auto picks it for T == 1 on CPU devices when W
@@ -48,6 +48,10 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // without them throws DeviceError. On CPU devices GemmRegisters reads W, and x, through
 // their texel views when they have them.
 enum class LinearKernel { Auto, MatVec, MatVecWide, MatVecTexel, MatVecRows, GemmRegisters, GemmTiled };
+
+// Whether the device runs MatVecRows at all: subgroup shuffles on workgroups of one
+// subgroup of 4-16 lanes (CPU devices' SIMD vectors; a GPU's 32 or 64 lanes are not).
+bool row_matvec_supported(const vk::Context& ctx);
 
 void linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
                  LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear",
