@@ -124,11 +124,12 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (key == "no_fp16") f.no_fp16 = true;
     else if (key == "no_subgroup") f.no_subgroup = true;
+    else if (key == "gpu") f.as_gpu = true;
     else if (key == "max_range") f.max_storage_buffer_range = parse_size(value);
     else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(value));
     else
       throw UsageError("unknown limit '" + key +
-                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, max_range=SIZE, shared=SIZE)");
+                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, gpu, max_range=SIZE, shared=SIZE)");
   }
   return f;
 }
@@ -139,7 +140,7 @@ ForcedLimits ForcedLimits::from_env() {
 }
 
 bool ForcedLimits::any() const {
-  return no_fp16 || no_subgroup || max_storage_buffer_range || shared_memory_bytes;
+  return no_fp16 || no_subgroup || as_gpu || max_storage_buffer_range || shared_memory_bytes;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -182,6 +183,7 @@ Context::Context(const ContextOptions& options) {
     ForcedLimits env_forced = ForcedLimits::from_env();
     forced.no_fp16 |= env_forced.no_fp16;
     forced.no_subgroup |= env_forced.no_subgroup;
+    forced.as_gpu |= env_forced.as_gpu;
     if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
     if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
     read_caps(forced);
@@ -343,6 +345,12 @@ void Context::read_caps(const ForcedLimits& forced) {
 
   if (forced.no_fp16) caps_.fp16_storage = caps_.fp16_arithmetic = false;
   if (forced.no_subgroup) caps_.subgroup_arithmetic = caps_.subgroup_shuffle = false;
+  // The GPU paths (kernel choices, staging uploads) on any device, so that a machine
+  // without a GPU can test them on whole models (tests/test_models.cpp).
+  if (forced.as_gpu && info_.type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
+    info_.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    caps_.unified_memory = false;
+  }
   if (forced.max_storage_buffer_range)
     caps_.max_storage_buffer_range = std::min(caps_.max_storage_buffer_range, *forced.max_storage_buffer_range);
   if (forced.shared_memory_bytes)

@@ -56,6 +56,7 @@ struct Caps {
 struct ForcedLimits {
   bool no_fp16 = false;
   bool no_subgroup = false;
+  bool as_gpu = false;  // "gpu": a CPU device takes the kernels and memory paths of a discrete GPU
   std::optional<uint64_t> max_storage_buffer_range;
   std::optional<uint32_t> shared_memory_bytes;
   static ForcedLimits parse(const std::string& spec);  // throws UsageError on a bad spec

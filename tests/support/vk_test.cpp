@@ -8,7 +8,7 @@
 namespace gptvk::test {
 
 namespace {
-std::unique_ptr<vk::Context> g_native, g_fallback;
+std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu;
 
 vk::ContextOptions options() {
   vk::ContextOptions o;
@@ -34,6 +34,15 @@ vk::Context& fallback_context() {
   return *g_fallback;
 }
 
+vk::Context& gpu_paths_context() {
+  if (!g_gpu) {
+    auto o = options();
+    o.forced = vk::ForcedLimits::parse("gpu");
+    g_gpu = std::make_unique<vk::Context>(o);
+  }
+  return *g_gpu;
+}
+
 std::vector<std::pair<std::string, vk::Context*>> all_contexts() {
   return {{"native", &context()}, {"fallback", &fallback_context()}};
 }
@@ -41,6 +50,7 @@ std::vector<std::pair<std::string, vk::Context*>> all_contexts() {
 void release_contexts() {
   g_native.reset();
   g_fallback.reset();
+  g_gpu.reset();
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {

@@ -21,6 +21,10 @@ vk::Context& context();
 // The same device pretending to lack fp16, subgroup arithmetic, and with 16 KiB shared
 // memory and a 64 MiB binding range: exercises every fallback shader path.
 vk::Context& fallback_context();
+// The same device taking a discrete GPU's paths (GPTVK_FORCE=gpu): its kernel choices and
+// staging uploads, on whole models where no GPU is at hand. Its validation messages are
+// the caller's to check (NoValidationMessages watches the two above).
+vk::Context& gpu_paths_context();
 // Both, for tests that must pass on each: {"native", ctx}, {"fallback", ctx}.
 std::vector<std::pair<std::string, vk::Context*>> all_contexts();
 
