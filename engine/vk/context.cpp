@@ -350,6 +350,7 @@ void Context::read_caps(const ForcedLimits& forced) {
   if (forced.as_gpu && info_.type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
     info_.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
     caps_.unified_memory = false;
+    info_.name += " [GPTVK_FORCE=gpu]";
   }
   if (forced.max_storage_buffer_range)
     caps_.max_storage_buffer_range = std::min(caps_.max_storage_buffer_range, *forced.max_storage_buffer_range);
