@@ -27,11 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from bench_proc import run  # noqa: E402
+from make_random_model import SHAPES, VOCAB_SIZE, config_text, shape_dims  # noqa: E402
 
-# name -> (n_layers, emb_dim, n_heads), as bench/make_random_model.py (which needs torch to import)
-SHAPES = {"tiny": (4, 256, 4), "gpt2-small": (12, 768, 12), "gpt2-medium": (24, 1024, 16),
-          "gpt2-large": (36, 1280, 20), "gpt2-xl": (48, 1600, 25)}
-VOCAB, CONTEXT = 50257, 1024
 BYTES_PER_WEIGHT = {"f32": 4, "f16": 2, "bf16": 2}
 
 
@@ -39,35 +36,11 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def config_text(shape, dtype):
-    L, C, H = SHAPES[shape]
-    tok = os.path.join(ROOT, "models", "gpt2-tokenizer")
-    return f"""# {shape}, random weights (bench/gpu_bench.py): the weights file does not exist
-[model]
-name = "{shape}-random"
-vocab_size = {VOCAB}
-context_length = {CONTEXT}
-emb_dim = {C}
-n_heads = {H}
-n_layers = {L}
-ffn_dim = {4 * C}
-
-[weights]
-file = "absent-{shape}.safetensors"
-layout = "hf-gpt2"
-dtype = "{dtype}"
-
-[tokenizer]
-vocab = "{tok}/encoder.json"
-merges = "{tok}/vocab.bpe"
-"""
-
-
 def matrix_bytes(shape, dtype):
     """Bytes of the weight matrices one decoded token reads: per layer QKV, attention
     output, MLP up and down (12 C^2), plus the tied LM head (V x C)."""
     L, C, _ = SHAPES[shape]
-    return (L * 12 * C * C + VOCAB * C) * BYTES_PER_WEIGHT[dtype]
+    return (L * 12 * C * C + VOCAB_SIZE * C) * BYTES_PER_WEIGHT[dtype]
 
 
 def rates(outcome):
@@ -117,8 +90,8 @@ def main():
         for shape in shapes:
             for dtype in dtypes:
                 cfg = os.path.join(tmp, f"{shape}-{dtype}.toml")
-                with open(cfg, "w") as f:
-                    f.write(config_text(shape, dtype))
+                with open(cfg, "w") as f:  # a weights file that does not exist: random weights
+                    f.write(config_text(shape, shape_dims(shape), dtype, f"absent-{shape}.safetensors"))
                 row = {"shape": shape, "dtype": dtype, "matrix_bytes": matrix_bytes(shape, dtype)}
                 row["roofline_tok_s"] = args.bandwidth_gbs * 1e9 / row["matrix_bytes"]
                 out = run([args.gptvk, "bench", "--config", cfg] + bench_args, 900, log=log)

@@ -22,11 +22,8 @@ import os
 import struct
 import sys
 
-import torch
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from safetensors_io import save_file  # noqa: E402
 
 DEFAULT_OUT = "/tmp/gptvk-bench"
 DEVICE_DTYPES = ("f32", "f16", "bf16")
@@ -50,10 +47,14 @@ def shape_dims(shape):
             "vocab_size": VOCAB_SIZE, "context_length": CONTEXT_LENGTH, "ffn_dim": 4 * emb_dim}
 
 
-def random_tensors(dims, seed, device="cpu", dtype=torch.float32):
+def random_tensors(dims, seed, device="cpu", dtype=None):
     """Yields (name, tensor) in Hugging Face GPT-2 order, generated one at a time so the
-    whole model is never held twice in memory. On another device (bench/torch_reference.py
-    --random-weights on a GPU) the values differ from the CPU's for the same seed."""
+    whole model is never held twice in memory (dtype: float32 unless given). On another
+    device (bench/torch_reference.py --random-weights on a GPU) the values differ from the
+    CPU's for the same seed."""
+    import torch  # here, so that bench/gpu_bench.py can use the shapes and configs without it
+
+    dtype = dtype or torch.float32
     g = torch.Generator(device=device).manual_seed(seed)
     C, F, L = dims["emb_dim"], dims["ffn_dim"], dims["n_layers"]
     proj_std = 0.02 / math.sqrt(2 * L)
@@ -139,6 +140,8 @@ def write_model(out_dir, shape, seed, log=print):
     if read_metadata(weights_path) == metadata:
         log(f"{weights_path}: up to date")
     else:
+        from safetensors_io import save_file  # needs torch, as random_tensors does
+
         tmp = weights_path + ".partial"
         size = save_file(random_tensors(dims, seed), tmp, "F32", metadata)
         os.replace(tmp, weights_path)

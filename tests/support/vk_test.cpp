@@ -25,23 +25,21 @@ vk::Context& context() {
   return *g_native;
 }
 
-vk::Context& fallback_context() {
-  if (!g_fallback) {
+namespace {
+// The test device with the limits of GPTVK_FORCE spec `forced`, made on first use.
+vk::Context& forced_context(std::unique_ptr<vk::Context>& slot, const char* forced) {
+  if (!slot) {
     auto o = options();
-    o.forced = vk::ForcedLimits::parse("no_fp16,no_subgroup,shared=16K,max_range=64M");
-    g_fallback = std::make_unique<vk::Context>(o);
+    o.forced = vk::ForcedLimits::parse(forced);
+    slot = std::make_unique<vk::Context>(o);
   }
-  return *g_fallback;
+  return *slot;
 }
+}  // namespace
 
-vk::Context& gpu_paths_context() {
-  if (!g_gpu) {
-    auto o = options();
-    o.forced = vk::ForcedLimits::parse("gpu");
-    g_gpu = std::make_unique<vk::Context>(o);
-  }
-  return *g_gpu;
-}
+vk::Context& fallback_context() { return forced_context(g_fallback, "no_fp16,no_subgroup,shared=16K,max_range=64M"); }
+
+vk::Context& gpu_paths_context() { return forced_context(g_gpu, "gpu"); }
 
 std::vector<std::pair<std::string, vk::Context*>> all_contexts() {
   return {{"native", &context()}, {"fallback", &fallback_context()}};
