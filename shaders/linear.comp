@@ -5,6 +5,7 @@
 //   matvec_*     decode (T == 1): many outputs per workgroup, reduction across invocations
 //                by subgroupAdd (needs subgroup arithmetic) or shared memory;
 //   matvec_rows  decode on CPU devices: rows per invocation, W and x through texel views;
+//                _held: x fetched once per workgroup (K <= 1024), not once per row;
 //                _ln: and the LayerNorm of the output row (common/linear_norm_after.glsl);
 //   gemm_bcast   T > 1 on CPU devices with subgroups: register blocking, inputs shared by
 //                subgroupShuffle instead of loaded by every invocation;
@@ -23,6 +24,8 @@
 //! variant matvec_shared_texel_xs MATVEC TEXEL X_SCALAR
 //! variant matvec_rows MATVEC_ROWS TEXEL X_TEXEL
 //! variant matvec_rows_ln MATVEC_ROWS TEXEL X_TEXEL LN_AFTER
+//! variant matvec_rows_held MATVEC_ROWS TEXEL X_TEXEL X_HELD
+//! variant matvec_rows_held_ln MATVEC_ROWS TEXEL X_TEXEL X_HELD LN_AFTER
 //! variant gemm_reg GEMM_REG
 //! variant gemm_reg_xs GEMM_REG X_SCALAR
 //! variant gemm_bcast GEMM_BCAST

@@ -35,22 +35,27 @@ const char* kernel_name(LinearKernel k) {
     case LinearKernel::MatVecWide: return "matvec_wide";
     case LinearKernel::MatVecTexel: return "matvec_texel";
     case LinearKernel::MatVecRows: return "matvec_rows";
+    case LinearKernel::MatVecRowsHeld: return "matvec_rows_held";
     case LinearKernel::GemmRegisters: return "gemm_reg";
     case LinearKernel::GemmTiled: return "gemm_tiled";
   }
   return "?";
 }
-const LinearKernel kAllKernels[] = {LinearKernel::Auto,        LinearKernel::MatVec,     LinearKernel::MatVecWide,
-                                    LinearKernel::MatVecTexel, LinearKernel::MatVecRows, LinearKernel::GemmRegisters,
-                                    LinearKernel::GemmTiled};
+const LinearKernel kAllKernels[] = {LinearKernel::Auto,           LinearKernel::MatVec,
+                                    LinearKernel::MatVecWide,     LinearKernel::MatVecTexel,
+                                    LinearKernel::MatVecRows,     LinearKernel::MatVecRowsHeld,
+                                    LinearKernel::GemmRegisters,  LinearKernel::GemmTiled};
 const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
 
 // Whether kernel k runs on this device when x has (x_view) or lacks a usable texel view:
 // the rows mat-vec needs subgroups it can run on (the forced-fallback device has none, a
 // GPU's are too wide) and x's view, which it can only use when K is a multiple of 4 (rows
-// of whole texels).
-bool runs(vk::Context& ctx, LinearKernel k, bool x_view) {
-  return k != LinearKernel::MatVecRows || (ops::row_matvec_supported(ctx) && x_view);
+// of whole texels); the held-x one also K <= kMaxHeldInputs in whole weight words.
+bool runs(vk::Context& ctx, LinearKernel k, bool x_view, uint32_t K, DType dt) {
+  if (k == LinearKernel::MatVecRowsHeld && (K > ops::kMaxHeldInputs || K % (dt == DType::F32 ? 4 : 8) != 0))
+    return false;
+  const bool rows = k == LinearKernel::MatVecRows || k == LinearKernel::MatVecRowsHeld;
+  return !rows || (ops::row_matvec_supported(ctx) && x_view);
 }
 
 enum class Residual { None, Separate, InPlace };
@@ -158,8 +163,8 @@ BOOST_AUTO_TEST_CASE(all_kernels_and_dtypes_match_cpu) {
       const bool x_view = si % 2 == 0;
       for (size_t ki = 0; ki < std::size(kAllKernels); ++ki) {
         const LinearKernel k = kAllKernels[ki];
-        if (!runs(*ctx, k, x_view && s.K % 4 == 0)) continue;
         const DType dt = kAllDTypes[(si + ki) % std::size(kAllDTypes)];
+        if (!runs(*ctx, k, x_view && s.K % 4 == 0, s.K, dt)) continue;
         auto w = make_matrix(*ctx, dt, s.N, s.K, s.K * 31 + s.N);
         for (uint32_t T : s.tokens) {
           auto in = make_inputs(T, s.K, s.N, true, false, T + s.K);
@@ -193,7 +198,7 @@ BOOST_AUTO_TEST_CASE(fused_epilogues_match_cpu) {
         auto in = make_inputs(T, K, N, e.bias, e.res != Residual::None, 11 * T + static_cast<uint32_t>(e.act));
         auto want = reference(in, w, T, e.act);
         for (LinearKernel k : kAllKernels) {
-          if (!runs(*ctx, k, true)) continue;
+          if (!runs(*ctx, k, true, K, DType::F16)) continue;
           auto got = run_gpu(*ctx, k, w, in, T, e.act, e.res);
           BOOST_TEST(test::max_rel_error(got, want) <= kTol,
                      describe(label, k, DType::F16, T, K, N) << " bias=" << e.bias << " act="
@@ -228,7 +233,7 @@ BOOST_AUTO_TEST_CASE(f16_rows_of_any_magnitude_match_cpu) {
       for (size_t i = 0; i < in.x.size(); ++i) in.x[i] *= std::pow(10.0f, float(int(i % 7) - 3));  // 1e-3 .. 1e3
       const auto want = reference(in, w, T, Activation::None);
       for (LinearKernel k : kAllKernels) {
-        if (!runs(*ctx, k, true)) continue;
+        if (!runs(*ctx, k, true, K, DType::F16)) continue;
         const auto got = run_gpu(*ctx, k, w, in, T, Activation::None, Residual::None);
         double worst = 0;
         for (uint32_t o = 0; o < N; ++o) {
@@ -260,7 +265,7 @@ BOOST_AUTO_TEST_CASE(layernorm_after_matches_cpu) {
     vk::Buffer counter(*ctx, 4, vk::Memory::Device, "counter");
     counter.fill_zero();
     for (LinearKernel k : kAllKernels) {
-      if (!runs(*ctx, k, true)) continue;
+      if (!runs(*ctx, k, true, K, DType::F16)) continue;
       for (uint32_t T : {1u, 3u})
         for (bool out_is_r : {false, true}) {
           auto in = make_inputs(T, K, N, true, true, T + 7);
@@ -304,8 +309,8 @@ BOOST_AUTO_TEST_CASE(chunked_weights_match_cpu) {
   for (auto [label, ctx] : test::all_contexts())
     for (size_t ki = 0; ki < std::size(kAllKernels); ++ki) {
       const LinearKernel k = kAllKernels[ki];
-      if (!runs(*ctx, k, true)) continue;
       const DType dt = kAllDTypes[ki % std::size(kAllDTypes)];
+      if (!runs(*ctx, k, true, K, dt)) continue;
       const Residual res = ki % 2 ? Residual::InPlace : Residual::Separate;
       // 3 blocks of 64 rows per chunk: chunks of 192 rows, the last one 2 rows.
       const uint64_t row_bytes = uint64_t(K) * dtype_bytes(dt);
@@ -360,11 +365,38 @@ BOOST_AUTO_TEST_CASE(texel_matvec_output_blocks) {
   BOOST_TEST_REQUIRE(w.m.chunks.size() == 1u);
   auto in = make_inputs(1, K, N, true, false, 43);
   const auto want = reference(in, w, 1, Activation::None);
-  for (LinearKernel k : {LinearKernel::MatVecTexel, LinearKernel::MatVecRows}) {
-    if (!runs(ctx, k, true)) continue;
+  for (LinearKernel k : {LinearKernel::MatVecTexel, LinearKernel::MatVecRows, LinearKernel::MatVecRowsHeld}) {
+    if (!runs(ctx, k, true, K, DType::BF16)) continue;
     auto got = run_gpu(ctx, k, w, in, 1, Activation::None, Residual::None);
     BOOST_TEST(test::max_rel_error(got, want) <= kTol, kernel_name(k));
   }
+}
+
+// The held-x row mat-vec at the edges of what it takes: x of fewer texels than one
+// workgroup's lanes (a partial block), an odd number of blocks, and kMaxHeldInputs itself;
+// past that Auto takes the streaming kernel and forcing the held one is refused.
+BOOST_AUTO_TEST_CASE(held_x_matvec_edges) {
+  auto& ctx = test::context();
+  if (!runs(ctx, LinearKernel::MatVecRowsHeld, true, 8, DType::F16)) return;  // no such kernel on this device
+  const uint32_t N = 37;
+  size_t di = 0;
+  for (uint32_t K : {24u, 40u + 8u * 8u * 4u, ops::kMaxHeldInputs}) {
+    for (uint32_t T : {1u, 2u}) {
+      const DType dt = kAllDTypes[di++ % std::size(kAllDTypes)];
+      auto w = make_matrix(ctx, dt, N, K, K + T);
+      auto in = make_inputs(T, K, N, true, true, K * T);
+      auto got = run_gpu(ctx, LinearKernel::MatVecRowsHeld, w, in, T, Activation::None, Residual::Separate);
+      BOOST_TEST(test::max_rel_error(got, reference(in, w, T, Activation::None)) <= kTol,
+                 describe("held", LinearKernel::MatVecRowsHeld, dt, T, K, N));
+    }
+  }
+  const uint32_t K = ops::kMaxHeldInputs + 8;
+  auto w = make_matrix(ctx, DType::F16, N, K, 3);
+  auto in = make_inputs(1, K, N, false, false, 5);
+  BOOST_CHECK_THROW(run_gpu(ctx, LinearKernel::MatVecRowsHeld, w, in, 1, Activation::None, Residual::None),
+                    std::invalid_argument);
+  BOOST_TEST(test::max_rel_error(run_gpu(ctx, LinearKernel::Auto, w, in, 1, Activation::None, Residual::None),
+                                 reference(in, w, 1, Activation::None)) <= kTol);
 }
 
 // Declared accesses drive the barriers: in-place residual layers chain with a barrier

@@ -81,10 +81,12 @@ namespace {
 // 53.5-56.5 -> 55.5-60.1 tok/s with 16 (each of 5 pairs), bf16 +3%, medium +1-2%; 32 rows
 // 10% slower. (Before the yielding waits made dispatches cheap, 8 rows were as fast:
 // fc 10.2 GB/s against 9.8 with 4 rows and 8.1 with 2.)
-Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows) {
+// `held`: x fetched once per workgroup into a private array (K <= kMaxHeldInputs), not
+// once per row (shaders/common/linear_matvec_rows.glsl, X_HELD).
+Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows, bool held) {
   Kernel k;
   k.kind = LinearKernel::MatVec;  // same grid as the mat-vec: x over outputs, y over tokens
-  k.shader = "linear.matvec_rows";
+  k.shader = held ? "linear.matvec_rows_held" : "linear.matvec_rows";
   k.texel = k.x_texel = true;
   k.norm_variant = ctx.caps().subgroup_arithmetic;
   k.local = ctx.caps().subgroup_size;
@@ -163,6 +165,12 @@ bool x_texel_ok(View x, uint32_t K) {
   return x.buffer->texel_view() != VK_NULL_HANDLE && x.offset % 16 == 0 && K % 4 == 0;
 }
 
+// Whether the held-x row mat-vec takes W: at most kMaxHeldInputs inputs, whole words.
+bool held_x_fits(const Matrix& W) {
+  const uint32_t per_word = W.dtype == DType::F32 ? 4 : 8;
+  return W.cols <= kMaxHeldInputs && W.cols % per_word == 0;
+}
+
 Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x) {
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
@@ -171,22 +179,27 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
     // invocation (both views), else the split-K texel mat-vec (W's view only: f32 1.7x,
     // f16 1.3x over storage loads on GPT-2's MLP shapes).
     if (T == 1 && ctx.info().is_cpu())
-      want = w_texel && x_texel && one_subgroup_shuffles(ctx) ? LinearKernel::MatVecRows
-             : w_texel                                         ? LinearKernel::MatVecTexel
-                                                               : LinearKernel::MatVec;
+      want = w_texel && x_texel && one_subgroup_shuffles(ctx)
+                 ? (held_x_fits(W) ? LinearKernel::MatVecRowsHeld : LinearKernel::MatVecRows)
+             : w_texel ? LinearKernel::MatVecTexel
+                       : LinearKernel::MatVec;
     else if (T == 1)
       want = LinearKernel::MatVec;
     else
       want = ctx.info().is_cpu() ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
   }
-  if ((want == LinearKernel::MatVecTexel || want == LinearKernel::MatVecRows) && !w_texel)
+  const bool rows = want == LinearKernel::MatVecRows || want == LinearKernel::MatVecRowsHeld;
+  if ((want == LinearKernel::MatVecTexel || rows) && !w_texel)
     throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
-  if (want == LinearKernel::MatVecRows && !(x_texel && one_subgroup_shuffles(ctx)))
+  if (rows && !(x_texel && one_subgroup_shuffles(ctx)))
     throw DeviceError("linear: the row mat-vec needs x with a 16-byte aligned texel view and subgroup shuffles");
+  if (want == LinearKernel::MatVecRowsHeld && !held_x_fits(W))
+    throw std::invalid_argument("linear: the held-x row mat-vec takes at most " + std::to_string(kMaxHeldInputs) +
+                                " inputs in whole weight words, not " + std::to_string(K));
   Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false, false)
              : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true, false)
              : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true)
-             : want == LinearKernel::MatVecRows    ? mat_vec_rows(ctx, W.rows)
+             : rows                                ? mat_vec_rows(ctx, W.rows, want == LinearKernel::MatVecRowsHeld)
              : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, W.dtype, w_texel, x_texel)
                                                    : gemm_tiled(ctx);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.

@@ -45,9 +45,22 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // MatVecRows is the CPU mat-vec with rows per invocation, reading W and x through texel
 // views (x's buffer needs one: Buffer::try_create_texel_view); Auto picks it for T == 1 on
 // CPU devices when both views exist and the device has subgroup shuffles. Forcing it
-// without them throws DeviceError. On CPU devices GemmRegisters reads W, and x, through
+// without them throws DeviceError. MatVecRowsHeld is the same kernel fetching x once per
+// workgroup instead of once per row, for K <= kMaxHeldInputs in whole weight words (8
+// weights, f32 4); Auto prefers it where it applies, forcing it elsewhere throws
+// std::invalid_argument. On CPU devices GemmRegisters reads W, and x, through
 // their texel views when they have them.
-enum class LinearKernel { Auto, MatVec, MatVecWide, MatVecTexel, MatVecRows, GemmRegisters, GemmTiled };
+enum class LinearKernel {
+  Auto,
+  MatVec,
+  MatVecWide,
+  MatVecTexel,
+  MatVecRows,
+  MatVecRowsHeld,
+  GemmRegisters,
+  GemmTiled
+};
+constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
 
 // Whether the device runs MatVecRows at all: subgroup shuffles on workgroups of one
 // subgroup of 4-16 lanes (CPU devices' SIMD vectors; a GPU's 32 or 64 lanes are not).

@@ -20,6 +20,38 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 #include "common/linear_norm_after.glsl"
 #endif
 
+#ifdef X_HELD
+// x held (K <= X_HELD_MAX, whole words): the workgroup fetches x once, not once per row.
+// The loops below are [[unroll]] with trip counts fixed at specialization, which lavapipe
+// unrolls in NIR, so every index into the private array xh is a constant and LLVM keeps
+// its elements in registers and stack slots (an index it cannot fold would move the array
+// to per-lane scratch memory, every access a loop over the lanes). GPT-2 small on
+// lavapipe, same minutes: f16 decode 58.9 -> 64.8 tok/s, bf16 66.2 -> 70.6; medium f16
+// 21.0 -> 22.3. LLVM still redoes each broadcast (a permute) in the row loop rather than
+// keep 8x the values; forcing it to keep them (multiplies straight from the stack) gained
+// nothing measurable, and holding x for K = 3072 (GPT-2's MLP projection) gained nothing
+// either while the larger stack spilled out of L1.
+const uint X_HELD_MAX = 1024u;  // largest K (engine/ops/linear.cpp, kMaxHeldInputs)
+const uint X_TEXELS = K / 4u;
+vec4 xh[X_HELD_MAX / 4u];
+
+const uint X_BLOCKS = (X_TEXELS + LOCAL - 1u) / LOCAL;
+
+void hold_x(uint xrow, uint lane) {
+  [[unroll]] for (uint b = 0u; b < X_BLOCKS; ++b) {
+    vec4 xl = load_x4(xrow + min(b * LOCAL + lane, X_TEXELS - 1u) * 4u);
+    [[unroll]] for (uint c = 0u; c < LOCAL; ++c)
+      if (b * LOCAL + c < X_TEXELS) xh[b * LOCAL + c] = subgroupShuffle(xl, c);
+  }
+}
+
+float row_dot(uint wrow, uint xrow, uint lane) {
+  float acc = 0.0;
+  [[unroll]] for (uint q = 0u; q < K_FULL; ++q)
+    acc = word_dot(load_w(wrow + q), KW == 8u ? xh[2u * q] : xh[q], KW == 8u ? xh[2u * q + 1u] : vec4(0.0), acc);
+  return acc;
+}
+#else
 // Dot product of x's token row (element offset xrow) with the W row starting at word wrow.
 float row_dot(uint wrow, uint xrow, uint lane) {
   const uint TPW = KW / 4u;          // x texels per word of W
@@ -47,12 +79,16 @@ float row_dot(uint wrow, uint xrow, uint lane) {
   }
   return acc;
 }
+#endif
 
 void main() {
   read_push_constants();
   uint lane = gl_LocalInvocationID.x;
   uint t = gl_WorkGroupID.y;
   uint first = (gl_WorkGroupID.x * LOCAL + lane) * R;
+#ifdef X_HELD
+  hold_x(t * K, lane);
+#endif
   // Not unrolled: lavapipe compiles the row loop (and the inlined store) once.
   [[dont_unroll]] for (uint i = 0u; i < R; ++i) {
     uint row = first + i;
