@@ -373,8 +373,9 @@ BOOST_AUTO_TEST_CASE(texel_matvec_output_blocks) {
 }
 
 // The held-x row mat-vec at the edges of what it takes: x of fewer texels than one
-// workgroup's lanes (a partial block), an odd number of blocks, and kMaxHeldInputs itself;
-// past that Auto takes the streaming kernel and forcing the held one is refused.
+// workgroup's lanes (K = 24: 6 texels), whole blocks then a partial one (K = 296: 74
+// texels), and kMaxHeldInputs itself; past that Auto takes the streaming kernel and
+// forcing the held one is refused.
 BOOST_AUTO_TEST_CASE(held_x_matvec_edges) {
   auto& ctx = test::context();
   if (!runs(ctx, LinearKernel::MatVecRowsHeld, true, 8, DType::F16)) return;  // no such kernel on this device
