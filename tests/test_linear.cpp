@@ -52,8 +52,7 @@ const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
 // GPU's are too wide) and x's view, which it can only use when K is a multiple of 4 (rows
 // of whole texels); the held-x one also K <= kMaxHeldInputs in whole weight words.
 bool runs(vk::Context& ctx, LinearKernel k, bool x_view, uint32_t K, DType dt) {
-  if (k == LinearKernel::MatVecRowsHeld && (K > ops::kMaxHeldInputs || K % (dt == DType::F32 ? 4 : 8) != 0))
-    return false;
+  if (k == LinearKernel::MatVecRowsHeld && !ops::held_x_fits(K, dt)) return false;
   const bool rows = k == LinearKernel::MatVecRows || k == LinearKernel::MatVecRowsHeld;
   return !rows || (ops::row_matvec_supported(ctx) && x_view);
 }

@@ -73,6 +73,11 @@ bool one_subgroup_shuffles(const vk::Context& ctx) {
 
 bool row_matvec_supported(const vk::Context& ctx) { return one_subgroup_shuffles(ctx); }
 
+bool held_x_fits(uint32_t K, DType dtype) {
+  const uint32_t per_word = 16 / dtype_bytes(dtype);  // weights per uvec4 word
+  return K <= kMaxHeldInputs && K % per_word == 0;
+}
+
 namespace {
 
 // Decode on CPU devices: shaders/common/linear_matvec_rows.glsl. 16 rows per invocation
@@ -165,12 +170,6 @@ bool x_texel_ok(View x, uint32_t K) {
   return x.buffer->texel_view() != VK_NULL_HANDLE && x.offset % 16 == 0 && K % 4 == 0;
 }
 
-// Whether the held-x row mat-vec takes W: at most kMaxHeldInputs inputs, whole words.
-bool held_x_fits(const Matrix& W) {
-  const uint32_t per_word = W.dtype == DType::F32 ? 4 : 8;
-  return W.cols <= kMaxHeldInputs && W.cols % per_word == 0;
-}
-
 Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x) {
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
@@ -180,7 +179,7 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
     // f16 1.3x over storage loads on GPT-2's MLP shapes).
     if (T == 1 && ctx.info().is_cpu())
       want = w_texel && x_texel && one_subgroup_shuffles(ctx)
-                 ? (held_x_fits(W) ? LinearKernel::MatVecRowsHeld : LinearKernel::MatVecRows)
+                 ? (held_x_fits(W.cols, W.dtype) ? LinearKernel::MatVecRowsHeld : LinearKernel::MatVecRows)
              : w_texel ? LinearKernel::MatVecTexel
                        : LinearKernel::MatVec;
     else if (T == 1)
@@ -193,7 +192,7 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
     throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
   if (rows && !(x_texel && one_subgroup_shuffles(ctx)))
     throw DeviceError("linear: the row mat-vec needs x with a 16-byte aligned texel view and subgroup shuffles");
-  if (want == LinearKernel::MatVecRowsHeld && !held_x_fits(W))
+  if (want == LinearKernel::MatVecRowsHeld && !held_x_fits(W.cols, W.dtype))
     throw std::invalid_argument("linear: the held-x row mat-vec takes at most " + std::to_string(kMaxHeldInputs) +
                                 " inputs in whole weight words, not " + std::to_string(K));
   Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false, false)

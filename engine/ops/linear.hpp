@@ -65,6 +65,8 @@ constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.
 // Whether the device runs MatVecRows at all: subgroup shuffles on workgroups of one
 // subgroup of 4-16 lanes (CPU devices' SIMD vectors; a GPU's 32 or 64 lanes are not).
 bool row_matvec_supported(const vk::Context& ctx);
+// Whether MatVecRowsHeld takes K inputs of this dtype: at most kMaxHeldInputs, whole words.
+bool held_x_fits(uint32_t K, DType dtype);
 
 void linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
                  LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear",
