@@ -42,10 +42,12 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
   // Inputs of linear layers: CPU devices read them through texel views (engine/ops/linear.hpp).
   for (vk::Buffer* b : {&x_, &h_, &h_last_, &att_, &ff_}) b->try_create_texel_view();
   sample_scratch_ = vk::Buffer(ctx, ops::sample_scratch_bytes(cfg_.vocab_size), vk::Memory::Device, "sampler scratch");
-  // Two LayerNorms per layer follow a residual add; each gets a counter (ops::NormAfter).
-  norm_counters_ = vk::Buffer(ctx, std::max<uint64_t>(2 * cfg_.n_layers, 1) * ctx.caps().storage_offset_alignment,
-                              vk::Memory::Device, "layernorm counters");
-  norm_counters_.fill_zero();
+  // Two LayerNorms per layer follow a residual add; each gets a counter (ops::NormAfter), and
+  // so does the greedy pick after the LM head (ops::PickAfter), the last one.
+  arrival_counters_ = vk::Buffer(ctx, (2 * uint64_t(cfg_.n_layers) + 1) * ctx.caps().storage_offset_alignment,
+                                 vk::Memory::Device, "arrival counters");
+  arrival_counters_.fill_zero();
+  pick_partials_ = vk::Buffer(ctx, ops::pick_partials_bytes(cfg_.vocab_size), vk::Memory::Device, "pick partials");
   // Attention on CPU devices reads q/k/v and the caches through texel views too (engine/ops/attention.hpp).
   qkv_.try_create_texel_view();
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
@@ -98,7 +100,7 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   // the norm a dispatch; counter `site` is that dispatch's own (offsets stay aligned).
   const uint64_t counter_stride = ctx_.caps().storage_offset_alignment;
   auto norm_after = [&](View gamma, View beta, View out, uint32_t site, const std::string& name) {
-    return ops::NormAfter{gamma, beta, out, View{&norm_counters_, site * counter_stride, 4}, eps, name};
+    return ops::NormAfter{gamma, beta, out, View{&arrival_counters_, site * counter_stride, 4}, eps, name};
   };
   ops::embed(*g, ids, step, w_.tok_emb, w_.pos_emb, x, T, "embed");
   if (pre && cfg_.n_layers > 0)
@@ -157,8 +159,14 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
       ops::copy_rows(*g, normed, whole(h_last_), T - 1, 1, C, "last_row");
       last = whole(h_last_);
     }
-    ops::linear(*g, last, w_.lm_head(), head_bias, whole(logits_last_), 1, plain, none(), "lm_head");
-    if (head == Head::LastSample)
+    // Greedy decoding: the LM head's last workgroup picks the token where it can (CPU
+    // devices), saving the sampler its dispatch.
+    const ops::PickAfter pick{ids, step, whole(pick_partials_),
+                              View{&arrival_counters_, 2 * uint64_t(cfg_.n_layers) * counter_stride, 4}};
+    const bool greedy = head == Head::LastSample && sampling_.temperature == 0.0f;
+    const bool picked = ops::linear_with(ops::LinearKernel::Auto, *g, last, w_.lm_head(), head_bias, whole(logits_last_),
+                                         1, plain, none(), "lm_head", nullptr, greedy ? &pick : nullptr);
+    if (head == Head::LastSample && !picked)
       ops::sample(*g, whole(logits_last_), ids, step, whole(sample_scratch_), V, sampling_, "sample");
   }
   g->record(profile_);

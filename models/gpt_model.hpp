@@ -84,7 +84,10 @@ class GptModel {
   vk::Buffer ids_, step_;            // host-visible: token ids of the step, StepState
   vk::Buffer x_, h_, h_last_, qkv_, att_, ff_, logits_last_, sample_scratch_;
   vk::Buffer logits_all_;            // [max_chunk][vocab], allocated on first use
-  vk::Buffer norm_counters_;         // ops::NormAfter counters, one per LayerNorm after a residual add
+  // Arrival counters of the dispatches whose last workgroup finishes a LayerNorm after a
+  // residual add (ops::NormAfter) or the greedy pick after the LM head (ops::PickAfter).
+  vk::Buffer arrival_counters_;
+  vk::Buffer pick_partials_;         // ops::PickAfter: each LM-head workgroup's best logit
   std::vector<vk::Buffer> k_cache_, v_cache_;
   vk::Buffer scores_;                // CPU devices: prefill attention's scores (ops::kv_append_attention_tiled)
   std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;

@@ -7,6 +7,7 @@
 //   matvec_rows  decode on CPU devices: rows per invocation, W and x through texel views;
 //                _held: x fetched once per workgroup (K <= 1024), not once per row;
 //                _ln: and the LayerNorm of the output row (common/linear_norm_after.glsl);
+//                _pick: and the greedy pick of its largest output (common/linear_pick_after.glsl);
 //   gemm_bcast   T > 1 on CPU devices with subgroups: register blocking, inputs shared by
 //                subgroupShuffle instead of loaded by every invocation;
 //   gemm_reg     the same without subgroup operations;
@@ -26,6 +27,8 @@
 //! variant matvec_rows_ln MATVEC_ROWS TEXEL X_TEXEL LN_AFTER
 //! variant matvec_rows_held MATVEC_ROWS TEXEL X_TEXEL X_HELD
 //! variant matvec_rows_held_ln MATVEC_ROWS TEXEL X_TEXEL X_HELD LN_AFTER
+//! variant matvec_rows_pick MATVEC_ROWS TEXEL X_TEXEL PICK_AFTER
+//! variant matvec_rows_held_pick MATVEC_ROWS TEXEL X_TEXEL X_HELD PICK_AFTER
 //! variant gemm_reg GEMM_REG
 //! variant gemm_reg_xs GEMM_REG X_SCALAR
 //! variant gemm_bcast GEMM_BCAST

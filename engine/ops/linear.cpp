@@ -8,6 +8,7 @@
 
 #include "engine/error.hpp"
 #include "engine/ops/layernorm.hpp"
+#include "engine/ops/step.hpp"
 #include "engine/vk/context.hpp"
 
 namespace gptvk::ops {
@@ -27,6 +28,7 @@ struct Kernel {
   bool texel = false;               // W binding is a uniform texel buffer (push constant w_base)
   bool x_texel = false;             // x binding is a uniform texel buffer (push constant x_base)
   bool norm_variant = false;        // has a "_ln" variant: LayerNorm of the output by the last workgroup
+  bool pick_variant = false;        // has a "_pick" variant: greedy pick of the output by the last workgroup
 };
 
 // Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
@@ -73,6 +75,9 @@ bool one_subgroup_shuffles(const vk::Context& ctx) {
 
 bool row_matvec_supported(const vk::Context& ctx) { return one_subgroup_shuffles(ctx); }
 
+// A workgroup of the row mat-vec takes at least 8 rows of 4 invocations (one_subgroup_shuffles).
+uint64_t pick_partials_bytes(uint32_t rows) { return (uint64_t(rows) / 32 + 1) * 8; }
+
 bool held_x_fits(uint32_t K, DType dtype) {
   const uint32_t per_word = 16 / dtype_bytes(dtype);  // weights per uvec4 word
   return K <= kMaxHeldInputs && K % per_word == 0;
@@ -93,7 +98,7 @@ Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows, bool held) {
   k.kind = LinearKernel::MatVec;  // same grid as the mat-vec: x over outputs, y over tokens
   k.shader = held ? "linear.matvec_rows_held" : "linear.matvec_rows";
   k.texel = k.x_texel = true;
-  k.norm_variant = ctx.caps().subgroup_arithmetic;
+  k.norm_variant = k.pick_variant = ctx.caps().subgroup_arithmetic;
   k.local = ctx.caps().subgroup_size;
   const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
   const uint64_t groups_of_16 = (uint64_t(rows) + 16 * k.local - 1) / (16 * k.local);
@@ -220,10 +225,11 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
   linear_with(LinearKernel::Auto, g, x, W, bias, y, T, ep, r, name, norm);
 }
 
-void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
-                 LinearEpilogue ep, View r, const std::string& name, const NormAfter* norm) {
+bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
+                 LinearEpilogue ep, View r, const std::string& name, const NormAfter* norm, const PickAfter* pick) {
   const uint32_t K = W.cols, N = W.rows;
-  if (T == 0 || N == 0) return;
+  if (T == 0 || N == 0) return false;
+  if (norm && pick) throw std::invalid_argument(name + ": a LayerNorm and a pick after the same linear");
   if (K == 0) throw std::invalid_argument(name + ": weight matrix has no columns");
   const uint64_t x_row = uint64_t(K) * 4, y_row = uint64_t(N) * 4;
   const bool has_bias = bias.buffer != nullptr;
@@ -261,8 +267,15 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
   const uint32_t o_block = static_cast<uint32_t>(std::min<uint64_t>(max_groups_rows / kChunkRowAlign * kChunkRowAlign, N));
 
   // The LayerNorm after rides along when one mat-vec dispatch computes the whole row.
-  const bool fuse_norm = norm && kernel.norm_variant && T == 1 && W.chunks.size() == 1 && N <= o_block;
+  const bool one_dispatch = T == 1 && W.chunks.size() == 1 && N <= o_block;
+  const bool fuse_norm = norm && kernel.norm_variant && one_dispatch;
   if (norm && norm->counter.size() < 4) throw std::invalid_argument(name + ": LayerNorm counter is smaller than a uint");
+  // So does the greedy pick (the caller samples otherwise).
+  const bool fuse_pick = pick && kernel.pick_variant && one_dispatch;
+  if (fuse_pick && (pick->counter.size() < 4 || pick->ids.size() < 4 || pick->step.size() < sizeof(StepState) ||
+                    pick->partials.size() < pick_partials_bytes(N)))
+    throw std::invalid_argument(name + ": a pick view (counter, ids, step or partials) is too small");
+  const std::string variant = fuse_norm ? "_ln" : fuse_pick ? "_pick" : "";
 
   const uint32_t res_mode = !ep.residual ? 0 : in_place ? 2 : 1;
   for (uint32_t t0 = 0; t0 < T; t0 += static_cast<uint32_t>(t_block)) {
@@ -298,7 +311,7 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
         const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u);
         const uint32_t texel_bindings = (kernel.x_texel ? 1u << 0 : 0u) | (kernel.texel ? 1u << 1 : 0u);
         const auto& pipeline = ctx.pipelines().get(
-            {fuse_norm ? kernel.shader + "_ln" : kernel.shader, spec, fuse_norm ? 10u : 6u, push_bytes, texel_bindings});
+            {kernel.shader + variant, spec, variant.empty() ? 6u : 10u, push_bytes, texel_bindings});
         std::vector<uint32_t> push = {tn, nr, N};
         if (kernel.texel) push.push_back(static_cast<uint32_t>(uint64_t(r0) * W.row_bytes() / 16));
         // The x texel view covers x's whole buffer; the kernel starts at texel x_base.
@@ -330,11 +343,18 @@ void linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
           args.push_back({norm->out, Access::Write});
           args.push_back({norm->counter, Access::ReadWrite});
         }
+        if (fuse_pick) {
+          args.push_back({pick->ids, Access::Write});
+          args.push_back({pick->step, Access::ReadWrite});
+          args.push_back({pick->partials, Access::ReadWrite});
+          args.push_back({pick->counter, Access::ReadWrite});
+        }
         g.add({label, &pipeline, std::move(args), groups, push});
       }
     }
   }
   if (norm && !fuse_norm) layernorm(g, y, norm->gamma, norm->beta, norm->out, T, N, norm->eps, norm->name);
+  return fuse_pick;
 }
 
 }  // namespace gptvk::ops

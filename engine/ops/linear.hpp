@@ -25,6 +25,17 @@ struct NormAfter {
   std::string name = "layernorm";
 };
 
+// Optionally, for a single token, the greedy pick of y (what ops::sample does at temperature
+// 0: ids[0] = the lowest index of the largest output, and the step's pos and rng advance by
+// one), done by the mat-vec's last workgroup on CPU devices. `partials`: at least
+// pick_partials_bytes(W.rows) bytes; `counter`: one uint that must start at 0 and is left at 0.
+// linear_with() returns whether it added the pick; where it did not (GPU kernels, more than
+// one dispatch) the caller samples.
+struct PickAfter {
+  View ids, step, partials, counter;
+};
+uint64_t pick_partials_bytes(uint32_t rows);
+
 // y[t][o] = (residual ? r[t][o] : 0) + act(sum_i x[t][i] * W[o][i] + bias[o]) for t < T, o < W.rows.
 // x: f32 [T][W.cols]; y: f32 [T][W.rows]; bias: f32 [W.rows] or bias.buffer == nullptr for none;
 // r: f32 [T][W.rows] (may be the same view as y) when ep.residual. W: Matrix in f32/f16/bf16.
@@ -68,8 +79,8 @@ bool row_matvec_supported(const vk::Context& ctx);
 // Whether MatVecRowsHeld takes K inputs of this dtype: at most kMaxHeldInputs, whole words.
 bool held_x_fits(uint32_t K, DType dtype);
 
-void linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
+bool linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
                  LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear",
-                 const NormAfter* norm = nullptr);
+                 const NormAfter* norm = nullptr, const PickAfter* pick = nullptr);
 
 }  // namespace gptvk::ops

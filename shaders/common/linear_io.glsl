@@ -170,14 +170,14 @@ void load_x_word(uint row, uint q, out vec4 x_lo, out vec4 x_hi) {
   }
 }
 
-// y[t][o] = (residual) + act(acc + bias[o]).
+// y[t][o] = (residual) + act(acc + bias[o]); returns the value stored.
 // The CPU kernels (register tiles of 4 to 64 outputs per invocation) call it from a
 // [[dont_unroll]] loop over a copy of their accumulators: on lavapipe every storage access
 // here is a loop over the lanes, and inlined once per output they made most of the code
 // that llvmpipe JIT-compiles at a pipeline's first dispatch (GPT-2 small's four prefill
 // GEMMs: 0.75 -> 0.32 s of a cold start), while running it once per tile costs nothing
 // measurable.
-void store_y(uint t, uint o, float acc) {
+float store_y(uint t, uint o, float acc) {
   float v = acc;
   if (F16_BITS) v *= Y_UNSCALE;
   if (DT == 1u) v *= row_scale[o];
@@ -187,4 +187,5 @@ void store_y(uint t, uint o, float acc) {
   if (RES == 1u) v += r[i];
   else if (RES == 2u) v += y[i];
   y[i] = v;
+  return v;
 }

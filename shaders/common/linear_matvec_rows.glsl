@@ -19,6 +19,9 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 #ifdef LN_AFTER
 #include "common/linear_norm_after.glsl"
 #endif
+#ifdef PICK_AFTER
+#include "common/linear_pick_after.glsl"
+#endif
 
 #ifdef X_HELD
 // x held (K <= X_HELD_MAX, whole words): the workgroup fetches x once, not once per row.
@@ -94,9 +97,17 @@ void main() {
     uint row = first + i;
     // Rows past the end are clamped (read a valid row, result dropped) so the loop has no branch.
     float acc = row_dot(min(row, ROWS - 1u) * W_STRIDE, t * K, lane);
-    if (row < ROWS) store_y(t, row, acc);
+    if (row < ROWS) {
+      float v = store_y(t, row, acc);
+#ifdef PICK_AFTER
+      pick_offer(row, v);
+#endif
+    }
   }
 #ifdef LN_AFTER
   layernorm_if_last(lane);
+#endif
+#ifdef PICK_AFTER
+  pick_if_last(lane);
 #endif
 }

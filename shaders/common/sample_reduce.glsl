@@ -25,13 +25,7 @@ shared float red_f[NSUM * SLOTS];
 shared uint red_u[2 * SLOTS];
 shared float red_res[NSUM];
 
-// Order-preserving map of a float to a uint: a < b as floats iff key(a) < key(b). -0 is
-// folded onto +0 so equal values always have equal keys. NaN is not supported.
-uint order_key(float x) {
-  uint b = floatBitsToUint(x);
-  if (b == 0x80000000u) b = 0u;
-  return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
-}
+#include "common/order_key.glsl"
 
 float key_value(uint k) {
   return uintBitsToFloat((k & 0x80000000u) != 0u ? (k & 0x7FFFFFFFu) : ~k);

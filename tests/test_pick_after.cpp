@@ -1,0 +1,132 @@
+#define BOOST_TEST_MODULE pick_after
+// The greedy pick folded into a mat-vec (ops::PickAfter, shaders/common/linear_pick_after.glsl):
+// the LM head's last workgroup does what the sampler does at temperature 0. Checked against
+// the contract itself: ids[0] is the lowest index of the largest value the same dispatch
+// stored in y, the step's pos and rng advance by one per run, and the arrival counter is
+// back at 0. Ties are placed within one workgroup and across workgroups, and the winner in
+// the last, partial workgroup.
+#include <algorithm>
+#include <vector>
+
+#include "engine/cpu/linear.hpp"
+#include "engine/dtype.hpp"
+#include "engine/ops/linear.hpp"
+#include "engine/ops/step.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+using ops::LinearKernel;
+
+namespace {
+
+// The lowest index of the largest value (what the sampler picks at temperature 0).
+uint32_t first_argmax(const std::vector<float>& y) {
+  return static_cast<uint32_t>(std::max_element(y.begin(), y.end()) - y.begin());
+}
+
+struct Case {
+  const char* what;
+  std::vector<uint32_t> winners;  // rows set to the largest possible dot product; empty: random
+  bool bias;
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(pick_after, test::NoValidationMessages)
+
+BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
+  // N = 2500: 20 or 40 workgroups of 128 or 64 rows (more than the last workgroup's lanes,
+  // so some lanes compare partials in turn) and a partial last one. K = 96 takes the held-x
+  // kernel, K = 1032 (over kMaxHeldInputs) the streaming one under Auto.
+  const uint32_t N = 2500;
+  const Case cases[] = {{"random, with bias", {}, true},
+                        {"tie within one invocation and one workgroup", {21, 5, 3, 40}, false},
+                        {"tie across workgroups", {2499, 1287, 261}, false},
+                        {"winner in the last, partial workgroup", {2498}, false}};
+  for (auto [label, ctx] : test::all_contexts()) {
+    for (uint32_t K : {96u, 1032u}) {
+      for (LinearKernel kernel : {LinearKernel::Auto, LinearKernel::MatVecRows, LinearKernel::MatVecRowsHeld}) {
+        if (kernel == LinearKernel::MatVecRowsHeld && !ops::held_x_fits(K, DType::F16)) continue;
+        // The row mat-vec needs subgroup shuffles of one SIMD vector (not on the forced
+        // fallback device, nor on GPUs); Auto takes it for one token on CPU devices.
+        const bool rows_ok = ops::row_matvec_supported(*ctx) && ctx->caps().subgroup_arithmetic;
+        if (kernel != LinearKernel::Auto && !rows_ok) continue;
+        const bool rows_kernel = rows_ok && (kernel != LinearKernel::Auto || ctx->info().is_cpu());
+        for (const Case& c : cases) {
+          auto x = test::random_floats(K, K + 1);
+          auto w = test::random_floats(size_t(N) * K, K + 2, -0.5f, 0.5f);
+          // A winner row is sign(x): its dot product, sum |x|, beats every row with |w| < 1,
+          // and identical rows give identical sums (same f16 weights, same order of adds).
+          for (uint32_t row : c.winners)
+            for (uint32_t k = 0; k < K; ++k) w[size_t(row) * K + k] = x[k] < 0 ? -1.0f : 1.0f;
+          Matrix m = Matrix::create(*ctx, DType::F16, N, K, "pick weights");
+          m.write_rows(0, N, w.data(), DType::F32);
+
+          auto dx = test::upload(*ctx, x);
+          dx.try_create_texel_view();
+          vk::Buffer dbias = test::upload(*ctx, test::random_floats(N, K + 3));
+          vk::Buffer dy(*ctx, uint64_t(N) * 4, vk::Memory::Device, "logits");
+          vk::Buffer ids(*ctx, 4, vk::Memory::Host, "ids");
+          vk::Buffer step(*ctx, sizeof(StepState), vk::Memory::Host, "step");
+          vk::Buffer partials(*ctx, ops::pick_partials_bytes(N), vk::Memory::Device, "partials");
+          vk::Buffer counter(*ctx, 4, vk::Memory::Device, "counter");
+          counter.fill_zero();
+          const StepState start{5, 9, {0, 0}};
+          step.upload(&start, sizeof start);
+          const uint32_t none = 0xFFFFFFFFu;
+          ids.upload(&none, 4);
+
+          const ops::PickAfter pick{whole(ids), whole(step), whole(partials), whole(counter)};
+          Graph g(*ctx);
+          const bool picked = ops::linear_with(kernel, g, whole(dx), m, c.bias ? whole(dbias) : View{}, whole(dy), 1,
+                                               {}, {}, "lm_head", nullptr, &pick);
+          const std::string what = label + " K=" + std::to_string(K) + " kernel " +
+                                   std::to_string(static_cast<int>(kernel)) + ": " + c.what;
+          // Only the row mat-vec (CPU devices) picks; GPU kernels leave it to the sampler.
+          BOOST_TEST(picked == rows_kernel, what);
+          if (!picked) continue;
+          g.record();
+          for (uint32_t run = 1; run <= 2; ++run) {
+            g.run();
+            const auto y = test::download(dy, N);
+            uint32_t got = 0;
+            ids.download(&got, 4);
+            StepState s{};
+            step.download(&s, sizeof s);
+            const uint32_t want = first_argmax(y);
+            BOOST_TEST(got == want, what << " run " << run);
+            if (!c.winners.empty())
+              BOOST_TEST(want == *std::min_element(c.winners.begin(), c.winners.end()), what << ": tie setup");
+            BOOST_TEST(s.pos == start.pos + run, what);
+            BOOST_TEST(s.rng_step == start.rng_step + run, what);
+          }
+          uint32_t left = 1;
+          counter.download(&left, 4);
+          BOOST_TEST(left == 0u, what << ": the counter is back at 0");
+        }
+      }
+    }
+  }
+}
+
+// A pick view too small for the dispatch is refused when the graph is built, not overrun.
+BOOST_AUTO_TEST_CASE(rejects_short_pick_views) {
+  auto& ctx = test::context();
+  if (!ctx.info().is_cpu() || !ops::row_matvec_supported(ctx)) return;  // only the row mat-vec picks
+  const uint32_t N = 2500, K = 96;
+  Matrix m = Matrix::create(ctx, DType::F16, N, K, "pick weights");
+  auto w = test::random_floats(size_t(N) * K, 1);
+  m.write_rows(0, N, w.data(), DType::F32);
+  auto dx = test::upload(ctx, test::random_floats(K, 2));
+  dx.try_create_texel_view();
+  vk::Buffer dy(ctx, uint64_t(N) * 4, vk::Memory::Device, "logits");
+  vk::Buffer ids(ctx, 4, vk::Memory::Host, "ids"), step(ctx, sizeof(StepState), vk::Memory::Host, "step");
+  vk::Buffer small(ctx, 8, vk::Memory::Device, "partials"), counter(ctx, 4, vk::Memory::Device, "counter");
+  const ops::PickAfter pick{whole(ids), whole(step), whole(small), whole(counter)};
+  Graph g(ctx);
+  BOOST_CHECK_THROW(
+      ops::linear_with(LinearKernel::Auto, g, whole(dx), m, {}, whole(dy), 1, {}, {}, "lm_head", nullptr, &pick),
+      std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
