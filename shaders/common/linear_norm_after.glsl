@@ -11,16 +11,10 @@ layout(constant_id = 8) const float LN_EPS = 1e-5;
 layout(std430, binding = 6) readonly buffer LnGamma { float ln_gamma[]; };
 layout(std430, binding = 7) readonly buffer LnBeta { float ln_beta[]; };
 layout(std430, binding = 8) writeonly buffer LnOut { float ln_out[]; };
-// Workgroups of this dispatch that have stored their outputs; the last one resets it to 0.
-layout(std430, binding = 9) coherent buffer Arrived { uint arrived; };
+#include "common/last_arrival.glsl"
 
 void layernorm_if_last(uint lane) {
-  // This workgroup's y stores (y is coherent here) before its arrival is counted.
-  memoryBarrierBuffer();
-  uint before = 0u;
-  if (lane == 0u) before = atomicAdd(arrived, 1u);
-  if (subgroupMax(before) != gl_NumWorkGroups.x - 1u) return;
-  memoryBarrierBuffer();  // and every other workgroup's stores before the reads below
+  if (!last_to_arrive(lane)) return;  // y is coherent here: every workgroup's row is visible
 
   const uint n = ROWS;
   float s = 0.0;
@@ -33,5 +27,5 @@ void layernorm_if_last(uint lane) {
   }
   float rstd = 1.0 / sqrt(subgroupAdd(q) / float(n) + LN_EPS);
   for (uint c = lane; c < n; c += LOCAL) ln_out[c] = (y[c] - mean) * rstd * ln_gamma[c] + ln_beta[c];
-  if (lane == 0u) arrived = 0u;  // ready for the next run of the graph
+  if (lane == 0u) arrival_reset();
 }

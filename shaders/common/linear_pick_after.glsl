@@ -16,8 +16,7 @@
 layout(std430, binding = 6) writeonly buffer Ids { uint ids[]; };
 // Per workgroup: (order key of its largest output, ~the lowest index holding it).
 layout(std430, binding = 8) coherent buffer PickPartials { uvec2 pick_partials[]; };
-// Workgroups of this dispatch that have stored their partial; the last one resets it to 0.
-layout(std430, binding = 9) coherent buffer Arrived { uint arrived; };
+#include "common/last_arrival.glsl"
 
 // This invocation's best output so far, as (order key, ~index): the larger pair is the
 // larger output, then the lower index. (0, 0) is below every output: order_key() is 0
@@ -41,11 +40,7 @@ uvec2 subgroup_best(uint k, uint n) {
 void pick_if_last(uint lane) {
   uvec2 mine = subgroup_best(pick_key, pick_nidx);
   if (lane == 0u) pick_partials[gl_WorkGroupID.x] = mine;
-  memoryBarrierBuffer();  // this workgroup's partial before its arrival is counted
-  uint before = 0u;
-  if (lane == 0u) before = atomicAdd(arrived, 1u);
-  if (subgroupMax(before) != gl_NumWorkGroups.x - 1u) return;
-  memoryBarrierBuffer();  // and every other workgroup's partial before the reads below
+  if (!last_to_arrive(lane)) return;
 
   uint k = 0u, n = 0u;
   for (uint g = lane; g < gl_NumWorkGroups.x; g += LOCAL) {
@@ -60,6 +55,6 @@ void pick_if_last(uint lane) {
     ids[0] = ~best.y;
     step_pos = step_pos + 1u;
     step_rng = step_rng + 1u;
-    arrived = 0u;  // ready for the next run of the graph
+    arrival_reset();
   }
 }
