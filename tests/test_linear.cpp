@@ -175,6 +175,29 @@ BOOST_AUTO_TEST_CASE(all_kernels_and_dtypes_match_cpu) {
     }
 }
 
+// The CPU GEMM takes two tiles for 16-bit weights: 8 tokens x 4 outputs per invocation below
+// ops::kWideTileMinTokens, 16 x 3 from there. Both sides of the threshold, a partial last
+// tile of tokens and of outputs (70 is a multiple of neither 24 nor 32), x with and without
+// a texel view, and the fused epilogue (bias, GELU, residual in place) on the wide tile.
+BOOST_AUTO_TEST_CASE(gemm_tiles_either_side_of_the_wide_tile_threshold) {
+  const uint32_t N = 70;
+  const uint32_t Ts[] = {ops::kWideTileMinTokens - 1, ops::kWideTileMinTokens, ops::kWideTileMinTokens + 13};
+  for (auto [label, ctx] : test::all_contexts())
+    for (DType dt : {DType::F16, DType::BF16})
+      for (uint32_t K : {96u, 99u}) {
+        auto w = make_matrix(*ctx, dt, N, K, K + static_cast<uint32_t>(dt));
+        for (uint32_t T : Ts) {
+          const bool epilogue = T == Ts[2];
+          auto in = make_inputs(T, K, N, epilogue, epilogue, T * K);
+          const Activation act = epilogue ? Activation::GeluTanh : Activation::None;
+          auto got = run_gpu(*ctx, LinearKernel::GemmRegisters, w, in, T, act,
+                             epilogue ? Residual::InPlace : Residual::None, K % 4 == 0);
+          BOOST_TEST(test::max_rel_error(got, reference(in, w, T, act)) <= kTol,
+                     describe(label, LinearKernel::GemmRegisters, dt, T, K, N) << " epilogue=" << epilogue);
+        }
+      }
+}
+
 // Bias on and off, each activation, the residual separate and in place (r == y), on every
 // kernel (the epilogue is one function, so its features need not be crossed with each other).
 BOOST_AUTO_TEST_CASE(fused_epilogues_match_cpu) {

@@ -72,6 +72,9 @@ enum class LinearKernel {
   GemmTiled
 };
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
+// Prompt chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights,
+// 16 tokens per workgroup); shorter ones would compute mostly clamped rows with it.
+constexpr uint32_t kWideTileMinTokens = 64;
 
 // Whether the device runs MatVecRows at all: subgroup shuffles on workgroups of one
 // subgroup of 4-16 lanes (CPU devices' SIMD vectors; a GPU's 32 or 64 lanes are not).
