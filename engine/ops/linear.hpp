@@ -73,7 +73,8 @@ enum class LinearKernel {
 };
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
 // Prompt chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights,
-// 16 tokens per workgroup); shorter ones would compute mostly clamped rows with it.
+// 16 tokens per workgroup); below it that tile measured slower (it computes rows only to
+// drop them, over fewer workgroups): engine/ops/linear.cpp, gemm_registers.
 constexpr uint32_t kWideTileMinTokens = 64;
 
 // Whether the device runs MatVecRows at all: subgroup shuffles on workgroups of one
