@@ -29,6 +29,9 @@
 //! variant matvec_rows_held_ln MATVEC_ROWS TEXEL X_TEXEL X_HELD LN_AFTER
 //! variant matvec_rows_pick MATVEC_ROWS TEXEL X_TEXEL PICK_AFTER
 //! variant matvec_rows_held_pick MATVEC_ROWS TEXEL X_TEXEL X_HELD PICK_AFTER
+//! variant matvec_cols MATVEC_COLS TEXEL X_TEXEL
+//! variant matvec_cols_ln MATVEC_COLS TEXEL X_TEXEL LN_AFTER
+//! variant matvec_cols_pick MATVEC_COLS TEXEL X_TEXEL PICK_AFTER
 //! variant gemm_reg GEMM_REG
 //! variant gemm_reg_xs GEMM_REG X_SCALAR
 //! variant gemm_bcast GEMM_BCAST
@@ -45,7 +48,7 @@
 #ifdef TEXEL
 #extension GL_EXT_samplerless_texture_functions : require
 #endif
-#if defined(GEMM_BCAST) || defined(MATVEC_ROWS)
+#if defined(GEMM_BCAST) || defined(MATVEC_ROWS) || defined(MATVEC_COLS)
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #extension GL_EXT_control_flow_attributes : require
@@ -56,6 +59,8 @@
 #include "common/linear_matvec.glsl"
 #elif defined(MATVEC_ROWS)
 #include "common/linear_matvec_rows.glsl"
+#elif defined(MATVEC_COLS)
+#include "common/linear_matvec_cols.glsl"
 #elif defined(GEMM_REG)
 #include "common/linear_gemm_reg.glsl"
 #elif defined(GEMM_BCAST)

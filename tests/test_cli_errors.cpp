@@ -381,6 +381,9 @@ BOOST_AUTO_TEST_CASE(bad_forced_limits) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},
                 {"GPTVK_FORCE=max_range=lots"}),
         {2, {"GPTVK_FORCE"}});
+  check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},
+                {"GPTVK_FORCE=matvec=diagonal"}),
+        {2, {"GPTVK_FORCE", "matvec", "'rows' or 'cols'", "diagonal"}});
 }
 BOOST_AUTO_TEST_CASE(output_not_writable) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out",

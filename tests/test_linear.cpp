@@ -36,6 +36,7 @@ const char* kernel_name(LinearKernel k) {
     case LinearKernel::MatVecTexel: return "matvec_texel";
     case LinearKernel::MatVecRows: return "matvec_rows";
     case LinearKernel::MatVecRowsHeld: return "matvec_rows_held";
+    case LinearKernel::MatVecCols: return "matvec_cols";
     case LinearKernel::GemmRegisters: return "gemm_reg";
     case LinearKernel::GemmTiled: return "gemm_tiled";
   }
@@ -44,16 +45,20 @@ const char* kernel_name(LinearKernel k) {
 const LinearKernel kAllKernels[] = {LinearKernel::Auto,           LinearKernel::MatVec,
                                     LinearKernel::MatVecWide,     LinearKernel::MatVecTexel,
                                     LinearKernel::MatVecRows,     LinearKernel::MatVecRowsHeld,
-                                    LinearKernel::GemmRegisters,  LinearKernel::GemmTiled};
+                                    LinearKernel::MatVecCols,     LinearKernel::GemmRegisters,
+                                    LinearKernel::GemmTiled};
 const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
 
 // Whether kernel k runs on this device when x has (x_view) or lacks a usable texel view:
 // the rows mat-vec needs subgroups it can run on (the forced-fallback device has none, a
 // GPU's are too wide) and x's view, which it can only use when K is a multiple of 4 (rows
-// of whole texels); the held-x one also K <= kMaxHeldInputs in whole weight words.
+// of whole texels); the held-x one also K <= kMaxHeldInputs in whole weight words, the
+// column-split one (same needs) each lane's share of x within what it holds.
 bool runs(vk::Context& ctx, LinearKernel k, bool x_view, uint32_t K, DType dt) {
   if (k == LinearKernel::MatVecRowsHeld && !ops::held_x_fits(K, dt)) return false;
-  const bool rows = k == LinearKernel::MatVecRows || k == LinearKernel::MatVecRowsHeld;
+  if (k == LinearKernel::MatVecCols && !ops::column_split_fits(ctx, K, dt)) return false;
+  const bool rows =
+      k == LinearKernel::MatVecRows || k == LinearKernel::MatVecRowsHeld || k == LinearKernel::MatVecCols;
   return !rows || (ops::row_matvec_supported(ctx) && x_view);
 }
 
@@ -387,39 +392,49 @@ BOOST_AUTO_TEST_CASE(texel_matvec_output_blocks) {
   BOOST_TEST_REQUIRE(w.m.chunks.size() == 1u);
   auto in = make_inputs(1, K, N, true, false, 43);
   const auto want = reference(in, w, 1, Activation::None);
-  for (LinearKernel k : {LinearKernel::MatVecTexel, LinearKernel::MatVecRows, LinearKernel::MatVecRowsHeld}) {
+  for (LinearKernel k :
+       {LinearKernel::MatVecTexel, LinearKernel::MatVecRows, LinearKernel::MatVecRowsHeld, LinearKernel::MatVecCols}) {
     if (!runs(ctx, k, true, K, DType::BF16)) continue;
     auto got = run_gpu(ctx, k, w, in, 1, Activation::None, Residual::None);
     BOOST_TEST(test::max_rel_error(got, want) <= kTol, kernel_name(k));
   }
 }
 
-// The held-x row mat-vec at the edges of what it takes: x of fewer texels than one
-// workgroup's lanes (K = 24: 6 texels), whole blocks then a partial one (K = 296: 74
-// texels), and kMaxHeldInputs itself; past that Auto takes the streaming kernel and
-// forcing the held one is refused.
+// The mat-vecs that hold x at the edges of what they take, then one word past: there
+// Auto still runs (a streaming kernel) and forcing the holding one is refused.
+// Held-x row mat-vec: x of fewer texels than one workgroup's lanes (K = 24: 6 texels),
+// whole blocks then a partial one (K = 296: 74 texels), and kMaxHeldInputs itself.
+// Column split (LOCAL lanes to a row, LOCAL = subgroup size): fewer words than lanes
+// (K = 24), whole rounds of LOCAL words then a partial one (K = 232 in f16: 29 words),
+// a row ending in a half word (K = 2052, 16-bit weights), and the largest K it holds.
 BOOST_AUTO_TEST_CASE(held_x_matvec_edges) {
   auto& ctx = test::context();
-  if (!runs(ctx, LinearKernel::MatVecRowsHeld, true, 8, DType::F16)) return;  // no such kernel on this device
+  const uint32_t cols_max = 4 * ops::kMaxColumnSplitTexels * ctx.caps().subgroup_size;
+  const struct {
+    LinearKernel k;
+    std::vector<uint32_t> Ks;
+  } cases[] = {{LinearKernel::MatVecRowsHeld, {24u, 40u + 8u * 8u * 4u, ops::kMaxHeldInputs}},
+               {LinearKernel::MatVecCols, {24u, 232u, 2052u, cols_max}}};
   const uint32_t N = 37;
   size_t di = 0;
-  for (uint32_t K : {24u, 40u + 8u * 8u * 4u, ops::kMaxHeldInputs}) {
-    for (uint32_t T : {1u, 2u}) {
-      const DType dt = kAllDTypes[di++ % std::size(kAllDTypes)];
-      auto w = make_matrix(ctx, dt, N, K, K + T);
-      auto in = make_inputs(T, K, N, true, true, K * T);
-      auto got = run_gpu(ctx, LinearKernel::MatVecRowsHeld, w, in, T, Activation::None, Residual::Separate);
-      BOOST_TEST(test::max_rel_error(got, reference(in, w, T, Activation::None)) <= kTol,
-                 describe("held", LinearKernel::MatVecRowsHeld, dt, T, K, N));
-    }
+  for (const auto& c : cases) {
+    if (!runs(ctx, c.k, true, 8, DType::F16)) continue;  // no such kernel on this device
+    for (uint32_t K : c.Ks)
+      for (uint32_t T : {1u, 2u}) {
+        const DType dt = kAllDTypes[di++ % std::size(kAllDTypes)];
+        auto w = make_matrix(ctx, dt, N, K, K + T);
+        auto in = make_inputs(T, K, N, true, true, K * T);
+        auto got = run_gpu(ctx, c.k, w, in, T, Activation::None, Residual::Separate);
+        BOOST_TEST(test::max_rel_error(got, reference(in, w, T, Activation::None)) <= kTol,
+                   describe("edge", c.k, dt, T, K, N));
+      }
+    const uint32_t K = c.Ks.back() + 8;
+    auto w = make_matrix(ctx, DType::F16, N, K, 3);
+    auto in = make_inputs(1, K, N, false, false, 5);
+    BOOST_CHECK_THROW(run_gpu(ctx, c.k, w, in, 1, Activation::None, Residual::None), std::invalid_argument);
+    BOOST_TEST(test::max_rel_error(run_gpu(ctx, LinearKernel::Auto, w, in, 1, Activation::None, Residual::None),
+                                   reference(in, w, 1, Activation::None)) <= kTol);
   }
-  const uint32_t K = ops::kMaxHeldInputs + 8;
-  auto w = make_matrix(ctx, DType::F16, N, K, 3);
-  auto in = make_inputs(1, K, N, false, false, 5);
-  BOOST_CHECK_THROW(run_gpu(ctx, LinearKernel::MatVecRowsHeld, w, in, 1, Activation::None, Residual::None),
-                    std::invalid_argument);
-  BOOST_TEST(test::max_rel_error(run_gpu(ctx, LinearKernel::Auto, w, in, 1, Activation::None, Residual::None),
-                                 reference(in, w, 1, Activation::None)) <= kTol);
 }
 
 // Declared accesses drive the barriers: in-place residual layers chain with a barrier

@@ -37,7 +37,8 @@ BOOST_FIXTURE_TEST_SUITE(pick_after, test::NoValidationMessages)
 BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
   // N = 2500: 20 or 40 workgroups of 128 or 64 rows (more than the last workgroup's lanes,
   // so some lanes compare partials in turn) and a partial last one. K = 96 takes the held-x
-  // kernel, K = 1032 (over kMaxHeldInputs) the streaming one under Auto.
+  // kernel, K = 1032 (over kMaxHeldInputs) the streaming one under Auto (either takes the
+  // column split instead where the device prefers it).
   const uint32_t N = 2500;
   const Case cases[] = {{"random, with bias", {}, true},
                         {"tie within one invocation and one workgroup", {21, 5, 3, 40}, false},
@@ -45,8 +46,10 @@ BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
                         {"winner in the last, partial workgroup", {2498}, false}};
   for (auto [label, ctx] : test::all_contexts()) {
     for (uint32_t K : {96u, 1032u}) {
-      for (LinearKernel kernel : {LinearKernel::Auto, LinearKernel::MatVecRows, LinearKernel::MatVecRowsHeld}) {
+      for (LinearKernel kernel :
+           {LinearKernel::Auto, LinearKernel::MatVecRows, LinearKernel::MatVecRowsHeld, LinearKernel::MatVecCols}) {
         if (kernel == LinearKernel::MatVecRowsHeld && !ops::held_x_fits(K, DType::F16)) continue;
+        if (kernel == LinearKernel::MatVecCols && !ops::column_split_fits(*ctx, K, DType::F16)) continue;
         // The row mat-vec needs subgroup shuffles of one SIMD vector (not on the forced
         // fallback device, nor on GPUs); Auto takes it for one token on CPU devices.
         const bool rows_ok = ops::row_matvec_supported(*ctx) && ctx->caps().subgroup_arithmetic;

@@ -83,6 +83,13 @@ bool held_x_fits(uint32_t K, DType dtype) {
   return K <= kMaxHeldInputs && K % per_word == 0;
 }
 
+bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype) {
+  const uint32_t per_word = 16 / dtype_bytes(dtype), local = ctx.caps().subgroup_size;
+  if (local == 0) return false;
+  const uint64_t words = (uint64_t(K) + per_word - 1) / per_word, words_per_lane = (words + local - 1) / local;
+  return words_per_lane * (per_word / 4) <= kMaxColumnSplitTexels;
+}
+
 namespace {
 
 // Decode on CPU devices: shaders/common/linear_matvec_rows.glsl. 16 rows per invocation
@@ -105,6 +112,16 @@ Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows, bool held) {
   const uint32_t rows_per_invocation = groups_of_16 >= 2 * threads ? 16 : 8;
   k.tile = {rows_per_invocation};
   k.outputs_per_group = rows_per_invocation * k.local;
+  return k;
+}
+
+// Decode on CPU devices whose lanes split each row's columns
+// (shaders/common/linear_matvec_cols.glsl): the same workgroup shape and rows per workgroup
+// as the row kernel (16 groups of LOCAL rows measured best here too: GPT-2 small bf16 decode
+// 72-73 / 80-83 / 87-89 / 83-84 tok/s with 4 / 8 / 16 / 32).
+Kernel mat_vec_cols(const vk::Context& ctx, uint32_t rows) {
+  Kernel k = mat_vec_rows(ctx, rows, false);
+  k.shader = "linear.matvec_cols";
   return k;
 }
 
@@ -192,16 +209,16 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
     // invocation (both views), else the split-K texel mat-vec (W's view only: f32 1.7x,
     // f16 1.3x over storage loads on GPT-2's MLP shapes).
     if (T == 1 && ctx.info().is_cpu())
-      want = w_texel && x_texel && one_subgroup_shuffles(ctx)
-                 ? (held_x_fits(W.cols, W.dtype) ? LinearKernel::MatVecRowsHeld : LinearKernel::MatVecRows)
-             : w_texel ? LinearKernel::MatVecTexel
-                       : LinearKernel::MatVec;
+      want = !(w_texel && x_texel && one_subgroup_shuffles(ctx)) ? (w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec)
+             : ctx.caps().column_split_matvec && column_split_fits(ctx, K, W.dtype) ? LinearKernel::MatVecCols
+             : held_x_fits(K, W.dtype)                                            ? LinearKernel::MatVecRowsHeld
+                                                                                   : LinearKernel::MatVecRows;
     else if (T == 1)
       want = LinearKernel::MatVec;
     else
       want = ctx.info().is_cpu() ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
   }
-  const bool rows = want == LinearKernel::MatVecRows || want == LinearKernel::MatVecRowsHeld;
+  const bool rows = want == LinearKernel::MatVecRows || want == LinearKernel::MatVecRowsHeld || want == LinearKernel::MatVecCols;
   if ((want == LinearKernel::MatVecTexel || rows) && !w_texel)
     throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
   if (rows && !(x_texel && one_subgroup_shuffles(ctx)))
@@ -209,9 +226,14 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
   if (want == LinearKernel::MatVecRowsHeld && !held_x_fits(W.cols, W.dtype))
     throw std::invalid_argument("linear: the held-x row mat-vec takes at most " + std::to_string(kMaxHeldInputs) +
                                 " inputs in whole weight words, not " + std::to_string(K));
+  if (want == LinearKernel::MatVecCols && !column_split_fits(ctx, K, W.dtype))
+    throw std::invalid_argument("linear: the column-split mat-vec holds at most " +
+                                std::to_string(kMaxColumnSplitTexels) + " texels of x per lane, " +
+                                std::to_string(K) + " inputs need more");
   Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false, false)
              : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true, false)
              : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true)
+             : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, W.rows)
              : rows                                ? mat_vec_rows(ctx, W.rows, want == LinearKernel::MatVecRowsHeld)
              : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, W.dtype, T, w_texel, x_texel)
                                                    : gemm_tiled(ctx);

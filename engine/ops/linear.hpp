@@ -59,8 +59,11 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // without them throws DeviceError. MatVecRowsHeld is the same kernel fetching x once per
 // workgroup instead of once per row, for K <= kMaxHeldInputs in whole weight words (8
 // weights, f32 4); Auto prefers it where it applies, forcing it elsewhere throws
-// std::invalid_argument. On CPU devices GemmRegisters reads W, and x, through
-// their texel views when they have them.
+// std::invalid_argument. MatVecCols has the same needs as MatVecRows, but its lanes split
+// each row's columns, each holding its share of x (column_split_fits); Auto prefers it
+// where the device says so (Caps::column_split_matvec) and it fits, forcing it where it
+// does not fit throws std::invalid_argument. On CPU devices GemmRegisters reads W, and x,
+// through their texel views when they have them.
 enum class LinearKernel {
   Auto,
   MatVec,
@@ -68,10 +71,12 @@ enum class LinearKernel {
   MatVecTexel,
   MatVecRows,
   MatVecRowsHeld,
+  MatVecCols,
   GemmRegisters,
   GemmTiled
 };
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
+constexpr uint32_t kMaxColumnSplitTexels = 256;  // shaders/common/linear_matvec_cols.glsl, XC_MAX
 // Prompt chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights,
 // 16 tokens per workgroup); below it that tile measured slower (it computes rows only to
 // drop them, over fewer workgroups): engine/ops/linear.cpp, gemm_registers.
@@ -82,6 +87,9 @@ constexpr uint32_t kWideTileMinTokens = 64;
 bool row_matvec_supported(const vk::Context& ctx);
 // Whether MatVecRowsHeld takes K inputs of this dtype: at most kMaxHeldInputs, whole words.
 bool held_x_fits(uint32_t K, DType dtype);
+// Whether MatVecCols takes K inputs of this dtype on this device: each lane's share of x
+// (its words, LOCAL = subgroup size lanes to a row) within kMaxColumnSplitTexels texels.
+bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype);
 
 bool linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
                  LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear",

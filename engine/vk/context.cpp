@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "engine/error.hpp"
 #include "engine/vk/check.hpp"
@@ -13,6 +16,22 @@
 namespace gptvk::vk {
 
 namespace {
+
+// Whether this process runs on an AMD CPU (CPUID vendor "AuthenticAMD"): on CPU Vulkan
+// devices the host CPU is the device, and some kernel choices follow its memory system.
+bool host_cpu_is_amd() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  return std::strcmp(vendor, "AuthenticAMD") == 0;
+#else
+  return false;
+#endif
+}
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
@@ -127,9 +146,11 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     else if (key == "gpu") f.as_gpu = true;
     else if (key == "max_range") f.max_storage_buffer_range = parse_size(value);
     else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(value));
+    else if (key == "matvec" && (value == "rows" || value == "cols")) f.column_split_matvec = value == "cols";
+    else if (key == "matvec") throw UsageError("GPTVK_FORCE: matvec is 'rows' or 'cols', not '" + value + "'");
     else
       throw UsageError("unknown limit '" + key +
-                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, gpu, max_range=SIZE, shared=SIZE)");
+                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, gpu, max_range=SIZE, shared=SIZE, matvec=rows|cols)");
   }
   return f;
 }
@@ -140,7 +161,7 @@ ForcedLimits ForcedLimits::from_env() {
 }
 
 bool ForcedLimits::any() const {
-  return no_fp16 || no_subgroup || as_gpu || max_storage_buffer_range || shared_memory_bytes;
+  return no_fp16 || no_subgroup || as_gpu || max_storage_buffer_range || shared_memory_bytes || column_split_matvec;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -186,6 +207,7 @@ Context::Context(const ContextOptions& options) {
     forced.as_gpu |= env_forced.as_gpu;
     if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
     if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
+    if (env_forced.column_split_matvec) forced.column_split_matvec = env_forced.column_split_matvec;
     read_caps(forced);
     create_device();
     pipelines_ = std::make_unique<PipelineCache>(*this, options.pipeline_cache);
@@ -337,6 +359,7 @@ void Context::read_caps(const ForcedLimits& forced) {
   }
   caps_.unified_memory = mappable_device_local && (info_.is_cpu() ||
                                                    info_.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU);
+  caps_.column_split_matvec = info_.is_cpu() && host_cpu_is_amd();
 
   // What we enable is decided before forcing, so a forced fallback still runs on a fully enabled device.
   enable_16bit_storage_ = caps_.fp16_storage;
@@ -356,6 +379,7 @@ void Context::read_caps(const ForcedLimits& forced) {
     caps_.max_storage_buffer_range = std::min(caps_.max_storage_buffer_range, *forced.max_storage_buffer_range);
   if (forced.shared_memory_bytes)
     caps_.shared_memory_bytes = std::min(caps_.shared_memory_bytes, *forced.shared_memory_bytes);
+  if (forced.column_split_matvec) caps_.column_split_matvec = *forced.column_split_matvec;
 
   uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &n, nullptr);

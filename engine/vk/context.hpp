@@ -47,18 +47,24 @@ struct Caps {
   bool unified_memory = false;  // device-local memory is host-visible (CPU devices, most iGPUs)
   bool timestamps = false;
   float timestamp_period_ns = 1.0f;
+  // CPU devices: the decode mat-vec's lanes split each row's columns (one stream of weights
+  // per workgroup) rather than take a row each (engine/ops/linear.cpp). Measured faster on
+  // AMD Zen 5, slower on Intel Xeon, so set where the host CPU is AMD's.
+  bool column_split_matvec = false;
   // The largest single binding any op may use: min of the storage range, allocation and buffer caps.
   uint64_t max_binding_bytes() const;
 };
 
 // Limits pretended lower than the device's, to test small-device paths on any device.
-// From the environment: GPTVK_FORCE="no_fp16,no_subgroup,max_range=64M,shared=16K".
+// From the environment: GPTVK_FORCE="no_fp16,no_subgroup,max_range=64M,shared=16K"; also
+// "matvec=rows" or "matvec=cols" picks the CPU decode mat-vec (Caps::column_split_matvec).
 struct ForcedLimits {
   bool no_fp16 = false;
   bool no_subgroup = false;
   bool as_gpu = false;  // "gpu": a CPU device takes the kernels and memory paths of a discrete GPU
   std::optional<uint64_t> max_storage_buffer_range;
   std::optional<uint32_t> shared_memory_bytes;
+  std::optional<bool> column_split_matvec;
   static ForcedLimits parse(const std::string& spec);  // throws UsageError on a bad spec
   static ForcedLimits from_env();
   bool any() const;

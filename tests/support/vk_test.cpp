@@ -8,7 +8,7 @@
 namespace gptvk::test {
 
 namespace {
-std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu;
+std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu, g_other_matvec;
 
 vk::ContextOptions options() {
   vk::ContextOptions o;
@@ -41,6 +41,10 @@ vk::Context& fallback_context() { return forced_context(g_fallback, "no_fp16,no_
 
 vk::Context& gpu_paths_context() { return forced_context(g_gpu, "gpu"); }
 
+vk::Context& other_matvec_context() {
+  return forced_context(g_other_matvec, context().caps().column_split_matvec ? "matvec=rows" : "matvec=cols");
+}
+
 std::vector<std::pair<std::string, vk::Context*>> all_contexts() {
   return {{"native", &context()}, {"fallback", &fallback_context()}};
 }
@@ -49,6 +53,7 @@ void release_contexts() {
   g_native.reset();
   g_fallback.reset();
   g_gpu.reset();
+  g_other_matvec.reset();
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {

@@ -25,6 +25,10 @@ vk::Context& fallback_context();
 // staging uploads, on whole models where no GPU is at hand. Its validation messages are
 // the caller's to check (NoValidationMessages watches the two above).
 vk::Context& gpu_paths_context();
+// The device as it is, but with the CPU decode mat-vec it does not choose by itself
+// (GPTVK_FORCE=matvec=rows where Caps::column_split_matvec, matvec=cols elsewhere), so
+// whole models cover both whichever CPU runs the tests. Validation as gpu_paths_context's.
+vk::Context& other_matvec_context();
 // Both, for tests that must pass on each: {"native", ctx}, {"fallback", ctx}.
 std::vector<std::pair<std::string, vk::Context*>> all_contexts();
 

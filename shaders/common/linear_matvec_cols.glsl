@@ -1,0 +1,92 @@
+// Mat-vec for CPU devices (lavapipe) whose lanes split each row's columns: lane `lane` reads
+// words lane, lane + LOCAL, lane + 2 LOCAL, ... of every row, so each texel fetch of the
+// workgroup is LOCAL adjacent 16-byte texels, and the workgroup reads its block of rows
+// front to back as one run. Each lane holds the inputs of its own words for the whole
+// dispatch (no broadcasts); a row's LOCAL partial sums meet by shuffles at the row's end,
+// and lane i keeps the sum of the i-th row of each group of LOCAL rows, so that every lane
+// stores one output per group.
+// Against the row kernel (common/linear_matvec_rows.glsl: a lane per row, LOCAL streams per
+// workgroup, inputs broadcast) on a 2-core AMD EPYC (Zen 5) VM, GPT-2 small decode, the same
+// minutes: f16 63-74 -> 83-85 tok/s, bf16 77 -> 86-94, f32 57 -> 65. On the Intel Xeon VMs
+// of earlier sessions a column split ran at half the row kernel's speed from memory, so
+// the engine picks it by host CPU (Caps::column_split_matvec, engine/vk/context.hpp).
+layout(constant_id = 7) const uint R = 8;  // groups of LOCAL rows per workgroup
+
+const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
+
+#ifdef LN_AFTER
+#include "common/linear_norm_after.glsl"
+#endif
+#ifdef PICK_AFTER
+#include "common/linear_pick_after.glsl"
+#endif
+
+// Words of a row per lane; the lanes' last words may lie past the row's end (K_WORDS not a
+// multiple of LOCAL): those read the row's last word again, against inputs of 0.
+const uint WPL = (K_WORDS + LOCAL - 1u) / LOCAL;
+const uint TPW = KW / 4u;  // x texels per word
+// Held inputs per lane, at most (engine/ops/linear.cpp, kMaxColumnSplitTexels). The loops
+// below are [[unroll]] with trip counts fixed at specialization, so every index into xc is a
+// constant and the array lives in registers and stack slots (see common/linear_matvec_rows.glsl).
+const uint XC_MAX = 256u;
+vec4 xc[XC_MAX];
+
+void hold_x(uint xrow, uint lane) {
+  [[unroll]] for (uint q = 0u; q < WPL; ++q) {
+    uint word = q * LOCAL + lane;
+    vec4 lo = vec4(0.0), hi = vec4(0.0);
+    if (word < K_WORDS) load_x_word(xrow, word, lo, hi);
+    xc[q * TPW] = lo;
+    if (TPW == 2u) xc[q * TPW + 1u] = hi;
+  }
+}
+
+float row_part(uint wrow, uint lane) {
+  float acc = 0.0;
+  [[unroll]] for (uint q = 0u; q < WPL; ++q)
+    acc = word_dot(load_w(wrow + min(q * LOCAL + lane, K_WORDS - 1u)), xc[q * TPW],
+                   TPW == 2u ? xc[q * TPW + 1u] : vec4(0.0), acc);
+  return acc;
+}
+
+// The sum over the subgroup, in every lane: a shuffle with a lane-dependent index is one
+// permute on lavapipe, where subgroupAdd is a loop over the lanes. A constant trip count
+// makes the loop unroll (with `m <<= 1` as the step it stayed a loop, ~13 instructions a
+// step: GPT-2 small decode +1-3% unrolled).
+float lanes_sum(float v, uint lane) {
+  [[unroll]] for (uint i = 0u; i < 6u; ++i)
+    if ((1u << i) < LOCAL) v += subgroupShuffle(v, lane ^ (1u << i));
+  return v;
+}
+
+void main() {
+  read_push_constants();
+  uint lane = gl_LocalInvocationID.x;
+  uint t = gl_WorkGroupID.y;
+  hold_x(t * K, lane);
+  uint first = gl_WorkGroupID.x * LOCAL * R;
+  // Neither loop is unrolled: lavapipe compiles the row's dot product once (unrolling the
+  // inner one measured the same).
+  [[dont_unroll]] for (uint g = 0u; g < R; ++g) {
+    uint base = first + g * LOCAL;
+    float mine = 0.0;
+    [[dont_unroll]] for (uint i = 0u; i < LOCAL; ++i) {
+      // Rows past the end are clamped (read a valid row, result dropped): no branch.
+      float s = lanes_sum(row_part(min(base + i, ROWS - 1u) * W_STRIDE, lane), lane);
+      mine = lane == i ? s : mine;
+    }
+    uint row = base + lane;
+    if (row < ROWS) {
+      float v = store_y(t, row, mine);
+#ifdef PICK_AFTER
+      pick_offer(row, v);
+#endif
+    }
+  }
+#ifdef LN_AFTER
+  layernorm_if_last(lane);
+#endif
+#ifdef PICK_AFTER
+  pick_if_last(lane);
+#endif
+}
