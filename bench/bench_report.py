@@ -12,8 +12,9 @@ import sys
 # From the project's issue 7, GPT-2 small, not re-measured by a default run_bench.py (with
 # --llama-cpp it measures llama.cpp here too, through npm's node-llama-cpp: bench/llama_cpp/).
 # The issue measured them on a 2-core Zen 5 VM with ~48 GB/s of memory read bandwidth; this
-# project's machines are 2-core Xeon VMs with ~22 GB/s (a two-thread AVX2 read loop), so only
-# ratios measured in one run compare. The roofline is f16 weights
+# project has run on 2-core Xeon VMs with ~22 GB/s (a two-thread AVX2 read loop) and on Zen 5
+# VMs whose bandwidth moved between 35 and 70 GB/s within an hour, so only ratios measured in
+# one run compare. The roofline is f16 weights
 # of GPT-2 small (~248 MB) streamed once per decoded token.
 KNOWN_BASELINES = [
     ("llama.cpp, Vulkan backend on lavapipe", "F16", "38", "3.7"),
@@ -22,7 +23,7 @@ KNOWN_BASELINES = [
     ("PyTorch 1.13 CPU with KV cache", "F32", "789", "32"),
     ("the seed scripts' generation loop (no KV cache)", "F32", "", "3.9"),
     ("roofline: f16 weights / 48 GB/s (the issue's machine)", "F16", "", "~194"),
-    ("roofline: f16 weights / 22 GB/s (this project's 2-core Xeon VMs)", "F16", "", "~88"),
+    ("roofline: f16 weights / 22 GB/s (the 2-core Xeon VMs of earlier sessions)", "F16", "", "~88"),
 ]
 
 
@@ -81,7 +82,8 @@ def markdown(results):
         "## Known baselines (from issue 7, not re-measured here)",
         "",
         "Measured by issue 7 with GPT-2 small (124M) on a 2-core Zen 5 VM (~48 GB/s memory read "
-        "bandwidth), not on the machine below; listed for context only.",
+        "bandwidth), not necessarily the machine below (the same kind or not: see its CPU); listed "
+        "for context only.",
         "",
         "| engine | weights | prefill tok/s | decode tok/s |",
         "| --- | --- | ---: | ---: |",
