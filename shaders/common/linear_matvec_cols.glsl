@@ -14,12 +14,7 @@ layout(constant_id = 7) const uint R = 8;  // groups of LOCAL rows per workgroup
 
 const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
 
-#ifdef LN_AFTER
-#include "common/linear_norm_after.glsl"
-#endif
-#ifdef PICK_AFTER
-#include "common/linear_pick_after.glsl"
-#endif
+#include "common/linear_rows_out.glsl"
 
 // Words of a row per lane; the lanes' last words may lie past the row's end (K_WORDS not a
 // multiple of LOCAL): those read the row's last word again, against inputs of 0.
@@ -75,18 +70,7 @@ void main() {
       float s = lanes_sum(row_part(min(base + i, ROWS - 1u) * W_STRIDE, lane), lane);
       mine = lane == i ? s : mine;
     }
-    uint row = base + lane;
-    if (row < ROWS) {
-      float v = store_y(t, row, mine);
-#ifdef PICK_AFTER
-      pick_offer(row, v);
-#endif
-    }
+    put_row(t, base + lane, mine);
   }
-#ifdef LN_AFTER
-  layernorm_if_last(lane);
-#endif
-#ifdef PICK_AFTER
-  pick_if_last(lane);
-#endif
+  after_rows(lane);
 }

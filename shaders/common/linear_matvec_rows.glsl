@@ -16,12 +16,7 @@ layout(constant_id = 7) const uint R = 8;  // rows per invocation (the host sets
 
 const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
 
-#ifdef LN_AFTER
-#include "common/linear_norm_after.glsl"
-#endif
-#ifdef PICK_AFTER
-#include "common/linear_pick_after.glsl"
-#endif
+#include "common/linear_rows_out.glsl"
 
 #ifdef X_HELD
 // x held (K <= X_HELD_MAX, whole words): the workgroup fetches x once, not once per row.
@@ -96,18 +91,7 @@ void main() {
   [[dont_unroll]] for (uint i = 0u; i < R; ++i) {
     uint row = first + i;
     // Rows past the end are clamped (read a valid row, result dropped) so the loop has no branch.
-    float acc = row_dot(min(row, ROWS - 1u) * W_STRIDE, t * K, lane);
-    if (row < ROWS) {
-      float v = store_y(t, row, acc);
-#ifdef PICK_AFTER
-      pick_offer(row, v);
-#endif
-    }
+    put_row(t, row, row_dot(min(row, ROWS - 1u) * W_STRIDE, t * K, lane));
   }
-#ifdef LN_AFTER
-  layernorm_if_last(lane);
-#endif
-#ifdef PICK_AFTER
-  pick_if_last(lane);
-#endif
+  after_rows(lane);
 }
