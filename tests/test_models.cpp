@@ -175,6 +175,7 @@ BOOST_AUTO_TEST_CASE(gpu_paths_match) {
 // prefill, and the greedy pick fused into the LM head.
 BOOST_AUTO_TEST_CASE(other_decode_matvec_matches) {
   auto& ctx = test::other_matvec_context();
+  BOOST_TEST(ctx.caps().column_split_matvec != test::context().caps().column_split_matvec);
   const uint64_t messages = ctx.validation_messages();
   for_each_case([&](const Case& c) {
     const uint32_t V = c.cfg.vocab_size;
