@@ -56,6 +56,23 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
     k_cache_.back().try_create_texel_view();
     v_cache_.back().try_create_texel_view();
   }
+  // GPUs pay ~5 us for every dispatch behind a barrier; a CPU device's mat-vec already does
+  // the LayerNorm after the residual add in its last workgroup (ops::NormAfter).
+  fold_norms_ = !ctx.info().is_cpu() && cfg_.norm_position == NormPosition::Pre && cfg_.n_layers > 0;
+  for (const LayerWeights& L : w_.layers)
+    fold_norms_ = fold_norms_ && ops::norm_before_fits(L.qkv, 1) && ops::norm_before_fits(L.fc, 1);
+  if (cfg_.final_norm) fold_norms_ = fold_norms_ && ops::norm_before_fits(w_.lm_head(), 1);
+  if (fold_norms_) {
+    auto site = [&](uint64_t rows) {
+      return FoldedNorm{vk::Buffer(ctx, rows * 4, vk::Memory::Device, "folded LayerNorm: W gamma"),
+                        vk::Buffer(ctx, rows * 4, vk::Memory::Device, "folded LayerNorm: W beta + b")};
+    };
+    for (const LayerWeights& L : w_.layers) {
+      folded_.push_back(site(L.qkv.rows));
+      folded_.push_back(site(L.fc.rows));
+    }
+    if (cfg_.final_norm) folded_.push_back(site(V));
+  }
   // Prompt chunks on CPU devices run attention as two register-blocked passes through a
   // scores scratch (engine/ops/attention.hpp), where the device can.
   if (ctx.info().is_cpu() && max_chunk_ >= ops::kTiledMinTokens) {
@@ -102,8 +119,14 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   auto norm_after = [&](View gamma, View beta, View out, uint32_t site, const std::string& name) {
     return ops::NormAfter{gamma, beta, out, View{&arrival_counters_, site * counter_stride, 4}, eps, name};
   };
+  // Folded LayerNorms (fold_norms_): qkv, fc and the LM head read the residual stream x
+  // and normalise it themselves; nothing writes h.
+  const bool fold = fold_norms_ && T == 1;
+  auto folded = [&](size_t site, View gamma) {
+    return std::make_pair(ops::NormBefore{gamma, whole(folded_[site].row_gamma), eps}, whole(folded_[site].shift));
+  };
   ops::embed(*g, ids, step, w_.tok_emb, w_.pos_emb, x, T, "embed");
-  if (pre && cfg_.n_layers > 0)
+  if (pre && cfg_.n_layers > 0 && !fold)
     ops::layernorm(*g, x, whole(w_.layers[0].ln1_g), whole(w_.layers[0].ln1_b), h, T, C, eps, "L0.ln1");
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
     const LayerWeights& L = w_.layers[l];
@@ -112,13 +135,27 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     if (pre) {
       // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x)); LN1 of the next layer (or the
       // final norm) follows this layer's last residual add.
-      ops::linear(*g, h, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
+      if (fold) {
+        const auto [ln1, shift] = folded(2 * l, whole(L.ln1_g));
+        ops::linear_with(ops::LinearKernel::Auto, *g, x, L.qkv, shift, qkv, T, plain, none(), p + "qkv", nullptr,
+                         nullptr, &ln1);
+      } else {
+        ops::linear(*g, h, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
+      }
       ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention", maybe(scores_));
       const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), h, 2 * l, p + "ln2");
-      ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), x, T, residual, x, p + "attn_out", &ln2);
-      ops::linear(*g, h, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");
+      ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), x, T, residual, x, p + "attn_out", fold ? nullptr : &ln2);
+      if (fold) {
+        const auto [ln, shift] = folded(2 * l + 1, whole(L.ln2_g));
+        ops::linear_with(ops::LinearKernel::Auto, *g, x, L.fc, shift, ff, T, act, none(), p + "fc", nullptr, nullptr,
+                         &ln);
+      } else {
+        ops::linear(*g, h, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");
+      }
       std::optional<ops::NormAfter> next;
-      if (l + 1 < cfg_.n_layers) {
+      if (fold) {
+        // the next layer's qkv or the LM head normalises x itself
+      } else if (l + 1 < cfg_.n_layers) {
         const LayerWeights& N = w_.layers[l + 1];
         next = norm_after(whole(N.ln1_g), whole(N.ln1_b), h, 2 * l + 1, "L" + std::to_string(l + 1) + ".ln1");
       } else if (cfg_.final_norm) {
@@ -149,10 +186,15 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     normed = h;
   }
   const View head_bias = cfg_.out_bias ? maybe(w_.head_b) : none();
-  if (head == Head::AllLogits) {
-    if (logits_all_.empty())
-      logits_all_ = vk::Buffer(ctx_, uint64_t(max_chunk_) * V * 4, vk::Memory::Device, "logits of every position");
-    ops::linear(*g, normed, w_.lm_head(), head_bias, rows_of(logits_all_, T, V), T, plain, none(), "lm_head");
+  if (fold && cfg_.final_norm) {
+    // One token: the LM head normalises x itself and there is only the last position.
+    const auto [lnf, shift] = folded(folded_.size() - 1, whole(w_.lnf_g));
+    const View logits = head == Head::AllLogits ? rows_of(logits_all(), 1, V) : whole(logits_last_);
+    ops::linear_with(ops::LinearKernel::Auto, *g, x, w_.lm_head(), shift, logits, 1, plain, none(), "lm_head", nullptr,
+                     nullptr, &lnf);
+    if (head == Head::LastSample) ops::sample(*g, logits, ids, step, whole(sample_scratch_), V, sampling_, "sample");
+  } else if (head == Head::AllLogits) {
+    ops::linear(*g, normed, w_.lm_head(), head_bias, rows_of(logits_all(), T, V), T, plain, none(), "lm_head");
   } else {
     View last = normed;
     if (T > 1) {
@@ -171,6 +213,40 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   }
   g->record(profile_);
   return g;
+}
+
+vk::Buffer& GptModel::logits_all() {
+  if (logits_all_.empty())
+    logits_all_ = vk::Buffer(ctx_, uint64_t(max_chunk_) * cfg_.vocab_size * 4, vk::Memory::Device,
+                             "logits of every position");
+  return logits_all_;
+}
+
+void GptModel::run(Graph& g, uint32_t T) {
+  if (fold_norms_ && T == 1 && !folded_ready_) compute_folded_norms();
+  g.run();
+}
+
+// W gamma and W beta + b of every folded LayerNorm, by the linear op itself: one graph, run once.
+void GptModel::compute_folded_norms() {
+  Graph g(ctx_);
+  const ops::LinearEpilogue plain{};
+  auto fold = [&](size_t site, const Matrix& W, const vk::Buffer& gamma, const vk::Buffer& beta, View bias,
+                  const std::string& name) {
+    ops::linear(g, whole(gamma), W, View{}, whole(folded_[site].row_gamma), 1, plain, View{}, name + ".W_gamma");
+    ops::linear(g, whole(beta), W, bias, whole(folded_[site].shift), 1, plain, View{}, name + ".W_beta");
+  };
+  for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
+    const LayerWeights& L = w_.layers[l];
+    const std::string p = "L" + std::to_string(l) + ".";
+    fold(2 * l, L.qkv, L.ln1_g, L.ln1_b, whole(L.qkv_b), p + "ln1");
+    fold(2 * l + 1, L.fc, L.ln2_g, L.ln2_b, whole(L.fc_b), p + "ln2");
+  }
+  if (cfg_.final_norm)
+    fold(folded_.size() - 1, w_.lm_head(), w_.lnf_g, w_.lnf_b, cfg_.out_bias ? maybe(w_.head_b) : View{}, "ln_f");
+  g.record();
+  g.run();
+  folded_ready_ = true;
 }
 
 void GptModel::check_ids(std::span<const uint32_t> ids, uint32_t pos) const {
@@ -198,7 +274,7 @@ std::vector<float> GptModel::prefill(std::span<const uint32_t> ids, uint32_t pos
     uint32_t T = static_cast<uint32_t>(std::min<size_t>(max_chunk_, ids.size() - done));
     Graph& g = graph(T, all_logits ? Head::AllLogits : Head::KvOnly);
     write_ids(ids.subspan(done, T), pos + static_cast<uint32_t>(done));
-    g.run();
+    run(g, T);
     last_run_.push_back(&g);
     if (all_logits) logits_all_.download(logits.data() + done * cfg_.vocab_size, uint64_t(T) * cfg_.vocab_size * 4);
     done += T;
@@ -212,7 +288,7 @@ std::vector<float> GptModel::decode_logits(uint32_t token, uint32_t pos) {
   check_ids(one, pos);
   Graph& g = graph(1, Head::LastLogits);
   write_ids(one, pos);
-  g.run();
+  run(g, 1);
   last_run_ = {&g};
   std::vector<float> logits(cfg_.vocab_size);
   logits_last_.download(logits.data(), logits.size() * 4);
@@ -237,7 +313,7 @@ uint32_t GptModel::prefill_and_sample(std::span<const uint32_t> prompt) {
   write_ids(tail, static_cast<uint32_t>(head));
   auto* s = static_cast<StepState*>(step_.mapped());
   s->rng_step = 0;
-  g.run();
+  run(g, static_cast<uint32_t>(tail.size()));
   runs.push_back(&g);
   last_run_ = runs;
   pos_ = static_cast<uint32_t>(prompt.size());
@@ -249,7 +325,7 @@ uint32_t GptModel::decode_next() {
   if (pos_ >= cfg_.context_length)
     throw InputError("the context of " + std::to_string(cfg_.context_length) + " tokens is full");
   Graph& g = graph(1, Head::LastSample);
-  g.run();  // embeds ids[0] at step.pos, samples into ids[0], advances step.pos
+  run(g, 1);  // embeds ids[0] at step.pos, samples into ids[0], advances step.pos
   last_run_ = {&g};
   ++pos_;
   return static_cast<const uint32_t*>(ids_.mapped())[0];

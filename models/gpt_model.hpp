@@ -28,7 +28,9 @@ class GptModel {
 
   const ModelConfig& config() const { return cfg_; }
   // The weights, for filling after construction: the graphs hold their buffers, not their
-  // values, so pipelines can be warmed up (warm_up) before the values are written.
+  // values, so pipelines can be warmed up (warm_up) before the values are written. Write
+  // them before the first step runs: on GPUs that step also derives the folded
+  // LayerNorms' vectors from them (compute_folded_norms).
   ModelWeights& weights() { return w_; }
   vk::Context& context() const { return ctx_; }
   uint32_t max_chunk() const { return max_chunk_; }
@@ -71,6 +73,11 @@ class GptModel {
   Graph& graph(uint32_t T, Head head);
   std::unique_ptr<Graph> build_graph(uint32_t T, Head head);
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
+  // Runs a step's graph of T tokens, first computing the folded LayerNorms' vectors if
+  // the graph uses them and they are not made yet.
+  void run(Graph& g, uint32_t T);
+  void compute_folded_norms();
+  vk::Buffer& logits_all();  // [max_chunk][vocab], allocated on first use
   void check_ids(std::span<const uint32_t> ids, uint32_t pos) const;
 
   vk::Context& ctx_;
@@ -83,13 +90,22 @@ class GptModel {
 
   vk::Buffer ids_, step_;            // host-visible: token ids of the step, StepState
   vk::Buffer x_, h_, h_last_, qkv_, att_, ff_, logits_last_, sample_scratch_;
-  vk::Buffer logits_all_;            // [max_chunk][vocab], allocated on first use
+  vk::Buffer logits_all_;            // logits_all()
   // Arrival counters of the dispatches whose last workgroup finishes a LayerNorm after a
   // residual add (ops::NormAfter) or the greedy pick after the LM head (ops::PickAfter).
   vk::Buffer arrival_counters_;
   vk::Buffer pick_partials_;         // ops::PickAfter: each LM-head workgroup's best logit
   std::vector<vk::Buffer> k_cache_, v_cache_;
   vk::Buffer scores_;                // CPU devices: prefill attention's scores (ops::kv_append_attention_tiled)
+  // GPUs, pre-LN models, one token: the LayerNorms before qkv, fc and the LM head are
+  // folded into their mat-vecs (ops::NormBefore), saving a dispatch each. Per site, W gamma
+  // and W beta + b, computed from the weights at the first run that uses them (the weights
+  // are written after construction).
+  struct FoldedNorm {
+    vk::Buffer row_gamma, shift;
+  };
+  bool fold_norms_ = false, folded_ready_ = false;
+  std::vector<FoldedNorm> folded_;  // [2l]: layer l's qkv (ln1), [2l + 1]: its fc (ln2); last: LM head (ln_f)
   std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
   std::vector<Graph*> last_run_;
 };

@@ -232,4 +232,38 @@ BOOST_AUTO_TEST_CASE(profile_covers_the_last_call_once) {
   BOOST_TEST(dispatches("lm_head") == 1u);
 }
 
+// On GPUs a decode step folds every LayerNorm of a pre-LN model into the mat-vec after it
+// (ops::NormBefore): its graph has no LayerNorm dispatch, while a prompt chunk keeps them
+// (gpu_paths_match checks the answers of both).
+BOOST_AUTO_TEST_CASE(gpu_decode_folds_its_layernorms) {
+  auto& ctx = test::gpu_paths_context();
+  if (!ctx.caps().timestamps) {
+    BOOST_TEST_MESSAGE("skipped: the device has no timestamp queries");
+    return;
+  }
+  Case c = load_case(case_dirs().front());
+  BOOST_REQUIRE(c.cfg.norm_position == NormPosition::Pre);
+  BOOST_REQUIRE(c.cfg.final_norm);
+  const uint32_t chunk = 8, layers = c.cfg.n_layers;
+  GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), chunk);
+  model.set_profile(true);
+  auto dispatches = [&](const std::string& op) {
+    uint32_t count = 0;
+    for (const auto& t : model.profile_summary())
+      if (t.name == op) count = t.dispatches;
+    return count;
+  };
+  BOOST_REQUIRE(c.ids.size() > chunk);
+  model.prefill(std::span(c.ids).first(chunk), 0, true);
+  BOOST_TEST(dispatches("ln1") == layers);
+  BOOST_TEST(dispatches("ln2") == layers);
+  BOOST_TEST(dispatches("ln_f") == 1u);
+  model.decode_logits(c.ids[chunk], chunk);
+  BOOST_TEST(dispatches("ln1") == 0u);
+  BOOST_TEST(dispatches("ln2") == 0u);
+  BOOST_TEST(dispatches("ln_f") == 0u);
+  BOOST_TEST(dispatches("qkv") == layers);
+  BOOST_TEST(dispatches("lm_head") == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -29,18 +29,20 @@ struct Kernel {
   bool x_texel = false;             // x binding is a uniform texel buffer (push constant x_base)
   bool norm_variant = false;        // has a "_ln" variant: LayerNorm of the output by the last workgroup
   bool pick_variant = false;        // has a "_pick" variant: greedy pick of the output by the last workgroup
+  bool norm_before_variant = false; // has a "_lnin" variant: LayerNorm of x folded in (NormBefore)
 };
 
 // Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
 // 2-core test machine, per CPU-second; tests/test_linear.cpp (GPTVK_LINEAR_BENCH=1) reprints them.
 
-Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel) {
+Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel, bool norm_before) {
   const auto& caps = ctx.caps();
   Kernel k;
   k.kind = LinearKernel::MatVec;
   k.shader = caps.subgroup_arithmetic ? "linear.matvec_subgroup" : "linear.matvec_shared";
   if (texel) k.shader += "_texel";
   k.texel = texel;
+  k.norm_before_variant = !texel;
   uint32_t rows;
   if (ctx.info().is_cpu() && !wide) {
     // One SIMD vector per workgroup (more invocations add no parallelism on lavapipe), 16
@@ -54,8 +56,11 @@ Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel) {
     // in flight at once. GPT-2 XL f16 decode on an H100, tok/s (invocations x rows): 256 x 2
     // 345, 256 x 1 309, 512 x 2 308, 1024 x 2 233; in an earlier run (then 294 for 128 x 4)
     // 256 x 2 beat 256 x 4 by 2%, 128 x 2 by 8%, 64 x 4 (the old choice) by 46%.
+    // With a LayerNorm folded in, each workgroup also reads gamma and reduces two more
+    // sums, which more rows share: GPT-2 XL f16 decode 368 / 371-375 / 351 tok/s with 2 / 4
+    // / 8 rows (1 row: 336), GPT-2 small 1842-1864 / 1850-1906 / 1891-1924 (two runs each).
     k.local = 256;
-    rows = 2;
+    rows = norm_before ? 4 : 2;
   }
   k.local = std::min(k.local, caps.max_workgroup_invocations);  // stays a power of two
   k.tile = {rows};
@@ -77,6 +82,8 @@ bool row_matvec_supported(const vk::Context& ctx) { return one_subgroup_shuffles
 
 // A workgroup of the row mat-vec takes at least 8 rows of 4 invocations (one_subgroup_shuffles).
 uint64_t pick_partials_bytes(uint32_t rows) { return (uint64_t(rows) / 32 + 1) * 8; }
+
+bool norm_before_fits(const Matrix& W, uint32_t T) { return T == 1 && W.cols % (16 / dtype_bytes(W.dtype)) == 0; }
 
 bool held_x_fits(uint32_t K, DType dtype) {
   const uint32_t per_word = 16 / dtype_bytes(dtype);  // weights per uvec4 word
@@ -201,9 +208,10 @@ bool x_texel_ok(View x, uint32_t K) {
   return x.buffer->texel_view() != VK_NULL_HANDLE && x.offset % 16 == 0 && K % 4 == 0;
 }
 
-Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x) {
+Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before) {
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
+  if (want == LinearKernel::Auto && norm_before) want = LinearKernel::MatVec;  // the one kernel with it
   if (want == LinearKernel::Auto) {
     // CPU devices read through texel views where they can: decode with rows per
     // invocation (both views), else the split-K texel mat-vec (W's view only: f32 1.7x,
@@ -230,9 +238,9 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
     throw std::invalid_argument("linear: the column-split mat-vec holds at most " +
                                 std::to_string(kMaxColumnSplitTexels) + " texels of x per lane, " +
                                 std::to_string(K) + " inputs need more");
-  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false, false)
-             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true, false)
-             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true)
+  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false, false, norm_before)
+             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true, false, norm_before)
+             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true, false)
              : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, W.rows)
              : rows                                ? mat_vec_rows(ctx, W.rows, want == LinearKernel::MatVecRowsHeld)
              : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, W.dtype, T, w_texel, x_texel)
@@ -257,10 +265,18 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 }
 
 bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
-                 LinearEpilogue ep, View r, const std::string& name, const NormAfter* norm, const PickAfter* pick) {
+                 LinearEpilogue ep, View r, const std::string& name, const NormAfter* norm, const PickAfter* pick,
+                 const NormBefore* norm_before) {
   const uint32_t K = W.cols, N = W.rows;
   if (T == 0 || N == 0) return false;
   if (norm && pick) throw std::invalid_argument(name + ": a LayerNorm and a pick after the same linear");
+  if (norm_before && (norm || pick))
+    throw std::invalid_argument(name + ": a LayerNorm before the linear and a LayerNorm or pick after it");
+  if (norm_before && !norm_before_fits(W, T))
+    throw std::invalid_argument(name + ": a LayerNorm folded into the linear needs one token and whole weight words");
+  if (norm_before && (norm_before->gamma.size() < uint64_t(K) * 4 || norm_before->row_gamma.size() < uint64_t(N) * 4 ||
+                      norm_before->gamma.offset % 16 != 0))
+    throw std::invalid_argument(name + ": gamma (16-byte aligned, [in]) or row_gamma ([out]) is too small");
   if (K == 0) throw std::invalid_argument(name + ": weight matrix has no columns");
   const uint64_t x_row = uint64_t(K) * 4, y_row = uint64_t(N) * 4;
   const bool has_bias = bias.buffer != nullptr;
@@ -279,7 +295,9 @@ bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
 
   vk::Context& ctx = g.context();
   const auto& caps = ctx.caps();
-  const Kernel kernel = choose(ctx, kind, T, W, x);
+  const Kernel kernel = choose(ctx, kind, T, W, x, norm_before != nullptr);
+  if (norm_before && (!kernel.norm_before_variant || K % 4 != 0))
+    throw DeviceError(name + ": only the storage-buffer mat-vec folds a LayerNorm in");
   const bool mat_vec = kernel.kind == LinearKernel::MatVec;
 
   // Token blocks: x, y and r bindings stay within the storage buffer range, and each
@@ -306,7 +324,8 @@ bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
   if (fuse_pick && (pick->counter.size() < 4 || pick->ids.size() < 4 || pick->step.size() < sizeof(StepState) ||
                     pick->partials.size() < pick_partials_bytes(N)))
     throw std::invalid_argument(name + ": a pick view (counter, ids, step or partials) is too small");
-  const std::string variant = fuse_norm ? "_ln" : fuse_pick ? "_pick" : "";
+  const std::string variant = fuse_norm ? "_ln" : fuse_pick ? "_pick" : norm_before ? "_lnin" : "";
+  const uint32_t bindings = fuse_norm || fuse_pick ? 10u : norm_before ? 8u : 6u;
 
   const uint32_t res_mode = !ep.residual ? 0 : in_place ? 2 : 1;
   for (uint32_t t0 = 0; t0 < T; t0 += static_cast<uint32_t>(t_block)) {
@@ -339,10 +358,11 @@ bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
                                       res_mode};
         spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
         if (fuse_norm) spec.push_back(vk::spec_f32(norm->eps));
+        if (norm_before) spec.push_back(vk::spec_f32(norm_before->eps));
         const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u);
         const uint32_t texel_bindings = (kernel.x_texel ? 1u << 0 : 0u) | (kernel.texel ? 1u << 1 : 0u);
         const auto& pipeline = ctx.pipelines().get(
-            {kernel.shader + variant, spec, variant.empty() ? 6u : 10u, push_bytes, texel_bindings});
+            {kernel.shader + variant, spec, bindings, push_bytes, texel_bindings});
         std::vector<uint32_t> push = {tn, nr, N};
         if (kernel.texel) push.push_back(static_cast<uint32_t>(uint64_t(r0) * W.row_bytes() / 16));
         // The x texel view covers x's whole buffer; the kernel starts at texel x_base.
@@ -373,6 +393,10 @@ bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
           args.push_back({norm->beta, Access::Read});
           args.push_back({norm->out, Access::Write});
           args.push_back({norm->counter, Access::ReadWrite});
+        }
+        if (norm_before) {
+          args.push_back({norm_before->gamma, Access::Read});
+          args.push_back({sub_view(norm_before->row_gamma, col * 4, uint64_t(nr) * 4), Access::Read});
         }
         if (fuse_pick) {
           args.push_back({pick->ids, Access::Write});

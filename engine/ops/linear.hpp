@@ -36,6 +36,19 @@ struct PickAfter {
 };
 uint64_t pick_partials_bytes(uint32_t rows);
 
+// Optionally, the LayerNorm of x folded into the mat-vec that reads it (pre-LN blocks on
+// GPUs, one token), where it saves the LayerNorm its dispatch:
+//   y = W LN(x) + b = rstd * (W (gamma * x) - mean * row_gamma) + shift,
+// with row_gamma = W gamma (W.rows floats) and shift = W beta + b, the linear's bias view,
+// both computed once from the weights (by this op: linear(gamma) and linear(beta, bias b)).
+// gamma: K floats. Only the (storage-buffer) MatVec kernel has it, for one token and K a
+// multiple of the weights per uvec4 word (norm_before_fits); elsewhere linear_with throws.
+struct NormBefore {
+  View gamma, row_gamma;
+  float eps = 1e-5f;
+};
+bool norm_before_fits(const Matrix& W, uint32_t T);
+
 // y[t][o] = (residual ? r[t][o] : 0) + act(sum_i x[t][i] * W[o][i] + bias[o]) for t < T, o < W.rows.
 // x: f32 [T][W.cols]; y: f32 [T][W.rows]; bias: f32 [W.rows] or bias.buffer == nullptr for none;
 // r: f32 [T][W.rows] (may be the same view as y) when ep.residual. W: Matrix in f32/f16/bf16.
@@ -93,6 +106,7 @@ bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype);
 
 bool linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
                  LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear",
-                 const NormAfter* norm = nullptr, const PickAfter* pick = nullptr);
+                 const NormAfter* norm = nullptr, const PickAfter* pick = nullptr,
+                 const NormBefore* norm_before = nullptr);
 
 }  // namespace gptvk::ops

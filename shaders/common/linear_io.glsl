@@ -170,17 +170,17 @@ void load_x_word(uint row, uint q, out vec4 x_lo, out vec4 x_hi) {
   }
 }
 
-// y[t][o] = (residual) + act(acc + bias[o]); returns the value stored.
-// The CPU kernels (register tiles of 4 to 64 outputs per invocation) call it from a
-// [[dont_unroll]] loop over a copy of their accumulators: on lavapipe every storage access
-// here is a loop over the lanes, and inlined once per output they made most of the code
-// that llvmpipe JIT-compiles at a pipeline's first dispatch (GPT-2 small's four prefill
-// GEMMs: 0.75 -> 0.32 s of a cold start), while running it once per tile costs nothing
-// measurable.
-float store_y(uint t, uint o, float acc) {
+// The true dot product of row o from the kernel's accumulator: storage scalings undone.
+float unscaled(uint o, float acc) {
   float v = acc;
   if (F16_BITS) v *= Y_UNSCALE;
   if (DT == 1u) v *= row_scale[o];
+  return v;
+}
+
+// y[t][o] = (residual) + act(v + bias[o]) for a dot product v already unscaled; returns
+// the value stored.
+float finish_y(uint t, uint o, float v) {
   if (HAS_BIAS) v += bias[o];
   v = activate(v, ACT);
   uint i = t * Y_STRIDE + o;
@@ -189,3 +189,12 @@ float store_y(uint t, uint o, float acc) {
   y[i] = v;
   return v;
 }
+
+// y[t][o] = (residual) + act(acc + bias[o]); returns the value stored.
+// The CPU kernels (register tiles of 4 to 64 outputs per invocation) call it from a
+// [[dont_unroll]] loop over a copy of their accumulators: on lavapipe every storage access
+// here is a loop over the lanes, and inlined once per output they made most of the code
+// that llvmpipe JIT-compiles at a pipeline's first dispatch (GPT-2 small's four prefill
+// GEMMs: 0.75 -> 0.32 s of a cold start), while running it once per tile costs nothing
+// measurable.
+float store_y(uint t, uint o, float acc) { return finish_y(t, o, unscaled(o, acc)); }

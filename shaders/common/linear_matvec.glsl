@@ -5,7 +5,36 @@
 // partial sums are then reduced across the workgroup (subgroupAdd, or shared memory).
 layout(constant_id = 7) const uint R = 4;  // outputs per workgroup
 
-shared float partial[R * gl_WorkGroupSize.x];
+#ifdef LN_BEFORE
+// The LayerNorm of x folded in (pre-LN blocks on GPUs, one token):
+//   W LN(x) + b = rstd * (W (gamma * x) - mean * W gamma) + (W beta + b),
+// with W gamma per row in binding 7 and W beta + b as the bias, both made once by the host
+// (engine/ops/linear.hpp, NormBefore). The kernel computes W (gamma * x), and from the
+// loads of x it does anyway the sums of x and x^2 that give mean and rstd: the LayerNorm
+// needs no dispatch of its own (on a GPU each dispatch behind a barrier costs ~5 us) and x
+// is read once. The variance is E[x^2] - mean^2, which would cancel only for a mean far
+// above the spread (not so in GPT residual streams; the model tests hold it to PyTorch).
+// The host takes this variant only for K a multiple of the weights per word (no tail).
+layout(constant_id = 8) const float LN_EPS = 1e-5;
+layout(std430, binding = 6) readonly buffer GammaIn { vec4 gamma_in[]; };
+layout(std430, binding = 7) readonly buffer RowGamma { float row_gamma[]; };
+const uint NSUM = R + 2u;  // the rows' sums, then the sums of x and of x^2
+#else
+const uint NSUM = R;
+#endif
+
+shared float partial[NSUM * gl_WorkGroupSize.x];
+
+// Sum i over the workgroup, once the reduction below has left it in `partial`.
+float total(uint i) {
+#ifdef SUBGROUP
+  float s = 0.0;
+  for (uint g = 0u; g < gl_NumSubgroups; ++g) s += partial[i * gl_WorkGroupSize.x + g];
+  return s;
+#else
+  return partial[i * gl_WorkGroupSize.x];
+#endif
+}
 
 void main() {
   read_push_constants();
@@ -17,15 +46,19 @@ void main() {
 
   // Rows past the end are clamped (read a valid row, result dropped) so the loop has no branch.
   uint wrow[R];
-  float acc[R];
-  for (uint i = 0u; i < R; ++i) {
-    wrow[i] = min(row0 + i, ROWS - 1u) * W_STRIDE;
-    acc[i] = 0.0;
-  }
+  float acc[NSUM];
+  for (uint i = 0u; i < R; ++i) wrow[i] = min(row0 + i, ROWS - 1u) * W_STRIDE;
+  for (uint i = 0u; i < NSUM; ++i) acc[i] = 0.0;
 
   for (uint q = lane; q < K_FULL; q += LOCAL) {
     vec4 x_lo = load_x4(xrow + q * KW);
     vec4 x_hi = KW == 8u ? load_x4(xrow + q * KW + 4u) : vec4(0.0);
+#ifdef LN_BEFORE
+    acc[R] += (x_lo.x + x_lo.y) + (x_lo.z + x_lo.w) + ((x_hi.x + x_hi.y) + (x_hi.z + x_hi.w));
+    acc[R + 1u] += dot(x_lo, x_lo) + dot(x_hi, x_hi);
+    x_lo *= gamma_in[q * (KW / 4u)];
+    if (KW == 8u) x_hi *= gamma_in[q * 2u + 1u];
+#endif
     for (uint i = 0u; i < R; ++i) acc[i] = word_dot(load_w(wrow[i] + q), x_lo, x_hi, acc[i]);
   }
   // The partial last word, outside the loop so the loop body stays branch-free.
@@ -37,27 +70,31 @@ void main() {
 
 #ifdef SUBGROUP
   // Sum within each subgroup, then across subgroups through shared memory.
-  uint nsg = gl_NumSubgroups;
-  for (uint i = 0u; i < R; ++i) {
+  for (uint i = 0u; i < NSUM; ++i) {
     float s = subgroupAdd(acc[i]);
     if (subgroupElect()) partial[i * LOCAL + gl_SubgroupID] = s;
   }
   barrier();
-  for (uint i = lane; i < R; i += LOCAL) {
-    float s = 0.0;
-    for (uint g = 0u; g < nsg; ++g) s += partial[i * LOCAL + g];
-    if (row0 + i < ROWS) store_y(t, row0 + i, s);
-  }
 #else
   // Tree reduction in shared memory (LOCAL is a power of two).
-  for (uint i = 0u; i < R; ++i) partial[i * LOCAL + lane] = acc[i];
+  for (uint i = 0u; i < NSUM; ++i) partial[i * LOCAL + lane] = acc[i];
   barrier();
   for (uint s = LOCAL / 2u; s > 0u; s >>= 1) {
     if (lane < s)
-      for (uint i = 0u; i < R; ++i) partial[i * LOCAL + lane] += partial[i * LOCAL + lane + s];
+      for (uint i = 0u; i < NSUM; ++i) partial[i * LOCAL + lane] += partial[i * LOCAL + lane + s];
     barrier();
   }
-  for (uint i = lane; i < R; i += LOCAL)
-    if (row0 + i < ROWS) store_y(t, row0 + i, partial[i * LOCAL]);
 #endif
+  // Only the lanes that store a row read the sums back (on lavapipe every shared-memory
+  // read is a loop over the lanes).
+  for (uint i = lane; i < R; i += LOCAL) {
+    if (row0 + i >= ROWS) continue;
+#ifdef LN_BEFORE
+    float mean = total(R) / float(K);
+    float rstd = 1.0 / sqrt(max(total(R + 1u) / float(K) - mean * mean, 0.0) + LN_EPS);
+    finish_y(t, row0 + i, rstd * (unscaled(row0 + i, total(i)) - mean * row_gamma[row0 + i]));
+#else
+    store_y(t, row0 + i, total(i));
+#endif
+  }
 }
