@@ -57,9 +57,11 @@ Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel, bool norm_before) 
     // 345, 256 x 1 309, 512 x 2 308, 1024 x 2 233; in an earlier run (then 294 for 128 x 4)
     // 256 x 2 beat 256 x 4 by 2%, 128 x 2 by 8%, 64 x 4 (the old choice) by 46%.
     // With a LayerNorm folded in, each workgroup also reads gamma and reduces two more
-    // sums, which more rows share: GPT-2 XL f16 decode 368 / 371-375 / 351 tok/s with 2 / 4
-    // / 8 rows (1 row: 336), GPT-2 small 1842-1864 / 1850-1906 / 1891-1924 (two runs each).
-    k.local = 256;
+    // sums, which more rows share, and fewer invocations do more of the row each: GPT-2 XL
+    // f16 decode, two runs each, 128 x 4 386-389 tok/s, 128 x 8 387, 64 x 4 385-387,
+    // 64 x 8 356-358, 256 x 4 359-375 (256 x 2 368, 256 x 8 351, 256 x 1 336); the plain
+    // mat-vec at 128 x 4 or 128 x 2 lost 1-5% against its 256 x 2.
+    k.local = norm_before ? 128 : 256;
     rows = norm_before ? 4 : 2;
   }
   k.local = std::min(k.local, caps.max_workgroup_invocations);  // stays a power of two
