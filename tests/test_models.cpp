@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 
 #include "models/config.hpp"
 #include "models/gpt_model.hpp"
@@ -49,6 +50,28 @@ Case load_case(const fs::path& dir) {
   c.ids = parse_id_list(text);
   c.logits = read_npy((dir / "logits.npy").string());
   return c;
+}
+
+// The case's model with per-op timing on, or nullptr (the test is skipped) where the
+// device has no timestamp queries.
+std::unique_ptr<GptModel> profiled_model(vk::Context& ctx, const Case& c, uint32_t max_chunk) {
+  if (!ctx.caps().timestamps) {
+    BOOST_TEST_MESSAGE("skipped: the device has no timestamp queries");
+    return nullptr;
+  }
+  auto model = std::make_unique<GptModel>(ctx, c.cfg, load_weights(ctx, c.cfg), max_chunk);
+  model->set_profile(true);
+  return model;
+}
+
+// Dispatches of `op` (summed over layers) in the model's last profiled call; 0 if none.
+uint32_t op_dispatches(const GptModel& model, const std::string& op) {
+  uint32_t count = 0;
+  for (const auto& t : model.profile_summary()) {
+    if (t.name == op) count = t.dispatches;
+    BOOST_TEST(t.ms >= 0.0);
+  }
+  return count;
 }
 
 double tolerance(const ModelConfig& cfg) { return cfg.dtype == DType::F32 ? 1e-4 : 2e-2; }
@@ -201,24 +224,13 @@ BOOST_AUTO_TEST_CASE(other_decode_matvec_matches) {
 // after a decode step (the same graph) is not counted twice, and a prompt in chunks counts
 // every chunk's layers but only one LM head (the chunks before the last stop at the KV cache).
 BOOST_AUTO_TEST_CASE(profile_covers_the_last_call_once) {
-  auto& ctx = test::context();
-  if (!ctx.caps().timestamps) {
-    BOOST_TEST_MESSAGE("skipped: the device has no timestamp queries");
-    return;
-  }
   Case c = load_case(case_dirs().front());
   const uint32_t chunk = 8, n = 20, layers = c.cfg.n_layers;
-  GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), chunk);
-  model.set_profile(true);
+  auto profiled = profiled_model(test::context(), c, chunk);
+  if (!profiled) return;
+  GptModel& model = *profiled;
   model.set_sampling({0.0f, 0, 1.0f, 0});
-  auto dispatches = [&](const std::string& op) {
-    uint32_t count = 0;
-    for (const auto& t : model.profile_summary()) {
-      if (t.name == op) count = t.dispatches;
-      BOOST_TEST(t.ms >= 0.0);
-    }
-    return count;
-  };
+  auto dispatches = [&](const std::string& op) { return op_dispatches(model, op); };
   BOOST_REQUIRE(c.ids.size() >= n);
   model.prefill_and_sample(std::span(c.ids).first(n));
   BOOST_TEST(dispatches("embed") == 3u);  // chunks of 8, 8 and 4 tokens
@@ -236,23 +248,14 @@ BOOST_AUTO_TEST_CASE(profile_covers_the_last_call_once) {
 // (ops::NormBefore): its graph has no LayerNorm dispatch, while a prompt chunk keeps them
 // (gpu_paths_match checks the answers of both).
 BOOST_AUTO_TEST_CASE(gpu_decode_folds_its_layernorms) {
-  auto& ctx = test::gpu_paths_context();
-  if (!ctx.caps().timestamps) {
-    BOOST_TEST_MESSAGE("skipped: the device has no timestamp queries");
-    return;
-  }
   Case c = load_case(case_dirs().front());
   BOOST_REQUIRE(c.cfg.norm_position == NormPosition::Pre);
   BOOST_REQUIRE(c.cfg.final_norm);
   const uint32_t chunk = 8, layers = c.cfg.n_layers;
-  GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), chunk);
-  model.set_profile(true);
-  auto dispatches = [&](const std::string& op) {
-    uint32_t count = 0;
-    for (const auto& t : model.profile_summary())
-      if (t.name == op) count = t.dispatches;
-    return count;
-  };
+  auto profiled = profiled_model(test::gpu_paths_context(), c, chunk);
+  if (!profiled) return;
+  GptModel& model = *profiled;
+  auto dispatches = [&](const std::string& op) { return op_dispatches(model, op); };
   BOOST_REQUIRE(c.ids.size() > chunk);
   model.prefill(std::span(c.ids).first(chunk), 0, true);
   BOOST_TEST(dispatches("ln1") == layers);

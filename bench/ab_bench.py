@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""A/B of gpt-vk builds (or settings) in one run: `gpt-vk bench` of each variant on each
+shape, in alternating rounds, so that every variant meets the same machine state. For
+kernel changes on a GPU, where a lent machine's minutes are few and its speed moves from
+one start to the next: compare variants within one run, never across runs.
+
+A variant is a gpt-vk binary, optionally with environment settings after a colon:
+  ab_bench.py ./gpt-vk.before ./gpt-vk.after
+  ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_YIELDING_WAITS=0
+Options: --shapes gpt2-small,gpt2-xl  --dtype f16  --rounds 2  --gen-tokens 128  --repeats 3
+Random weights (gpt-vk makes them itself: the config names a weights file that does not
+exist). Prints one line per run as it goes, then decode and prefill medians over the rounds
+with the ratio to the first variant.
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_proc import run  # noqa: E402
+from make_random_model import SHAPES, config_text, shape_dims  # noqa: E402
+
+
+def parse_variant(text):
+    binary, _, settings = text.partition(":")
+    env = {}  # added to this process's environment (bench_proc.run)
+    for item in filter(None, settings.split(",")):
+        key, _, value = item.partition("=")
+        env[key] = value
+    return binary, env
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("variants", nargs="+", help="BINARY[:VAR=VALUE,...]")
+    ap.add_argument("--shapes", default="gpt2-small,gpt2-xl")
+    ap.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16"])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--gen-tokens", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    shapes = args.shapes.split(",")
+    for s in shapes:
+        if s not in SHAPES:
+            ap.error(f"unknown shape {s}; known: {', '.join(SHAPES)}")
+    variants = [parse_variant(v) for v in args.variants]
+    work = ["--prompt-tokens", str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens),
+            "--repeats", str(args.repeats)]
+    results = {}  # (shape, variant index) -> [(prefill, decode)]
+    with tempfile.TemporaryDirectory() as tmp:
+        configs = {}
+        for shape in shapes:
+            configs[shape] = os.path.join(tmp, f"{shape}-{args.dtype}.toml")
+            with open(configs[shape], "w") as f:
+                f.write(config_text(shape, shape_dims(shape), args.dtype, f"absent-{shape}.safetensors"))
+        for r in range(args.rounds):
+            for shape in shapes:
+                for i, (binary, env) in enumerate(variants):
+                    out = run([binary, "bench", "--config", configs[shape]] + work, 900, env=env)
+                    try:
+                        p, d = out.rates()
+                    except ValueError as e:
+                        sys.exit(f"{args.variants[i]} on {shape}: {out.error or e}")
+                    results.setdefault((shape, i), []).append((p, d))
+                    print(f"round {r + 1} {shape} {args.variants[i]}: prefill {p:.1f} decode {d:.2f} tok/s",
+                          flush=True)
+    print(f"\n| shape | variant | decode tok/s (median) | vs first | prefill tok/s (median) | vs first |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for shape in shapes:
+        base_p = statistics.median(p for p, _ in results[(shape, 0)])
+        base_d = statistics.median(d for _, d in results[(shape, 0)])
+        for i, text in enumerate(args.variants):
+            p = statistics.median(p for p, _ in results[(shape, i)])
+            d = statistics.median(d for _, d in results[(shape, i)])
+            print(f"| {shape} | `{text}` | {d:.1f} | {d / base_d:.3f}x | {p:.0f} | {p / base_p:.3f}x |")
+
+
+if __name__ == "__main__":
+    main()
