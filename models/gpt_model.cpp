@@ -119,11 +119,17 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   auto norm_after = [&](View gamma, View beta, View out, uint32_t site, const std::string& name) {
     return ops::NormAfter{gamma, beta, out, View{&arrival_counters_, site * counter_stride, 4}, eps, name};
   };
-  // Folded LayerNorms (fold_norms_): qkv, fc and the LM head read the residual stream x
-  // and normalise it themselves; nothing writes h.
+  // A linear after a pre-LN LayerNorm (qkv, fc, the LM head) reads h, which the linear
+  // before it normalised (ops::NormAfter); with folded LayerNorms (fold_norms_, one token)
+  // it reads the residual stream x and normalises it itself, its bias folded into the
+  // shift of folded_[site], and nothing writes h.
   const bool fold = fold_norms_ && T == 1;
-  auto folded = [&](size_t site, View gamma) {
-    return std::make_pair(ops::NormBefore{gamma, whole(folded_[site].row_gamma), eps}, whole(folded_[site].shift));
+  auto after_norm = [&](size_t site, View gamma, const Matrix& W, View bias, View y, uint32_t rows,
+                        ops::LinearEpilogue ep, const std::string& name) {
+    if (!fold) return ops::linear(*g, h, W, bias, y, rows, ep, none(), name);
+    const ops::NormBefore ln{gamma, whole(folded_[site].row_gamma), eps};
+    ops::linear_with(ops::LinearKernel::Auto, *g, x, W, whole(folded_[site].shift), y, rows, ep, none(), name, nullptr,
+                     nullptr, &ln);
   };
   ops::embed(*g, ids, step, w_.tok_emb, w_.pos_emb, x, T, "embed");
   if (pre && cfg_.n_layers > 0 && !fold)
@@ -135,30 +141,16 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     if (pre) {
       // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x)); LN1 of the next layer (or the
       // final norm) follows this layer's last residual add.
-      if (fold) {
-        const auto [ln1, shift] = folded(2 * l, whole(L.ln1_g));
-        ops::linear_with(ops::LinearKernel::Auto, *g, x, L.qkv, shift, qkv, T, plain, none(), p + "qkv", nullptr,
-                         nullptr, &ln1);
-      } else {
-        ops::linear(*g, h, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
-      }
+      after_norm(2 * l, whole(L.ln1_g), L.qkv, whole(L.qkv_b), qkv, T, plain, p + "qkv");
       ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention", maybe(scores_));
       const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), h, 2 * l, p + "ln2");
       ops::linear(*g, att, L.attn_out, whole(L.attn_out_b), x, T, residual, x, p + "attn_out", fold ? nullptr : &ln2);
-      if (fold) {
-        const auto [ln, shift] = folded(2 * l + 1, whole(L.ln2_g));
-        ops::linear_with(ops::LinearKernel::Auto, *g, x, L.fc, shift, ff, T, act, none(), p + "fc", nullptr, nullptr,
-                         &ln);
-      } else {
-        ops::linear(*g, h, L.fc, whole(L.fc_b), ff, T, act, none(), p + "fc");
-      }
-      std::optional<ops::NormAfter> next;
-      if (fold) {
-        // the next layer's qkv or the LM head normalises x itself
-      } else if (l + 1 < cfg_.n_layers) {
+      after_norm(2 * l + 1, whole(L.ln2_g), L.fc, whole(L.fc_b), ff, T, act, p + "fc");
+      std::optional<ops::NormAfter> next;  // none when folded: the next linear normalises x
+      if (!fold && l + 1 < cfg_.n_layers) {
         const LayerWeights& N = w_.layers[l + 1];
         next = norm_after(whole(N.ln1_g), whole(N.ln1_b), h, 2 * l + 1, "L" + std::to_string(l + 1) + ".ln1");
-      } else if (cfg_.final_norm) {
+      } else if (!fold && cfg_.final_norm) {
         next = norm_after(whole(w_.lnf_g), whole(w_.lnf_b), h, 2 * l + 1, "ln_f");
       }
       ops::linear(*g, ff, L.proj, whole(L.proj_b), x, T, residual, x, p + "proj", next ? &*next : nullptr);
@@ -188,10 +180,8 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   const View head_bias = cfg_.out_bias ? maybe(w_.head_b) : none();
   if (fold && cfg_.final_norm) {
     // One token: the LM head normalises x itself and there is only the last position.
-    const auto [lnf, shift] = folded(folded_.size() - 1, whole(w_.lnf_g));
     const View logits = head == Head::AllLogits ? rows_of(logits_all(), 1, V) : whole(logits_last_);
-    ops::linear_with(ops::LinearKernel::Auto, *g, x, w_.lm_head(), shift, logits, 1, plain, none(), "lm_head", nullptr,
-                     nullptr, &lnf);
+    after_norm(folded_.size() - 1, whole(w_.lnf_g), w_.lm_head(), head_bias, logits, 1, plain, "lm_head");
     if (head == Head::LastSample) ops::sample(*g, logits, ids, step, whole(sample_scratch_), V, sampling_, "sample");
   } else if (head == Head::AllLogits) {
     ops::linear(*g, normed, w_.lm_head(), head_bias, rows_of(logits_all(), T, V), T, plain, none(), "lm_head");

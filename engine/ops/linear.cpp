@@ -298,7 +298,7 @@ bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
   vk::Context& ctx = g.context();
   const auto& caps = ctx.caps();
   const Kernel kernel = choose(ctx, kind, T, W, x, norm_before != nullptr);
-  if (norm_before && (!kernel.norm_before_variant || K % 4 != 0))
+  if (norm_before && !kernel.norm_before_variant)
     throw DeviceError(name + ": only the storage-buffer mat-vec folds a LayerNorm in");
   const bool mat_vec = kernel.kind == LinearKernel::MatVec;
 
