@@ -411,6 +411,12 @@ ModelConfig load_config(const std::string& path) {
   cfg.weights_file = resolve(dir, w.required_string("file"));
   cfg.layout = w.choice("layout", {"hf-gpt2", "custom"}).value_or("hf-gpt2");
   if (auto d = w.choice("dtype", {"f32", "f16", "bf16"})) cfg.dtype = parse_dtype(*d);
+  if (auto d = w.choice("kv_dtype", {"f32", "f16"})) {
+    cfg.kv_dtype = parse_dtype(*d);
+    if (cfg.kv_f16() && cfg.head_dim() % 8)
+      w.fail("kv_dtype", "an f16 KV cache needs a head dim (emb_dim / n_heads = " + std::to_string(cfg.head_dim()) +
+                             ") divisible by 8");
+  }
   const toml::table* names = subtable(w, "names");
   w.reject_unknown();
   if (cfg.layout == "custom") {

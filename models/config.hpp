@@ -3,7 +3,6 @@
 #pragma once
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
 
 #include "engine/dtype.hpp"
@@ -37,6 +36,11 @@ struct ModelConfig {
   std::string weights_file;  // absolute or resolved path; may not exist (bench fills random weights)
   std::string layout = "hf-gpt2";  // "hf-gpt2" | "custom"
   DType dtype = DType::F32;        // storage on the device
+  // kv_dtype: storage of the KV cache on the device, f32 (the default: attention exactly as
+  // in f32) or f16 (half the memory and half the bytes a decode step reads from the cache;
+  // needs head_dim % 8 == 0).
+  DType kv_dtype = DType::F32;
+  bool kv_f16() const { return kv_dtype == DType::F16; }
   // [weights.names] for layout = "custom": key -> pattern with {i} for the layer index;
   // plus "linear" -> "out_in" | "in_out".
   std::map<std::string, std::string> names;

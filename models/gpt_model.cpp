@@ -50,9 +50,10 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
   pick_partials_ = vk::Buffer(ctx, ops::pick_partials_bytes(cfg_.vocab_size), vk::Memory::Device, "pick partials");
   // Attention on CPU devices reads q/k/v and the caches through texel views too (engine/ops/attention.hpp).
   qkv_.try_create_texel_view();
+  const uint64_t cache_bytes = ops::kv_cache_bytes(attention_shape());
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
-    k_cache_.emplace_back(ctx, uint64_t(cfg_.context_length) * C * 4, vk::Memory::Device, "key cache");
-    v_cache_.emplace_back(ctx, uint64_t(cfg_.context_length) * C * 4, vk::Memory::Device, "value cache");
+    k_cache_.emplace_back(ctx, cache_bytes, vk::Memory::Device, "key cache");
+    v_cache_.emplace_back(ctx, cache_bytes, vk::Memory::Device, "value cache");
     k_cache_.back().try_create_texel_view();
     v_cache_.back().try_create_texel_view();
   }
@@ -76,7 +77,7 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
   // Prompt chunks on CPU devices run attention as two register-blocked passes through a
   // scores scratch (engine/ops/attention.hpp), where the device can.
   if (ctx.info().is_cpu() && max_chunk_ >= ops::kTiledMinTokens) {
-    const ops::AttentionShape shape{cfg_.n_heads, cfg_.head_dim(), cfg_.context_length};
+    const ops::AttentionShape shape = attention_shape();
     scores_ = vk::Buffer(ctx, ops::attention_tiled_scratch_bytes(shape, max_chunk_), vk::Memory::Device,
                          "attention scores");
     scores_.try_create_texel_view();
@@ -105,7 +106,7 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   auto g = std::make_unique<Graph>(ctx_);
   const uint32_t C = cfg_.emb_dim, F = cfg_.ffn_dim, V = cfg_.vocab_size;
   const float eps = cfg_.norm_eps;
-  const ops::AttentionShape shape{cfg_.n_heads, cfg_.head_dim(), cfg_.context_length};
+  const ops::AttentionShape shape = attention_shape();
   const View x = rows_of(x_, T, C), h = rows_of(h_, T, C), qkv = rows_of(qkv_, T, 3 * C);
   const View att = rows_of(att_, T, C), ff = rows_of(ff_, T, F);
   const View ids = whole(ids_), step = whole(step_);

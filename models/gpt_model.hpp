@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/graph.hpp"
+#include "engine/ops/attention.hpp"
 #include "engine/ops/sample.hpp"
 #include "engine/vk/buffer.hpp"
 #include "models/config.hpp"
@@ -79,6 +80,9 @@ class GptModel {
   void compute_folded_norms();
   vk::Buffer& logits_all();  // [max_chunk][vocab], allocated on first use
   void check_ids(std::span<const uint32_t> ids, uint32_t pos) const;
+  ops::AttentionShape attention_shape() const {
+    return {cfg_.n_heads, cfg_.head_dim(), cfg_.context_length, cfg_.kv_f16()};
+  }
 
   vk::Context& ctx_;
   ModelConfig cfg_;

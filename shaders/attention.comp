@@ -43,6 +43,13 @@
 //! variant wide_vec4 USE_SUBGROUP=1 VEC=4 WIDE=1
 //! variant tiled_scores USE_SUBGROUP=0 VEC=4 TILED=1
 //! variant tiled_values USE_SUBGROUP=0 VEC=4 TILED=2
+// *_kvf16: the same over f16 caches (common/kv_cache.glsl; vec4 only, head_dim % 8 == 0).
+//! variant subgroup_vec4_kvf16 USE_SUBGROUP=1 VEC=4 KV_F16=1
+//! variant shared_vec4_kvf16 USE_SUBGROUP=0 VEC=4 KV_F16=1
+//! variant texel_kvf16 USE_SUBGROUP=0 VEC=4 TEXEL=1 KV_F16=1
+//! variant wide_vec4_kvf16 USE_SUBGROUP=1 VEC=4 WIDE=1 KV_F16=1
+//! variant tiled_scores_kvf16 USE_SUBGROUP=0 VEC=4 TILED=1 KV_F16=1
+//! variant tiled_values_kvf16 USE_SUBGROUP=0 VEC=4 TILED=2 KV_F16=1
 
 #ifndef TEXEL
 #define TEXEL 0
@@ -95,14 +102,14 @@ layout(constant_id = 8) const uint QB = 1;           // texel variant: queries p
 layout(std430, binding = 0) readonly buffer Qkv { VT qkv[]; };
 #define STEP_BINDING 1
 #include "common/step.glsl"
-layout(std430, binding = 2) buffer KCache { VT k_cache[]; };
-layout(std430, binding = 3) buffer VCache { VT v_cache[]; };
-layout(std430, binding = 4) writeonly buffer Out { VT out_[]; };
 
 const uint HDV = HD / VEC;  // head width
 const uint CV = C / VEC;    // qkv rows are 3 * CV
 
 #include "common/kv_cache.glsl"
+layout(std430, binding = 2) buffer KCache { KV_UNIT k_cache[]; };
+layout(std430, binding = 3) buffer VCache { KV_UNIT v_cache[]; };
+layout(std430, binding = 4) writeonly buffer Out { VT out_[]; };
 // Element e (in VT units) of head h's key (value) at position j in the caches.
 uint cache_index(uint h, uint j, uint e) { return kv_cache_at(h, j, e, HDV); }
 
@@ -114,10 +121,10 @@ const float NEG_BIG = -1.0e30;
 // would run both sides' per-lane load loops).
 #if !TEXEL  // (the texel kernel fetches its own: common/attention_texel.glsl)
 VT key_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
-  return from_qkv ? qkv[(j - pos0) * 3 * CV + CV + h * HDV + e] : k_cache[cache_index(h, j, e)];
+  return from_qkv ? KV_ROUND(qkv[(j - pos0) * 3 * CV + CV + h * HDV + e]) : KV_LOAD(k_cache[cache_index(h, j, e)]);
 }
 VT value_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
-  return from_qkv ? qkv[(j - pos0) * 3 * CV + 2 * CV + h * HDV + e] : v_cache[cache_index(h, j, e)];
+  return from_qkv ? KV_ROUND(qkv[(j - pos0) * 3 * CV + 2 * CV + h * HDV + e]) : KV_LOAD(v_cache[cache_index(h, j, e)]);
 }
 #endif
 
@@ -127,8 +134,8 @@ void append_slice(uint h, uint t, uint pos0, uint lid) {
   if (!APPEND || pos0 + t >= CONTEXT) return;
   for (uint e = lid; e < HDV; e += gl_WorkGroupSize.x) {
     uint col = h * HDV + e;
-    k_cache[cache_index(h, pos0 + t, e)] = qkv[t * 3 * CV + CV + col];
-    v_cache[cache_index(h, pos0 + t, e)] = qkv[t * 3 * CV + 2 * CV + col];
+    k_cache[cache_index(h, pos0 + t, e)] = KV_STORE(qkv[t * 3 * CV + CV + col]);
+    v_cache[cache_index(h, pos0 + t, e)] = KV_STORE(qkv[t * 3 * CV + 2 * CV + col]);
   }
 }
 

@@ -8,9 +8,11 @@
 // VEC = 4 (head_dim % 4 == 0) moves 16 bytes per load and store: on lavapipe each
 // storage access is a loop over the lanes, so a quarter as many of them (GPT-2 small, a
 // 128-token step: 4.7 -> 3.0-4.2 ms for the 12 layers; workgroup overhead is the rest).
+// KV_F16: f16 caches (common/kv_cache.glsl), vec4 units only.
 
 //! variant scalar VEC=1
 //! variant vec4 VEC=4
+//! variant vec4_kvf16 VEC=4 KV_F16=1
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint C = 768;        // embedding width (n_heads * head_dim)
@@ -28,8 +30,8 @@ const uint CV = C / VEC, HDV = HD / VEC;  // in units of VT
 layout(std430, binding = 0) readonly buffer Qkv { VT qkv[]; };
 #define STEP_BINDING 1
 #include "common/step.glsl"
-layout(std430, binding = 2) writeonly buffer KCache { VT k_cache[]; };
-layout(std430, binding = 3) writeonly buffer VCache { VT v_cache[]; };
+layout(std430, binding = 2) writeonly buffer KCache { KV_UNIT k_cache[]; };
+layout(std430, binding = 3) writeonly buffer VCache { KV_UNIT v_cache[]; };
 
 void main() {
   uint c = gl_GlobalInvocationID.x;
@@ -40,6 +42,6 @@ void main() {
   if (c >= CV || row >= CONTEXT) return;
   uint src = t * 3 * CV + c;
   uint dst = kv_cache_at(c / HDV, row, c % HDV, HDV);
-  k_cache[dst] = qkv[src + CV];
-  v_cache[dst] = qkv[src + 2 * CV];
+  k_cache[dst] = KV_STORE(qkv[src + CV]);
+  v_cache[dst] = KV_STORE(qkv[src + 2 * CV]);
 }

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "engine/cpu/attention.hpp"
+#include "engine/dtype.hpp"
 #include "engine/ops/attention.hpp"
 #include "engine/ops/step.hpp"
 #include "tests/support/vk_test.hpp"
@@ -69,12 +70,13 @@ struct Rig {
   Rig(vk::Context& ctx, AttentionShape shape, uint32_t max_tokens) : s(shape), max_t(max_tokens) {
     const size_t C = emb(s);
     uint64_t align = std::max<uint64_t>(ctx.caps().storage_offset_alignment, 16);
-    uint64_t layer = align_up(uint64_t(s.context) * C * 4, align);
+    uint64_t layer = align_up(ops::kv_cache_bytes(s), align);
     step = vk::Buffer(ctx, sizeof(StepState), vk::Memory::Host, "step");
     qkv = vk::Buffer(ctx, uint64_t(max_t) * 3 * C * 4);
     out = vk::Buffer(ctx, uint64_t(max_t) * C * 4);
     cache = vk::Buffer(ctx, 3 * layer);  // [unused layer][k][v]
-    std::vector<float> nan(cache.size() / 4, std::numeric_limits<float>::quiet_NaN());
+    // NaN everywhere: f32 quiet NaNs, or pairs of f16 ones (0x7e00).
+    std::vector<uint32_t> nan(cache.size() / 4, s.kv_f16 ? 0x7e007e00u : 0x7fc00000u);
     cache.upload(nan.data(), cache.size());
     qkv.try_create_texel_view();
     cache.try_create_texel_view();
@@ -82,8 +84,8 @@ struct Rig {
     scores = vk::Buffer(ctx, ops::attention_tiled_scratch_bytes(s, max_t) + align);
     scores.try_create_texel_view();
     scores_view = View{&scores, align, 0};
-    k_view = View{&cache, layer, uint64_t(s.context) * C * 4};
-    v_view = View{&cache, 2 * layer, uint64_t(s.context) * C * 4};
+    k_view = View{&cache, layer, ops::kv_cache_bytes(s)};
+    v_view = View{&cache, 2 * layer, ops::kv_cache_bytes(s)};
     k_host.assign(s.context * C, 0.0f);
     v_host.assign(s.context * C, 0.0f);
     set_pos(0);
@@ -101,21 +103,62 @@ struct Rig {
     set_pos(pos0);
     g.run();
     cpu::kv_append(x, k_host, v_host, pos0, T, s);
+    if (s.kv_f16) adopt_device_rounding(x, pos0, T);
     auto want = cpu::attention(x, k_host, v_host, pos0, T, s);
     return test::max_rel_error(test::download(out, T * emb(s)), want);
   }
 
-  // Cache positions 0..filled-1 of every head hold exactly what was appended, where
-  // kv_cache_index puts them; the rest, and the unused layer before the caches, are
-  // untouched (NaN).
+  // The whole cache buffer as floats (f16 caches widened).
+  std::vector<float> cache_contents() const {
+    if (!s.kv_f16) {
+      std::vector<float> all(cache.size() / 4);
+      cache.download(all.data(), cache.size());
+      return all;
+    }
+    std::vector<uint16_t> halves(cache.size() / 2);
+    cache.download(halves.data(), cache.size());
+    std::vector<float> all(halves.size());
+    for (size_t i = 0; i < halves.size(); ++i) all[i] = f16_to_f32(halves[i]);
+    return all;
+  }
+
+  // Vulkan leaves the rounding of f32 -> f16 conversions to the device (to nearest or toward
+  // zero). The reference rounds to nearest; every appended element must be that or its
+  // neighbour toward zero, and the reference then takes the device's values, so that the
+  // outputs are compared at f32 precision.
+  void adopt_device_rounding(const std::vector<float>& x, uint32_t pos0, uint32_t T) {
+    const auto all = cache_contents();
+    const size_t C = emb(s), elem = 2;
+    for (int which = 0; which < 2; ++which) {
+      auto& host = which ? v_host : k_host;
+      size_t base = (which ? v_view.offset : k_view.offset) / elem;
+      for (uint32_t t = 0; t < T; ++t)
+        for (uint32_t h = 0; h < s.n_heads; ++h)
+          for (uint32_t d = 0; d < s.head_dim; ++d) {
+            const uint64_t i = kv_cache_index(s, h, pos0 + t, d);
+            const float exact = x[t * 3 * C + (1 + which) * C + h * s.head_dim + d], got = all[base + i];
+            const uint16_t nearest = f32_to_f16(exact);
+            const float toward_zero = std::fabs(f16_to_f32(nearest)) > std::fabs(exact)
+                                          ? f16_to_f32(uint16_t(nearest - 1))  // one step toward zero
+                                          : f16_to_f32(nearest);
+            if (got != host[i] && got != toward_zero) rounding_ok = false;
+            host[i] = got;
+          }
+    }
+  }
+  bool rounding_ok = true;
+
+  // Cache positions 0..filled-1 of every head hold exactly what was appended (f16 caches:
+  // rounded as adopt_device_rounding allows), where kv_cache_index puts them; the rest, and
+  // the unused layer before the caches, are untouched (NaN).
   bool cache_matches(uint32_t filled) const {
-    std::vector<float> all(cache.size() / 4);
-    cache.download(all.data(), cache.size());
-    for (size_t i = 0; i < k_view.offset / 4; ++i)
+    const auto all = cache_contents();
+    const size_t elem = s.kv_f16 ? 2 : 4;
+    for (size_t i = 0; i < k_view.offset / elem; ++i)
       if (!std::isnan(all[i])) return false;
     for (int which = 0; which < 2; ++which) {
       const auto& host = which ? v_host : k_host;
-      size_t base = (which ? v_view.offset : k_view.offset) / 4;
+      size_t base = (which ? v_view.offset : k_view.offset) / elem;
       for (uint32_t h = 0; h < s.n_heads; ++h)
         for (uint32_t j = 0; j < s.context; ++j)
           for (uint32_t d = 0; d < s.head_dim; ++d) {
@@ -124,13 +167,19 @@ struct Rig {
             if (j < filled ? got != host[i] : !std::isnan(got)) return false;
           }
     }
-    return true;
+    return rounding_ok;
   }
 };
 
 std::string label_of(const std::string& ctx, AttentionShape s, uint32_t T) {
   return ctx + " heads=" + std::to_string(s.n_heads) + " hd=" + std::to_string(s.head_dim) +
-         " ctx=" + std::to_string(s.context) + " T=" + std::to_string(T);
+         " ctx=" + std::to_string(s.context) + (s.kv_f16 ? " kv=f16" : "") + " T=" + std::to_string(T);
+}
+
+// The shape with f16 caches.
+AttentionShape f16_cache(AttentionShape s) {
+  s.kv_f16 = true;
+  return s;
 }
 
 // Which dispatches a step records: kv_append + attention, the fused kv_append_attention, or
@@ -215,7 +264,10 @@ BOOST_AUTO_TEST_CASE(prefill_matches_cpu) {
     uint32_t T;
   };
   const Case cases[] = {{{3, 32, 160}, 129}, {{5, 48, 80}, 70}, {{12, 64, 1024}, 7},  {{25, 80, 130}, 129},
-                        {{3, 128, 64}, 1},   {{5, 128, 300}, 257}, {{4, 30, 90}, 33}, {{2, 4, 50}, 50}};
+                        {{3, 128, 64}, 1},   {{5, 128, 300}, 257}, {{4, 30, 90}, 33}, {{2, 4, 50}, 50},
+                        // f16 caches
+                        {f16_cache({3, 32, 160}), 129}, {f16_cache({12, 64, 1024}), 7}, {f16_cache({5, 48, 80}), 70},
+                        {f16_cache({3, 128, 64}), 1}};
   for (auto [label, ctx] : test::all_contexts())
     for (const auto& c : cases)
       for (const auto& mode : modes_for(*ctx, c.s)) check_sequence(*ctx, label, c.s, mode, c.T, 1, 0);
@@ -229,7 +281,7 @@ BOOST_AUTO_TEST_CASE(decode_replays_one_graph) {
     uint32_t prefill, steps;
   };
   const Case cases[] = {{{3, 128, 300}, 0, 40}, {{25, 48, 100}, 7, 30}, {{2, 64, 1024}, 1000, 24},
-                        {{5, 80, 200}, 129, 20}};
+                        {{5, 80, 200}, 129, 20}, {f16_cache({2, 64, 1024}), 1000, 24}, {f16_cache({5, 80, 200}), 129, 20}};
   for (auto [label, ctx] : test::all_contexts())
     for (const auto& c : cases)
       for (const auto& mode : modes_for(*ctx, c.s)) check_sequence(*ctx, label, c.s, mode, c.prefill, c.prefill ? 1 : 0, c.steps);
@@ -243,7 +295,8 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_at_nonzero_pos) {
     AttentionShape s;
     uint32_t T, chunks;
   };
-  const Case cases[] = {{{5, 64, 400}, 70, 4}, {{12, 32, 150}, 7, 5}, {{3, 80, 1024}, 129, 3}};
+  const Case cases[] = {{{5, 64, 400}, 70, 4}, {{12, 32, 150}, 7, 5}, {{3, 80, 1024}, 129, 3},
+                        {f16_cache({5, 64, 400}), 70, 4}, {f16_cache({12, 32, 150}), 7, 5}};
   for (auto [label, ctx] : test::all_contexts())
     for (const auto& c : cases)
       for (const auto& mode : modes_for(*ctx, c.s)) check_sequence(*ctx, label, c.s, mode, c.T, c.chunks, 3);
@@ -252,7 +305,7 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_at_nonzero_pos) {
 // Every kernel path on every device: the caps pick one path per device, so the others (the
 // multi-subgroup merge a GPU uses, float loads, odd workgroup sizes) are forced here.
 BOOST_AUTO_TEST_CASE(every_kernel_path) {
-  const AttentionShape shapes[] = {{5, 48, 200}, {3, 80, 300}, {2, 128, 200}};
+  const AttentionShape shapes[] = {{5, 48, 200}, {3, 80, 300}, {2, 128, 200}, f16_cache({3, 80, 300})};
   for (auto [label, ctx] : test::all_contexts()) {
     const auto& caps = ctx->caps();
     uint32_t sg = caps.subgroup_size;
@@ -277,7 +330,7 @@ BOOST_AUTO_TEST_CASE(every_kernel_path) {
                                          (k.vec4 ? "_vec4" : "");
         Mode mode{kind + " local=" + std::to_string(k.local) + (fused ? " fused" : ""), fused, k};
         for (const auto& s : shapes) {
-          if (k.vec4 && s.head_dim % 4) continue;
+          if ((k.vec4 && s.head_dim % 4) || (s.kv_f16 && !k.vec4)) continue;
           if (k.wide && (k.vec4 ? s.head_dim / 4 : s.head_dim) > k.local) {
             // fewer invocations than a value row has elements: refused before recording
             Rig rig(*ctx, s, 1);
@@ -338,6 +391,26 @@ BOOST_AUTO_TEST_CASE(refuses_impossible_kernels) {
   BOOST_CHECK_THROW(add({true, false, 16, false, 1, true}), std::logic_error);  // wide without subgroup arithmetic
   add({false, false, 8});
   BOOST_TEST(g.size() == 1u);
+}
+
+// f16 caches: head_dim % 8 == 0, read by the vec4 kernels only, and views of the f16 size.
+BOOST_AUTO_TEST_CASE(f16_caches_refuse_what_they_cannot_hold) {
+  auto& ctx = test::context();
+  const AttentionShape s = f16_cache({2, 32, 16});
+  Rig rig(ctx, s, 1);
+  View qkv = whole(rig.qkv), step = whole(rig.step), out = whole(rig.out);
+  Graph g(ctx);
+  BOOST_CHECK_THROW(ops::kv_append(g, qkv, step, rig.k_view, rig.v_view, 1, f16_cache({2, 36, 16})), std::logic_error);
+  BOOST_CHECK_THROW(ops::attention_with(g, {false, false, 8}, true, qkv, step, rig.k_view, rig.v_view, out, 1, s, "a"),
+                    std::logic_error);  // scalar loads
+  View short_k = rig.k_view;
+  short_k.bytes -= 16;
+  BOOST_CHECK_THROW(ops::kv_append_attention(g, qkv, step, short_k, rig.v_view, out, 1, s), std::logic_error);
+  BOOST_TEST(g.size() == 0u);
+  // The f32 shape's caches are twice the size: its views would not fit.
+  BOOST_CHECK_THROW(ops::kv_append(g, qkv, step, rig.k_view, rig.v_view, 1, {2, 32, 16}), std::logic_error);
+  BOOST_TEST(ops::kv_cache_bytes(s) * 2 == ops::kv_cache_bytes({2, 32, 16}));
+  BOOST_TEST(ops::attention_kernel(ctx, s).vec4);
 }
 
 // The texel kernel needs texel views of qkv and both caches at 16-byte aligned offsets; the

@@ -156,6 +156,22 @@ BOOST_AUTO_TEST_CASE(optional_sections_and_weights_defaults) {
   BOOST_TEST(c.weights_file == "/abs/x.safetensors");
 }
 
+// The KV cache is f32 unless weights.kv_dtype = "f16", which needs head_dim % 8 == 0.
+BOOST_AUTO_TEST_CASE(kv_dtype_default_and_choices) {
+  BOOST_TEST(!load_config(write_config(kHf)).kv_f16());  // f16 weights, f32 cache
+  BOOST_TEST(load_config(write_config(edit(kHf, "dtype = \"f16\"", "dtype = \"f16\"\nkv_dtype = \"f16\""))).kv_f16());
+  BOOST_TEST(!load_config(write_config(edit(kHf, "dtype = \"f16\"", "dtype = \"f16\"\nkv_dtype = \"f32\""))).kv_f16());
+  // f32 weights with an f16 cache
+  const std::string f32_weights = edit(kHf, "dtype = \"f16\"\n", "");
+  BOOST_TEST(load_config(write_config(edit(f32_weights, "layout = \"hf-gpt2\"", "layout = \"hf-gpt2\"\nkv_dtype = \"f16\"")))
+                 .kv_f16());
+  // head_dim 12 cannot have one.
+  const std::string hd12 = edit(kHf, "emb_dim = 64", "emb_dim = 48");
+  expect_rejected(edit(hd12, "dtype = \"f16\"", "dtype = \"f16\"\nkv_dtype = \"f16\""),
+                  {"weights.kv_dtype", "head dim", "12", "divisible by 8"});
+  expect_rejected(edit(kHf, "dtype = \"f16\"", "dtype = \"f16\"\nkv_dtype = \"bf16\""), {"weights.kv_dtype", "bf16"});
+}
+
 BOOST_AUTO_TEST_CASE(every_option_parsed) {
   std::string text = edit(kCustom, "out_bias = true\n",
                           "out_bias = true\nffn_dim = 100\nqkv_bias = true\nactivation = \"relu\"\n"

@@ -4,18 +4,22 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/dtype.hpp"
+
 namespace gptvk::cpu {
 
 void kv_append(const std::vector<float>& qkv, std::vector<float>& k_cache, std::vector<float>& v_cache,
                uint32_t pos0, uint32_t T, ops::AttentionShape s) {
   const size_t C = size_t(s.n_heads) * s.head_dim;
   if (pos0 + T > s.context) throw std::logic_error("cpu::kv_append: past the end of the cache");
+  // What an f16 cache holds: rounded to nearest even, saturated at f16's largest finite value.
+  auto stored = [&](float x) { return s.kv_f16 ? f16_to_f32(f32_to_f16(std::clamp(x, -65504.0f, 65504.0f))) : x; };
   for (size_t t = 0; t < T; ++t)
     for (size_t h = 0; h < s.n_heads; ++h)
       for (size_t d = 0; d < s.head_dim; ++d) {
         const size_t c = h * s.head_dim + d, at = ops::kv_cache_index(s, h, pos0 + t, d);
-        k_cache[at] = qkv[t * 3 * C + C + c];
-        v_cache[at] = qkv[t * 3 * C + 2 * C + c];
+        k_cache[at] = stored(qkv[t * 3 * C + C + c]);
+        v_cache[at] = stored(qkv[t * 3 * C + 2 * C + c]);
       }
 }
 

@@ -9,7 +9,8 @@
 namespace gptvk::cpu {
 
 // Key and value pos0 + t of every head from qkv[t][C:2C] and qkv[t][2C:3C], for t < T.
-// Caches are laid out by ops::kv_cache_index; requires pos0 + T <= context.
+// Caches are laid out by ops::kv_cache_index, as floats; with s.kv_f16 each element is
+// what an f16 cache holds (rounded to nearest even). Requires pos0 + T <= context.
 void kv_append(const std::vector<float>& qkv, std::vector<float>& k_cache, std::vector<float>& v_cache,
                uint32_t pos0, uint32_t T, ops::AttentionShape s);
 

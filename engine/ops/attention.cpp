@@ -16,8 +16,9 @@ void check_shape(const char* op, View qkv, View k_cache, View v_cache, uint32_t 
   if (T > 65535 || s.n_heads > 65535) fail("more tokens or heads than one grid dimension holds");
   uint64_t C = uint64_t(s.n_heads) * s.head_dim;
   if (qkv.size() < uint64_t(T) * 3 * C * 4) fail("qkv view smaller than T x 3C floats");
-  if (k_cache.size() < uint64_t(s.context) * C * 4 || v_cache.size() < uint64_t(s.context) * C * 4)
-    fail("cache view smaller than context x C floats");
+  if (s.kv_f16 && s.head_dim % 8) fail("f16 caches need head_dim % 8 == 0");
+  if (k_cache.size() < kv_cache_bytes(s) || v_cache.size() < kv_cache_bytes(s))
+    fail("cache view smaller than context x C elements");
 }
 
 // Shared memory the kernel's arrays take (shaders/attention.comp), for a merge chunk.
@@ -39,9 +40,10 @@ void kv_append(Graph& g, View qkv, View step, View k_cache, View v_cache, uint32
   uint32_t C = s.n_heads * s.head_dim;
   // 16-byte copies where head slices and views allow them.
   const bool vec4 = s.head_dim % 4 == 0 && qkv.offset % 16 == 0 && k_cache.offset % 16 == 0 && v_cache.offset % 16 == 0;
+  if (s.kv_f16 && !vec4) throw std::logic_error("kv_append: f16 caches need 16-byte aligned views");
   const uint32_t units = vec4 ? C / 4 : C;
-  const auto& p = g.context().pipelines().get(
-      {vec4 ? "kv_append.vec4" : "kv_append.scalar", {local, C, s.context, s.head_dim}, 4, 0});
+  const char* shader = s.kv_f16 ? "kv_append.vec4_kvf16" : vec4 ? "kv_append.vec4" : "kv_append.scalar";
+  const auto& p = g.context().pipelines().get({shader, {local, C, s.context, s.head_dim}, 4, 0});
   // Only positions pos0..pos0+T-1 are written, but pos0 is known only on the device, so the
   // whole cache views are declared written (a later attention read waits for them).
   g.add({name, &p,
@@ -87,7 +89,7 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
     // 128-token prompt's attention: 1.6 ms, 1.4 with the subgroup kernel in another run).
     AttentionKernel w;
     w.subgroup = w.wide = true;
-    w.vec4 = s.head_dim % 4 == 0;
+    w.vec4 = s.head_dim % 4 == 0;  // (f16 caches: always, head_dim % 8 == 0)
     w.local = std::min(T == 1 ? 1024u : 256u, caps.max_workgroup_invocations);
     const uint32_t hdv = w.vec4 ? s.head_dim / 4 : s.head_dim;
     if (hdv <= w.local && shared_bytes(w, sg, s, 0) <= caps.shared_memory_bytes) return w;
@@ -95,7 +97,8 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
   if (k.subgroup) {
     // vec4 when it still gives every lane work (lavapipe: 8 lanes; a 32-lane GPU subgroup
     // over a 64-dim head reads better as floats, two per lane).
-    k.vec4 = s.head_dim % 4 == 0 && s.head_dim / 4 >= sg;
+    // f16 caches are read in vec4 units only.
+    k.vec4 = s.kv_f16 || (s.head_dim % 4 == 0 && s.head_dim / 4 >= sg);
     // A CPU device runs a workgroup as one thread: one subgroup, no merge. A GPU gets
     // 256 invocations so that each head's keys are split over several subgroups.
     uint32_t nsg = cpu ? 1 : std::max(1u, 256 / sg);
@@ -122,6 +125,7 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
   uint32_t vec = k.vec4 ? 4 : 1;
   auto fail = [&](const std::string& why) { throw std::logic_error("attention kernel: " + why); };
   if (k.vec4 && s.head_dim % 4) fail("vec4 loads need head_dim % 4 == 0");
+  if (s.kv_f16 && !k.vec4) fail("f16 caches are read by the vec4 kernels only");
   if (k.local == 0 || k.local > caps.max_workgroup_invocations) fail("bad workgroup size");
   if (k.subgroup && (!caps.subgroup_arithmetic || k.local % sg)) fail("no subgroup arithmetic, or a partial subgroup");
   if (k.texel && (k.subgroup || !k.vec4 || k.local != sg || !caps.subgroup_arithmetic))
@@ -148,6 +152,7 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
   std::string shader = k.texel ? std::string("attention.texel")
                                : std::string("attention.") + (k.wide ? "wide" : k.subgroup ? "subgroup" : "shared") +
                                      (k.vec4 ? "_vec4" : "");
+  if (s.kv_f16) shader += "_kvf16";
   float scale = 1.0f / std::sqrt(float(s.head_dim));
   std::vector<uint32_t> spec = {k.local, s.head_dim, C, s.context, vk::spec_f32(scale), sg, chunk, append ? 1u : 0u};
   if (k.texel) spec.push_back(qb);
@@ -238,14 +243,15 @@ void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View
                                       static_cast<uint32_t>(scores.offset / 16), T};
   const uint32_t query_blocks = (T + local - 1) / local;
   // Bindings a pass does not use get views it reads anyway (no extra hazards).
-  const auto& scores_pass = g.context().pipelines().get({"attention.tiled_scores", spec, 7, 20, 0b1111u});
+  const std::string kv = s.kv_f16 ? "_kvf16" : "";
+  const auto& scores_pass = g.context().pipelines().get({"attention.tiled_scores" + kv, spec, 7, 20, 0b1111u});
   g.add({name + ".scores", &scores_pass,
          {{texel(qkv), Access::Read}, {texel(k_cache), Access::Read}, {texel(v_cache), Access::Read},
           {texel(v_cache), Access::Read}, {step, Access::Read}, {scores, Access::Write}, {qkv, Access::Read}},
          {query_blocks, s.n_heads, 1},
          push});
   const uint32_t dim_blocks = (s.head_dim / 4 + local - 1) / local;
-  const auto& values_pass = g.context().pipelines().get({"attention.tiled_values", spec, 7, 20, 0b1111u});
+  const auto& values_pass = g.context().pipelines().get({"attention.tiled_values" + kv, spec, 7, 20, 0b1111u});
   g.add({name + ".values", &values_pass,
          {{texel(qkv), Access::Read}, {texel(k_cache), Access::Read}, {texel(v_cache), Access::Read},
           {texel(scores), Access::Read}, {step, Access::Read}, {scores, Access::Read}, {out, Access::Write}},

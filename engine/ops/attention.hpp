@@ -15,12 +15,19 @@ class Context;
 
 namespace ops {
 
-// Head layout: embedding width C = n_heads * head_dim; context = positions each cache holds.
+// Head layout: embedding width C = n_heads * head_dim; context = positions each cache holds;
+// kv_f16: the caches hold f16 (head_dim % 8 == 0), else f32.
 struct AttentionShape {
   uint32_t n_heads, head_dim, context;
+  bool kv_f16 = false;
 };
 
-// The caches are f32 [n_heads][context][head_dim], head-major: element d of head h's key
+// Bytes of one cache (keys or values) of one layer.
+inline uint64_t kv_cache_bytes(AttentionShape s) {
+  return uint64_t(s.n_heads) * s.head_dim * s.context * (s.kv_f16 ? 2 : 4);
+}
+
+// The caches are [n_heads][context][head_dim] (f32, or f16), head-major: element d of head h's key
 // (or value) at position j is at this index. A head's keys are then one contiguous run that
 // its attention workgroup streams through in order; position-major rows ([context][C])
 // scattered each head's slices (256 bytes for GPT-2) a whole row apart, which CPU caches

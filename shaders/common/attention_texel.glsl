@@ -8,7 +8,8 @@
 // token at depth 128, 8.4-12.7 -> 5.1-6.9 ms at depth 960).
 //   - Keys and values are fetched through uvec4 texel views of qkv and the caches
 //     (bindings 5-7, first texel of each in the push constants): lavapipe vectorises a
-//     texel fetch across the lanes, where a storage load is a loop over them.
+//     texel fetch across the lanes, where a storage load is a loop over them. An f16
+//     cache (KV_F16) gives eight elements per fetch instead of four.
 //   - A workgroup serves QB consecutive queries of one head and every fetched key and value
 //     is used by all of them, so a prefill fetches each key a QB-th as often. (Decode: QB=1.)
 //   - Every index into the private arrays is a constant after unrolling (the query index
@@ -30,6 +31,7 @@ uint qkv_base, k_base, v_base, n_tokens;
 const uint WG = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
 
 // Texel e of head h of key / value j; from_qkv is a constant at every call site.
+#if !KV_F16
 vec4 key_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
   return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(qkv_base + (j - pos0) * 3 * CV + CV + h * HDV + e))
                                   : texelFetch(k_tex, int(k_base + cache_index(h, j, e))));
@@ -38,6 +40,36 @@ vec4 value_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
   return uintBitsToFloat(from_qkv ? texelFetch(qkv_tex, int(qkv_base + (j - pos0) * 3 * CV + 2 * CV + h * HDV + e))
                                   : texelFetch(v_tex, int(v_base + cache_index(h, j, e))));
 }
+#else
+// f16 caches: vec4 units e and e + 1 (e even) of head h of key / value j, times 2^-112
+// (kv_decode_texel_scaled): one texel fetch from a cache (eight halves), two from qkv (f32,
+// rounded to f16 as the cache holds them).
+void key_pair(uint j, uint pos0, uint h, uint e, bool from_qkv, out vec4 lo, out vec4 hi) {
+  if (from_qkv) {
+    uint at = qkv_base + (j - pos0) * 3 * CV + CV + h * HDV + e;
+    lo = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at)))) * (1.0 / KV_UNSCALE);
+    hi = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at + 1u)))) * (1.0 / KV_UNSCALE);
+  } else {
+    kv_decode_texel_scaled(texelFetch(k_tex, int(k_base + kv_cache_at(h, j, e / 2u, HDV / 2u))), lo, hi);
+  }
+}
+void value_pair(uint j, uint pos0, uint h, uint e, bool from_qkv, out vec4 lo, out vec4 hi) {
+  if (from_qkv) {
+    uint at = qkv_base + (j - pos0) * 3 * CV + 2 * CV + h * HDV + e;
+    lo = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at)))) * (1.0 / KV_UNSCALE);
+    hi = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at + 1u)))) * (1.0 / KV_UNSCALE);
+  } else {
+    kv_decode_texel_scaled(texelFetch(v_tex, int(v_base + kv_cache_at(h, j, e / 2u, HDV / 2u))), lo, hi);
+  }
+}
+#endif
+// What multiplies the keys and values: the query and the softmax weights, times 2^112 when
+// those come scaled by 2^-112.
+#if KV_F16
+const float KV_MUL = KV_UNSCALE;
+#else
+const float KV_MUL = 1.0;
+#endif
 
 // Per query i < QB: the scaled query (the same in every invocation), the number of keys it
 // sees (causal), and this invocation's stream: running max, sum and accumulator.
@@ -73,10 +105,18 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
   for (uint j = first; j < last; ++j) {
     float s[QB];
     Q(s[i] = 0.0;)
+#if !KV_F16
     for (uint e = 0; e < HDV; ++e) {
       vec4 k = key_at(j, pos0, h, e, from_qkv);
       Q(s[i] += dot(q[i][e], k);)
     }
+#else
+    for (uint e = 0; e < HDV; e += 2u) {
+      vec4 k0, k1;
+      key_pair(j, pos0, h, e, from_qkv, k0, k1);
+      Q(s[i] += dot(q[i][e], k0); s[i] += dot(q[i][e + 1u], k1);)
+    }
+#endif
     float p[QB];
     Q(if (j < n_keys[i] && s[i] > m[i]) {  // new max: rescale what was summed so far
         float corr = exp(m[i] - s[i]);
@@ -86,10 +126,20 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
       }
       p[i] = j < n_keys[i] ? exp(s[i] - m[i]) : 0.0;
       l[i] += p[i];)
+#if !KV_F16
     for (uint e = 0; e < HDV; ++e) {
       vec4 v = value_at(j, pos0, h, e, from_qkv);
       Q(acc[i][e] += p[i] * v;)
     }
+#else
+    float ps[QB];
+    Q(ps[i] = p[i] * KV_MUL;)
+    for (uint e = 0; e < HDV; e += 2u) {
+      vec4 v0, v1;
+      value_pair(j, pos0, h, e, from_qkv, v0, v1);
+      Q(acc[i][e] += ps[i] * v0; acc[i][e + 1u] += ps[i] * v1;)
+    }
+#endif
   }
 }
 
@@ -107,7 +157,7 @@ void main() {
     if (t0 + i < n_tokens) append_slice(h, t, pos0, lane);
     n_keys[i] = min(pos0 + t + 1u, CONTEXT);
     for (uint e = 0; e < HDV; ++e) {
-      q[i][e] = qkv[t * 3 * CV + h * HDV + e] * SCALE;
+      q[i][e] = qkv[t * 3 * CV + h * HDV + e] * SCALE * KV_MUL;
       acc[i][e] = vec4(0.0);
     }
     m[i] = NEG_BIG;

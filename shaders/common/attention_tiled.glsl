@@ -26,7 +26,8 @@
 layout(constant_id = 9) const uint SROW = 1024;  // floats per scores row (CONTEXT rounded up to 4)
 
 const uint LOCAL = gl_WorkGroupSize.x;
-const uint HDV = HD / 4u;  // texels per head row
+const uint HDV = HD / 4u;  // vec4 units per head row (texels of f32)
+const uint KV_PACK = KV_F16 != 0 ? 2u : 1u;  // vec4 units per texel of a cache
 const uint CV = C / 4u;    // texels per qkv third
 const uint TN = 4u;        // scores: keys per lane
 const uint KB = LOCAL * TN;  // scores: keys per workgroup pass
@@ -82,15 +83,26 @@ void main() {
   uint q_texel = qkv_base + min(t0 + lane, n_tokens - 1u) * 3u * CV + h * HDV;
   for (uint j0 = 0u; j0 <= last_key; j0 += KB) {
     uint k_texel[TN];
-    for (uint i = 0u; i < TN; ++i) k_texel[i] = k_base + kv_cache_at(h, min(j0 + lane * TN + i, last_key), 0u, HDV);
+    for (uint i = 0u; i < TN; ++i) k_texel[i] = k_base + kv_cache_at(h, min(j0 + lane * TN + i, last_key), 0u, HDV / KV_PACK);
     float acc[MAXQ][TN];
     EACH_QUERY(for (uint i = 0u; i < TN; ++i) acc[c][i] = 0.0;)
+#if !KV_F16
     for (uint e = 0u; e < HDV; ++e) {
       vec4 q = fetch(qkv_tex, q_texel + e);
       vec4 k[TN];
       for (uint i = 0u; i < TN; ++i) k[i] = fetch(k_tex, k_texel[i] + e);
       EACH_QUERY(vec4 qc = subgroupShuffle(q, c); for (uint i = 0u; i < TN; ++i) acc[c][i] = dot_acc(k[i], qc, acc[c][i]);)
     }
+#else  // an f16 texel holds two vec4 units of a key row: k_texel counts those texels
+    for (uint e = 0u; e < HDV; e += 2u) {
+      // keys come times 2^-112 (kv_decode_texel_scaled), so the query goes times 2^112
+      vec4 q0 = fetch(qkv_tex, q_texel + e) * KV_UNSCALE, q1 = fetch(qkv_tex, q_texel + e + 1u) * KV_UNSCALE;
+      vec4 k0[TN], k1[TN];
+      for (uint i = 0u; i < TN; ++i) kv_decode_texel_scaled(texelFetch(k_tex, int(k_texel[i] + e / 2u)), k0[i], k1[i]);
+      EACH_QUERY(vec4 qc = subgroupShuffle(q0, c); vec4 qd = subgroupShuffle(q1, c);
+                 for (uint i = 0u; i < TN; ++i) acc[c][i] = dot_acc(k1[i], qd, dot_acc(k0[i], qc, acc[c][i]));)
+    }
+#endif
     // One 16-byte store per query (on lavapipe each store is a loop over the lanes): the
     // lane's 4 keys go out together when the first is visible to the query; the others may
     // be past its position, which the values pass never reads.
@@ -113,7 +125,8 @@ void main() {
   uint my_t = min(t0 + lane, n_tokens - 1u);       // this lane's query: its scores and softmax state
   uint my_last = pos0 + my_t;
   uint s_texel = s_base + (h * n_tokens + my_t) * (SROW / 4u);
-  uint v_texel = v_base + kv_cache_at(h, 0u, e, HDV);
+  // An f16 texel holds two vec4 units: this lane's is half `e % 2` of texel e / 2.
+  uint v_texel = v_base + kv_cache_at(h, 0u, e / KV_PACK, HDV / KV_PACK);
   float m = NEG_BIG, l = 0.0;
   vec4 acc[MAXQ];
   EACH_QUERY(acc[c] = vec4(0.0);)
@@ -133,7 +146,18 @@ void main() {
     m = m_new;
     // Rows past the last written key read the last one instead (their weights are 0).
     vec4 v[8];
+#if !KV_F16
     for (uint k = 0u; k < 8u; ++k) v[k] = fetch(v_tex, v_texel + min(j + k, n_keys - 1u) * HDV);
+#else
+    for (uint k = 0u; k < 8u; ++k) {
+      vec4 lo, hi;
+      kv_decode_texel_scaled(texelFetch(v_tex, int(v_texel + min(j + k, n_keys - 1u) * (HDV / 2u))), lo, hi);
+      v[k] = e % 2u == 0u ? lo : hi;
+    }
+    // values come times 2^-112, so their weights go times 2^112 (l keeps the unscaled ones)
+    pa *= KV_UNSCALE;
+    pb *= KV_UNSCALE;
+#endif
     EACH_QUERY(float cc = subgroupShuffle(corr, c); vec4 qa = subgroupShuffle(pa, c); vec4 qb = subgroupShuffle(pb, c);
                acc[c] = acc[c] * cc + qa.x * v[0] + qa.y * v[1] + qa.z * v[2] + qa.w * v[3]
                                     + qb.x * v[4] + qb.y * v[5] + qb.z * v[6] + qb.w * v[7];)
