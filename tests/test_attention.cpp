@@ -7,6 +7,7 @@
 #include <ctime>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include "engine/cpu/attention.hpp"
@@ -452,54 +453,51 @@ BOOST_AUTO_TEST_CASE(texel_kernel_needs_aligned_texel_views) {
 
 // Timing, only with GPTVK_ATTN_BENCH=1 (run with GPTVK_TEST_VALIDATION=0 for meaningful
 // numbers): one decode step of GPT-2 small's attention shape at two positions, as
-// kv_append + attention and as the fused dispatch. Prints numbers; asserts nothing.
+// kv_append + attention and as the fused dispatch, with f32 and with f16 caches. The two
+// cache types run alternately, step for step, so that both meet the same machine state (on
+// a shared VM its speed drifts over seconds). Prints numbers; asserts nothing.
 BOOST_AUTO_TEST_CASE(decode_step_timing) {
   const char* env = std::getenv("GPTVK_ATTN_BENCH");
   if (!env || std::string(env) != "1") {
     BOOST_TEST_MESSAGE("skipped: set GPTVK_ATTN_BENCH=1");
     return;
   }
-  const AttentionShape s{12, 64, 1024};
+  const AttentionShape shapes[2] = {{12, 64, 1024}, f16_cache({12, 64, 1024})};
   for (auto [label, ctx] : test::all_contexts())
     for (const auto& mode : {kSeparate, kFused}) {
-      Rig rig(*ctx, s, 1);
-      auto x = make_qkv(1, 0, s, 1);
-      rig.qkv.upload(x.data(), x.size() * 4);
-      std::vector<float> noise = test::random_floats(s.context * emb(s), 9);
-      rig.cache.upload(noise.data(), noise.size() * 4, rig.k_view.offset);
-      rig.cache.upload(noise.data(), noise.size() * 4, rig.v_view.offset);
-      Graph g(*ctx);
-      record_step(g, rig, 1, mode);
-      Graph timed(*ctx);  // the same step recorded with timestamps
-      View qkv = whole(rig.qkv), step = whole(rig.step), out = whole(rig.out);
-      if (mode.fused) {
-        ops::kv_append_attention(timed, qkv, step, rig.k_view, rig.v_view, out, 1, s);
-      } else {
-        ops::kv_append(timed, qkv, step, rig.k_view, rig.v_view, 1, s);
-        ops::attention(timed, qkv, step, rig.k_view, rig.v_view, out, 1, s);
+      std::vector<std::unique_ptr<Rig>> rigs;
+      std::vector<std::unique_ptr<Graph>> graphs;
+      for (const AttentionShape& s : shapes) {
+        rigs.push_back(std::make_unique<Rig>(*ctx, s, 1));
+        Rig& rig = *rigs.back();
+        auto x = make_qkv(1, 0, s, 1);
+        rig.qkv.upload(x.data(), x.size() * 4);
+        std::vector<float> noise = test::random_floats(s.context * emb(s), 9);
+        std::vector<uint16_t> halves(noise.size());
+        for (size_t i = 0; i < noise.size(); ++i) halves[i] = f32_to_f16(noise[i]);
+        const void* bytes = s.kv_f16 ? static_cast<const void*>(halves.data()) : noise.data();
+        rig.cache.upload(bytes, ops::kv_cache_bytes(s), rig.k_view.offset);
+        rig.cache.upload(bytes, ops::kv_cache_bytes(s), rig.v_view.offset);
+        graphs.push_back(std::make_unique<Graph>(*ctx));
+        record_step(*graphs.back(), rig, 1, mode);
       }
-      timed.record(true);
       for (uint32_t pos : {128u, 1000u}) {
-        rig.set_pos(pos);
-        for (int i = 0; i < 3; ++i) g.run();
-        // Each step timed alone: the minimum is the cost without interference from other
-        // processes on a shared machine, the median what a busy machine gives.
-        constexpr int reps = 40;
-        std::vector<double> wall(reps);
-        std::clock_t c0 = std::clock();
-        for (int i = 0; i < reps; ++i) {
-          auto t0 = std::chrono::steady_clock::now();
-          g.run();
-          wall[i] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        }
-        double cpu_us = double(std::clock() - c0) * 1e6 / CLOCKS_PER_SEC / reps;
-        std::sort(wall.begin(), wall.end());
-        timed.run();
+        for (auto& rig : rigs) rig->set_pos(pos);
+        for (int i = 0; i < 3; ++i)
+          for (auto& g : graphs) g->run();
+        constexpr int reps = 100;
+        std::vector<double> wall[2];
+        for (int i = 0; i < reps; ++i)
+          for (int k = 0; k < 2; ++k) {
+            auto t0 = std::chrono::steady_clock::now();
+            graphs[k]->run();
+            wall[k].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+          }
+        for (auto& w : wall) std::sort(w.begin(), w.end());
         std::cout << "attention bench " << label << " " << mode.name << " 12x64 pos " << pos
-                  << ": step (submit+wait) " << wall[0] << " us min, " << wall[reps / 2]
-                  << " us median; process CPU " << cpu_us << " us/step; device timestamps:";
-        for (const auto& t : timed.timings()) std::cout << " " << t.name << " " << t.ms * 1000 << " us";
-        std::cout << "\n";
+                  << ", step (submit+wait) min / median us: f32 cache " << wall[0][0] << " / " << wall[0][reps / 2]
+                  << ", f16 cache " << wall[1][0] << " / " << wall[1][reps / 2]
+                  << "; f16/f32 medians " << wall[1][reps / 2] / wall[0][reps / 2] << "\n";
       }
     }
 }
