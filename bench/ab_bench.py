@@ -4,9 +4,11 @@ shape, in alternating rounds, so that every variant meets the same machine state
 kernel changes on a GPU, where a lent machine's minutes are few and its speed moves from
 one start to the next: compare variants within one run, never across runs.
 
-A variant is a gpt-vk binary, optionally with environment settings after a colon:
+A variant is a gpt-vk binary, optionally with settings after a colon: environment
+variables, or `weights.KEY=VALUE` for a key added to the config's [weights] table:
   ab_bench.py ./gpt-vk.before ./gpt-vk.after
   ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_YIELDING_WAITS=0
+  ab_bench.py ./gpt-vk ./gpt-vk:weights.kv_dtype=f16 --prompt-tokens 960
 Options: --shapes gpt2-small,gpt2-xl  --dtype f16  --rounds 2  --gen-tokens 128  --repeats 3
 Random weights (gpt-vk makes them itself: the config names a weights file that does not
 exist). Prints one line per run as it goes, then decode and prefill medians over the rounds
@@ -27,10 +29,22 @@ from make_random_model import SHAPES, config_text, shape_dims  # noqa: E402
 def parse_variant(text):
     binary, _, settings = text.partition(":")
     env = {}  # added to this process's environment (bench_proc.run)
+    weights = {}  # added to the config's [weights] table
     for item in filter(None, settings.split(",")):
         key, _, value = item.partition("=")
-        env[key] = value
-    return binary, env
+        if key.startswith("weights."):
+            weights[key[len("weights."):]] = value
+        else:
+            env[key] = value
+    return binary, env, weights
+
+
+def write_config(path, shape, dtype, weights):
+    text = config_text(shape, shape_dims(shape), dtype, f"absent-{shape}.safetensors")
+    extra = "".join(f'{key} = "{value}"\n' for key, value in weights.items())
+    text = text.replace(f'dtype = "{dtype}"\n', f'dtype = "{dtype}"\n{extra}', 1)
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def main():
@@ -52,15 +66,15 @@ def main():
             "--repeats", str(args.repeats)]
     results = {}  # (shape, variant index) -> [(prefill, decode)]
     with tempfile.TemporaryDirectory() as tmp:
-        configs = {}
+        configs = {}  # (shape, variant index) -> config path
         for shape in shapes:
-            configs[shape] = os.path.join(tmp, f"{shape}-{args.dtype}.toml")
-            with open(configs[shape], "w") as f:
-                f.write(config_text(shape, shape_dims(shape), args.dtype, f"absent-{shape}.safetensors"))
+            for i, (_, _, weights) in enumerate(variants):
+                configs[(shape, i)] = os.path.join(tmp, f"{shape}-{args.dtype}-{i}.toml")
+                write_config(configs[(shape, i)], shape, args.dtype, weights)
         for r in range(args.rounds):
             for shape in shapes:
-                for i, (binary, env) in enumerate(variants):
-                    out = run([binary, "bench", "--config", configs[shape]] + work, 900, env=env)
+                for i, (binary, env, _) in enumerate(variants):
+                    out = run([binary, "bench", "--config", configs[(shape, i)]] + work, 900, env=env)
                     try:
                         p, d = out.rates()
                     except ValueError as e:
