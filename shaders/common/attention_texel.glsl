@@ -42,31 +42,24 @@ vec4 value_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
 }
 #else
 // f16 caches: vec4 units e and e + 1 (e even) of head h of key / value j, times 2^-112
-// (kv_decode_texel_scaled): one texel fetch from a cache (eight halves), two from qkv (f32,
+// (decode_f16_scaled): one texel fetch from a cache (eight halves), two from qkv (f32,
 // rounded to f16 as the cache holds them).
-void key_pair(uint j, uint pos0, uint h, uint e, bool from_qkv, out vec4 lo, out vec4 hi) {
+// `value` (a constant at every call site, like from_qkv) picks the values, else the keys.
+void kv_pair(bool value, uint j, uint pos0, uint h, uint e, bool from_qkv, out vec4 lo, out vec4 hi) {
   if (from_qkv) {
-    uint at = qkv_base + (j - pos0) * 3 * CV + CV + h * HDV + e;
-    lo = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at)))) * (1.0 / KV_UNSCALE);
-    hi = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at + 1u)))) * (1.0 / KV_UNSCALE);
+    uint at = qkv_base + (j - pos0) * 3 * CV + (value ? 2 * CV : CV) + h * HDV + e;
+    lo = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at)))) * (1.0 / F16_SCALED_UNSCALE);
+    hi = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at + 1u)))) * (1.0 / F16_SCALED_UNSCALE);
   } else {
-    kv_decode_texel_scaled(texelFetch(k_tex, int(k_base + kv_cache_at(h, j, e / 2u, HDV / 2u))), lo, hi);
-  }
-}
-void value_pair(uint j, uint pos0, uint h, uint e, bool from_qkv, out vec4 lo, out vec4 hi) {
-  if (from_qkv) {
-    uint at = qkv_base + (j - pos0) * 3 * CV + 2 * CV + h * HDV + e;
-    lo = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at)))) * (1.0 / KV_UNSCALE);
-    hi = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at + 1u)))) * (1.0 / KV_UNSCALE);
-  } else {
-    kv_decode_texel_scaled(texelFetch(v_tex, int(v_base + kv_cache_at(h, j, e / 2u, HDV / 2u))), lo, hi);
+    uint at = kv_cache_at(h, j, e / 2u, HDV / 2u);
+    decode_f16_scaled(value ? texelFetch(v_tex, int(v_base + at)) : texelFetch(k_tex, int(k_base + at)), lo, hi);
   }
 }
 #endif
 // What multiplies the keys and values: the query and the softmax weights, times 2^112 when
 // those come scaled by 2^-112.
 #if KV_F16
-const float KV_MUL = KV_UNSCALE;
+const float KV_MUL = F16_SCALED_UNSCALE;
 #else
 const float KV_MUL = 1.0;
 #endif
@@ -113,7 +106,7 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
 #else
     for (uint e = 0; e < HDV; e += 2u) {
       vec4 k0, k1;
-      key_pair(j, pos0, h, e, from_qkv, k0, k1);
+      kv_pair(false, j, pos0, h, e, from_qkv, k0, k1);
       Q(s[i] += dot(q[i][e], k0); s[i] += dot(q[i][e + 1u], k1);)
     }
 #endif
@@ -136,7 +129,7 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
     Q(ps[i] = p[i] * KV_MUL;)
     for (uint e = 0; e < HDV; e += 2u) {
       vec4 v0, v1;
-      value_pair(j, pos0, h, e, from_qkv, v0, v1);
+      kv_pair(true, j, pos0, h, e, from_qkv, v0, v1);
       Q(acc[i][e] += ps[i] * v0; acc[i][e + 1u] += ps[i] * v1;)
     }
 #endif

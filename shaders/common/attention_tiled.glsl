@@ -95,10 +95,10 @@ void main() {
     }
 #else  // an f16 texel holds two vec4 units of a key row: k_texel counts those texels
     for (uint e = 0u; e < HDV; e += 2u) {
-      // keys come times 2^-112 (kv_decode_texel_scaled), so the query goes times 2^112
-      vec4 q0 = fetch(qkv_tex, q_texel + e) * KV_UNSCALE, q1 = fetch(qkv_tex, q_texel + e + 1u) * KV_UNSCALE;
+      // keys come times 2^-112 (decode_f16_scaled), so the query goes times 2^112
+      vec4 q0 = fetch(qkv_tex, q_texel + e) * F16_SCALED_UNSCALE, q1 = fetch(qkv_tex, q_texel + e + 1u) * F16_SCALED_UNSCALE;
       vec4 k0[TN], k1[TN];
-      for (uint i = 0u; i < TN; ++i) kv_decode_texel_scaled(texelFetch(k_tex, int(k_texel[i] + e / 2u)), k0[i], k1[i]);
+      for (uint i = 0u; i < TN; ++i) decode_f16_scaled(texelFetch(k_tex, int(k_texel[i] + e / 2u)), k0[i], k1[i]);
       EACH_QUERY(vec4 qc = subgroupShuffle(q0, c); vec4 qd = subgroupShuffle(q1, c);
                  for (uint i = 0u; i < TN; ++i) acc[c][i] = dot_acc(k1[i], qd, dot_acc(k0[i], qc, acc[c][i]));)
     }
@@ -151,12 +151,12 @@ void main() {
 #else
     for (uint k = 0u; k < 8u; ++k) {
       vec4 lo, hi;
-      kv_decode_texel_scaled(texelFetch(v_tex, int(v_texel + min(j + k, n_keys - 1u) * (HDV / 2u))), lo, hi);
+      decode_f16_scaled(texelFetch(v_tex, int(v_texel + min(j + k, n_keys - 1u) * (HDV / 2u))), lo, hi);
       v[k] = e % 2u == 0u ? lo : hi;
     }
     // values come times 2^-112, so their weights go times 2^112 (l keeps the unscaled ones)
-    pa *= KV_UNSCALE;
-    pb *= KV_UNSCALE;
+    pa *= F16_SCALED_UNSCALE;
+    pb *= F16_SCALED_UNSCALE;
 #endif
     EACH_QUERY(float cc = subgroupShuffle(corr, c); vec4 qa = subgroupShuffle(pa, c); vec4 qb = subgroupShuffle(pb, c);
                acc[c] = acc[c] * cc + qa.x * v[0] + qa.y * v[1] + qa.z * v[2] + qa.w * v[3]

@@ -27,19 +27,11 @@ uvec2 kv_encode(vec4 v) {
   v = clamp(v, vec4(-65504.0), vec4(65504.0));
   return uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
 }
-// The kernels of CPU devices (texel fetches) decode a 16-byte texel of eight halves with
-// integer operations, as the f16 weights are (common/linear_io.glsl): into f32 bits worth
-// value * 2^-112, exact for every half (unpackHalf2x16 costs lavapipe vpmovdw + vcvtph2ps on
-// the shuffle port its texel fetches need). The caller multiplies what meets them, the query
-// and the softmax weights, by KV_UNSCALE = 2^112: products are then exactly the unscaled
-// ones. lo = elements 0..3, hi = 4..7.
-const float KV_UNSCALE = 5192296858534827628530496329220096.0;  // 2^112
-void kv_decode_texel_scaled(uvec4 u, out vec4 lo, out vec4 hi) {
-  vec4 a = uintBitsToFloat(uvec4(ivec4(u << 16) >> 3) & 0x8FFFE000u);  // elements 0, 2, 4, 6
-  vec4 b = uintBitsToFloat(uvec4(ivec4(u) >> 3) & 0x8FFFE000u);        // elements 1, 3, 5, 7
-  lo = vec4(a.x, b.x, a.y, b.y);
-  hi = vec4(a.z, b.z, a.w, b.w);
-}
+// The kernels of CPU devices (texel fetches) decode a 16-byte texel of eight halves as the
+// f16 weights are, into value * 2^-112 (decode_f16_scaled), and multiply what meets them,
+// the query and the softmax weights, by 2^112 (F16_SCALED_UNSCALE): products are then
+// exactly the unscaled ones.
+#include "common/f16_scaled.glsl"
 #else
 #define KV_UNIT VT
 #define KV_LOAD(u) (u)
