@@ -104,7 +104,6 @@ struct Rig {
     set_pos(pos0);
     g.run();
     cpu::kv_append(x, k_host, v_host, pos0, T, s);
-    if (s.kv_f16) adopt_device_rounding(x, pos0, T);
     auto want = cpu::attention(x, k_host, v_host, pos0, T, s);
     return test::max_rel_error(test::download(out, T * emb(s)), want);
   }
@@ -123,34 +122,8 @@ struct Rig {
     return all;
   }
 
-  // Vulkan leaves the rounding of f32 -> f16 conversions to the device (to nearest or toward
-  // zero). The reference rounds to nearest; every appended element must be that or its
-  // neighbour toward zero, and the reference then takes the device's values, so that the
-  // outputs are compared at f32 precision.
-  void adopt_device_rounding(const std::vector<float>& x, uint32_t pos0, uint32_t T) {
-    const auto all = cache_contents();
-    const size_t C = emb(s), elem = 2;
-    for (int which = 0; which < 2; ++which) {
-      auto& host = which ? v_host : k_host;
-      size_t base = (which ? v_view.offset : k_view.offset) / elem;
-      for (uint32_t t = 0; t < T; ++t)
-        for (uint32_t h = 0; h < s.n_heads; ++h)
-          for (uint32_t d = 0; d < s.head_dim; ++d) {
-            const uint64_t i = kv_cache_index(s, h, pos0 + t, d);
-            const float exact = x[t * 3 * C + (1 + which) * C + h * s.head_dim + d], got = all[base + i];
-            const uint16_t nearest = f32_to_f16(exact);
-            const float toward_zero = std::fabs(f16_to_f32(nearest)) > std::fabs(exact)
-                                          ? f16_to_f32(uint16_t(nearest - 1))  // one step toward zero
-                                          : f16_to_f32(nearest);
-            if (got != host[i] && got != toward_zero) rounding_ok = false;
-            host[i] = got;
-          }
-    }
-  }
-  bool rounding_ok = true;
-
   // Cache positions 0..filled-1 of every head hold exactly what was appended (f16 caches:
-  // rounded as adopt_device_rounding allows), where kv_cache_index puts them; the rest, and
+  // rounded to nearest even, as cpu::kv_append), where kv_cache_index puts them; the rest, and
   // the unused layer before the caches, are untouched (NaN).
   bool cache_matches(uint32_t filled) const {
     const auto all = cache_contents();
@@ -168,7 +141,7 @@ struct Rig {
             if (j < filled ? got != host[i] : !std::isnan(got)) return false;
           }
     }
-    return rounding_ok;
+    return true;
   }
 };
 
@@ -412,6 +385,48 @@ BOOST_AUTO_TEST_CASE(f16_caches_refuse_what_they_cannot_hold) {
   BOOST_CHECK_THROW(ops::kv_append(g, qkv, step, rig.k_view, rig.v_view, 1, {2, 32, 16}), std::logic_error);
   BOOST_TEST(ops::kv_cache_bytes(s) * 2 == ops::kv_cache_bytes({2, 32, 16}));
   BOOST_TEST(ops::attention_kernel(ctx, s).vec4);
+}
+
+// f16 caches hold each key and value rounded to nearest even (ties to even, subnormals in
+// 2^-24 steps) and clamped to +-65504, by every appending kernel alike: the shaders encode
+// with integer operations (common/kv_cache.glsl), since Vulkan lets packHalf2x16 round
+// either way and a driver may fold a pack and unpack into nothing.
+BOOST_AUTO_TEST_CASE(f16_caches_round_to_nearest_even) {
+  const float edge[] = {1.0f + 0x1p-11f,  1.0f + 3 * 0x1p-11f, -(2.0f + 0x1p-10f), 0x1p-20f,  3 * 0x1p-25f,
+                        -5 * 0x1p-25f,    0x1p-14f - 0x1p-26f, 65519.0f,           65520.0f,  -1e6f,
+                        0.1f,             -0.0f,               2049.0f,            0x1p-30f,  1.0f - 0x1p-12f};
+  for (auto [label, ctx] : test::all_contexts()) {
+    const AttentionShape s = f16_cache({2, 32, 8});
+    for (const Mode& mode : modes_for(*ctx, s)) {
+      Rig rig(*ctx, s, 2);
+      std::vector<float> x(2 * 3 * emb(s));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = edge[i % std::size(edge)];
+      rig.qkv.upload(x.data(), x.size() * 4);
+      rig.set_pos(3);
+      Graph g(*ctx);
+      record_step(g, rig, 2, mode);
+      g.run();
+      cpu::kv_append(x, rig.k_host, rig.v_host, 3, 2, s);
+      // Positions 0-2 were never written: NaN in the caches; fill the reference alike.
+      for (uint32_t h = 0; h < s.n_heads; ++h)
+        for (uint32_t j = 0; j < 3; ++j)
+          for (uint32_t d = 0; d < s.head_dim; ++d)
+            rig.k_host[kv_cache_index(s, h, j, d)] = rig.v_host[kv_cache_index(s, h, j, d)] = NAN;
+      const auto all = rig.cache_contents();
+      bool exact = true;
+      for (int which = 0; which < 2; ++which) {
+        const auto& host = which ? rig.v_host : rig.k_host;
+        const size_t base = (which ? rig.v_view.offset : rig.k_view.offset) / 2;
+        for (uint32_t h = 0; h < s.n_heads; ++h)
+          for (uint32_t j = 3; j < 5; ++j)
+            for (uint32_t d = 0; d < s.head_dim; ++d) {
+              const uint64_t i = kv_cache_index(s, h, j, d);
+              exact = exact && std::signbit(all[base + i]) == std::signbit(host[i]) && all[base + i] == host[i];
+            }
+      }
+      BOOST_TEST(exact, label << " " << mode.name);
+    }
+  }
 }
 
 // The texel kernel needs texel views of qkv and both caches at 16-byte aligned offsets; the

@@ -21,11 +21,24 @@ uint kv_cache_at(uint h, uint j, uint e, uint head_width) { return (h * CONTEXT 
 // cache holds it, so that every path attends to the same numbers.
 #define KV_ROUND(v) kv_decode(kv_encode(v))
 vec4 kv_decode(uvec2 u) { return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
-// Clamped to f16's largest finite value: an outlier saturates rather than becoming inf
-// (and NaN in the softmax).
+// The f16 bits of f, rounded to nearest even with integer operations, and clamped to f16's
+// largest finite value (an outlier saturates rather than becoming inf, and NaN in the
+// softmax). Not packHalf2x16: Vulkan lets the device round its conversion either way, and
+// NVIDIA's compiler (driver 580) folds unpackHalf2x16(packHalf2x16(v)) into v, so the
+// appending kernels' KV_ROUND kept this step's keys unrounded while the cache held them
+// rounded (f16-cache attention off by up to 4e-3 of its largest output on an H100).
+uint kv_f16_bits(float f) {
+  uint x = floatBitsToUint(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a >= 0x477fe000u) return sign | 0x7bffu;  // |f| >= 65504 (or NaN): the largest finite
+  if (a < 0x38800000u)                          // |f| < 2^-14: an f16 subnormal, in 2^-24 steps
+    return sign | uint(roundEven(uintBitsToFloat(a) * 16777216.0));
+  // Normal: exponent rebased from 127 to 15, mantissa rounded from 23 bits to 10 (a carry
+  // out of the mantissa steps the exponent, as it should).
+  uint r = a - 0x38000000u;
+  return sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+}
 uvec2 kv_encode(vec4 v) {
-  v = clamp(v, vec4(-65504.0), vec4(65504.0));
-  return uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
+  return uvec2(kv_f16_bits(v.x) | (kv_f16_bits(v.y) << 16), kv_f16_bits(v.z) | (kv_f16_bits(v.w) << 16));
 }
 // The kernels of CPU devices (texel fetches) decode a 16-byte texel of eight halves as the
 // f16 weights are, into value * 2^-112 (decode_f16_scaled), and multiply what meets them,
