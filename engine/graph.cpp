@@ -258,6 +258,13 @@ void Graph::run() {
   wait();
 }
 
+View Graph::scratch(uint64_t bytes) {
+  if (recorded()) throw std::logic_error("Graph::scratch after record");
+  if (scratch_.empty() || scratch_.back().size() < bytes)
+    scratch_.emplace_back(ctx_, std::max<uint64_t>(bytes, 16), vk::Memory::Device, "graph scratch");
+  return View{&scratch_.back(), 0, bytes};
+}
+
 std::vector<OpTime> Graph::timings() const {
   std::vector<OpTime> out;
   if (!queries_) return out;

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -79,12 +80,17 @@ class Graph {
   bool recorded() const { return cb_ != VK_NULL_HANDLE; }
   // Per-dispatch GPU time of the last run (only when recorded with profile).
   std::vector<OpTime> timings() const;
+  // Device memory of at least `bytes` for results that live only between two of this
+  // graph's dispatches (split-K partial sums): the graph's own, shared by every op that
+  // asks (the usual hazard tracking orders them), made on first use and kept with the graph.
+  View scratch(uint64_t bytes);
 
  private:
   void submit_buffer(VkCommandBuffer cb);
 
   vk::Context& ctx_;
   std::vector<Dispatch> nodes_;
+  std::deque<vk::Buffer> scratch_;  // scratch(): a larger one when a request outgrows the last
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   VkCommandBuffer warm_cb_ = VK_NULL_HANDLE;  // warm_up()'s empty dispatches

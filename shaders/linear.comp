@@ -12,7 +12,8 @@
 //   gemm_bcast   T > 1 on CPU devices with subgroups: register blocking, inputs shared by
 //                subgroupShuffle instead of loaded by every invocation;
 //   gemm_reg     the same without subgroup operations;
-//   gemm_tiled   T > 1 on GPUs: shared-memory tiles.
+//   gemm_tiled   T > 1 on GPUs: shared-memory tiles, optionally split over K;
+//   split_sum    the sum of gemm_tiled's split-K partial sums, with the epilogue.
 // *_texel variants read W through a uniform texel buffer (CPU devices: vectorised fetches),
 // *_x variants x too.
 // *_xs variants read x one float at a time, for K not a multiple of 4 (unaligned rows).
@@ -44,6 +45,7 @@
 //! variant gemm_bcast_texel_x GEMM_BCAST TEXEL X_TEXEL
 //! variant gemm_tiled GEMM_TILED
 //! variant gemm_tiled_xs GEMM_TILED X_SCALAR
+//! variant split_sum SPLIT_SUM X_SCALAR
 #extension GL_GOOGLE_include_directive : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -70,4 +72,6 @@
 #include "common/linear_gemm_bcast.glsl"
 #elif defined(GEMM_TILED)
 #include "common/linear_gemm_tiled.glsl"
+#elif defined(SPLIT_SUM)
+#include "common/linear_split_sum.glsl"
 #endif

@@ -203,6 +203,34 @@ BOOST_AUTO_TEST_CASE(gemm_tiles_either_side_of_the_wide_tile_threshold) {
       }
 }
 
+// A GPU's tiled GEMM of few tiles splits its inputs (split-K: partial sums in the graph's
+// scratch, then split_sum with the epilogue): 2 to 8 splits, K a multiple of 4 or not (the
+// last split short), every dtype, each residual mode, on the GPU paths (GPTVK_FORCE=gpu).
+BOOST_AUTO_TEST_CASE(gpu_gemm_split_over_k_matches_cpu) {
+  auto& ctx = test::gpu_paths_context();
+  const uint64_t messages = ctx.validation_messages();
+  struct Shape {
+    uint32_t T, K, N;
+    DType dt;
+    Residual res;
+  };
+  const Shape shapes[] = {{16, 1600, 96, DType::F16, Residual::None},
+                          {70, 301, 50, DType::F32, Residual::InPlace},
+                          {5, 1024, 70, DType::BF16, Residual::Separate}};
+  for (const Shape& sh : shapes) {
+    auto w = make_matrix(ctx, sh.dt, sh.N, sh.K, sh.K);
+    auto in = make_inputs(sh.T, sh.K, sh.N, true, sh.res != Residual::None, sh.T + sh.K);
+    Graph probe(ctx);
+    vk::Buffer x(ctx, uint64_t(sh.T) * sh.K * 4), y(ctx, uint64_t(sh.T) * sh.N * 4);
+    ops::linear_with(LinearKernel::GemmTiled, probe, whole(x), w.m, View{}, whole(y), sh.T);
+    const std::string what = describe("gpu paths", LinearKernel::GemmTiled, sh.dt, sh.T, sh.K, sh.N);
+    BOOST_TEST(probe.size() == 2u, what << ": split over K");
+    auto got = run_gpu(ctx, LinearKernel::GemmTiled, w, in, sh.T, Activation::GeluTanh, sh.res, false);
+    BOOST_TEST(test::max_rel_error(got, reference(in, w, sh.T, Activation::GeluTanh)) <= kTol, what);
+  }
+  BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
+}
+
 // Bias on and off, each activation, the residual separate and in place (r == y), on every
 // kernel (the epilogue is one function, so its features need not be crossed with each other).
 BOOST_AUTO_TEST_CASE(fused_epilogues_match_cpu) {
