@@ -83,14 +83,17 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
   }
   k.subgroup = caps.subgroup_arithmetic;
   if (k.subgroup && !cpu) {
-    // GPUs: the wide kernel where its scores fit shared memory. Decode gets 1024
-    // invocations: GPT-2 XL f16 on an H100, depth 128-256, attention 25 -> 11 us per layer,
-    // decode 232 -> 294 tok/s. Prompt chunks, whose workgroups are many, get 256 (a
-    // 128-token prompt's attention: 1.6 ms, 1.4 with the subgroup kernel in another run).
+    // GPUs: the wide kernel where its scores fit shared memory. Decode gets 512
+    // invocations: GPT-2 XL f16 on an H100, depth 128-256, the wide kernel at 1024 took
+    // attention from 25 to 11 us per layer (decode 232 -> 294 tok/s); 512 against 1024, two
+    // rounds of one A/B run: XL decode 1.029x at depth 128-256 and 0.992x at 960-1024,
+    // GPT-2 small 1.015x (256: 0.999x and 0.938x). Prompt chunks, whose workgroups are many,
+    // get 256 (a 128-token prompt's attention: 1.6 ms, 1.4 with the subgroup kernel in
+    // another run).
     AttentionKernel w;
     w.subgroup = w.wide = true;
     w.vec4 = s.head_dim % 4 == 0;  // (f16 caches: always, head_dim % 8 == 0)
-    w.local = std::min(T == 1 ? 1024u : 256u, caps.max_workgroup_invocations);
+    w.local = std::min(T == 1 ? 512u : 256u, caps.max_workgroup_invocations);
     const uint32_t hdv = w.vec4 ? s.head_dim / 4 : s.head_dim;
     if (hdv <= w.local && shared_bytes(w, sg, s, 0) <= caps.shared_memory_bytes) return w;
   }
