@@ -259,6 +259,19 @@ bool overlaps(View a, uint64_t a_bytes, View b, uint64_t b_bytes) {
   return a.buffer == b.buffer && a.offset < b.offset + b_bytes && b.offset < a.offset + a_bytes;
 }
 
+// linear.comp's constants 0-6 (common/linear_io.glsl): workgroup size, inputs, W's row
+// length in words, its dtype, and the epilogue; a kernel's tile sizes follow from 7.
+std::vector<uint32_t> io_constants(uint32_t local, const Matrix& W, Activation act, bool has_bias, uint32_t res_mode) {
+  return {local, W.cols, static_cast<uint32_t>(W.row_bytes() / 16), static_cast<uint32_t>(W.dtype),
+          static_cast<uint32_t>(act), has_bias ? 1u : 0u, res_mode};
+}
+
+// The row scales of f16 rows first..first + n - 1 (binding 5); other dtypes have none and
+// bind `unused`, a range the dispatch reads anyway.
+View row_scales(const Matrix& W, uint64_t first, uint64_t n, View unused) {
+  return W.dtype == DType::F16 ? View{&W.row_scales, first * 4, n * 4} : unused;
+}
+
 // How many ways the tiled GEMM splits its inputs (split-K): a product of fewer tiles than
 // kFewTiles gets enough splits to make about that many workgroups, each with at least 8
 // steps of BK inputs, at most 8 splits. GPUs leave most multiprocessors idle otherwise: an
@@ -282,12 +295,11 @@ uint32_t split_k(const Kernel& k, uint32_t T, uint32_t N, uint32_t K) {
 void add_split_k(Graph& g, const Kernel& k, uint32_t splits, View x, const Matrix& W, View bias, View y, View r,
                  uint32_t T, uint32_t res_mode, Activation act, const std::string& name) {
   vk::Context& ctx = g.context();
-  const uint32_t K = W.cols, N = W.rows;
+  const uint32_t N = W.rows;
   const View w{&W.chunks[0], 0, uint64_t(N) * W.row_bytes()};
-  const View row_scale = W.dtype == DType::F16 ? View{&W.row_scales, 0, uint64_t(N) * 4} : w;
+  const View row_scale = row_scales(W, 0, N, w);
   const View partials = g.scratch(uint64_t(splits) * T * N * 4);
-  const uint32_t w_words = static_cast<uint32_t>(W.row_bytes() / 16), dt = static_cast<uint32_t>(W.dtype);
-  std::vector<uint32_t> spec = {k.local, K, w_words, dt, 0, 0, 0};  // no epilogue in the first pass
+  std::vector<uint32_t> spec = io_constants(k.local, W, Activation::None, false, 0);  // no epilogue yet
   spec.insert(spec.end(), k.tile.begin(), k.tile.end());
   spec.push_back(splits);
   const auto& gemm = ctx.pipelines().get({k.shader, spec, 6, 12, 0});
@@ -298,10 +310,9 @@ void add_split_k(Graph& g, const Kernel& k, uint32_t splits, View x, const Matri
          {T, N, N}});
   constexpr uint32_t local = 64;
   const bool has_bias = bias.buffer != nullptr;
-  const auto& sum = ctx.pipelines().get({"linear.split_sum",
-                                         {local, K, w_words, dt, static_cast<uint32_t>(act), has_bias ? 1u : 0u,
-                                          res_mode, splits},
-                                         6, 12, 0});
+  std::vector<uint32_t> sum_spec = io_constants(local, W, act, has_bias, res_mode);
+  sum_spec.push_back(splits);
+  const auto& sum = ctx.pipelines().get({"linear.split_sum", sum_spec, 6, 12, 0});
   g.add({name + ".sum", &sum,
          {{partials, Access::Read},
           {w, Access::Read},
@@ -416,15 +427,9 @@ bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
         // Unused bindings get a range this dispatch reads anyway, so they add no hazards.
         const View bb = has_bias ? sub_view(bias, col * 4, uint64_t(nr) * 4) : wb;
         const View rb = res_mode == 1 ? sub_view(r, out_offset, out_bytes) : xb;
-        const View sb = W.dtype == DType::F16 ? View{&W.row_scales, col * 4, uint64_t(nr) * 4} : wb;
+        const View sb = row_scales(W, col, nr, wb);
 
-        std::vector<uint32_t> spec = {kernel.local,
-                                      K,
-                                      static_cast<uint32_t>(W.row_bytes() / 16),
-                                      static_cast<uint32_t>(W.dtype),
-                                      static_cast<uint32_t>(ep.act),
-                                      has_bias ? 1u : 0u,
-                                      res_mode};
+        std::vector<uint32_t> spec = io_constants(kernel.local, W, ep.act, has_bias, res_mode);
         spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
         if (fuse_norm) spec.push_back(vk::spec_f32(norm->eps));
         if (norm_before) spec.push_back(vk::spec_f32(norm_before->eps));
