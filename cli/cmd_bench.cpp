@@ -54,9 +54,13 @@ Action add_bench(CLI::App& app, Common& common) {
 #else
     const char* waits = "";
 #endif
-    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s, loaded in %.2f s\n", cfg.name.c_str(),
+    const vk::Chain chain = s.ctx->caps().chain;
+    const char* chained = chain == vk::Chain::Prefetch ? ", chained decode"
+                          : chain == vk::Chain::Wait   ? ", chained decode (no early loads)"
+                                                       : "";
+    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s%s, loaded in %.2f s\n", cfg.name.c_str(),
                  s.ctx->info().name.c_str(), dtype_name(cfg.dtype), cfg.kv_f16() ? ", f16 KV cache" : "", waits,
-                 s.load_seconds);
+                 chained, s.load_seconds);
     std::mt19937 rng(42);
     std::vector<uint32_t> prompt(f->prompt_tokens);
     for (auto& t : prompt) t = rng() % cfg.vocab_size;

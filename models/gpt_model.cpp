@@ -1,6 +1,7 @@
 #include "models/gpt_model.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -59,6 +60,7 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
   }
   // GPUs pay ~5 us for every dispatch behind a barrier; a CPU device's mat-vec already does
   // the LayerNorm after the residual add in its last workgroup (ops::NormAfter).
+  chain_ = ctx.caps().chain != vk::Chain::Off;
   fold_norms_ = !ctx.info().is_cpu() && cfg_.norm_position == NormPosition::Pre && cfg_.n_layers > 0;
   for (const LayerWeights& L : w_.layers)
     fold_norms_ = fold_norms_ && ops::norm_before_fits(L.qkv, 1) && ops::norm_before_fits(L.fc, 1);
@@ -104,6 +106,7 @@ Graph& GptModel::graph(uint32_t T, Head head) {
 // (pre/post norm, activation, biases, tying, final norm) is decided here, once.
 std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   auto g = std::make_unique<Graph>(ctx_);
+  g->set_chaining(chain_ && T == 1);
   const uint32_t C = cfg_.emb_dim, F = cfg_.ffn_dim, V = cfg_.vocab_size;
   const float eps = cfg_.norm_eps;
   const ops::AttentionShape shape = attention_shape();
@@ -213,9 +216,34 @@ vk::Buffer& GptModel::logits_all() {
   return logits_all_;
 }
 
-void GptModel::run(Graph& g, uint32_t T) {
+Graph& GptModel::run(uint32_t T, Head head) {
   if (fold_norms_ && T == 1 && !folded_ready_) compute_folded_norms();
+  Graph& g = graph(T, head);
+  if (!g.chaining()) {
+    g.run();
+    return g;
+  }
+  // The sampler changes the ids and the step state: kept to run the step again.
+  std::vector<uint32_t> ids(T);
+  std::memcpy(ids.data(), ids_.mapped(), T * 4);
+  const StepState step = *static_cast<const StepState*>(step_.mapped());
   g.run();
+  if (!g.chain_timed_out()) return g;
+  std::fprintf(stderr, "gpt-vk: a chained dispatch waited too long on this device; using pipeline barriers instead\n");
+  chain_ = false;
+  for (auto it = graphs_.begin(); it != graphs_.end();) {
+    if (it->second->chaining()) {
+      retired_.push_back(std::move(it->second));
+      it = graphs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::memcpy(ids_.mapped(), ids.data(), T * 4);
+  *static_cast<StepState*>(step_.mapped()) = step;
+  Graph& plain = graph(T, head);
+  plain.run();
+  return plain;
 }
 
 // W gamma and W beta + b of every folded LayerNorm, by the linear op itself: one graph, run once.
@@ -263,10 +291,8 @@ std::vector<float> GptModel::prefill(std::span<const uint32_t> ids, uint32_t pos
   last_run_.clear();
   for (size_t done = 0; done < ids.size();) {
     uint32_t T = static_cast<uint32_t>(std::min<size_t>(max_chunk_, ids.size() - done));
-    Graph& g = graph(T, all_logits ? Head::AllLogits : Head::KvOnly);
     write_ids(ids.subspan(done, T), pos + static_cast<uint32_t>(done));
-    run(g, T);
-    last_run_.push_back(&g);
+    last_run_.push_back(&run(T, all_logits ? Head::AllLogits : Head::KvOnly));
     if (all_logits) logits_all_.download(logits.data() + done * cfg_.vocab_size, uint64_t(T) * cfg_.vocab_size * 4);
     done += T;
   }
@@ -277,10 +303,8 @@ std::vector<float> GptModel::prefill(std::span<const uint32_t> ids, uint32_t pos
 std::vector<float> GptModel::decode_logits(uint32_t token, uint32_t pos) {
   const uint32_t one[1] = {token};
   check_ids(one, pos);
-  Graph& g = graph(1, Head::LastLogits);
   write_ids(one, pos);
-  run(g, 1);
-  last_run_ = {&g};
+  last_run_ = {&run(1, Head::LastLogits)};
   std::vector<float> logits(cfg_.vocab_size);
   logits_last_.download(logits.data(), logits.size() * 4);
   pos_ = pos + 1;
@@ -300,12 +324,10 @@ uint32_t GptModel::prefill_and_sample(std::span<const uint32_t> prompt) {
     runs = last_run_;
   }
   auto tail = prompt.subspan(head);
-  Graph& g = graph(static_cast<uint32_t>(tail.size()), Head::LastSample);
   write_ids(tail, static_cast<uint32_t>(head));
   auto* s = static_cast<StepState*>(step_.mapped());
   s->rng_step = 0;
-  run(g, static_cast<uint32_t>(tail.size()));
-  runs.push_back(&g);
+  runs.push_back(&run(static_cast<uint32_t>(tail.size()), Head::LastSample));
   last_run_ = runs;
   pos_ = static_cast<uint32_t>(prompt.size());
   s->pos = pos_;  // the sampled token goes at the position after the prompt
@@ -315,9 +337,7 @@ uint32_t GptModel::prefill_and_sample(std::span<const uint32_t> prompt) {
 uint32_t GptModel::decode_next() {
   if (pos_ >= cfg_.context_length)
     throw InputError("the context of " + std::to_string(cfg_.context_length) + " tokens is full");
-  Graph& g = graph(1, Head::LastSample);
-  run(g, 1);  // embeds ids[0] at step.pos, samples into ids[0], advances step.pos
-  last_run_ = {&g};
+  last_run_ = {&run(1, Head::LastSample)};  // embeds ids[0] at step.pos, samples into ids[0], advances step.pos
   ++pos_;
   return static_cast<const uint32_t*>(ids_.mapped())[0];
 }

@@ -26,7 +26,8 @@
 // non-uniform address is a loop over the SIMD lanes, so 16-byte loads cost about a quarter
 // of four float loads.
 //   wide:     (GPUs) a workgroup of up to 1024 invocations per (head, query), all keys'
-//             scores at once into shared memory, then all values (common/attention_wide.glsl).
+//             scores at once into shared memory, then all values (common/attention_wide.glsl);
+//             _chain: chained to the dispatch before (common/chain.glsl; GPUs, opt-in).
 //   texel:    (CPU devices) like shared, but keys and values are texel fetches, QB queries
 //             share each fetch, and the streams merge by subgroup arithmetic
 //             (common/attention_texel.glsl).
@@ -41,6 +42,8 @@
 //! variant texel USE_SUBGROUP=0 VEC=4 TEXEL=1
 //! variant wide USE_SUBGROUP=1 VEC=1 WIDE=1
 //! variant wide_vec4 USE_SUBGROUP=1 VEC=4 WIDE=1
+//! variant wide_chain USE_SUBGROUP=1 VEC=1 WIDE=1 CHAINED=1
+//! variant wide_vec4_chain USE_SUBGROUP=1 VEC=4 WIDE=1 CHAINED=1
 //! variant tiled_scores USE_SUBGROUP=0 VEC=4 TILED=1
 //! variant tiled_values USE_SUBGROUP=0 VEC=4 TILED=2
 // *_kvf16: the same over f16 caches (common/kv_cache.glsl; vec4 only, head_dim % 8 == 0).
@@ -48,6 +51,7 @@
 //! variant shared_vec4_kvf16 USE_SUBGROUP=0 VEC=4 KV_F16=1
 //! variant texel_kvf16 USE_SUBGROUP=0 VEC=4 TEXEL=1 KV_F16=1
 //! variant wide_vec4_kvf16 USE_SUBGROUP=1 VEC=4 WIDE=1 KV_F16=1
+//! variant wide_vec4_kvf16_chain USE_SUBGROUP=1 VEC=4 WIDE=1 KV_F16=1 CHAINED=1
 //! variant tiled_scores_kvf16 USE_SUBGROUP=0 VEC=4 TILED=1 KV_F16=1
 //! variant tiled_values_kvf16 USE_SUBGROUP=0 VEC=4 TILED=2 KV_F16=1
 
@@ -98,8 +102,20 @@ layout(constant_id = 8) const uint QB = 1;           // texel variant: queries p
 #define COMP(x, c) (x)
 #endif
 
+// Chained (common/chain.glsl): qkv and out bypass the multiprocessor's L1, since the
+// dispatch before writes qkv and the one after reads out, with no barrier between.
+#ifdef CHAINED
+#define ACTIVATIONS coherent
+#define CHAIN_COUNTERS 5
+#define CHAIN_FLAG 6
+#include "common/chain.glsl"
+layout(push_constant) uniform ChainPush { uint chain_wait_slot, chain_need, chain_signal_slot; } pc;
+#else
+#define ACTIVATIONS
+#endif
+
 // Everything in units of VT.
-layout(std430, binding = 0) readonly buffer Qkv { VT qkv[]; };
+layout(std430, binding = 0) ACTIVATIONS readonly buffer Qkv { VT qkv[]; };
 #define STEP_BINDING 1
 #include "common/step.glsl"
 
@@ -109,7 +125,7 @@ const uint CV = C / VEC;    // qkv rows are 3 * CV
 #include "common/kv_cache.glsl"
 layout(std430, binding = 2) buffer KCache { KV_UNIT k_cache[]; };
 layout(std430, binding = 3) buffer VCache { KV_UNIT v_cache[]; };
-layout(std430, binding = 4) writeonly buffer Out { VT out_[]; };
+layout(std430, binding = 4) ACTIVATIONS writeonly buffer Out { VT out_[]; };
 // Element e (in VT units) of head h's key (value) at position j in the caches.
 uint cache_index(uint h, uint j, uint e) { return kv_cache_at(h, j, e, HDV); }
 

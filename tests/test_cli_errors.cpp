@@ -384,6 +384,9 @@ BOOST_AUTO_TEST_CASE(bad_forced_limits) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},
                 {"GPTVK_FORCE=matvec=diagonal"}),
         {2, {"GPTVK_FORCE", "matvec", "'rows' or 'cols'", "diagonal"}});
+  check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},
+                {"GPTVK_FORCE=chain=always"}),
+        {2, {"GPTVK_FORCE", "chain=wait", "chain=always"}});
 }
 BOOST_AUTO_TEST_CASE(output_not_writable) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out",

@@ -156,13 +156,16 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
                                : std::string("attention.") + (k.wide ? "wide" : k.subgroup ? "subgroup" : "shared") +
                                      (k.vec4 ? "_vec4" : "");
   if (s.kv_f16) shader += "_kvf16";
+  // Chained to the dispatch before (Graph::chaining): the wide kernel, for one query.
+  const bool chain = g.chaining() && k.wide && T == 1;
+  if (chain) shader += "_chain";
   float scale = 1.0f / std::sqrt(float(s.head_dim));
   std::vector<uint32_t> spec = {k.local, s.head_dim, C, s.context, vk::spec_f32(scale), sg, chunk, append ? 1u : 0u};
   if (k.texel) spec.push_back(qb);
   // The texel kernel also reads qkv and the caches through texel views of their whole
   // buffers (bindings 5-7), starting at the texels the push constants name.
   const auto& p = g.context().pipelines().get(k.texel ? vk::PipelineDesc{shader, spec, 8, 16, 0b11100000u}
-                                                      : vk::PipelineDesc{shader, spec, 5, 0});
+                                                      : vk::PipelineDesc{shader, spec, chain ? 7u : 5u, chain ? 12u : 0u});
   // With append the caches are written too (rows pos0..pos0+T-1, known only on the device).
   Access cache_access = append ? Access::ReadWrite : Access::Read;
   std::vector<Arg> args = {{qkv, Access::Read},
@@ -180,7 +183,7 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
     }
     push.push_back(T);
   }
-  g.add({name, &p, std::move(args), {s.n_heads, (T + qb - 1) / qb, 1}, std::move(push)});
+  g.add({name, &p, std::move(args), {s.n_heads, (T + qb - 1) / qb, 1}, std::move(push), chain});
 }
 
 void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T, AttentionShape s,

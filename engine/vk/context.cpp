@@ -148,9 +148,16 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(value));
     else if (key == "matvec" && (value == "rows" || value == "cols")) f.column_split_matvec = value == "cols";
     else if (key == "matvec") throw UsageError("GPTVK_FORCE: matvec is 'rows' or 'cols', not '" + value + "'");
+    else if (key == "chain" && (value.empty() || value == "prefetch" || value == "wait" || value == "timeout")) {
+      f.chain = value == "wait" ? Chain::Wait : Chain::Prefetch;
+      f.chain_timeout_test = value == "timeout";
+    } else if (key == "chain")
+      throw UsageError("GPTVK_FORCE: chain is 'chain', 'chain=prefetch', 'chain=wait' or 'chain=timeout', not 'chain=" +
+                       value + "'");
     else
       throw UsageError("unknown limit '" + key +
-                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, gpu, max_range=SIZE, shared=SIZE, matvec=rows|cols)");
+                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, gpu, max_range=SIZE, shared=SIZE, "
+                       "matvec=rows|cols, chain[=prefetch|wait|timeout])");
   }
   return f;
 }
@@ -161,7 +168,8 @@ ForcedLimits ForcedLimits::from_env() {
 }
 
 bool ForcedLimits::any() const {
-  return no_fp16 || no_subgroup || as_gpu || max_storage_buffer_range || shared_memory_bytes || column_split_matvec;
+  return no_fp16 || no_subgroup || as_gpu || max_storage_buffer_range || shared_memory_bytes || column_split_matvec ||
+         chain;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -198,8 +206,6 @@ Context::Context(const ContextOptions& options) {
   if (index < 0)
     if (const char* env = std::getenv("GPTVK_DEVICE")) index = std::atoi(env);
   try {
-    create_instance(validation);
-    pick_device(index);
     ForcedLimits forced = options.forced;
     ForcedLimits env_forced = ForcedLimits::from_env();
     forced.no_fp16 |= env_forced.no_fp16;
@@ -208,6 +214,14 @@ Context::Context(const ContextOptions& options) {
     if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
     if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
     if (env_forced.column_split_matvec) forced.column_split_matvec = env_forced.column_split_matvec;
+    if (env_forced.chain) {
+      forced.chain = env_forced.chain;
+      forced.chain_timeout_test = env_forced.chain_timeout_test;
+    }
+    // Synchronization validation cannot see the arrival counters that order chained
+    // dispatches (engine/graph.hpp): it would report every chained dispatch as a hazard.
+    create_instance(validation, /*sync_validation=*/!forced.chain);
+    pick_device(index);
     read_caps(forced);
     create_device();
     pipelines_ = std::make_unique<PipelineCache>(*this, options.pipeline_cache);
@@ -240,7 +254,7 @@ void Context::release() {
   }
 }
 
-void Context::create_instance(bool validation) {
+void Context::create_instance(bool validation, bool sync_validation) {
   if (!validation) {
     instance_ = create_plain_instance();
     return;
@@ -256,7 +270,7 @@ void Context::create_instance(bool validation) {
   // Synchronization validation checks the graph's barriers, not only API usage.
   VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
   VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
-  features.enabledValidationFeatureCount = 1;
+  features.enabledValidationFeatureCount = sync_validation ? 1 : 0;
   features.pEnabledValidationFeatures = enables;
   VkDebugUtilsMessengerCreateInfoEXT dbg{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   dbg.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
@@ -380,6 +394,8 @@ void Context::read_caps(const ForcedLimits& forced) {
   if (forced.shared_memory_bytes)
     caps_.shared_memory_bytes = std::min(caps_.shared_memory_bytes, *forced.shared_memory_bytes);
   if (forced.column_split_matvec) caps_.column_split_matvec = *forced.column_split_matvec;
+  if (forced.chain) caps_.chain = *forced.chain;
+  caps_.chain_timeout_test = forced.chain_timeout_test;
 
   uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &n, nullptr);

@@ -55,6 +55,9 @@ void main() {
   uint pos0 = step_pos;
   uint n_keys = min(pos0 + t + 1u, CONTEXT);
   uint lid = gl_LocalInvocationID.x;
+#ifdef CHAINED
+  chain_wait(pc.chain_wait_slot, pc.chain_need);
+#endif
   append_slice(h, t, pos0, lid);
   for (uint e = lid; e < HDV; e += WG) sh_q[e] = qkv[t * 3u * CV + h * HDV + e] * SCALE;
   barrier();
@@ -90,4 +93,7 @@ void main() {
     for (uint k = 0u; k < G; ++k) sum += sh_part[k * HDV + d];
     out_[o + d] = sum * inv;
   }
+#ifdef CHAINED
+  chain_signal(pc.chain_signal_slot);
+#endif
 }

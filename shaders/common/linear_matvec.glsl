@@ -25,6 +25,37 @@ const uint NSUM = R;
 
 shared float partial[NSUM * gl_WorkGroupSize.x];
 
+#ifdef CHAINED
+// Chained (common/chain.glsl): the W words of the first PREFETCH steps of the loop below
+// are loaded before the wait (they do not depend on the dispatch before), so they stream
+// in while that dispatch finishes. Spec constant 8 is the LayerNorm's epsilon, or unused.
+// The chain's bindings follow the kernel's own.
+#ifdef LN_BEFORE
+#define CHAIN_COUNTERS 8
+#define CHAIN_FLAG 9
+#else
+#define CHAIN_COUNTERS 6
+#define CHAIN_FLAG 7
+#endif
+#include "common/chain.glsl"
+layout(constant_id = 9) const uint PREFETCH = 0;  // at most MAX_PREFETCH
+const uint MAX_PREFETCH = 4u;
+#endif
+
+// Word q of every row into the sums: the rows' dot products with x (and, the LayerNorm
+// folded in, the sums of x and x^2).
+void accumulate(uint xrow, uint q, uvec4 words[R], inout float acc[NSUM]) {
+  vec4 x_lo = load_x4(xrow + q * KW);
+  vec4 x_hi = KW == 8u ? load_x4(xrow + q * KW + 4u) : vec4(0.0);
+#ifdef LN_BEFORE
+  acc[R] += (x_lo.x + x_lo.y) + (x_lo.z + x_lo.w) + ((x_hi.x + x_hi.y) + (x_hi.z + x_hi.w));
+  acc[R + 1u] += dot(x_lo, x_lo) + dot(x_hi, x_hi);
+  x_lo *= gamma_in[q * (KW / 4u)];
+  if (KW == 8u) x_hi *= gamma_in[q * 2u + 1u];
+#endif
+  for (uint i = 0u; i < R; ++i) acc[i] = word_dot(words[i], x_lo, x_hi, acc[i]);
+}
+
 // Sum i over the workgroup, once the reduction below has left it in `partial`.
 float total(uint i) {
 #ifdef SUBGROUP
@@ -50,16 +81,23 @@ void main() {
   for (uint i = 0u; i < R; ++i) wrow[i] = min(row0 + i, ROWS - 1u) * W_STRIDE;
   for (uint i = 0u; i < NSUM; ++i) acc[i] = 0.0;
 
-  for (uint q = lane; q < K_FULL; q += LOCAL) {
-    vec4 x_lo = load_x4(xrow + q * KW);
-    vec4 x_hi = KW == 8u ? load_x4(xrow + q * KW + 4u) : vec4(0.0);
-#ifdef LN_BEFORE
-    acc[R] += (x_lo.x + x_lo.y) + (x_lo.z + x_lo.w) + ((x_hi.x + x_hi.y) + (x_hi.z + x_hi.w));
-    acc[R + 1u] += dot(x_lo, x_lo) + dot(x_hi, x_hi);
-    x_lo *= gamma_in[q * (KW / 4u)];
-    if (KW == 8u) x_hi *= gamma_in[q * 2u + 1u];
+  uint q0 = lane;
+#ifdef CHAINED
+  uvec4 early[MAX_PREFETCH][R];
+  for (uint p = 0u; p < PREFETCH; ++p)
+    for (uint i = 0u; i < R; ++i) {
+      uint q = lane + p * LOCAL;
+      early[p][i] = q < K_FULL ? load_w(wrow[i] + q) : uvec4(0u);
+    }
+  chain_wait(pc.chain_wait_slot, pc.chain_need);
+  for (uint p = 0u; p < PREFETCH; ++p)
+    if (lane + p * LOCAL < K_FULL) accumulate(xrow, lane + p * LOCAL, early[p], acc);
+  q0 = lane + PREFETCH * LOCAL;
 #endif
-    for (uint i = 0u; i < R; ++i) acc[i] = word_dot(load_w(wrow[i] + q), x_lo, x_hi, acc[i]);
+  for (uint q = q0; q < K_FULL; q += LOCAL) {
+    uvec4 words[R];
+    for (uint i = 0u; i < R; ++i) words[i] = load_w(wrow[i] + q);
+    accumulate(xrow, q, words, acc);
   }
   // The partial last word, outside the loop so the loop body stays branch-free.
   if (K_TAIL > 0u && lane == K_FULL % LOCAL) {
@@ -97,4 +135,7 @@ void main() {
     store_y(t, row0 + i, total(i));
 #endif
   }
+#ifdef CHAINED
+  chain_signal(pc.chain_signal_slot);
+#endif
 }

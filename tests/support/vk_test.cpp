@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 
 namespace gptvk::test {
 
 namespace {
 std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu, g_other_matvec;
+std::map<std::string, std::unique_ptr<vk::Context>> g_chained;
 
 vk::ContextOptions options() {
   vk::ContextOptions o;
@@ -45,6 +47,11 @@ vk::Context& other_matvec_context() {
   return forced_context(g_other_matvec, context().caps().column_split_matvec ? "matvec=rows" : "matvec=cols");
 }
 
+vk::Context& chained_context(const std::string& chain) {
+  const std::string spec = "gpu," + chain;
+  return forced_context(g_chained[spec], spec.c_str());
+}
+
 std::vector<std::pair<std::string, vk::Context*>> all_contexts() {
   return {{"native", &context()}, {"fallback", &fallback_context()}};
 }
@@ -54,6 +61,7 @@ void release_contexts() {
   g_fallback.reset();
   g_gpu.reset();
   g_other_matvec.reset();
+  g_chained.clear();
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {

@@ -1,0 +1,47 @@
+// The whole-model fixture cases under tests/fixtures/models/ (made by
+// tools/make_fixtures.py from the seed notebooks' classes): each holds a config,
+// safetensors weights, input ids and PyTorch's logits for every position.
+#pragma once
+#include <boost/test/unit_test.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/config.hpp"
+#include "models/npy.hpp"
+
+namespace gptvk::test {
+
+struct Case {
+  std::string name;
+  ModelConfig cfg;
+  std::vector<uint32_t> ids;
+  NpyArray logits;
+};
+
+std::vector<std::filesystem::path> case_dirs();
+Case load_case(const std::filesystem::path& dir);
+
+// Tolerance: max |ours - torch| / max |torch| <= 1e-4 with f32 storage, <= 2e-2 with f16
+// storage on the device (weights rounded to 11 significant bits). The issue asks for 1e-3
+// in f32; we measure ~2e-6 (f32 accumulation in a different order than PyTorch's), and
+// 1e-4 still catches subtle bugs that 1e-3 lets through: exact GELU where tanh GELU is
+// configured moves the logits by ~2e-4, norm_eps 1e-4 instead of 1e-5 by ~4e-4.
+double tolerance(const ModelConfig& cfg);
+
+// Error of logits rows [row0, row0 + n) against the golden ones, relative to the golden max.
+double rel_error(const std::vector<float>& got, const NpyArray& want, size_t row0, size_t n, uint32_t vocab);
+
+// Runs `check` on every fixture case, inside a test context naming it.
+template <class F>
+void for_each_case(F check) {
+  for (const auto& dir : case_dirs()) {
+    Case c = load_case(dir);
+    BOOST_TEST_CONTEXT(c.name) { check(c); }
+  }
+}
+
+}  // namespace gptvk::test
