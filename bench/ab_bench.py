@@ -9,6 +9,7 @@ variables, or `weights.KEY=VALUE` for a key added to the config's [weights] tabl
   ab_bench.py ./gpt-vk.before ./gpt-vk.after
   ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_YIELDING_WAITS=0
   ab_bench.py ./gpt-vk ./gpt-vk:weights.kv_dtype=f16 --prompt-tokens 960
+  ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_FORCE=chain,attn_split   (one variable, two items)
 Options: --shapes gpt2-small,gpt2-xl  --dtype f16  --rounds 2  --gen-tokens 128  --repeats 3
 Random weights (gpt-vk makes them itself: the config names a weights file that does not
 exist). Prints one line per run as it goes, then decode and prefill medians over the rounds
@@ -30,12 +31,17 @@ def parse_variant(text):
     binary, _, settings = text.partition(":")
     env = {}  # added to this process's environment (bench_proc.run)
     weights = {}  # added to the config's [weights] table
+    last = None
     for item in filter(None, settings.split(",")):
         key, _, value = item.partition("=")
         if key.startswith("weights."):
             weights[key[len("weights."):]] = value
+        elif last is not None and not key.isupper():
+            # Not a variable name: the previous value goes on (GPTVK_FORCE=chain,attn_split).
+            env[last] += "," + item
         else:
             env[key] = value
+            last = key
     return binary, env, weights
 
 

@@ -58,9 +58,10 @@ Action add_bench(CLI::App& app, Common& common) {
     const char* chained = chain == vk::Chain::Prefetch ? ", chained decode"
                           : chain == vk::Chain::Wait   ? ", chained decode (no early loads)"
                                                        : "";
-    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s%s, loaded in %.2f s\n", cfg.name.c_str(),
+    const char* split = s.ctx->caps().attention_splits != 1 ? ", split decode attention" : "";
+    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s%s%s, loaded in %.2f s\n", cfg.name.c_str(),
                  s.ctx->info().name.c_str(), dtype_name(cfg.dtype), cfg.kv_f16() ? ", f16 KV cache" : "", waits,
-                 chained, s.load_seconds);
+                 chained, split, s.load_seconds);
     std::mt19937 rng(42);
     std::vector<uint32_t> prompt(f->prompt_tokens);
     for (auto& t : prompt) t = rng() % cfg.vocab_size;

@@ -41,12 +41,12 @@ VkCommandBuffer allocate_command_buffer(vk::Context& ctx) {
 }
 
 // Orders every compute access before it ahead of everything after it (the next dispatch,
-// host reads, copies, the next submission).
+// host reads, copies and fills, the next submission).
 void final_barrier(VkCommandBuffer cb) {
   global_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
                  VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                 VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
-                     VK_ACCESS_SHADER_WRITE_BIT);
+                 VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
 }  // namespace
@@ -192,8 +192,9 @@ void Graph::record(bool profile) {
     vkCmdResetQueryPool(cb_, queries_, 0, query_count);
     vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
   }
-  // Every run starts its chains' counts from 0 (the barrier below orders the fill).
+  // Every run starts its chains' and ops' counts from 0 (the barrier below orders the fills).
   if (!chain_counters_.empty()) vkCmdFillBuffer(cb_, chain_counters_.handle(), 0, VK_WHOLE_SIZE, 0);
+  for (const auto& c : counters_) vkCmdFillBuffer(cb_, c.handle(), 0, VK_WHOLE_SIZE, 0);
   // Host writes and uploads made before this submission become visible to the shaders.
   global_barrier(cb_, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                  VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
@@ -308,6 +309,19 @@ View Graph::scratch(uint64_t bytes) {
   if (scratch_.empty() || scratch_.back().size() < bytes)
     scratch_.emplace_back(ctx_, std::max<uint64_t>(bytes, 16), vk::Memory::Device, "graph scratch");
   return View{&scratch_.back(), 0, bytes};
+}
+
+View Graph::counters(uint32_t n) {
+  if (recorded()) throw std::logic_error("Graph::counters after record");
+  const uint64_t align = ctx_.caps().storage_offset_alignment, bytes = std::max<uint64_t>(n, 1) * 4;
+  const uint64_t at = (counters_used_ + align - 1) / align * align;
+  if (counters_.empty() || at + bytes > counters_.back().size()) {
+    counters_.emplace_back(ctx_, std::max<uint64_t>(bytes, 64 << 10), vk::Memory::Device, "graph counters");
+    counters_used_ = bytes;
+    return View{&counters_.back(), 0, bytes};
+  }
+  counters_used_ = at + bytes;
+  return View{&counters_.back(), at, bytes};
 }
 
 std::vector<OpTime> Graph::timings() const {

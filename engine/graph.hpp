@@ -99,6 +99,9 @@ class Graph {
   // graph's dispatches (split-K partial sums): the graph's own, shared by every op that
   // asks (the usual hazard tracking orders them), made on first use and kept with the graph.
   View scratch(uint64_t bytes);
+  // `n` uint32 counters of the caller's own, zero at the start of every run (e.g. arrival
+  // counts for a last-arriving workgroup): the graph fills them, nothing needs resetting.
+  View counters(uint32_t n);
   // Whether ops should add chained dispatches where they have a chained variant (set by
   // the graph's owner before adding them).
   void set_chaining(bool on) { chaining_ = on; }
@@ -113,6 +116,8 @@ class Graph {
   vk::Context& ctx_;
   std::vector<Dispatch> nodes_;
   std::deque<vk::Buffer> scratch_;  // scratch(): a larger one when a request outgrows the last
+  std::deque<vk::Buffer> counters_;  // counters(): blocks handed out in aligned pieces
+  uint64_t counters_used_ = 0;       // bytes of the last block handed out
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   VkCommandBuffer warm_cb_ = VK_NULL_HANDLE;  // warm_up()'s empty dispatches

@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_SUITE(chain)
 BOOST_AUTO_TEST_CASE(chained_linears_take_no_barrier) {
   auto& plain_ctx = test::gpu_paths_context();
   for (const char* mode : {"chain", "chain=wait"}) {
-    auto& ctx = test::chained_context(mode);
+    auto& ctx = test::gpu_paths_context(mode);
     const uint64_t messages = ctx.validation_messages();
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
       BOOST_TEST_CONTEXT(mode << ", dtype " << dtype_name(dt)) {
@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(chained_linears_take_no_barrier) {
 // A wait that cannot be met (GPTVK_FORCE=chain=timeout: one arrival more than the
 // dispatch before has workgroups) gives up and flags the run instead of hanging.
 BOOST_AUTO_TEST_CASE(a_wait_that_cannot_be_met_flags_the_run) {
-  const TwoLinears run = two_linears(test::chained_context("chain=timeout"), true, DType::F16);
+  const TwoLinears run = two_linears(test::gpu_paths_context("chain=timeout"), true, DType::F16);
   BOOST_TEST(run.timed_out);
 }
 
@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(chained_decode_matches_the_barrier_graph) {
     std::vector<std::vector<float>> want;
     for (size_t t = n; t < end; ++t) want.push_back(plain.decode_logits(c.ids[t], static_cast<uint32_t>(t)));
     for (const char* mode : {"chain", "chain=wait"}) {
-      auto& ctx = test::chained_context(mode);
+      auto& ctx = test::gpu_paths_context(mode);
       const uint64_t messages = ctx.validation_messages();
       GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), 16);
       model.prefill(std::span(c.ids).first(n), 0, false);
@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(chained_decode_matches_the_barrier_graph) {
 // the barrier graph's, token for token.
 BOOST_AUTO_TEST_CASE(a_timed_out_step_runs_again_with_barriers) {
   auto& plain_ctx = test::gpu_paths_context();
-  auto& ctx = test::chained_context("chain=timeout");
+  auto& ctx = test::gpu_paths_context("chain=timeout");
   const uint64_t messages = ctx.validation_messages();
   Case c = test::load_case(test::case_dirs().front());
   const size_t n = std::min<size_t>(c.ids.size() - 1, 12);

@@ -151,13 +151,22 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     else if (key == "chain" && (value.empty() || value == "prefetch" || value == "wait" || value == "timeout")) {
       f.chain = value == "wait" ? Chain::Wait : Chain::Prefetch;
       f.chain_timeout_test = value == "timeout";
+    } else if (key == "attn_split") {
+      f.attention_splits = 0;
+      if (!value.empty()) {
+        char* end = nullptr;
+        const unsigned long n = std::strtoul(value.c_str(), &end, 10);
+        if (*end || n < 1 || n > 1024)
+          throw UsageError("GPTVK_FORCE: attn_split=N takes 1 to 1024 workgroups per head, not '" + value + "'");
+        f.attention_splits = static_cast<uint32_t>(n);
+      }
     } else if (key == "chain")
       throw UsageError("GPTVK_FORCE: chain is 'chain', 'chain=prefetch', 'chain=wait' or 'chain=timeout', not 'chain=" +
                        value + "'");
     else
       throw UsageError("unknown limit '" + key +
                        "' in GPTVK_FORCE (known: no_fp16, no_subgroup, gpu, max_range=SIZE, shared=SIZE, "
-                       "matvec=rows|cols, chain[=prefetch|wait|timeout])");
+                       "matvec=rows|cols, chain[=prefetch|wait|timeout], attn_split[=N])");
   }
   return f;
 }
@@ -169,7 +178,7 @@ ForcedLimits ForcedLimits::from_env() {
 
 bool ForcedLimits::any() const {
   return no_fp16 || no_subgroup || as_gpu || max_storage_buffer_range || shared_memory_bytes || column_split_matvec ||
-         chain;
+         chain || attention_splits;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -214,6 +223,7 @@ Context::Context(const ContextOptions& options) {
     if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
     if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
     if (env_forced.column_split_matvec) forced.column_split_matvec = env_forced.column_split_matvec;
+    if (env_forced.attention_splits) forced.attention_splits = env_forced.attention_splits;
     if (env_forced.chain) {
       forced.chain = env_forced.chain;
       forced.chain_timeout_test = env_forced.chain_timeout_test;
@@ -395,6 +405,7 @@ void Context::read_caps(const ForcedLimits& forced) {
     caps_.shared_memory_bytes = std::min(caps_.shared_memory_bytes, *forced.shared_memory_bytes);
   if (forced.column_split_matvec) caps_.column_split_matvec = *forced.column_split_matvec;
   if (forced.chain) caps_.chain = *forced.chain;
+  if (forced.attention_splits) caps_.attention_splits = *forced.attention_splits;
   caps_.chain_timeout_test = forced.chain_timeout_test;
 
   uint32_t n = 0;

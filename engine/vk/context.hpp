@@ -59,6 +59,9 @@ struct Caps {
   // without pipeline barriers, each workgroup waiting for the dispatch before it through
   // arrival counters (engine/graph.hpp, Dispatch::chain). Not measured on a GPU yet.
   Chain chain = Chain::Off;
+  // GPUs, opt-in (GPTVK_FORCE=attn_split[=N]): decode attention splits each head's keys
+  // between this many workgroups (ops/attention.cpp); 1 = no split, 0 = a count per shape.
+  uint32_t attention_splits = 1;
   // Test hook (GPTVK_FORCE=chain=timeout): each graph's first chained wait can never be
   // met, so that its bounded spin runs out and the model falls back to barriers.
   bool chain_timeout_test = false;
@@ -69,7 +72,8 @@ struct Caps {
 // Limits pretended lower than the device's, to test small-device paths on any device.
 // From the environment: GPTVK_FORCE="no_fp16,no_subgroup,max_range=64M,shared=16K"; also
 // "matvec=rows" or "matvec=cols" picks the CPU decode mat-vec (Caps::column_split_matvec);
-// "chain", "chain=wait" or "chain=timeout" turns dispatch chaining on (Caps::chain).
+// "chain", "chain=wait" or "chain=timeout" turns dispatch chaining on (Caps::chain);
+// "attn_split" or "attn_split=N" splits decode attention's keys (Caps::attention_splits).
 struct ForcedLimits {
   bool no_fp16 = false;
   bool no_subgroup = false;
@@ -78,6 +82,7 @@ struct ForcedLimits {
   std::optional<uint32_t> shared_memory_bytes;
   std::optional<bool> column_split_matvec;
   std::optional<Chain> chain;
+  std::optional<uint32_t> attention_splits;
   bool chain_timeout_test = false;
   static ForcedLimits parse(const std::string& spec);  // throws UsageError on a bad spec
   static ForcedLimits from_env();
