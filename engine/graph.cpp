@@ -102,12 +102,13 @@ void Graph::add(Dispatch d) {
   nodes_.push_back(std::move(d));
 }
 
-// The arrival counters, the timeout flag and each chained node's push words: wait for
-// every workgroup of the node before it (when that one is chained too; a chain's first
-// node waits for nothing, a barrier orders it), count into its own counter.
+// The arrival counters (one per node, from counters()), the timeout flag and each chained
+// node's push words: wait for every workgroup of the node before it (when that one is
+// chained too; a chain's first node waits for nothing, a barrier orders it), count into
+// its own counter.
 void Graph::add_chain_args() {
   if (std::none_of(nodes_.begin(), nodes_.end(), [](const Dispatch& d) { return d.chain; })) return;
-  chain_counters_ = vk::Buffer(ctx_, (nodes_.size() + 1) * 4, vk::Memory::Device, "chain arrival counters");
+  const View arrivals = counters(static_cast<uint32_t>(nodes_.size()));
   chain_flag_ = vk::Buffer(ctx_, 16, vk::Memory::Host, "chain timeout flag");
   std::memset(chain_flag_.mapped(), 0, 16);
   bool impossible_wait = ctx_.caps().chain_timeout_test;
@@ -123,7 +124,7 @@ void Graph::add_chain_args() {
         impossible_wait = false;
       }
     }
-    n.args.push_back({whole(chain_counters_), Access::ReadWrite});
+    n.args.push_back({arrivals, Access::ReadWrite});
     n.args.push_back({whole(chain_flag_), Access::ReadWrite});
     n.push.insert(n.push.end(), {need ? static_cast<uint32_t>(i - 1) : 0u, need, static_cast<uint32_t>(i)});
   }
@@ -193,7 +194,6 @@ void Graph::record(bool profile) {
     vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
   }
   // Every run starts its chains' and ops' counts from 0 (the barrier below orders the fills).
-  if (!chain_counters_.empty()) vkCmdFillBuffer(cb_, chain_counters_.handle(), 0, VK_WHOLE_SIZE, 0);
   for (const auto& c : counters_) vkCmdFillBuffer(cb_, c.handle(), 0, VK_WHOLE_SIZE, 0);
   // Host writes and uploads made before this submission become visible to the shaders.
   global_barrier(cb_, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,

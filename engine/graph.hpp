@@ -127,7 +127,6 @@ class Graph {
   bool in_flight_ = false;
   size_t barriers_ = 0;
   bool chaining_ = false, chain_timed_out_ = false;
-  vk::Buffer chain_counters_;  // one arrival counter per node, zeroed at the start of each run
   vk::Buffer chain_flag_;      // host-visible: set by a chained wait that gave up
 };
 

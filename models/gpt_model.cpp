@@ -223,9 +223,10 @@ Graph& GptModel::run(uint32_t T, Head head) {
     g.run();
     return g;
   }
-  // The sampler changes the ids and the step state: kept to run the step again.
-  std::vector<uint32_t> ids(T);
-  std::memcpy(ids.data(), ids_.mapped(), T * 4);
+  // The sampler changes the token id and the step state: kept to run the step again (only
+  // one-token steps chain, build_graph).
+  auto* id = static_cast<uint32_t*>(ids_.mapped());
+  const uint32_t token = *id;
   const StepState step = *static_cast<const StepState*>(step_.mapped());
   g.run();
   if (!g.chain_timed_out()) return g;
@@ -239,7 +240,7 @@ Graph& GptModel::run(uint32_t T, Head head) {
       ++it;
     }
   }
-  std::memcpy(ids_.mapped(), ids.data(), T * 4);
+  *id = token;
   *static_cast<StepState*>(step_.mapped()) = step;
   Graph& plain = graph(T, head);
   plain.run();
