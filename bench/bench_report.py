@@ -67,7 +67,8 @@ def markdown(results):
         "## Machine",
         "",
         f"- CPU: {m['cpu']}, {m['cores']} cores, {m['mem_gib']:.0f} GiB memory; Linux {m['kernel']}",
-        f"- PyTorch {meta['torch_version']}, {meta['torch_threads']} threads, computing in {meta['torch_dtype']}, "
+        f"- PyTorch {meta['torch_version']} (BLAS: {meta.get('torch_blas') or 'not recorded'}), "
+        f"{meta['torch_threads']} threads, computing in {meta['torch_dtype']}, "
         f"OMP_WAIT_POLICY={meta.get('omp_wait_policy', 'not recorded')} (idle OpenMP threads sleep instead of "
         f"spinning: spinning made PyTorch several times slower on this shared machine); Python {meta['python']}",
         f"- 1-minute load average {_num(meta['load_start'], 1)} at the start, {_num(meta['load_end'], 1)} at the end "

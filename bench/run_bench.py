@@ -102,6 +102,24 @@ def torch_version():
         return "not available"
 
 
+# The BLAS library PyTorch's matmul loads: Debian's python3-torch takes whichever libblas.so.3
+# the alternatives system selects, and the reference BLAS a fresh machine gets made PyTorch's
+# prefill ~24x slower than OpenBLAS (bench/README.md), which would make every ratio a lie.
+BLAS_PROBE = """
+import torch
+torch.ones(64, 64) @ torch.ones(64, 64)
+print(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l.lower() and '/' in l})[0])
+"""
+
+
+def torch_blas():
+    try:
+        return subprocess.run([PYTHON, "-c", BLAS_PROBE], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return "not found"
+
+
 def measure(cmd, timeout_s):
     """Runs one benchmark command; returns the result dict of a table cell."""
     o = bench_proc.run(cmd, timeout_s, log=log)
@@ -219,6 +237,14 @@ def write_results(results, results_dir):
 def main():
     args = parse_args()
     t_start = time.time()
+    try:  # the plot is written at every checkpoint: fail now, not after the first measurements
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise SystemExit("run_bench: matplotlib is missing (apt-get install python3-matplotlib)")
+    blas = None if args.no_torch else torch_blas()
+    if blas is not None and "openblas" not in blas:
+        log(f"warning: PyTorch runs on {blas}, not OpenBLAS: its figures will be far too slow "
+            "(apt-get install libopenblas0-pthread)")
     devices = subprocess.run([args.gptvk, "devices", "-v"], capture_output=True, text=True)
     if devices.returncode != 0:
         raise SystemExit(f"run_bench: `{args.gptvk} devices -v` failed: {devices.stderr.strip()}")
@@ -227,7 +253,7 @@ def main():
             "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "command": "bench/run_bench.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
             "commit": git_commit(), "machine": machine_info(), "devices": devices.stdout,
-            "device_name": device_name(devices.stdout), "gptvk": args.gptvk, "torch_version": torch_version(),
+            "device_name": device_name(devices.stdout), "gptvk": args.gptvk, "torch_version": torch_version(), "torch_blas": blas,
             "torch_threads": args.torch_threads, "torch_dtype": args.torch_dtype,
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
             "python": platform.python_version(), "repeats": args.repeats, "gen_tokens": args.gen_tokens,
