@@ -38,8 +38,10 @@ function(gptvk_embed_shaders target shader_dir)
       string(MAKE_C_IDENTIFIER "spv_${name}" symbol)
       set(spv ${out_dir}/${name}.spv)
       set(cpp ${out_dir}/${name}.cpp)
+      # The .spv comes first: glslang's depfile names it as its target, and Ninja checks a
+      # depfile against the command's first output (else it reruns the command every build).
       add_custom_command(
-        OUTPUT ${cpp}
+        OUTPUT ${spv} ${cpp}
         COMMAND ${GLSLANG} --quiet --target-env vulkan1.1 ${defines}
                 -I${shader_dir} --depfile ${spv}.d -o ${spv} ${shader}
         COMMAND ${SPIRV_VAL} --target-env vulkan1.1 ${spv}
