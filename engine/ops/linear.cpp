@@ -17,6 +17,9 @@ namespace {
 
 constexpr uint32_t kMaxGroups = 65535;  // per dimension: the smallest maxComputeWorkGroupCount allowed
 
+// Weights per 16-byte (uvec4) word of a stored W row, the unit every linear kernel reads.
+uint32_t weights_per_word(DType t) { return 16 / dtype_bytes(t); }
+
 // One kernel with its tile sizes, as shaders/linear.comp expects them.
 struct Kernel {
   LinearKernel kind = LinearKernel::MatVec;
@@ -85,15 +88,14 @@ bool row_matvec_supported(const vk::Context& ctx) { return one_subgroup_shuffles
 // A workgroup of the row mat-vec takes at least 8 rows of 4 invocations (one_subgroup_shuffles).
 uint64_t pick_partials_bytes(uint32_t rows) { return (uint64_t(rows) / 32 + 1) * 8; }
 
-bool norm_before_fits(const Matrix& W, uint32_t T) { return T == 1 && W.cols % (16 / dtype_bytes(W.dtype)) == 0; }
+bool norm_before_fits(const Matrix& W, uint32_t T) { return T == 1 && W.cols % weights_per_word(W.dtype) == 0; }
 
 bool held_x_fits(uint32_t K, DType dtype) {
-  const uint32_t per_word = 16 / dtype_bytes(dtype);  // weights per uvec4 word
-  return K <= kMaxHeldInputs && K % per_word == 0;
+  return K <= kMaxHeldInputs && K % weights_per_word(dtype) == 0;
 }
 
 bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype) {
-  const uint32_t per_word = 16 / dtype_bytes(dtype), local = ctx.caps().subgroup_size;
+  const uint32_t per_word = weights_per_word(dtype), local = ctx.caps().subgroup_size;
   if (local == 0) return false;
   const uint64_t words = (uint64_t(K) + per_word - 1) / per_word, words_per_lane = (words + local - 1) / local;
   return words_per_lane * (per_word / 4) <= kMaxColumnSplitTexels;
@@ -256,7 +258,7 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
 // (common/linear_matvec.glsl, PREFETCH): up to 4, and no more than the loop has.
 uint32_t chain_prefetch(const vk::Context& ctx, const Kernel& k, const Matrix& W) {
   if (ctx.caps().chain != vk::Chain::Prefetch) return 0;
-  const uint32_t words = W.cols / (16 / dtype_bytes(W.dtype));
+  const uint32_t words = W.cols / weights_per_word(W.dtype);
   return std::min<uint32_t>(4, (words + k.local - 1) / k.local);
 }
 
