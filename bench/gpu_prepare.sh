@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Packs what one call of the workplace's device tool needs to test and benchmark this build
+# on a lent GPU, into two git-ignored folders the call carries (the device machine is a
+# bare image that reaches no package registry and has no Debian build tools, so nothing is
+# built there):
+#   .gl/   the Vulkan loader and the GL libraries NVIDIA's Vulkan driver loads, as Debian
+#          packages, fetched as /work/.library/device/README.md says;
+#   .gpu/  bundle.tar.xz: build/gpt-vk, every test binary and CTest's files, and the
+#          libraries the image lacks (Boost.Test, the validation layer); source_dir: where
+#          this checkout is, which the test binaries have compiled in.
+# Then it prints the call to make; bench/gpu_check.sh is what runs there.
+# Usage: bench/gpu_prepare.sh   (after tools/setup.sh, which it reruns: a no-op if built)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tools/setup.sh >/dev/null
+
+if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
+  echo "gpu_prepare: fetching the Vulkan loader packages into .gl/" >&2
+  mkdir -p .gl /tmp/amd64/partial
+  o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64)
+  apt-get "${o[@]}" update -qq
+  (cd .gl && apt-get "${o[@]}" download -qq libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+fi
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/build/tests" "$stage/build/gpu-lib"
+cp build/gpt-vk "$stage/build/"
+cp build/CTestTestfile.cmake "$stage/build/"
+cp build/tests/CTestTestfile.cmake "$stage/build/tests/"
+find build/tests -maxdepth 1 -name 'test_*' -type f -perm -u+x -exec cp {} "$stage/build/tests/" \;
+strip "$stage/build/gpt-vk" "$stage"/build/tests/test_*
+# Libraries of the test binaries that are not glibc's, the compiler's or the Vulkan
+# loader's (those come from the image or from .gl/).
+ldd build/tests/test_models build/gpt-vk | awk '/=> \//{print $3}' | sort -u |
+  grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libvulkan)\.so' |
+  xargs -I{} cp -L {} "$stage/build/gpu-lib/"
+layer=/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so
+cp "$layer" "$stage/build/gpu-lib/"
+# The manifest names the library by file name; a path relative to the manifest finds it
+# in gpu-lib/ without LD_LIBRARY_PATH.
+sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' \
+  /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >"$stage/build/gpu-lib/VkLayer_khronos_validation.json"
+
+mkdir -p .gpu
+tar -C "$stage" -cJf .gpu/bundle.tar.xz build
+pwd >.gpu/source_dir
+du -sh .gl .gpu | sed 's/^/gpu_prepare: /' >&2
+cat <<'EOF'
+Ready. One call of the device tool (run), when `status` shows a machine is lent:
+  carry: [".gl", ".gpu"]
+  command: bash bench/gpu_check.sh
+(gpu_check.sh's header lists the variants and settings it takes; keep timeout_s under the
+session's device time so that there is time to run it again.)
+EOF
