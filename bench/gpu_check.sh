@@ -12,7 +12,7 @@
 #   (default gpt2-small,gpt2-xl); ROUNDS (default 1); TABLE=1 also runs gpu_bench.py's
 #   table of every GPT-2 size against PyTorch (several minutes).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/gpu_check.log") 2>&1
