@@ -11,9 +11,11 @@ variables, or `weights.KEY=VALUE` for a key added to the config's [weights] tabl
   ab_bench.py ./gpt-vk ./gpt-vk:weights.kv_dtype=f16 --prompt-tokens 960
   ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_FORCE=chain,attn_split   (one variable, two items)
 Options: --shapes gpt2-small,gpt2-xl  --dtype f16  --rounds 2  --gen-tokens 128  --repeats 3
+         --timeout 900 (seconds for one run)
 Random weights (gpt-vk makes them itself: the config names a weights file that does not
 exist). Prints one line per run as it goes, then decode and prefill medians over the rounds
-with the ratio to the first variant.
+with the ratio to the first variant. A variant's failed run (an error, a timeout) is printed
+and left out of its medians, so that one broken variant costs a lent GPU's minutes only once.
 """
 import argparse
 import os
@@ -62,6 +64,7 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=900, help="seconds for one run")
     args = ap.parse_args()
     shapes = args.shapes.split(",")
     for s in shapes:
@@ -71,6 +74,7 @@ def main():
     work = ["--prompt-tokens", str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens),
             "--repeats", str(args.repeats)]
     results = {}  # (shape, variant index) -> [(prefill, decode)]
+    failed = False
     with tempfile.TemporaryDirectory() as tmp:
         configs = {}  # (shape, variant index) -> config path
         for shape in shapes:
@@ -80,23 +84,32 @@ def main():
         for r in range(args.rounds):
             for shape in shapes:
                 for i, (binary, env, _) in enumerate(variants):
-                    out = run([binary, "bench", "--config", configs[(shape, i)]] + work, 900, env=env)
+                    out = run([binary, "bench", "--config", configs[(shape, i)]] + work, args.timeout, env=env)
+                    results.setdefault((shape, i), [])
                     try:
                         p, d = out.rates()
                     except ValueError as e:
-                        sys.exit(f"{args.variants[i]} on {shape}: {out.error or e}")
-                    results.setdefault((shape, i), []).append((p, d))
+                        print(f"round {r + 1} {shape} {args.variants[i]}: FAILED: {out.error or e}", flush=True)
+                        failed = True
+                        continue
+                    results[(shape, i)].append((p, d))
                     print(f"round {r + 1} {shape} {args.variants[i]}: prefill {p:.1f} decode {d:.2f} tok/s",
                           flush=True)
     print(f"\n| shape | variant | decode tok/s (median) | vs first | prefill tok/s (median) | vs first |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for shape in shapes:
-        base_p = statistics.median(p for p, _ in results[(shape, 0)])
-        base_d = statistics.median(d for _, d in results[(shape, 0)])
+        medians = {i: (statistics.median(p for p, _ in rs), statistics.median(d for _, d in rs))
+                   for (s, i), rs in results.items() if s == shape and rs}
+        base_p, base_d = medians.get(0, (None, None))
         for i, text in enumerate(args.variants):
-            p = statistics.median(p for p, _ in results[(shape, i)])
-            d = statistics.median(d for _, d in results[(shape, i)])
-            print(f"| {shape} | `{text}` | {d:.1f} | {d / base_d:.3f}x | {p:.0f} | {p / base_p:.3f}x |")
+            if i not in medians:
+                print(f"| {shape} | `{text}` | failed | | failed | |")
+                continue
+            p, d = medians[i]
+            vs_d = f"{d / base_d:.3f}x" if base_d else ""
+            vs_p = f"{p / base_p:.3f}x" if base_p else ""
+            print(f"| {shape} | `{text}` | {d:.1f} | {vs_d} | {p:.0f} | {vs_p} |")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

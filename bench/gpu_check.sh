@@ -63,7 +63,7 @@ fi
 for depth in ${DEPTHS:-128 960}; do
   say "A/B at a ${depth}-token prompt"
   PYTHONUNBUFFERED=1 python3 bench/ab_bench.py "$@" --shapes "${SHAPES:-gpt2-small,gpt2-xl}" \
-    --rounds "${ROUNDS:-1}" --prompt-tokens "$depth" | tee "$OUT/ab-$depth.txt" || status=1
+    --rounds "${ROUNDS:-1}" --prompt-tokens "$depth" --timeout 150 | tee "$OUT/ab-$depth.txt" || status=1
   sed -n '/^| shape/,$p' "$OUT/ab-$depth.txt" >"$OUT/ab-$depth.md"
 done
 
