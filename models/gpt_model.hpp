@@ -40,6 +40,9 @@ class GptModel {
   // returns the [n][vocab] logits of every position; otherwise returns nothing.
   std::vector<float> prefill(std::span<const uint32_t> ids, uint32_t pos, bool all_logits);
 
+  // Runs `ids` at positions [pos, pos + n) like prefill and returns the logits of the last
+  // position only: the last layer computes the others' keys and values and nothing more.
+  std::vector<float> last_logits(std::span<const uint32_t> ids, uint32_t pos);
   // One decode step with a given token at `pos` (teacher forcing); returns its logits.
   std::vector<float> decode_logits(uint32_t token, uint32_t pos);
 
@@ -76,6 +79,9 @@ class GptModel {
   Graph& graph(uint32_t T, Head head);
   std::unique_ptr<Graph> build_graph(uint32_t T, Head head);
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
+  // Runs ids at [pos, pos + n) in chunks of max_chunk_ tokens: every chunk but the last only
+  // fills the KV cache, the last ends with `head`. last_run_ then holds every chunk's graph.
+  void run_chunks(std::span<const uint32_t> ids, uint32_t pos, Head head);
   // Runs the step graph of T tokens (ids and step state written), first computing the
   // folded LayerNorms' vectors if the graph uses them and they are not made yet; returns
   // the graph that ran. A chained graph whose wait gave up (Graph::chain_timed_out) is run
@@ -97,6 +103,7 @@ class GptModel {
   uint32_t pos_ = 0;
 
   vk::Buffer ids_, step_;            // host-visible: token ids of the step, StepState
+  vk::Buffer step_last_;             // host-visible: StepState at the step's last position (build_graph's last_row_only)
   vk::Buffer x_, h_, h_last_, qkv_, att_, ff_, logits_last_, sample_scratch_;
   vk::Buffer logits_all_;            // logits_all()
   // Arrival counters of the dispatches whose last workgroup finishes a LayerNorm after a

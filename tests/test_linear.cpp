@@ -38,6 +38,7 @@ const char* kernel_name(LinearKernel k) {
     case LinearKernel::MatVecRowsHeld: return "matvec_rows_held";
     case LinearKernel::MatVecCols: return "matvec_cols";
     case LinearKernel::GemmRegisters: return "gemm_reg";
+    case LinearKernel::GemmRegistersWide: return "gemm_reg_wide";
     case LinearKernel::GemmTiled: return "gemm_tiled";
   }
   return "?";
@@ -46,7 +47,7 @@ const LinearKernel kAllKernels[] = {LinearKernel::Auto,           LinearKernel::
                                     LinearKernel::MatVecWide,     LinearKernel::MatVecTexel,
                                     LinearKernel::MatVecRows,     LinearKernel::MatVecRowsHeld,
                                     LinearKernel::MatVecCols,     LinearKernel::GemmRegisters,
-                                    LinearKernel::GemmTiled};
+                                    LinearKernel::GemmRegistersWide, LinearKernel::GemmTiled};
 const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
 
 // Whether kernel k runs on this device when x has (x_view) or lacks a usable texel view:
@@ -180,27 +181,35 @@ BOOST_AUTO_TEST_CASE(all_kernels_and_dtypes_match_cpu) {
     }
 }
 
-// The CPU GEMM takes two tiles for 16-bit weights: 8 tokens x 4 outputs per invocation below
-// ops::kWideTileMinTokens, 16 x 3 from there. Both sides of the threshold, a partial last
-// tile of tokens and of outputs (70 is a multiple of neither 24 nor 32), x with and without
-// a texel view, and the fused epilogue (bias, GELU, residual in place) on the wide tile.
+// The CPU GEMM takes two tiles for 16-bit weights: 8 tokens x 4 outputs per invocation
+// (GemmRegisters), and 16 x 3 (GemmRegistersWide), which Auto picks from
+// ops::kWideTileMinTokens. Both tiles on both sides of the threshold, a partial last tile of
+// tokens and of outputs (70 is a multiple of neither 24 nor 32), x with and without a texel
+// view, and the fused epilogue (bias, GELU, residual in place); and one token through the
+// wide tile (a prompt's last row, GptModel::build_graph).
 BOOST_AUTO_TEST_CASE(gemm_tiles_either_side_of_the_wide_tile_threshold) {
   const uint32_t N = 70;
-  const uint32_t Ts[] = {ops::kWideTileMinTokens - 1, ops::kWideTileMinTokens, ops::kWideTileMinTokens + 13};
+  const uint32_t Ts[] = {1, ops::kWideTileMinTokens - 1, ops::kWideTileMinTokens, ops::kWideTileMinTokens + 13};
   for (auto [label, ctx] : test::all_contexts())
     for (DType dt : {DType::F16, DType::BF16})
       for (uint32_t K : {96u, 99u}) {
         auto w = make_matrix(*ctx, dt, N, K, K + static_cast<uint32_t>(dt));
-        for (uint32_t T : Ts) {
-          const bool epilogue = T == Ts[2];
-          auto in = make_inputs(T, K, N, epilogue, epilogue, T * K);
-          const Activation act = epilogue ? Activation::GeluTanh : Activation::None;
-          auto got = run_gpu(*ctx, LinearKernel::GemmRegisters, w, in, T, act,
-                             epilogue ? Residual::InPlace : Residual::None, K % 4 == 0);
-          BOOST_TEST(test::max_rel_error(got, reference(in, w, T, act)) <= kTol,
-                     describe(label, LinearKernel::GemmRegisters, dt, T, K, N) << " epilogue=" << epilogue);
-        }
+        for (uint32_t T : Ts)
+          for (LinearKernel k : {LinearKernel::GemmRegisters, LinearKernel::GemmRegistersWide}) {
+            const bool epilogue = T == Ts[3];
+            auto in = make_inputs(T, K, N, epilogue, epilogue, T * K);
+            const Activation act = epilogue ? Activation::GeluTanh : Activation::None;
+            auto got = run_gpu(*ctx, k, w, in, T, act, epilogue ? Residual::InPlace : Residual::None, K % 4 == 0);
+            BOOST_TEST(test::max_rel_error(got, reference(in, w, T, act)) <= kTol,
+                       describe(label, k, dt, T, K, N) << " epilogue=" << epilogue);
+          }
       }
+  auto& ctx = test::context();
+  if (!ctx.info().is_cpu()) return;  // GPUs take the tiled GEMM
+  auto w = make_matrix(ctx, DType::F16, N, 96, 1);
+  vk::Buffer x(ctx, uint64_t(ops::kWideTileMinTokens) * 96 * 4, vk::Memory::Device, "x");
+  BOOST_TEST((ops::auto_kernel(ctx, ops::kWideTileMinTokens - 1, w.m, whole(x)) == LinearKernel::GemmRegisters));
+  BOOST_TEST((ops::auto_kernel(ctx, ops::kWideTileMinTokens, w.m, whole(x)) == LinearKernel::GemmRegistersWide));
 }
 
 // A GPU's tiled GEMM of few tiles splits its inputs (split-K: partial sums in the graph's

@@ -78,6 +78,31 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_then_decode_matches) {
   });
 }
 
+// A step that needs only its last position's logits (GptModel::last_logits, and the prompt
+// that `generate` samples after) runs its last layer past the KV cache for that position
+// alone: its logits, and the decode steps after it (which read that layer's cache), match
+// PyTorch, in one chunk or several, on this device and through a GPU's kernel choices.
+// (CPU devices do it for chunks that take the tiled attention path: 16 tokens or more.)
+BOOST_AUTO_TEST_CASE(last_position_only_matches) {
+  for (vk::Context* ctx : {&test::context(), &test::gpu_paths_context()}) {
+    const uint64_t messages = ctx->validation_messages();
+    for_each_case([&](const Case& c) {
+      const uint32_t V = c.cfg.vocab_size;
+      const size_t n = std::min<size_t>(c.ids.size() - 2, 40);
+      for (uint32_t chunk : {48u, 20u}) {  // one chunk, then two
+        GptModel model(*ctx, c.cfg, load_weights(*ctx, c.cfg), chunk);
+        double worst = rel_error(model.last_logits(std::span(c.ids).first(n), 0), c.logits, n - 1, 1, V);
+        for (size_t t = n; t < n + 2; ++t)
+          worst = std::max(worst, rel_error(model.decode_logits(c.ids[t], static_cast<uint32_t>(t)), c.logits, t, 1, V));
+        BOOST_TEST_MESSAGE(c.name << ": last position only, chunks of " << chunk << " on " << ctx->info().name
+                                  << ", max rel error " << worst);
+        BOOST_TEST(worst <= tolerance(c.cfg));
+      }
+    });
+    BOOST_TEST(ctx->validation_messages() == messages, "validation layer reported: " << ctx->last_validation_message());
+  }
+}
+
 // The serving path of `generate`: the model's pipelines are set compiling (GptModel::warm_up)
 // on allocated but unwritten weights, the weights are written while that is in flight, and
 // the prompt (in 24-token chunks) and the next steps still give PyTorch's answers: the

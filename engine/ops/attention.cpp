@@ -209,9 +209,14 @@ void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View o
   attention_with(g, k, false, qkv, step, k_cache, v_cache, out, T, s, name);
 }
 
+bool takes_tiled_path(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, uint32_t T,
+                      AttentionShape s) {
+  return scores.buffer && T >= kTiledMinTokens && attention_tiled_ok(ctx, qkv, k_cache, v_cache, scores, s);
+}
+
 void kv_append_attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T,
                          AttentionShape s, const std::string& name, View scores) {
-  if (scores.buffer && T >= kTiledMinTokens && attention_tiled_ok(g.context(), qkv, k_cache, v_cache, scores, s)) {
+  if (takes_tiled_path(g.context(), qkv, k_cache, v_cache, scores, T, s)) {
     kv_append_attention_tiled(g, qkv, step, k_cache, v_cache, scores, out, T, s, name);
     return;
   }
@@ -242,17 +247,31 @@ bool attention_tiled_ok(const vk::Context& ctx, View qkv, View k_cache, View v_c
          scores.offset % 16 == 0;
 }
 
-void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out,
-                               uint32_t T, AttentionShape s, const std::string& name) {
+namespace {
+// What the tiled passes need of their views; throws std::logic_error naming the first miss.
+void check_tiled(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, View out, uint32_t T,
+                 AttentionShape s) {
   check_shape("attention_tiled", qkv, k_cache, v_cache, T, s);
-  const uint32_t C = s.n_heads * s.head_dim;
-  if (out.size() < uint64_t(T) * C * 4) throw std::logic_error("attention_tiled: out view smaller than T x C floats");
-  if (!attention_tiled_ok(g.context(), qkv, k_cache, v_cache, scores, s))
+  if (out.size() < uint64_t(T) * s.n_heads * s.head_dim * 4)
+    throw std::logic_error("attention_tiled: out view smaller than T x C floats");
+  if (!attention_tiled_ok(ctx, qkv, k_cache, v_cache, scores, s))
     throw std::logic_error("attention_tiled: the device or the views cannot run it");
   if (scores.size() < attention_tiled_scratch_bytes(s, T))
     throw std::logic_error("attention_tiled: scores view smaller than n_heads x T x context floats");
-  kv_append(g, qkv, step, k_cache, v_cache, T, s, name + ".kv_append");
+}
+}  // namespace
 
+void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out,
+                               uint32_t T, AttentionShape s, const std::string& name) {
+  check_tiled(g.context(), qkv, k_cache, v_cache, scores, out, T, s);  // before anything is recorded
+  kv_append(g, qkv, step, k_cache, v_cache, T, s, name + ".kv_append");
+  attention_tiled(g, qkv, step, k_cache, v_cache, scores, out, T, s, name);
+}
+
+void attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out, uint32_t T,
+                     AttentionShape s, const std::string& name) {
+  check_tiled(g.context(), qkv, k_cache, v_cache, scores, out, T, s);
+  const uint32_t C = s.n_heads * s.head_dim;
   const uint32_t local = g.context().caps().subgroup_size;
   // attention.comp's constants 0-9; 5-8 (the other variants' SG, CHUNK, APPEND, QB) unused.
   const std::vector<uint32_t> spec = {local, s.head_dim, C, s.context, vk::spec_f32(1.0f / std::sqrt(float(s.head_dim))),

@@ -66,6 +66,13 @@ void kv_append_attention(Graph& g, View qkv, View step, View k_cache, View v_cac
 // in a buffer with a texel view.
 void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out,
                                uint32_t T, AttentionShape s, const std::string& name = "attention");
+// Its two passes alone (the keys and values already appended): for a step's last query
+// after a chunk's kv_append, on the chunk's own pipelines (GptModel::build_graph).
+void attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out, uint32_t T,
+                     AttentionShape s, const std::string& name = "attention");
+// Whether kv_append_attention of T tokens takes the tiled path with these views.
+bool takes_tiled_path(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, uint32_t T,
+                      AttentionShape s);
 uint64_t attention_tiled_scratch_bytes(AttentionShape s, uint32_t max_tokens);
 // The device runs it (subgroup shuffles in workgroups of one subgroup of 4-16 lanes, texel
 // views of the buffers at 16-byte aligned offsets, head_dim % 4 == 0).

@@ -136,7 +136,7 @@ Kernel mat_vec_cols(const vk::Context& ctx, uint32_t rows) {
   return k;
 }
 
-Kernel gemm_registers(const vk::Context& ctx, DType dtype, uint32_t T, bool w_texel, bool x_texel) {
+Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool w_texel, bool x_texel) {
   const auto& caps = ctx.caps();
   Kernel k;
   k.kind = LinearKernel::GemmRegisters;
@@ -162,7 +162,7 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, uint32_t T, bool w_te
     // 40 tokens (48 computed) 5-25% slower, 20 tokens (32) 25%. Other tiles at 128 tokens,
     // f16: 2 x 2 334-354, 2 x 4 300, 3 x 2 314, 3 x 3 251 (the JIT spills accumulators
     // beyond the CPU's 32 vector registers inside the inner loop).
-    const bool wide = dtype != DType::F32 && T >= kWideTileMinTokens;
+    const bool wide = dtype != DType::F32 && wide_tile;
     const uint32_t xt = dtype == DType::F32 || wide ? 2 : 1, tn = wide ? 3 : 4;
     k.tile = {xt, tn};
     k.tokens_per_group = xt * k.local;
@@ -212,24 +212,31 @@ bool x_texel_ok(View x, uint32_t K) {
   return x.buffer->texel_view() != VK_NULL_HANDLE && x.offset % 16 == 0 && K % 4 == 0;
 }
 
+}  // namespace
+
+LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x) {
+  const uint32_t K = W.cols;
+  const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
+  // CPU devices read through texel views where they can: decode with rows per invocation
+  // (both views), else the split-K texel mat-vec (W's view only: f32 1.7x, f16 1.3x over
+  // storage loads on GPT-2's MLP shapes).
+  if (T == 1 && ctx.info().is_cpu())
+    return !(w_texel && x_texel && one_subgroup_shuffles(ctx)) ? (w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec)
+           : ctx.caps().column_split_matvec && column_split_fits(ctx, K, W.dtype) ? LinearKernel::MatVecCols
+           : held_x_fits(K, W.dtype)                                            ? LinearKernel::MatVecRowsHeld
+                                                                                 : LinearKernel::MatVecRows;
+  if (T == 1) return LinearKernel::MatVec;
+  if (!ctx.info().is_cpu()) return LinearKernel::GemmTiled;
+  return T >= kWideTileMinTokens ? LinearKernel::GemmRegistersWide : LinearKernel::GemmRegisters;
+}
+
+namespace {
+
 Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before) {
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   if (want == LinearKernel::Auto && norm_before) want = LinearKernel::MatVec;  // the one kernel with it
-  if (want == LinearKernel::Auto) {
-    // CPU devices read through texel views where they can: decode with rows per
-    // invocation (both views), else the split-K texel mat-vec (W's view only: f32 1.7x,
-    // f16 1.3x over storage loads on GPT-2's MLP shapes).
-    if (T == 1 && ctx.info().is_cpu())
-      want = !(w_texel && x_texel && one_subgroup_shuffles(ctx)) ? (w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec)
-             : ctx.caps().column_split_matvec && column_split_fits(ctx, K, W.dtype) ? LinearKernel::MatVecCols
-             : held_x_fits(K, W.dtype)                                            ? LinearKernel::MatVecRowsHeld
-                                                                                   : LinearKernel::MatVecRows;
-    else if (T == 1)
-      want = LinearKernel::MatVec;
-    else
-      want = ctx.info().is_cpu() ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
-  }
+  if (want == LinearKernel::Auto) want = auto_kernel(ctx, T, W, x);
   const bool rows = want == LinearKernel::MatVecRows || want == LinearKernel::MatVecRowsHeld || want == LinearKernel::MatVecCols;
   if ((want == LinearKernel::MatVecTexel || rows) && !w_texel)
     throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
@@ -247,7 +254,8 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
              : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true, false)
              : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, W.rows)
              : rows                                ? mat_vec_rows(ctx, W.rows, want == LinearKernel::MatVecRowsHeld)
-             : want == LinearKernel::GemmRegisters ? gemm_registers(ctx, W.dtype, T, w_texel, x_texel)
+             : want == LinearKernel::GemmRegisters || want == LinearKernel::GemmRegistersWide
+                 ? gemm_registers(ctx, W.dtype, want == LinearKernel::GemmRegistersWide, w_texel, x_texel)
                                                    : gemm_tiled(ctx);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
   if (K % 4 != 0) k.shader += "_xs";

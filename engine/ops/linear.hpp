@@ -76,7 +76,9 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // each row's columns, each holding its share of x (column_split_fits); Auto prefers it
 // where the device says so (Caps::column_split_matvec) and it fits, forcing it where it
 // does not fit throws std::invalid_argument. On CPU devices GemmRegisters reads W, and x,
-// through their texel views when they have them.
+// through their texel views when they have them; with 16-bit weights Auto gives chunks of
+// kWideTileMinTokens or more its wide tile, GemmRegistersWide, which can be asked for at
+// any T (the same pipeline for a chunk's last row: auto_kernel).
 enum class LinearKernel {
   Auto,
   MatVec,
@@ -86,6 +88,7 @@ enum class LinearKernel {
   MatVecRowsHeld,
   MatVecCols,
   GemmRegisters,
+  GemmRegistersWide,
   GemmTiled
 };
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
@@ -94,6 +97,11 @@ constexpr uint32_t kMaxColumnSplitTexels = 256;  // shaders/common/linear_matvec
 // 16 tokens per workgroup); below it that tile measured slower (it computes rows only to
 // drop them, over fewer workgroups): engine/ops/linear.cpp, gemm_registers.
 constexpr uint32_t kWideTileMinTokens = 64;
+
+// The kernel Auto picks for T tokens of x through W on this device. A step that runs some
+// rows of a chunk again through the kernel of the whole chunk reuses that pipeline instead
+// of compiling another (lavapipe compiles each at its first dispatch).
+LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x);
 
 // Whether the device runs MatVecRows at all: subgroup shuffles on workgroups of one
 // subgroup of 4-16 lanes (CPU devices' SIMD vectors; a GPU's 32 or 64 lanes are not).
