@@ -85,21 +85,20 @@ def main():
             for shape in shapes:
                 for i, (binary, env, _) in enumerate(variants):
                     out = run([binary, "bench", "--config", configs[(shape, i)]] + work, args.timeout, env=env)
-                    results.setdefault((shape, i), [])
                     try:
                         p, d = out.rates()
                     except ValueError as e:
                         print(f"round {r + 1} {shape} {args.variants[i]}: FAILED: {out.error or e}", flush=True)
                         failed = True
                         continue
-                    results[(shape, i)].append((p, d))
+                    results.setdefault((shape, i), []).append((p, d))
                     print(f"round {r + 1} {shape} {args.variants[i]}: prefill {p:.1f} decode {d:.2f} tok/s",
                           flush=True)
     print(f"\n| shape | variant | decode tok/s (median) | vs first | prefill tok/s (median) | vs first |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for shape in shapes:
         medians = {i: (statistics.median(p for p, _ in rs), statistics.median(d for _, d in rs))
-                   for (s, i), rs in results.items() if s == shape and rs}
+                   for (s, i), rs in results.items() if s == shape}
         base_p, base_d = medians.get(0, (None, None))
         for i, text in enumerate(args.variants):
             if i not in medians:
