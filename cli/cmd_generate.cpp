@@ -49,7 +49,7 @@ Action add_generate(CLI::App& app, Common& common) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-k", f->top_k, "sample among the K most likely tokens; 0 = off")->capture_default_str();
   cmd->add_option("--top-p", f->top_p, "nucleus sampling: smallest set of tokens with probability >= P; 1 = off")
-      ->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+      ->capture_default_str()->check(probability_above_zero());
   cmd->add_option("--seed", f->seed, "random seed; same seed, same output on the same device (default: random)");
   cmd->add_flag("--special", f->special, "treat <|endoftext|> in the prompt as the special token, not text");
   return [&common, f] {
@@ -77,7 +77,8 @@ Action add_generate(CLI::App& app, Common& common) {
     if (prompt.size() >= cfg.context_length)
       throw InputError("the prompt is " + std::to_string(prompt.size()) + " tokens; the model's context holds " +
                        std::to_string(cfg.context_length) + " including at least one generated token");
-    if (f->seed < 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
+    // The seed matters only when sampling draws (greedy decoding never does).
+    if (f->seed < 0 && f->temperature > 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
     s.model->set_sampling(sampling);
     // The prompt's pipelines compile (on lavapipe, most of a cold start) while the weights load.
     s.model->warm_up(static_cast<uint32_t>(prompt.size()));

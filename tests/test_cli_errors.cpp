@@ -343,9 +343,12 @@ BOOST_AUTO_TEST_CASE(zero_counts) {
   check(run_cli({"generate", "--config", fixture_with("", ""), "--prompt", "x", "--max-tokens", "0"}),
         {2, {"--max-tokens", "not in range 1 to"}});
 }
-// Sampling parameters are checked before the weights load (the sampler warm-up starts first).
-BOOST_AUTO_TEST_CASE(top_p_zero) {
-  check(run_cli({"generate", "--config", fixture_with("", ""), "--prompt", "x", "--top-p", "0"}), {2, {"top-p"}});
+// Sampling parameters are checked before the weights load (the sampler warm-up starts first);
+// --top-p's range, (0, 1], is the one its --help states.
+BOOST_AUTO_TEST_CASE(top_p_out_of_range) {
+  for (const char* p : {"0", "-0.5", "1.5", "nan", "abc"})
+    check(run_cli({"generate", "--config", fixture_with("", ""), "--prompt", "x", "--top-p", p}),
+          {2, {"--top-p", "(0, 1]"}});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
