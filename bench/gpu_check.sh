@@ -2,15 +2,17 @@
 # Runs on a lent GPU machine (the workplace's device tool), in the repository root, with
 # .gl and .gpu carried (bench/gpu_prepare.sh made them, here): installs the Vulkan loader,
 # unpacks the build, runs the whole test suite on the GPU with the validation layer on, then
-# A/B-benchmarks gpt-vk variants with bench/ab_bench.py at each context depth. What it
-# prints also goes to $OUT/gpu_check.log, and ab_bench's tables to $OUT/ab-<depth>.md.
+# A/B-benchmarks gpt-vk variants with bench/ab_bench.py at each context depth, then gpt-vk
+# against llama.cpp's Vulkan backend (llama-bench) on the same GPU
+# (bench/llama_cpp/vs_llama_bench.py). What it prints also goes to $OUT/gpu_check.log,
+# ab_bench's tables to $OUT/ab-<depth>.md, the llama.cpp table to $OUT/vs-llama-cpp.md.
 #
 # Usage: bash bench/gpu_check.sh [VARIANT...]
 #   VARIANT: ab_bench.py's BINARY[:VAR=VALUE,...], the first being the baseline. Default:
 #   the build against its opt-in GPU decode features (bench/PERFORMANCE.md, GPUs).
 # Environment: TESTS=0 skips the tests; DEPTHS (prompt tokens, default "128 960"); SHAPES
-#   (default gpt2-small,gpt2-xl); ROUNDS (default 1); TABLE=1 also runs gpu_bench.py's
-#   table of every GPT-2 size against PyTorch (several minutes).
+#   (default gpt2-small,gpt2-xl); ROUNDS (default 1); LLAMA=0 skips llama.cpp; TABLE=1 also
+#   runs gpu_bench.py's table of every GPT-2 size against PyTorch (several minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-/tmp/gpu_check}
@@ -66,6 +68,14 @@ for depth in ${DEPTHS:-128 960}; do
     --rounds "${ROUNDS:-1}" --prompt-tokens "$depth" --timeout 150 | tee "$OUT/ab-$depth.txt" || status=1
   sed -n '/^| shape/,$p' "$OUT/ab-$depth.txt" >"$OUT/ab-$depth.md"
 done
+
+if [ "${LLAMA:-1}" != 0 ] && [ -f .gpu/llama-bench.tar.xz ]; then
+  say "llama.cpp's Vulkan backend (llama-bench) against gpt-vk"
+  tar -C build -xJf .gpu/llama-bench.tar.xz
+  PYTHONUNBUFFERED=1 python3 bench/llama_cpp/vs_llama_bench.py --gptvk build/gpt-vk \
+    --llama-bench build/llama-bench/llama-bench --shapes "${SHAPES:-gpt2-small,gpt2-xl}" \
+    --models-dir /tmp/gptvk-gguf --timeout 150 --out "$OUT/vs-llama-cpp.md" || status=1
+fi
 
 if [ "${TABLE:-0}" = 1 ]; then
   say "gpu_bench.py table"

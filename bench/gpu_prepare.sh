@@ -7,7 +7,10 @@
 #          packages, fetched as /work/.library/device/README.md says;
 #   .gpu/  bundle.tar.xz: build/gpt-vk, every test binary and CTest's files, and the
 #          libraries the image lacks (Boost.Test, the validation layer); source_dir: where
-#          this checkout is, which the test binaries have compiled in.
+#          this checkout is, which the test binaries have compiled in; llama-bench.tar.xz:
+#          llama.cpp's llama-bench and its prebuilt Vulkan libraries
+#          (bench/llama_cpp/build_llama_bench.sh; npm installs node-llama-cpp first if
+#          needed), the same-device baseline; left out, with a warning, if it cannot be built.
 # Then it prints the call to make; bench/gpu_check.sh is what runs there.
 # Usage: bench/gpu_prepare.sh   (after tools/setup.sh, which it reruns: a no-op if built)
 set -euo pipefail
@@ -45,6 +48,21 @@ sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation
 
 mkdir -p .gpu
 tar -C "$stage" -cJf .gpu/bundle.tar.xz build
+
+llama=bench/llama_cpp/llama-bench
+if [ ! -x "$llama/llama-bench" ]; then
+  if [ ! -d bench/llama_cpp/node_modules/node-llama-cpp ] && command -v npm >/dev/null; then
+    echo "gpu_prepare: npm install in bench/llama_cpp (node-llama-cpp's prebuilt llama.cpp)" >&2
+    (cd bench/llama_cpp && npm install --omit=optional --ignore-scripts --no-audit --no-fund >/dev/null) || true
+  fi
+  bench/llama_cpp/build_llama_bench.sh >/dev/null || true
+fi
+if [ -x "$llama/llama-bench" ]; then
+  tar -C bench/llama_cpp -cJf .gpu/llama-bench.tar.xz llama-bench
+else
+  rm -f .gpu/llama-bench.tar.xz
+  echo "gpu_prepare: WARNING: no llama-bench; gpu_check.sh will leave llama.cpp out" >&2
+fi
 pwd >.gpu/source_dir
 du -sh .gl .gpu | sed 's/^/gpu_prepare: /' >&2
 cat <<'EOF'

@@ -47,6 +47,31 @@ def shape_dims(shape):
             "vocab_size": VOCAB_SIZE, "context_length": CONTEXT_LENGTH, "ffn_dim": 4 * emb_dim}
 
 
+def tensor_specs(dims):
+    """(name, shape, init) of every tensor in Hugging Face GPT-2 order; init is ("normal",
+    std), ("ones",) or ("zeros",): GPT-2's initialisation, as the module docstring says."""
+    C, F, L = dims["emb_dim"], dims["ffn_dim"], dims["n_layers"]
+    proj_std = 0.02 / math.sqrt(2 * L)
+    yield "wte.weight", (dims["vocab_size"], C), ("normal", 0.02)
+    yield "wpe.weight", (dims["context_length"], C), ("normal", 0.01)
+    for i in range(L):
+        p = f"h.{i}."
+        yield p + "ln_1.weight", (C,), ("ones",)
+        yield p + "ln_1.bias", (C,), ("zeros",)
+        yield p + "attn.c_attn.weight", (C, 3 * C), ("normal", 0.02)
+        yield p + "attn.c_attn.bias", (3 * C,), ("zeros",)
+        yield p + "attn.c_proj.weight", (C, C), ("normal", proj_std)
+        yield p + "attn.c_proj.bias", (C,), ("zeros",)
+        yield p + "ln_2.weight", (C,), ("ones",)
+        yield p + "ln_2.bias", (C,), ("zeros",)
+        yield p + "mlp.c_fc.weight", (C, F), ("normal", 0.02)
+        yield p + "mlp.c_fc.bias", (F,), ("zeros",)
+        yield p + "mlp.c_proj.weight", (F, C), ("normal", proj_std)
+        yield p + "mlp.c_proj.bias", (C,), ("zeros",)
+    yield "ln_f.weight", (C,), ("ones",)
+    yield "ln_f.bias", (C,), ("zeros",)
+
+
 def random_tensors(dims, seed, device="cpu", dtype=None):
     """Yields (name, tensor) in Hugging Face GPT-2 order, generated one at a time so the
     whole model is never held twice in memory (dtype: float32 unless given). On another
@@ -56,36 +81,11 @@ def random_tensors(dims, seed, device="cpu", dtype=None):
 
     dtype = dtype or torch.float32
     g = torch.Generator(device=device).manual_seed(seed)
-    C, F, L = dims["emb_dim"], dims["ffn_dim"], dims["n_layers"]
-    proj_std = 0.02 / math.sqrt(2 * L)
-
-    def normal(shape, std=0.02):
-        return (torch.randn(*shape, generator=g, device=device) * std).to(dtype)
-
-    def ones(n):
-        return torch.ones(n, device=device, dtype=dtype)
-
-    def zeros(n):
-        return torch.zeros(n, device=device, dtype=dtype)
-
-    yield "wte.weight", normal((dims["vocab_size"], C))
-    yield "wpe.weight", normal((dims["context_length"], C), 0.01)
-    for i in range(L):
-        p = f"h.{i}."
-        yield p + "ln_1.weight", ones(C)
-        yield p + "ln_1.bias", zeros(C)
-        yield p + "attn.c_attn.weight", normal((C, 3 * C))
-        yield p + "attn.c_attn.bias", zeros(3 * C)
-        yield p + "attn.c_proj.weight", normal((C, C), proj_std)
-        yield p + "attn.c_proj.bias", zeros(C)
-        yield p + "ln_2.weight", ones(C)
-        yield p + "ln_2.bias", zeros(C)
-        yield p + "mlp.c_fc.weight", normal((C, F))
-        yield p + "mlp.c_fc.bias", zeros(F)
-        yield p + "mlp.c_proj.weight", normal((F, C), proj_std)
-        yield p + "mlp.c_proj.bias", zeros(C)
-    yield "ln_f.weight", ones(C)
-    yield "ln_f.bias", zeros(C)
+    for name, shape, init in tensor_specs(dims):
+        if init[0] == "normal":
+            yield name, (torch.randn(*shape, generator=g, device=device) * init[1]).to(dtype)
+        else:
+            yield name, (torch.ones if init[0] == "ones" else torch.zeros)(shape, device=device, dtype=dtype)
 
 
 def read_metadata(path):
