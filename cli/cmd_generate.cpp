@@ -1,7 +1,6 @@
 // `gpt-vk generate`: prints the prompt, then the generated text as each token arrives.
 // Sampling runs on the device; per token only the chosen id (4 bytes) comes back.
 #include <csignal>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -9,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/model_session.hpp"
 #include "engine/error.hpp"
+#include "runtime/generator.hpp"
 
 namespace gptvk::cli {
 
@@ -20,6 +20,17 @@ void on_sigint(int) { g_interrupted = 1; }
 void emit(const std::string& bytes) {
   std::fwrite(bytes.data(), 1, bytes.size(), stdout);
   std::fflush(stdout);
+}
+
+// What stopped generation, as the stderr summary says it.
+std::string finish_message(FinishReason r, uint32_t context) {
+  switch (r) {
+    case FinishReason::EndOfText: return "stopped at <|endoftext|>";
+    case FinishReason::StopString: return "stopped at a --stop string";
+    case FinishReason::ContextFull: return "stopped: the context of " + std::to_string(context) + " tokens is full";
+    case FinishReason::Cancelled: return "interrupted";
+    default: return "reached --max-tokens";
+  }
 }
 
 }  // namespace
@@ -74,9 +85,7 @@ Action add_generate(CLI::App& app, Common& common) {
       if (!eot) throw InputError("the prompt is empty and the vocabulary has no <|endoftext|> to start from");
       prompt.push_back(*eot);
     }
-    if (prompt.size() >= cfg.context_length)
-      throw InputError("the prompt is " + std::to_string(prompt.size()) + " tokens; the model's context holds " +
-                       std::to_string(cfg.context_length) + " including at least one generated token");
+    check_prompt_fits(prompt.size(), cfg.context_length);
     // The seed matters only when sampling draws (greedy decoding never does).
     if (f->seed < 0 && f->temperature > 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
     s.model->set_sampling(sampling);
@@ -87,40 +96,22 @@ Action add_generate(CLI::App& app, Common& common) {
     g_interrupted = 0;
     auto previous = std::signal(SIGINT, on_sigint);
     emit(f->prompt);
-    StreamDecoder out(tok);
-    using clock = std::chrono::steady_clock;
-    auto t0 = clock::now();
-    uint32_t token = s.model->prefill_and_sample(prompt);
-    auto t1 = clock::now();
-    uint32_t generated = 0;
-    std::string why = "reached --max-tokens";
-    while (true) {
-      if (eot && token == *eot) {
-        why = "stopped at <|endoftext|>";
-        break;
-      }
-      emit(out.feed(token));
-      ++generated;
-      if (g_interrupted) {
-        why = "interrupted";
-        break;
-      }
-      if (generated >= f->max_tokens) break;
-      if (s.model->position() >= cfg.context_length) {
-        why = "stopped: the context of " + std::to_string(cfg.context_length) + " tokens is full";
-        break;
-      }
-      token = s.model->decode_next();
+    GenerationOptions run;
+    run.sampling = sampling;
+    run.max_tokens = f->max_tokens;
+    Generator gen(*s.model, tok);
+    gen.start(prompt, run);
+    while (!gen.finished()) {
+      if (g_interrupted) gen.cancel();
+      emit(gen.next().text);
     }
-    auto t2 = clock::now();
-    emit(out.flush() + "\n");
+    emit("\n");
     std::signal(SIGINT, previous);
-    double prefill_s = std::chrono::duration<double>(t1 - t0).count();
-    double decode_s = std::chrono::duration<double>(t2 - t1).count();
+    const auto& t = gen.timings();
     std::fprintf(stderr,
-                 "gpt-vk: %s; load %.2f s, prompt %zu tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
-                 why.c_str(), s.load_seconds, prompt.size(), prompt.size() / prefill_s, generated,
-                 generated > 1 ? (generated - 1) / decode_s : 0.0);
+                 "gpt-vk: %s; load %.2f s, prompt %u tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
+                 finish_message(gen.finish_reason(), cfg.context_length).c_str(), s.load_seconds, t.prompt_tokens,
+                 t.prefill_tok_s(), t.generated_tokens, t.decode_tok_s());
     return g_interrupted ? 130 : 0;
   };
 }

@@ -390,6 +390,12 @@ uint32_t GptModel::decode_next() {
   return static_cast<const uint32_t*>(ids_.mapped())[0];
 }
 
+std::vector<float> GptModel::last_step_logits() const {
+  std::vector<float> logits(cfg_.vocab_size);
+  logits_last_.download(logits.data(), logits.size() * 4);
+  return logits;
+}
+
 void GptModel::warm_up(uint32_t prompt_tokens) {
   if (prompt_tokens == 0) return;
   // The graphs prefill_and_sample() will run, in that order: chunks of max_chunk_ tokens and

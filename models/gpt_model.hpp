@@ -54,6 +54,9 @@ class GptModel {
   // one submit, 4 bytes back.
   uint32_t decode_next();
   uint32_t position() const { return pos_; }  // tokens in the KV cache
+  // The logits [vocab] the last prefill_and_sample / decode_next sampled from, downloaded
+  // (for log-probabilities; the model's own, before any sampling control).
+  std::vector<float> last_step_logits() const;
   // Whether one-token steps still chain their dispatches (Caps::chain; off after a timeout).
   bool chaining() const { return chain_; }
 

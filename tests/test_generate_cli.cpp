@@ -12,6 +12,7 @@
 #include "models/gpt_model.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 #include "models/weights.hpp"
+#include "runtime/generator.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/vk_test.hpp"
 
@@ -23,17 +24,19 @@ namespace {
 const fs::path kConfig = fs::path(GPTVK_SOURCE_DIR) / "models/default/config.toml";
 const char* kPrompt = "It was a fine morning, and";
 
-// The library's tokens for `n` steps after the prompt; stops after <|endoftext|>, as generate does.
+// The library's Generator driven directly: the text for `n` steps after the prompt.
 std::string library_text(const ops::SamplingParams& p, uint32_t n) {
   auto& ctx = test::context();
   ModelConfig cfg = load_config(kConfig.string());
   Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
   GptModel model(ctx, cfg, load_weights(ctx, cfg));
-  model.set_sampling(p);
-  std::vector<uint32_t> out{model.prefill_and_sample(tok.encode(kPrompt))};
-  while (out.size() < n && out.back() != tok.eot_id()) out.push_back(model.decode_next());
-  if (out.back() == tok.eot_id()) out.pop_back();
-  return std::string(kPrompt) + tok.decode(out) + "\n";
+  GenerationOptions options;
+  options.sampling = p;
+  options.max_tokens = n;
+  Generator gen(model, tok);
+  gen.start(tok.encode(kPrompt), options);
+  while (!gen.finished()) gen.next();
+  return std::string(kPrompt) + tok.decode(gen.tokens()) + "\n";
 }
 
 void check_generate(const std::vector<std::string>& flags, const ops::SamplingParams& p, uint32_t n) {

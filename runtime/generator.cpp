@@ -1,0 +1,121 @@
+#include "runtime/generator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include "engine/error.hpp"
+
+namespace gptvk {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::None: return "";
+    case FinishReason::Length:
+    case FinishReason::ContextFull: return "length";
+    case FinishReason::EndOfText:
+    case FinishReason::StopString: return "stop";
+    case FinishReason::Cancelled: return "cancelled";
+  }
+  return "";
+}
+
+void check_prompt_fits(size_t prompt_tokens, uint32_t context) {
+  if (prompt_tokens >= context)
+    throw InputError("the prompt is " + std::to_string(prompt_tokens) + " tokens; the model's context holds " +
+                     std::to_string(context) + " including at least one generated token");
+}
+
+TokenLogprob log_softmax_top(std::span<const float> logits, uint32_t token, uint32_t k) {
+  double m = -INFINITY;
+  for (float x : logits) m = std::max(m, double(x));
+  double sum = 0;
+  for (float x : logits) sum += std::exp(double(x) - m);
+  const double log_z = m + std::log(sum);
+  TokenLogprob r;
+  r.token = token;
+  r.logprob = float(double(logits[token]) - log_z);
+  k = std::min<uint32_t>(k, static_cast<uint32_t>(logits.size()));
+  std::vector<uint32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](uint32_t a, uint32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  for (uint32_t i = 0; i < k; ++i) r.top.emplace_back(order[i], float(double(logits[order[i]]) - log_z));
+  return r;
+}
+
+Generator::Generator(GptModel& model, const Tokenizer& tokenizer)
+    : model_(model), tok_(tokenizer), eot_(tokenizer.eot_id()) {}
+
+void Generator::start(std::span<const uint32_t> prompt, const GenerationOptions& options) {
+  ops::check_sampling_params(options.sampling);
+  if (options.max_tokens == 0) throw UsageError("max_tokens must be at least 1");
+  const uint32_t context = model_.config().context_length;
+  if (prompt.empty()) throw InputError("the prompt has no tokens");
+  check_prompt_fits(prompt.size(), context);
+  opts_ = options;
+  text_ = TextStream(options.stop);
+  tokens_.clear();
+  logprobs_.clear();
+  timings_ = {};
+  timings_.prompt_tokens = static_cast<uint32_t>(prompt.size());
+  cancel_ = false;
+  decode_due_ = false;
+  reason_ = FinishReason::None;
+  model_.set_sampling(options.sampling);
+  auto t0 = Clock::now();
+  pending_ = model_.prefill_and_sample(prompt);
+  timings_.prefill_s = seconds_since(t0);
+  pending_logprob_.reset();
+  if (opts_.logprobs) pending_logprob_ = logprob_of(pending_);
+}
+
+TokenLogprob Generator::logprob_of(uint32_t token) const {
+  return log_softmax_top(model_.last_step_logits(), token, opts_.logprobs);
+}
+
+GenerationStep Generator::finish(FinishReason why, GenerationStep step) {
+  reason_ = why;
+  step.text += text_.flush();
+  step.last = true;
+  return step;
+}
+
+GenerationStep Generator::next() {
+  if (finished()) throw std::logic_error("Generator::next() after the generation finished");
+  GenerationStep step;
+  if (cancel_) return finish(FinishReason::Cancelled, std::move(step));
+  // The token handed out last time is decoded now, not then, so its text reached the caller
+  // before this model step ran.
+  if (decode_due_) {
+    auto t0 = Clock::now();
+    pending_ = model_.decode_next();
+    timings_.decode_s += seconds_since(t0);
+    if (opts_.logprobs) pending_logprob_ = logprob_of(pending_);
+    decode_due_ = false;
+  }
+  const uint32_t token = pending_;
+  if (opts_.stop_at_end_of_text && eot_ && token == *eot_) return finish(FinishReason::EndOfText, std::move(step));
+  step.token = token;
+  step.logprob = std::move(pending_logprob_);
+  pending_logprob_.reset();
+  tokens_.push_back(token);
+  if (step.logprob) logprobs_.push_back(*step.logprob);
+  timings_.generated_tokens = static_cast<uint32_t>(tokens_.size());
+  step.text = text_.feed(tok_.token_bytes(token));
+  if (text_.stopped()) return finish(FinishReason::StopString, std::move(step));
+  if (tokens_.size() >= opts_.max_tokens) return finish(FinishReason::Length, std::move(step));
+  if (model_.position() >= model_.config().context_length) return finish(FinishReason::ContextFull, std::move(step));
+  decode_due_ = true;
+  return step;
+}
+
+}  // namespace gptvk

@@ -1,0 +1,123 @@
+// One sequence's generation over a GptModel: the prompt, the sampling parameters and seed,
+// the stop conditions (max tokens, <|endoftext|>, stop strings, a full context), the text
+// released so far, per-token log-probabilities on request, and timings. Tokens come one
+// next() call at a time, so a caller can stream them (the CLI prints each piece; a server
+// would send it) and stop early with cancel().
+//
+//   Generator gen(model, tokenizer);
+//   gen.start(prompt_ids, options);                 // prefill + the first token
+//   while (!gen.finished()) std::cout << gen.next().text;
+//   gen.finish_reason(); gen.timings(); gen.tokens();
+//
+// The model holds one sequence: starting a generator (re)starts the model's sequence at
+// position 0, so one model serves one running generator at a time.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/ops/sample.hpp"
+#include "models/gpt_model.hpp"
+#include "models/tokenizer/tokenizer.hpp"
+#include "runtime/text_stream.hpp"
+
+namespace gptvk {
+
+enum class FinishReason {
+  None,         // still running
+  Length,       // max_tokens generated
+  EndOfText,    // the model sampled <|endoftext|> (not part of the text or tokens)
+  StopString,   // a stop string appeared (the text ends before it)
+  ContextFull,  // the model's context is full
+  Cancelled,    // cancel() was called
+};
+// OpenAI's words: "stop" (end of text, stop string), "length" (max tokens, full context),
+// "cancelled"; "" while running.
+const char* finish_reason_name(FinishReason r);
+
+struct GenerationOptions {
+  ops::SamplingParams sampling;  // temperature, top-k, top-p, min-p, penalties, logit bias, seed
+  uint32_t max_tokens = 100;     // >= 1
+  std::vector<std::string> stop;  // stop strings (bytes); the first occurrence ends the text
+  bool stop_at_end_of_text = true;
+  // With K > 0, each step's logits are downloaded (vocab floats) and every token gets its
+  // log-probability and its K most probable alternatives: log-softmax of the model's raw
+  // logits, before penalties, bias, temperature and filters.
+  uint32_t logprobs = 0;
+};
+
+struct TokenLogprob {
+  uint32_t token = 0;
+  float logprob = 0;
+  std::vector<std::pair<uint32_t, float>> top;  // K best (id, logprob), most probable first
+};
+
+struct GenerationStep {
+  std::optional<uint32_t> token;       // the token this step generated; none for <|endoftext|> or cancel
+  std::string text;                    // the text final now (may be empty: held back, or after a stop)
+  std::optional<TokenLogprob> logprob;  // with GenerationOptions::logprobs
+  bool last = false;                   // finished after this step
+};
+
+struct GenerationTimings {
+  uint32_t prompt_tokens = 0, generated_tokens = 0;
+  double prefill_s = 0;  // prompt + first token
+  double decode_s = 0;   // every later token
+  double prefill_tok_s() const { return prefill_s > 0 ? prompt_tokens / prefill_s : 0; }
+  // Tokens after the first per second of decoding.
+  double decode_tok_s() const { return generated_tokens > 1 && decode_s > 0 ? (generated_tokens - 1) / decode_s : 0; }
+};
+
+class Generator {
+ public:
+  // Both must outlive the generator.
+  Generator(GptModel& model, const Tokenizer& tokenizer);
+
+  // Checks the options (UsageError) and the prompt (InputError: empty, or no room for one
+  // generated token in the context), sets the model's sampling parameters, prefills the
+  // prompt at position 0 and samples the first token.
+  void start(std::span<const uint32_t> prompt, const GenerationOptions& options);
+  // The next token and the text it makes final. The step with `last` set carries the rest of
+  // the text. Throws std::logic_error when finished (or not started).
+  GenerationStep next();
+  // The next next() ends generation (FinishReason::Cancelled) without running the model.
+  void cancel() { cancel_ = true; }
+
+  bool finished() const { return reason_ != FinishReason::None; }
+  FinishReason finish_reason() const { return reason_; }
+  // Every generated token (the one that completed a stop string included; not <|endoftext|>).
+  const std::vector<uint32_t>& tokens() const { return tokens_; }
+  // The text released so far; when finished, the whole continuation (up to a stop string).
+  const std::string& text() const { return text_.released(); }
+  const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
+  const GenerationTimings& timings() const { return timings_; }
+
+ private:
+  TokenLogprob logprob_of(uint32_t token) const;
+  GenerationStep finish(FinishReason why, GenerationStep step);
+
+  GptModel& model_;
+  const Tokenizer& tok_;
+  GenerationOptions opts_;
+  std::optional<uint32_t> eot_;
+  TextStream text_;
+  std::vector<uint32_t> tokens_;
+  std::vector<TokenLogprob> logprobs_;
+  GenerationTimings timings_;
+  uint32_t pending_ = 0;  // sampled, not yet handed out
+  std::optional<TokenLogprob> pending_logprob_;
+  FinishReason reason_ = FinishReason::Cancelled;  // not started counts as finished
+  bool cancel_ = false;
+  bool decode_due_ = false;  // the pending token was handed out: the next step decodes first
+};
+
+// InputError unless a prompt of `prompt_tokens` leaves room for one generated token in `context`.
+void check_prompt_fits(size_t prompt_tokens, uint32_t context);
+
+// Log-softmax of `logits` at `token` and the K largest entries (ties: lower id first), in double.
+TokenLogprob log_softmax_top(std::span<const float> logits, uint32_t token, uint32_t k);
+
+}  // namespace gptvk

@@ -1,0 +1,96 @@
+// runtime/text_stream: stop strings found wherever they fall in the token stream (across
+// tokens, inside multi-byte characters), nothing after them released, and the pieces
+// released before a stop never include a character's partial bytes or a prefix that later
+// turns into the stop string. No device needed.
+#define BOOST_TEST_MODULE text_stream
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include "runtime/text_stream.hpp"
+
+using gptvk::TextStream;
+
+namespace {
+
+struct Run {
+  std::vector<std::string> pieces;  // what each feed() returned
+  std::string text;                 // everything released, flush included
+  bool stopped = false;
+};
+
+Run run(const std::vector<std::string>& tokens, const std::vector<std::string>& stops) {
+  TextStream s(stops);
+  Run r;
+  for (const auto& t : tokens) {
+    r.pieces.push_back(s.feed(t));
+    r.text += r.pieces.back();
+  }
+  r.text += s.flush();
+  r.stopped = s.stopped();
+  BOOST_TEST(r.text == s.released());
+  return r;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(no_stop_strings_pass_everything_through) {
+  Run r = run({"Hello", ",", " world"}, {});
+  BOOST_TEST(r.text == "Hello, world");
+  BOOST_TEST(r.pieces[0] == "Hello");  // nothing held without stop strings
+  BOOST_TEST(!r.stopped);
+}
+
+BOOST_AUTO_TEST_CASE(stop_inside_one_token) {
+  Run r = run({"Hello", " wor", "ld and", " more"}, {"and"});
+  BOOST_TEST(r.text == "Hello world ");
+  BOOST_TEST(r.stopped);
+  BOOST_TEST(r.pieces[3].empty());  // nothing after the stop
+}
+
+BOOST_AUTO_TEST_CASE(stop_spanning_tokens_is_never_partly_released) {
+  // "\n\n" split over two tokens: the first newline is held until the second decides.
+  Run r = run({"line", "\n", "\n", "next"}, {"\n\n"});
+  BOOST_TEST(r.text == "line");
+  BOOST_TEST(r.pieces[1].empty());
+  BOOST_TEST(r.stopped);
+}
+
+BOOST_AUTO_TEST_CASE(held_prefix_is_released_when_it_turns_out_not_to_be_a_stop) {
+  Run r = run({"a", "\n", "b"}, {"\n\n"});
+  BOOST_TEST(r.pieces[1].empty());
+  BOOST_TEST(r.pieces[2] == "\nb");
+  BOOST_TEST(r.text == "a\nb");
+  BOOST_TEST(!r.stopped);
+}
+
+BOOST_AUTO_TEST_CASE(stop_inside_a_multibyte_character) {
+  // "é" = C3 A9 split over two tokens; the stop is the character itself.
+  Run r = run({"caf", "\xC3", "\xA9", "!"}, {"\xC3\xA9"});
+  BOOST_TEST(r.text == "caf");
+  BOOST_TEST(r.stopped);
+  // A stop that ends inside a character: "f" + the first byte of "é".
+  Run r2 = run({"caf", "\xC3", "\xA9"}, {"f\xC3"});
+  BOOST_TEST(r2.text == "ca");
+  BOOST_TEST(r2.stopped);
+}
+
+BOOST_AUTO_TEST_CASE(partial_characters_are_held_without_stop_strings_too) {
+  // "€" = E2 82 AC over three tokens: released whole, once.
+  Run r = run({"x", "\xE2", "\x82", "\xAC"}, {"zz"});
+  BOOST_TEST(r.pieces[1].empty());
+  BOOST_TEST(r.pieces[2].empty());
+  BOOST_TEST(r.pieces[3] == "\xE2\x82\xAC");
+  BOOST_TEST(r.text == "x\xE2\x82\xAC");
+}
+
+BOOST_AUTO_TEST_CASE(first_of_several_stops_wins) {
+  Run r = run({"one two three"}, {"three", "two"});
+  BOOST_TEST(r.text == "one ");
+}
+
+BOOST_AUTO_TEST_CASE(unfinished_character_is_flushed_at_the_end) {
+  Run r = run({"ok", "\xE2\x82"}, {});
+  BOOST_TEST(r.text == "ok\xE2\x82");
+}
