@@ -8,6 +8,7 @@
 #include "engine/error.hpp"
 #include "engine/ops/attention.hpp"
 #include "engine/ops/copy_rows.hpp"
+#include "engine/ops/sample_controls.hpp"
 #include "engine/ops/embed.hpp"
 #include "engine/ops/layernorm.hpp"
 #include "engine/ops/linear.hpp"
@@ -45,6 +46,7 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
   // Inputs of linear layers: CPU devices read them through texel views (engine/ops/linear.hpp).
   for (vk::Buffer* b : {&x_, &h_, &h_last_, &att_, &ff_}) b->try_create_texel_view();
   sample_scratch_ = vk::Buffer(ctx, ops::sample_scratch_bytes(cfg_.vocab_size), vk::Memory::Device, "sampler scratch");
+  sampling_state_ = std::make_unique<ops::SamplingState>(ctx, cfg_.vocab_size, cfg_.context_length);
   // Two LayerNorms per layer follow a residual add; each gets a counter (ops::NormAfter), and
   // so does the greedy pick after the LM head (ops::PickAfter), the last one.
   arrival_counters_ = vk::Buffer(ctx, (2 * uint64_t(cfg_.n_layers) + 1) * ctx.caps().storage_offset_alignment,
@@ -228,7 +230,7 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     // One token: the LM head normalises x itself and there is only the last position.
     const View logits = head == Head::AllLogits ? rows_of(logits_all(), 1, V) : whole(logits_last_);
     after_norm(folded_.size() - 1, whole(w_.lnf_g), w_.lm_head(), head_bias, logits, 1, plain, "lm_head");
-    if (head == Head::LastSample) ops::sample(*g, logits, ids, step, whole(sample_scratch_), V, sampling_, "sample");
+    if (head == Head::LastSample) ops::sample(*g, logits, ids, step, whole(sample_scratch_), V, sampling_, "sample", sampling_state_.get());
   } else if (head == Head::AllLogits) {
     ops::linear(*g, normed, w_.lm_head(), head_bias, rows_of(logits_all(), T, V), T, plain, none(), "lm_head");
   } else {
@@ -241,11 +243,12 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     // devices), saving the sampler its dispatch.
     const ops::PickAfter pick{ids, step, whole(pick_partials_),
                               View{&arrival_counters_, 2 * uint64_t(cfg_.n_layers) * counter_stride, 4}};
-    const bool greedy = head == Head::LastSample && sampling_.temperature == 0.0f;
+    const bool greedy = head == Head::LastSample && sampling_.temperature == 0.0f && !sampling_.controls_on();
     const bool picked = ops::linear_with(ops::LinearKernel::Auto, *g, last, w_.lm_head(), head_bias, whole(logits_last_),
                                          1, plain, none(), "lm_head", nullptr, greedy ? &pick : nullptr);
     if (head == Head::LastSample && !picked)
-      ops::sample(*g, whole(logits_last_), ids, step, whole(sample_scratch_), V, sampling_, "sample");
+      ops::sample(*g, whole(logits_last_), ids, step, whole(sample_scratch_), V, sampling_, "sample",
+                  sampling_state_.get());
   }
   g->record(profile_);
   return g;
@@ -377,6 +380,7 @@ std::vector<float> GptModel::decode_logits(uint32_t token, uint32_t pos) {
 
 uint32_t GptModel::prefill_and_sample(std::span<const uint32_t> prompt) {
   if (prompt.empty()) throw InputError("the prompt has no tokens");
+  if (prompt.size() < cfg_.context_length) sampling_state_->reset(prompt);  // run_chunks rejects longer ones
   run_chunks(prompt, 0, Head::LastSample);
   static_cast<StepState*>(step_.mapped())->pos = pos_;  // the sampled token goes at the position after the prompt
   return static_cast<const uint32_t*>(ids_.mapped())[0];

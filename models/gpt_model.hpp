@@ -20,6 +20,10 @@
 
 namespace gptvk {
 
+namespace ops {
+class SamplingState;
+}
+
 class GptModel {
  public:
   // Takes the weights; allocates the KV cache and activations for chunks of up to
@@ -109,6 +113,7 @@ class GptModel {
   vk::Buffer step_last_;             // host-visible: StepState at the step's last position (build_graph's last_row_only)
   vk::Buffer x_, h_, h_last_, qkv_, att_, ff_, logits_last_, sample_scratch_;
   vk::Buffer logits_all_;            // logits_all()
+  std::unique_ptr<ops::SamplingState> sampling_state_;  // the sequence's token history for the sampling controls
   // Arrival counters of the dispatches whose last workgroup finishes a LayerNorm after a
   // residual add (ops::NormAfter) or the greedy pick after the LM head (ops::PickAfter).
   vk::Buffer arrival_counters_;

@@ -16,7 +16,8 @@
 // temperature == 0 is greedy: the lowest index of the largest logit.
 // BATCH != 0: workgroup j draws with counter step_rng + j into ids[j] and leaves the step
 // buffer alone (tests and many-candidate draws); otherwise ids[0] gets the token and the
-// step advances (pos += 1, rng += 1) so a recorded decode graph replays unchanged.
+// step advances (pos += 1, rng += 1) so a recorded decode graph replays unchanged, and
+// with HISTORY the token is appended to the sequence's history.
 //! variant subgroup USE_SUBGROUP
 //! variant shared
 layout(local_size_x_id = 0) in;
@@ -32,6 +33,9 @@ layout(constant_id = 5) const uint FILTERS = 7;
 const bool SAMPLING = (FILTERS & 1u) != 0u;
 const bool TOP_K = (FILTERS & 2u) != 0u;
 const bool TOP_P = (FILTERS & 4u) != 0u;
+// 1: append the token to the sequence's history (binding 4), which the sampling controls
+// (shaders/sample_controls.comp) read; 0: binding 4 is a placeholder left alone.
+layout(constant_id = 6) const uint HISTORY = 0;
 
 // Fixed per recorded graph (SamplingParams); push constants so a new seed needs no new pipeline.
 layout(push_constant) uniform Params {
@@ -51,6 +55,8 @@ layout(std430, binding = 1) writeonly buffer Ids { uint ids[]; };
 // l, l + size, ... and lists only those). Coherent: the pick reads weights that other
 // invocations of the workgroup wrote during the top-p search.
 layout(std430, binding = 3) coherent buffer Scratch { uint scratch[]; };
+// history[0]: tokens in the sequence, n; history[1 + i]: token i (ops::SamplingState).
+layout(std430, binding = 4) buffer History { uint history[]; };
 
 #include "common/philox.glsl"
 #include "common/sample_reduce.glsl"
@@ -289,6 +295,13 @@ void main() {
       ids[0] = token;
       step_pos = step_pos + 1u;
       step_rng = counter + 1u;
+      if (HISTORY != 0u) {
+        uint n = history[0];
+        if (n + 1u < uint(history.length())) {
+          history[1u + n] = token;
+          history[0] = n + 1u;
+        }
+      }
     }
   }
 }

@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "engine/error.hpp"
+#include "engine/ops/sample_controls.hpp"
+#include "engine/ops/sample_shape.hpp"
 #include "engine/ops/step.hpp"
 #include "engine/vk/context.hpp"
 
@@ -23,21 +25,17 @@ constexpr uint32_t kSums = 8;  // NSUM in shaders/common/sample_reduce.glsl
 // searches of at most ~16 passes, two for the pick), so an invocation may own at most 1024
 // tokens and big vocabularies get wider workgroups. GPUs get a wide workgroup so each pass
 // over the vocabulary keeps many loads in flight.
-struct Shape {
-  uint32_t local = 1;
-  uint32_t slots = 1;  // partials per reduction (SLOTS in the shaders)
-  bool subgroup = false;
-  std::string variant(const std::string& family) const { return family + (subgroup ? ".subgroup" : ".shared"); }
-};
 
 constexpr uint32_t kCpuElementsPerInvocation = 1024;
 
 uint32_t shared_bytes(uint32_t slots) { return (kSums * slots + 2 * slots + kSums) * 4; }
 
-Shape shape_for(const vk::Context& ctx, uint32_t n) {
+}  // namespace
+
+SamplerShape sampler_shape(const vk::Context& ctx, uint32_t n) {
   const auto& caps = ctx.caps();
   uint32_t sg = std::max(caps.subgroup_size, 1u);
-  Shape s;
+  SamplerShape s;
   s.subgroup = caps.subgroup_arithmetic && sg <= caps.max_workgroup_invocations;
   bool cpu = ctx.info().is_cpu();
   uint32_t need = cpu ? (n + kCpuElementsPerInvocation - 1) / kCpuElementsPerInvocation : 1;
@@ -64,6 +62,8 @@ Shape shape_for(const vk::Context& ctx, uint32_t n) {
   return s;
 }
 
+namespace {
+
 // Scratch words per draw: the weights by token id, then the candidate lists of the threshold
 // search. Entry e of invocation l's list sits where l's e-th own token does (l + e * local),
 // and a list never holds more than the tokens its invocation owns, so vocab words suffice.
@@ -78,7 +78,7 @@ void require_bytes(const View& v, uint64_t bytes, const char* what, const std::s
 }
 
 void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
-                 bool batch, const SamplingParams& p, const std::string& name) {
+                 bool batch, const SamplingParams& p, const std::string& name, SamplingState* state) {
   check_sampling_params(p);
   if (vocab == 0 || vocab >= (1u << 24))
     throw std::logic_error("dispatch '" + name + "': vocab must be in [1, 2^24) (counts are exact floats)");
@@ -87,7 +87,16 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
   require_bytes(ids, uint64_t(count) * 4, "ids", name);
   require_bytes(step, sizeof(StepState), "step", name);
   require_bytes(scratch, uint64_t(count) * sample_scratch_bytes(vocab), "scratch", name);
-  Shape s = shape_for(g.context(), vocab);
+  if (p.controls_on() && !state)
+    throw std::logic_error("dispatch '" + name + "': sampling controls need a SamplingState");
+  if (state && p.controls_on()) {
+    sampling_controls(g, logits, *state, vocab, p, name + ".controls");
+    logits = state->controlled();
+  }
+  // The history to append to (single draws only), else a placeholder the shader leaves alone.
+  const bool append = state && !batch;
+  const View history = append ? state->history() : g.scratch(16);
+  SamplerShape s = sampler_shape(g.context(), vocab);
   // Which stages the parameters use, as a specialization constant (shaders/sample.comp,
   // FILTERS): the driver compiles only those. The whole sampler took 1.5 s of lavapipe's
   // JIT at a cold start, greedy alone a few milliseconds.
@@ -95,7 +104,7 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
   const uint32_t filters = greedy ? 0u
                                   : 1u | (p.top_k > 0 && p.top_k < vocab ? 2u : 0u) | (p.top_p < 1.0f ? 4u : 0u);
   const auto& pipe = g.context().pipelines().get(
-      {s.variant("sample"), {s.local, vocab, s.slots, batch ? 1u : 0u, scratch_stride_words(vocab), filters}, 4, 20});
+      {s.variant("sample"), {s.local, vocab, s.slots, batch ? 1u : 0u, scratch_stride_words(vocab), filters, append ? 1u : 0u}, 5, 20});
   std::vector<uint32_t> push = {bits(p.temperature), p.top_k, bits(p.top_p), static_cast<uint32_t>(p.seed),
                                 static_cast<uint32_t>(p.seed >> 32)};
   g.add({name,
@@ -103,7 +112,8 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
          {{logits, Access::Read},
           {ids, Access::Write},
           {step, batch ? Access::Read : Access::ReadWrite},
-          {scratch, Access::ReadWrite}},
+          {scratch, Access::ReadWrite},
+          {history, append ? Access::ReadWrite : Access::Read}},
          {count, 1, 1},
          push});
 }
@@ -115,18 +125,28 @@ void check_sampling_params(const SamplingParams& p) {
     throw UsageError("temperature must be a finite number >= 0 (0 = greedy), got " + std::to_string(p.temperature));
   if (!(p.top_p > 0 && p.top_p <= 1))
     throw UsageError("top-p must be in (0, 1] (1 = off), got " + std::to_string(p.top_p));
+  if (!(p.min_p >= 0 && p.min_p <= 1)) throw UsageError("min-p must be in [0, 1] (0 = off), got " + std::to_string(p.min_p));
+  if (!std::isfinite(p.repeat_penalty) || p.repeat_penalty <= 0)
+    throw UsageError("repeat-penalty must be a finite number > 0 (1 = off), got " + std::to_string(p.repeat_penalty));
+  if (p.repeat_last_n < -1)
+    throw UsageError("repeat-last-n must be -1 (the whole sequence), 0 (off) or a count, got " +
+                     std::to_string(p.repeat_last_n));
+  if (!std::isfinite(p.frequency_penalty) || !std::isfinite(p.presence_penalty))
+    throw UsageError("frequency and presence penalties must be finite numbers");
+  for (auto [id, bias] : p.logit_bias)
+    if (!std::isfinite(bias)) throw UsageError("the logit bias for token " + std::to_string(id) + " is not a finite number");
 }
 
 uint64_t sample_scratch_bytes(uint32_t vocab) { return uint64_t(scratch_stride_words(vocab)) * 4; }
 
 void sample(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, const SamplingParams& p,
-            const std::string& name) {
-  add_sampler(g, logits, ids, step, scratch, vocab, 1, false, p, name);
+            const std::string& name, SamplingState* state) {
+  add_sampler(g, logits, ids, step, scratch, vocab, 1, false, p, name, state);
 }
 
 void sample_many(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
                  const SamplingParams& p, const std::string& name) {
-  add_sampler(g, logits, ids, step, scratch, vocab, count, true, p, name);
+  add_sampler(g, logits, ids, step, scratch, vocab, count, true, p, name, nullptr);
 }
 
 SamplerWarmUp::SamplerWarmUp(vk::Context& ctx, uint32_t vocab, const SamplingParams& p)
@@ -136,8 +156,10 @@ SamplerWarmUp::SamplerWarmUp(vk::Context& ctx, uint32_t vocab, const SamplingPar
       scratch_(ctx, sample_scratch_bytes(vocab), vk::Memory::Device, "sampler warm-up scratch") {
   // Defined contents (all-equal logits: the draw itself is trivial; the compile is the point).
   for (vk::Buffer* b : {&logits_, &ids_, &step_, &scratch_}) b->fill_zero();
+  if (p.controls_on()) state_ = std::make_unique<SamplingState>(ctx, vocab, 1);
   graph_ = std::make_unique<Graph>(ctx);
-  sample(*graph_, whole(logits_), whole(ids_), whole(step_), whole(scratch_), vocab, p, "sampler warm-up");
+  sample(*graph_, whole(logits_), whole(ids_), whole(step_), whole(scratch_), vocab, p, "sampler warm-up",
+         state_.get());
   graph_->record();
   graph_->submit();
 }
@@ -148,7 +170,7 @@ void argmax(Graph& g, View x, View out, uint32_t n, const std::string& name) {
   if (n == 0) throw std::logic_error("dispatch '" + name + "': argmax of nothing");
   require_bytes(x, uint64_t(n) * 4, "x", name);
   require_bytes(out, 4, "out", name);
-  Shape s = shape_for(g.context(), n);
+  SamplerShape s = sampler_shape(g.context(), n);
   const auto& pipe = g.context().pipelines().get({s.variant("argmax"), {s.local, n, s.slots}, 2, 0});
   g.add({name, &pipe, {{x, Access::Read}, {out, Access::Write}}, {1, 1, 1}, {}});
 }

@@ -5,13 +5,18 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/graph.hpp"
 
 namespace gptvk::ops {
 
-// Semantics, in order: logits / temperature -> top-k -> softmax -> top-p -> renormalise ->
-// inverse CDF in id order at u = Philox4x32-10(key = seed, counter = step_rng).
+// Semantics, in order:
+//   sampling controls (engine/ops/sample_controls.hpp: repetition, frequency and presence
+//   penalties -> logit bias -> min-p) -> logits / temperature -> top-k -> softmax -> top-p ->
+//   renormalise -> inverse CDF in id order at u = Philox4x32-10(key = seed, counter = step_rng).
+// Greedy (temperature 0) takes the argmax after the controls.
 // Both filters are thresholds on the logits' order, and ties at a threshold are kept: top-k
 // keeps every token whose logit is >= the k-th largest logit (so more than k on a tie);
 // top-p keeps every token whose probability is >= that of the last token of the nucleus
@@ -21,9 +26,23 @@ struct SamplingParams {
   uint32_t top_k = 0;        // 0 = off (as is any k >= vocab)
   float top_p = 1.0f;        // 1 = off; keep the smallest set of most probable tokens whose mass >= top_p; in (0, 1]
   uint64_t seed = 0;
+  // The sampling controls (engine/ops/sample_controls.hpp); these defaults leave them off.
+  float min_p = 0.0f;               // in [0, 1]; 0 = off
+  float repeat_penalty = 1.0f;      // > 0; 1 = off
+  int32_t repeat_last_n = 64;       // the penalties' window: last N tokens; 0 = off, -1 = the whole sequence
+  float frequency_penalty = 0.0f;   // per occurrence in the window
+  float presence_penalty = 0.0f;    // once for any occurrence in the window
+  std::vector<std::pair<uint32_t, float>> logit_bias;  // token id -> added to its logit (repeats add up)
+
+  bool penalties_on() const {
+    return repeat_last_n != 0 && (repeat_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f);
+  }
+  bool controls_on() const { return penalties_on() || !logit_bias.empty() || min_p > 0.0f; }
 };
 
-// Throws UsageError on a negative or non-finite temperature or a top_p outside (0, 1].
+// Throws UsageError on a negative or non-finite temperature, a top_p outside (0, 1], a min_p
+// outside [0, 1], a repeat_penalty that is not a finite number > 0, a repeat_last_n below -1,
+// or a non-finite penalty or bias.
 void check_sampling_params(const SamplingParams& p);
 
 // Picks the next token from logits [vocab] (f32, finite; -inf works as a mask unless every
@@ -31,8 +50,11 @@ void check_sampling_params(const SamplingParams& p);
 // buffer (engine/ops/step.hpp) by pos += 1, rng += 1, so a recorded decode graph can replay:
 // the next step embeds ids[0] at the new position and draws with the next counter. `scratch`
 // is a device buffer of at least sample_scratch_bytes(vocab) bytes. vocab < 2^24.
+// With `state` (required when p.controls_on()), the sampling controls run first, on the
+// sequence's history there, and the token is appended to that history.
+class SamplingState;
 void sample(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, const SamplingParams& p,
-            const std::string& name = "sample");
+            const std::string& name = "sample", SamplingState* state = nullptr);
 uint64_t sample_scratch_bytes(uint32_t vocab);
 
 // `count` independent draws from the same logits in one dispatch (one workgroup each): draw j
@@ -57,6 +79,7 @@ class SamplerWarmUp {
 
  private:
   vk::Buffer logits_, ids_, step_, scratch_;
+  std::unique_ptr<SamplingState> state_;  // with sampling controls
   std::unique_ptr<Graph> graph_;  // declared last: destroyed (waited for) before the buffers
 };
 

@@ -1,0 +1,21 @@
+// How the sampler-family shaders (sample, sample_controls, argmax) are shaped on a device:
+// workgroup size, reduction slots and the subgroup or shared-memory variant.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/vk/context.hpp"
+
+namespace gptvk::ops {
+
+struct SamplerShape {
+  uint32_t local = 1;
+  uint32_t slots = 1;  // partials per reduction (SLOTS in the shaders)
+  bool subgroup = false;
+  std::string variant(const std::string& family) const { return family + (subgroup ? ".subgroup" : ".shared"); }
+};
+
+// The shape for `n` elements; DeviceError when the device cannot hold it.
+SamplerShape sampler_shape(const vk::Context& ctx, uint32_t n);
+
+}  // namespace gptvk::ops

@@ -1,0 +1,272 @@
+// The sampling controls on the device (engine/ops/sample_controls.hpp): each penalty, the
+// logit bias and min-p against a CPU reference of its formula on fixed logits; the history
+// kept on the device (the prompt written once, every sampled token appended by the sampler)
+// against a CPU replay of the same decode loop; min-p never drawing below its threshold;
+// bias moving the argmax; the same seed reproducing every combination. On the device as it
+// is and with its fallback paths forced.
+#define BOOST_TEST_MODULE sampling_controls
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+#include "engine/cpu/sample.hpp"
+#include "engine/error.hpp"
+#include "engine/ops/sample.hpp"
+#include "engine/ops/sample_controls.hpp"
+#include "engine/ops/step.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+using ops::SamplingParams;
+
+namespace {
+
+std::vector<float> lm_logits(uint32_t vocab, uint32_t seed, float spread) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, spread);
+  std::vector<float> v(vocab);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// The controls' formulas written out plainly (the order of engine/ops/sample_controls.hpp).
+std::vector<float> cpu_controls(const std::vector<float>& logits, const std::vector<uint32_t>& history,
+                                const SamplingParams& p) {
+  std::vector<float> out = logits;
+  if (p.penalties_on()) {
+    size_t n = history.size();
+    size_t begin = p.repeat_last_n < 0 || size_t(p.repeat_last_n) >= n ? 0 : n - size_t(p.repeat_last_n);
+    std::map<uint32_t, uint32_t> count;
+    for (size_t j = begin; j < n; ++j) ++count[history[j]];
+    for (auto [t, c] : count) {
+      float x = logits[t];
+      x = x > 0 ? x / p.repeat_penalty : x * p.repeat_penalty;
+      out[t] = x - (float(c) * p.frequency_penalty + p.presence_penalty);
+    }
+  }
+  for (auto [t, b] : p.logit_bias) out[t] += b;
+  if (p.min_p > 0) {
+    float m = *std::max_element(out.begin(), out.end());
+    for (auto& x : out)
+      if (x < m + std::log(p.min_p)) x = -INFINITY;
+  }
+  return out;
+}
+
+// One sequence on the device: fixed logits, a history starting with `prompt`, and the
+// recorded controls + sampler graph replayed once per token, as a decode loop does.
+struct Sequence {
+  Sequence(vk::Context& ctx, const std::vector<float>& x, const std::vector<uint32_t>& prompt, const SamplingParams& p)
+      : vocab(static_cast<uint32_t>(x.size())),
+        logits(test::upload(ctx, x)),
+        ids(ctx, 4, vk::Memory::Host),
+        step(ctx, sizeof(StepState), vk::Memory::Host),
+        scratch(ctx, ops::sample_scratch_bytes(vocab)),
+        state(ctx, vocab, 256),
+        graph(ctx) {
+    StepState s{0, 0, {0, 0}};
+    step.upload(&s, sizeof s);
+    state.reset(prompt);
+    ops::sample(graph, whole(logits), whole(ids), whole(step), whole(scratch), vocab, p, "sample", &state);
+    graph.record();
+  }
+  uint32_t next() {
+    graph.run();
+    return *static_cast<const uint32_t*>(ids.mapped());
+  }
+  std::vector<float> controlled() {
+    std::vector<float> v(vocab);
+    state.controlled().buffer->download(v.data(), vocab * 4);
+    return v;
+  }
+  uint32_t vocab;
+  vk::Buffer logits, ids, step, scratch;
+  ops::SamplingState state;
+  Graph graph;
+};
+
+// The controlled logits the device wrote for one step equal the reference's: every -inf
+// where the reference has one, the rest within 1e-5 (float arithmetic in the same order;
+// a fused multiply-add on the device may round once less).
+void check_controls(vk::Context& ctx, const std::string& label, const SamplingParams& p) {
+  auto x = lm_logits(1000, 3, 2.0f);
+  x[5] = 0.0f;  // a zero logit: the penalty's two branches agree on it
+  std::vector<uint32_t> prompt = {5, 7, 7, 9, 11, 7, 500, 999, 9, 0, 0, 0, 42};
+  SamplingParams greedy = p;
+  greedy.temperature = 0;
+  Sequence seq(ctx, x, prompt, greedy);
+  const uint32_t token = seq.next();
+  auto got = seq.controlled();
+  auto want = cpu_controls(x, prompt, p);
+  size_t bad = 0, changed = 0;
+  for (uint32_t i = 0; i < x.size(); ++i) {
+    if (want[i] != x[i]) ++changed;
+    bool same = std::isinf(want[i]) ? got[i] == want[i] : std::fabs(got[i] - want[i]) <= 1e-5f;
+    if (!same && bad++ < 3) BOOST_TEST_MESSAGE(label << " token " << i << ": device " << got[i] << ", CPU " << want[i]);
+  }
+  BOOST_TEST(bad == 0u, label << ": " << bad << " controlled logits differ from the CPU reference");
+  BOOST_TEST(changed > 0u, label << ": the controls changed nothing (the case tests nothing)");
+  BOOST_TEST(token == cpu::argmax(want.data(), static_cast<uint32_t>(want.size())), label << ": greedy pick");
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(sampling_controls, test::NoValidationMessages)
+
+BOOST_AUTO_TEST_CASE(each_control_matches_its_formula) {
+  for (auto [label, ctx] : test::all_contexts()) {
+    SamplingParams rep;
+    rep.repeat_penalty = 1.3f;
+    rep.repeat_last_n = -1;
+    check_controls(*ctx, label + " repetition (whole history)", rep);
+    rep.repeat_last_n = 4;  // the window: tokens 0, 0, 0, 42 only
+    check_controls(*ctx, label + " repetition (last 4)", rep);
+    rep.repeat_penalty = 0.7f;  // below 1 favours repeats
+    check_controls(*ctx, label + " repetition 0.7", rep);
+    SamplingParams freq;
+    freq.frequency_penalty = 0.8f;
+    check_controls(*ctx, label + " frequency", freq);
+    SamplingParams pres;
+    pres.presence_penalty = -0.6f;
+    check_controls(*ctx, label + " presence", pres);
+    SamplingParams bias;
+    bias.logit_bias = {{3, 2.5f}, {700, -100.0f}, {3, 1.0f}};  // repeats add up
+    check_controls(*ctx, label + " bias", bias);
+    SamplingParams minp;
+    minp.min_p = 0.05f;
+    check_controls(*ctx, label + " min-p", minp);
+    SamplingParams all;
+    all.repeat_penalty = 1.5f;
+    all.repeat_last_n = 8;
+    all.frequency_penalty = 0.3f;
+    all.presence_penalty = 0.2f;
+    all.logit_bias = {{7, 3.0f}, {100, -2.0f}};
+    all.min_p = 0.1f;
+    check_controls(*ctx, label + " all", all);
+  }
+}
+
+// A greedy decode loop with the penalties: each step's pick must be the argmax of the CPU
+// reference on the history the CPU builds itself (prompt + its own picks), so the device's
+// history must grow exactly as the tokens are sampled, and the controls re-read it.
+BOOST_AUTO_TEST_CASE(history_grows_with_every_sampled_token) {
+  for (auto [label, ctx] : test::all_contexts()) {
+    // A few strong tokens, so that penalising each pick moves the argmax on.
+    auto x = lm_logits(500, 9, 0.5f);
+    for (uint32_t t : {10u, 20u, 30u, 40u}) x[t] = 6.0f + 0.1f * t / 10;
+    SamplingParams p;
+    p.temperature = 0;
+    p.repeat_penalty = 2.0f;
+    p.frequency_penalty = 1.0f;
+    p.repeat_last_n = 6;
+    std::vector<uint32_t> history = {1, 2, 3};
+    Sequence seq(*ctx, x, history, p);
+    for (int i = 0; i < 12; ++i) {
+      auto want = cpu_controls(x, history, p);
+      uint32_t w = cpu::argmax(want.data(), static_cast<uint32_t>(want.size()));
+      BOOST_TEST(seq.next() == w, label << " step " << i);
+      history.push_back(w);
+    }
+    BOOST_TEST(seq.state.tokens() == history, label);
+    std::set<uint32_t> picked(history.begin() + 3, history.end());
+    BOOST_TEST(picked.size() > 2u, label << ": the penalty should rotate the picks");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(min_p_never_samples_below_its_threshold) {
+  for (auto [label, ctx] : test::all_contexts()) {
+    auto x = lm_logits(2000, 17, 1.5f);
+    SamplingParams p{1.0f, 0, 1.0f, 99};
+    p.min_p = 0.2f;
+    const float m = *std::max_element(x.begin(), x.end());
+    size_t allowed = std::count_if(x.begin(), x.end(), [&](float v) { return v >= m + std::log(0.2f); });
+    BOOST_TEST(allowed > 1u);
+    Sequence seq(*ctx, x, {}, p);
+    std::set<uint32_t> seen;
+    for (int i = 0; i < 300; ++i) {
+      uint32_t t = seq.next();
+      seen.insert(t);
+      BOOST_TEST(x[t] >= m + std::log(0.2f), label << ": token " << t << " below min-p's threshold");
+    }
+    BOOST_TEST(seen.size() > 1u, label << ": min-p kept only the argmax");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(logit_bias_moves_the_argmax) {
+  for (auto [label, ctx] : test::all_contexts()) {
+    auto x = lm_logits(1000, 21, 1.0f);
+    const uint32_t top = cpu::argmax(x.data(), 1000);
+    SamplingParams p{0.0f, 0, 1.0f, 0};
+    p.logit_bias = {{123, 50.0f}};
+    BOOST_TEST(Sequence(*ctx, x, {}, p).next() == 123u, label);
+    p.logit_bias = {{top, -100.0f}};
+    auto second = x;
+    second[top] = -INFINITY;
+    BOOST_TEST(Sequence(*ctx, x, {}, p).next() == cpu::argmax(second.data(), 1000), label);
+    p.logit_bias.clear();
+    BOOST_TEST(Sequence(*ctx, x, {}, p).next() == top, label);
+  }
+}
+
+// Sampled draws with every control on: the same seed gives the same tokens, another seed
+// others, and each draw is the CPU sampler's pick from the CPU's controlled logits.
+BOOST_AUTO_TEST_CASE(same_seed_reproduces_every_combination) {
+  auto x = lm_logits(1000, 33, 1.0f);
+  auto& ctx = test::context();
+  for (int combo = 0; combo < 8; ++combo) {
+    SamplingParams p{0.9f, combo & 1 ? 50u : 0u, combo & 2 ? 0.9f : 1.0f, 1234};
+    p.repeat_penalty = 1.2f;
+    p.frequency_penalty = combo & 4 ? 0.5f : 0.0f;
+    p.presence_penalty = 0.3f;
+    p.min_p = 0.02f;
+    p.logit_bias = {{4, 1.0f}};
+    std::vector<uint32_t> prompt = {4, 4, 8};
+    auto run = [&](uint64_t seed) {
+      SamplingParams q = p;
+      q.seed = seed;
+      Sequence s(ctx, x, prompt, q);
+      std::vector<uint32_t> out;
+      for (int i = 0; i < 20; ++i) out.push_back(s.next());
+      return out;
+    };
+    auto a = run(1234), b = run(1234), c = run(4321);
+    BOOST_TEST(a == b, "combination " << combo);
+    BOOST_TEST(a != c, "combination " << combo);
+    // The CPU: controls on its own history, then the plain sampler at the same counters.
+    std::vector<uint32_t> history = prompt;
+    SamplingParams plain{p.temperature, p.top_k, p.top_p, p.seed};
+    size_t differ = 0;
+    for (uint32_t i = 0; i < a.size(); ++i) {
+      auto controlled = cpu_controls(x, history, p);
+      differ += cpu::sample(controlled.data(), 1000, plain, i) != a[i];
+      history.push_back(a[i]);  // follow the device's path
+    }
+    BOOST_TEST(differ <= 1u, "combination " << combo << ": " << differ << " draws differ from the CPU");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_controls_are_rejected) {
+  auto bad = [](auto edit) {
+    SamplingParams p;
+    edit(p);
+    BOOST_CHECK_THROW(ops::check_sampling_params(p), UsageError);
+  };
+  bad([](SamplingParams& p) { p.min_p = 1.5f; });
+  bad([](SamplingParams& p) { p.min_p = -0.1f; });
+  bad([](SamplingParams& p) { p.repeat_penalty = 0.0f; });
+  bad([](SamplingParams& p) { p.repeat_penalty = NAN; });
+  bad([](SamplingParams& p) { p.repeat_last_n = -2; });
+  bad([](SamplingParams& p) { p.frequency_penalty = INFINITY; });
+  bad([](SamplingParams& p) { p.logit_bias = {{1, NAN}}; });
+  // A bias for a token outside the vocabulary is found when the graph is built.
+  auto& ctx = test::context();
+  SamplingParams p;
+  p.logit_bias = {{5000, 1.0f}};
+  BOOST_CHECK_THROW(Sequence(ctx, lm_logits(1000, 1, 1.0f), {}, p), UsageError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
