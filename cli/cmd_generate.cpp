@@ -1,12 +1,15 @@
-// `gpt-vk generate`: prints the prompt, then the generated text as each token arrives.
-// Sampling runs on the device; per token only the chosen id (4 bytes) comes back.
+// `gpt-vk generate`: prints the prompt, then the generated text as each token arrives (or,
+// with --json, one JSON object per completion). The loop is runtime/generator's; sampling
+// and its controls run on the device, and per token only the chosen id comes back.
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <random>
 
 #include "cli/commands.hpp"
+#include "cli/generate_io.hpp"
 #include "cli/model_session.hpp"
+#include "cli/number_checks.hpp"
 #include "engine/error.hpp"
 #include "runtime/generator.hpp"
 
@@ -33,41 +36,120 @@ std::string finish_message(FinishReason r, uint32_t context) {
   }
 }
 
+struct Flags {
+  ModelFlags model;
+  std::string prompt, prompt_file;
+  uint32_t max_tokens = 100;
+  ops::SamplingParams sampling{0.8f, 40, 0.95f, 0};
+  int64_t seed = -1;
+  std::vector<std::string> logit_bias, stop;
+  uint32_t num_samples = 1, logprobs = 0;
+  bool special = false, no_echo = false, json = false;
+};
+
+constexpr const char* kHelp =
+    "generate text: prints the prompt, then the continuation as it is produced.\n"
+    "Stops after --max-tokens tokens, at <|endoftext|>, at a --stop string, or when the model's\n"
+    "context is full (said on stderr). Ctrl-C stops early and keeps the text so far.\n"
+    "Sampling, in this order: penalties (--repeat-penalty, --frequency-penalty, --presence-penalty,\n"
+    "over the last --repeat-last-n tokens of prompt + generated text) -> --logit-bias -> --min-p\n"
+    "(at temperature 1) -> --temperature -> --top-k -> --top-p -> draw. --temperature 0 takes the\n"
+    "most likely token after the penalties and bias.";
+
+void add_flags(CLI::App* cmd, Flags& f) {
+  cmd->add_option("--prompt", f.prompt, "text to continue (UTF-8; invalid bytes are encoded byte by byte); - reads stdin");
+  cmd->add_option("--prompt-file", f.prompt_file, "read the prompt from this file (its bytes as they are)");
+  cmd->add_option("--max-tokens", f.max_tokens, "most tokens to generate (at most the context length)")
+      ->capture_default_str()->check(whole_number_in(1, 1 << 30));
+  auto& s = f.sampling;
+  cmd->add_option("--temperature", s.temperature, "sampling temperature; 0 = greedy (argmax)")
+      ->capture_default_str()->check(number_at_least(0));
+  cmd->add_option("--top-k", s.top_k, "sample among the K most likely tokens; 0 = off")
+      ->capture_default_str()->check(whole_number_in(0, 1 << 30));
+  cmd->add_option("--top-p", s.top_p, "nucleus sampling: smallest set of tokens with probability >= P; 1 = off")
+      ->capture_default_str()->check(probability_above_zero());
+  cmd->add_option("--min-p", s.min_p, "drop tokens less probable than P times the most probable one; 0 = off")
+      ->capture_default_str()->check(number_in(0, 1));
+  cmd->add_option("--repeat-penalty", s.repeat_penalty,
+                  "divide positive (multiply negative) logits of tokens in the window by this; 1 = off")
+      ->capture_default_str()->check(number_at_least(0, true));
+  cmd->add_option("--repeat-last-n", s.repeat_last_n,
+                  "the penalties' window: the last N tokens of prompt + generated text; 0 = off, -1 = all")
+      ->capture_default_str()->check(whole_number_in(-1, 1 << 30));
+  cmd->add_option("--frequency-penalty", s.frequency_penalty,
+                  "subtract this times a token's count in the window from its logit (OpenAI's formula)")
+      ->capture_default_str()->check(number_in(-100, 100));
+  cmd->add_option("--presence-penalty", s.presence_penalty,
+                  "subtract this from the logit of every token in the window (OpenAI's formula)")
+      ->capture_default_str()->check(number_in(-100, 100));
+  cmd->add_option("--logit-bias", f.logit_bias, "ID=BIAS: add BIAS to token ID's logit (repeatable; -100 bans it)");
+  cmd->add_option("--seed", f.seed,
+                  "random seed; same seed, same output on the same device (default: random); sample i of\n"
+                  "--num-samples uses seed + i");
+  cmd->add_option("--stop", f.stop, "stop at the first occurrence of this text, which is not printed (repeatable)");
+  cmd->add_option("--num-samples", f.num_samples,
+                  "N continuations of the prompt, one after another (each prefills the prompt again)")
+      ->capture_default_str()->check(whole_number_in(1, 1000));
+  cmd->add_flag("--no-echo", f.no_echo, "print only the continuation, not the prompt");
+  cmd->add_option("--logprobs", f.logprobs,
+                  "with --json: each token's log-probability and the K most likely alternatives (the model's\n"
+                  "own distribution, before penalties and temperature)")
+      ->check(whole_number_in(0, 100));
+  cmd->add_flag("--json", f.json,
+                "one JSON object per completion per line: text (the continuation), tokens, finish_reason\n"
+                "(stop/length/cancelled), index, seed, prompt_tokens, timings; logprobs with --logprobs");
+  cmd->add_flag("--special", f.special, "treat <|endoftext|> in the prompt as the special token, not text");
+}
+
+// Runs every sample; returns the process's exit code.
+int run_samples(ModelSession& s, const Tokenizer& tok, const std::vector<uint32_t>& prompt,
+                const std::string& prompt_text, const Flags& f, uint64_t seed) {
+  g_interrupted = 0;
+  auto previous = std::signal(SIGINT, on_sigint);
+  Generator gen(*s.model, tok);
+  for (uint32_t i = 0; i < f.num_samples && !g_interrupted; ++i) {
+    GenerationOptions run;
+    run.sampling = f.sampling;
+    run.sampling.seed = seed + i;
+    run.max_tokens = f.max_tokens;
+    run.stop = f.stop;
+    run.logprobs = f.logprobs;
+    if (!f.json && !f.no_echo) emit(prompt_text);
+    gen.start(prompt, run);
+    while (!gen.finished()) {
+      if (g_interrupted) gen.cancel();
+      std::string piece = gen.next().text;
+      if (!f.json) emit(piece);
+    }
+    emit(f.json ? completion_json(gen, tok, i, run.sampling.seed, f.logprobs > 0) + "\n" : "\n");
+    const auto& t = gen.timings();
+    std::fprintf(stderr,
+                 "gpt-vk: %s; load %.2f s, prompt %u tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
+                 finish_message(gen.finish_reason(), s.cfg.context_length).c_str(), s.load_seconds, t.prompt_tokens,
+                 t.prefill_tok_s(), t.generated_tokens, t.decode_tok_s());
+  }
+  std::signal(SIGINT, previous);
+  return g_interrupted ? 130 : 0;
+}
+
 }  // namespace
 
 Action add_generate(CLI::App& app, Common& common) {
-  struct Flags {
-    ModelFlags model;
-    std::string prompt;
-    uint32_t max_tokens = 100;
-    float temperature = 0.8f, top_p = 0.95f;
-    uint32_t top_k = 40;
-    int64_t seed = -1;
-    bool special = false;
-  };
   auto f = std::make_shared<Flags>();
-  auto* cmd = app.add_subcommand(
-      "generate",
-      "generate text: prints the prompt, then the continuation as it is produced.\n"
-      "Stops after --max-tokens tokens, at <|endoftext|>, or when the model's context is full\n"
-      "(said on stderr). Ctrl-C stops early and keeps the text so far.");
+  auto* cmd = app.add_subcommand("generate", kHelp);
   add_model_flags(cmd, f->model, "bundled");
-  cmd->add_option("--prompt", f->prompt, "text to continue (UTF-8; invalid bytes are encoded byte by byte)")
-      ->required();
-  cmd->add_option("--max-tokens", f->max_tokens, "most tokens to generate (at most the context length)")
-      ->capture_default_str()->check(at_least_one());
-  cmd->add_option("--temperature", f->temperature, "sampling temperature; 0 = greedy (argmax)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-k", f->top_k, "sample among the K most likely tokens; 0 = off")->capture_default_str();
-  cmd->add_option("--top-p", f->top_p, "nucleus sampling: smallest set of tokens with probability >= P; 1 = off")
-      ->capture_default_str()->check(probability_above_zero());
-  cmd->add_option("--seed", f->seed, "random seed; same seed, same output on the same device (default: random)");
-  cmd->add_flag("--special", f->special, "treat <|endoftext|> in the prompt as the special token, not text");
-  return [&common, f] {
-    uint64_t seed = f->seed >= 0 ? static_cast<uint64_t>(f->seed) : std::random_device{}();
-    ops::SamplingParams sampling{f->temperature, f->top_k, f->top_p, seed};
+  add_flags(cmd, *f);
+  return [&common, f, cmd] {
+    const bool has_prompt = cmd->get_option("--prompt")->count() > 0;
+    const bool has_file = cmd->get_option("--prompt-file")->count() > 0;
+    const std::string text = read_prompt(has_prompt ? &f->prompt : nullptr, has_file ? &f->prompt_file : nullptr);
+    if (f->logprobs > 0 && !f->json) throw UsageError("--logprobs needs --json (the log-probabilities are JSON fields)");
+    for (const auto& b : f->logit_bias) f->sampling.logit_bias.push_back(parse_logit_bias(b));
+    const uint64_t seed = f->seed >= 0 ? static_cast<uint64_t>(f->seed) : std::random_device{}();
+    f->sampling.seed = seed;
+    ops::check_sampling_params(f->sampling);
     OpenOptions options;
-    options.sampling = &sampling;
+    options.sampling = &f->sampling;
     options.defer_weights = true;
     auto s = open_model(common, f->model, options);
     // Where the device memory is host-mapped (lavapipe) the weights load while the prompt is
@@ -78,7 +160,7 @@ Action add_generate(CLI::App& app, Common& common) {
       throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +
                        std::to_string(cfg.context_length) + " tokens");
     Tokenizer tok = load_tokenizer(cfg);
-    auto prompt = tok.encode(f->prompt, f->special);
+    auto prompt = tok.encode(text, f->special);
     auto eot = tok.eot_id();
     // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
     if (prompt.empty()) {
@@ -87,32 +169,13 @@ Action add_generate(CLI::App& app, Common& common) {
     }
     check_prompt_fits(prompt.size(), cfg.context_length);
     // The seed matters only when sampling draws (greedy decoding never does).
-    if (f->seed < 0 && f->temperature > 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
-    s.model->set_sampling(sampling);
+    if (f->seed < 0 && f->sampling.temperature > 0)
+      std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
+    s.model->set_sampling(f->sampling);
     // The prompt's pipelines compile (on lavapipe, most of a cold start) while the weights load.
     s.model->warm_up(static_cast<uint32_t>(prompt.size()));
     s.load_weights();
-
-    g_interrupted = 0;
-    auto previous = std::signal(SIGINT, on_sigint);
-    emit(f->prompt);
-    GenerationOptions run;
-    run.sampling = sampling;
-    run.max_tokens = f->max_tokens;
-    Generator gen(*s.model, tok);
-    gen.start(prompt, run);
-    while (!gen.finished()) {
-      if (g_interrupted) gen.cancel();
-      emit(gen.next().text);
-    }
-    emit("\n");
-    std::signal(SIGINT, previous);
-    const auto& t = gen.timings();
-    std::fprintf(stderr,
-                 "gpt-vk: %s; load %.2f s, prompt %u tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
-                 finish_message(gen.finish_reason(), cfg.context_length).c_str(), s.load_seconds, t.prompt_tokens,
-                 t.prefill_tok_s(), t.generated_tokens, t.decode_tok_s());
-    return g_interrupted ? 130 : 0;
+    return run_samples(s, tok, prompt, text, *f, seed);
   };
 }
 

@@ -1,0 +1,55 @@
+// Validators for numeric flags whose errors name the rule and the value given (CLI11's own
+// say "Value abc not in range 1 to 1073741824", or print a bound of 309 digits).
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace gptvk::cli {
+
+// A whole number in [lo, hi].
+inline CLI::Validator whole_number_in(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        int64_t v = 0;
+        if (!CLI::detail::lexical_cast(s, v)) return "expected a whole number, got '" + s + "'";
+        if (v < lo || v > hi)
+          return "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + s;
+        return {};
+      },
+      "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// A finite number >= lo (and, when `strict`, > lo).
+inline CLI::Validator number_at_least(double lo, bool strict = false) {
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%g", lo);
+  const std::string rule = std::string(strict ? "> " : ">= ") + bound;
+  return CLI::Validator(
+      [lo, strict, rule](std::string& s) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(s, v) || !std::isfinite(v)) return "expected a number, got '" + s + "'";
+        if (strict ? !(v > lo) : !(v >= lo)) return "must be a number " + rule + ", got " + s;
+        return {};
+      },
+      "FLOAT " + rule);
+}
+
+// A finite number in [lo, hi].
+inline CLI::Validator number_in(double lo, double hi) {
+  char range[64];
+  std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
+  const std::string rule = range;
+  return CLI::Validator(
+      [lo, hi, rule](std::string& s) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(s, v) || !std::isfinite(v)) return "expected a number, got '" + s + "'";
+        if (!(v >= lo && v <= hi)) return "must be a number in " + rule + ", got " + s;
+        return {};
+      },
+      "FLOAT in " + rule);
+}
+
+}  // namespace gptvk::cli
