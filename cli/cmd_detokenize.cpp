@@ -1,10 +1,11 @@
-// `gpt-vk detokenize --config CFG --ids 464,2068`: prints the text of the ids, byte-exact
-// (no newline added).
+// `gpt-vk detokenize [--config CFG] --ids 464,2068`: prints the text of the ids, byte-exact
+// (no newline added), with the config's tokenizer (default: the bundled model's).
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/device_flags.hpp"
 #include "cli/model_session.hpp"
 #include "engine/error.hpp"
 #include "models/tokenizer/id_list.hpp"
@@ -24,12 +25,13 @@ struct DetokenizeArgs {
 Action add_detokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<DetokenizeArgs>();
   auto* cmd = app.add_subcommand("detokenize", "GPT-2 decoding: prints the text of token ids, byte-exact");
-  cmd->add_option("--config", args->config, "model config (TOML); its [tokenizer] names the vocab and merges files")
-      ->required();
+  cmd->add_option("--config", args->config,
+                  "model config (TOML); its [tokenizer] names the vocab and merges files (default: the bundled model)");
   cmd->add_option("--ids", args->ids, "token ids separated by commas (or spaces), e.g. 464,2068")->required();
-  return [args] {
+  return [args, cmd] {
+    reject_device_flags(cmd);
     std::vector<uint32_t> ids = parse_id_list(args->ids);
-    Tokenizer tok = load_tokenizer(load_config(args->config));
+    Tokenizer tok = load_tokenizer(load_config(args->config.empty() ? default_config_path() : args->config));
     std::string text = tok.decode(ids);
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
       throw InputError("cannot write to standard output");

@@ -1,5 +1,5 @@
 // `gpt-vk perplexity`: token-level perplexity of a text file with a sliding window
-// (models/perplexity.hpp); prints the value and the tokens/s evaluated.
+// (models/perplexity.hpp); prints the value, its standard error and the tokens/s evaluated.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/model_session.hpp"
+#include "cli/progress.hpp"
 #include "engine/error.hpp"
 #include "models/perplexity.hpp"
 
@@ -22,7 +23,11 @@ Action add_perplexity(CLI::App& app, Common& common) {
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
       "perplexity",
-      "perplexity of a text file: windows of --context tokens advance by --stride; each token is scored once");
+      "perplexity of a text file: windows of --context tokens start every --stride tokens; each token\n"
+      "is scored once, in the first window holding it and the token before it, so token 0 is never\n"
+      "scored and with --stride equal to --context neither is the first token of each later window.\n"
+      "stdout: perplexity=P tokens=SCORED tok_s=RATE ppl_se=SE, SE the standard error of P (as\n"
+      "llama-perplexity's +/-). A progress bar shows on stderr when it is a terminal.");
   add_model_flags(cmd, f->model);
   cmd->add_option("--file", f->file, "UTF-8 text file")->required();
   cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)");
@@ -37,12 +42,16 @@ Action add_perplexity(CLI::App& app, Common& common) {
     Tokenizer tok = load_tokenizer(s.cfg);
     auto ids = tok.encode(text);
     auto t0 = std::chrono::steady_clock::now();
-    PerplexityResult r = perplexity(*s.model, ids, N, S);
+    ProgressBar bar("perplexity");
+    PerplexityResult r = score_windows(*s.model, ids, N, S, {}, [&](uint64_t done, uint64_t total) {
+      bar.update(done, total);
+    });
+    bar.clear();
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "gpt-vk: %llu tokens scored in windows of %u, stride %u\n",
-                 static_cast<unsigned long long>(r.scored), N, S);
-    std::printf("perplexity=%.4f tokens=%llu tok_s=%.1f\n", r.perplexity, static_cast<unsigned long long>(r.scored),
-                r.evaluated / secs);
+    std::fprintf(stderr, "gpt-vk: %llu of %zu tokens scored in windows of %u, stride %u; PPL = %.4f +/- %.4f\n",
+                 static_cast<unsigned long long>(r.scored), ids.size(), N, S, r.perplexity, r.perplexity_se);
+    std::printf("perplexity=%.4f tokens=%llu tok_s=%.1f ppl_se=%.4f\n", r.perplexity,
+                static_cast<unsigned long long>(r.scored), r.evaluated / secs, r.perplexity_se);
     return 0;
   };
 }

@@ -1,16 +1,20 @@
-// `gpt-vk tokenize --config CFG (--text TEXT | --file PATH) [--special]`: GPT-2 byte-level
-// BPE encoding with the tokenizer files named in the config; prints the ids separated by
-// single spaces on one line.
+// `gpt-vk tokenize [--config CFG] (--text TEXT | --file PATH) [--special] [--pieces]`: GPT-2
+// byte-level BPE encoding with the tokenizer files named in the config (default: the bundled
+// model's); prints the ids separated by single spaces on one line, or with --pieces one
+// token per line with its text.
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/device_flags.hpp"
 #include "cli/model_session.hpp"
 #include "engine/error.hpp"
 #include "models/config.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 #include "models/tokenizer/vocab_files.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace gptvk::cli {
 
@@ -18,7 +22,7 @@ namespace {
 
 struct TokenizeArgs {
   std::string config, text, file;
-  bool special = false;
+  bool special = false, pieces = false;
 };
 
 }  // namespace
@@ -27,29 +31,39 @@ struct TokenizeArgs {
 Action add_tokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<TokenizeArgs>();
   auto* cmd = app.add_subcommand("tokenize", "GPT-2 byte-level BPE encoding: prints the token ids on one line");
-  cmd->add_option("--config", args->config, "model config (TOML); its [tokenizer] names the vocab and merges files")
-      ->required();
+  cmd->add_option("--config", args->config,
+                  "model config (TOML); its [tokenizer] names the vocab and merges files (default: the bundled model)");
   auto* text = cmd->add_option("--text", args->text, "the text to encode");
   auto* file = cmd->add_option("--file", args->file, "encode the bytes of this file");
   text->excludes(file);
   cmd->add_flag("--special", args->special,
                 "treat <|endoftext|> in the input as the special token (id 50256 in GPT-2) rather than as "
                 "plain text, which is the default, as in GPT-2's own encoder");
+  cmd->add_flag("--pieces", args->pieces,
+                "one token per line instead: its id, a tab, and its text as a JSON string (bytes that are not "
+                "valid UTF-8 shown as U+FFFD)");
   cmd->footer(
       "Input that is not valid UTF-8 is encoded losslessly: each byte that is not part of a valid UTF-8 "
       "character becomes its own byte-level token, so `detokenize` gives back the exact input bytes.");
-  return [args, text, file] {
+  return [args, text, file, cmd] {
+    reject_device_flags(cmd);
     if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
     std::string input = file->count() ? tokenizer::read_file_bytes(args->file) : args->text;
-    Tokenizer tok = load_tokenizer(load_config(args->config));
+    Tokenizer tok = load_tokenizer(load_config(args->config.empty() ? default_config_path() : args->config));
     std::vector<uint32_t> ids = tok.encode(input, args->special);
     std::string line;
     line.reserve(ids.size() * 6 + 1);
     for (size_t i = 0; i < ids.size(); ++i) {
+      if (args->pieces) {
+        line += std::to_string(ids[i]) + '\t' +
+                nlohmann::json(tok.token_bytes(ids[i])).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                '\n';
+        continue;
+      }
       if (i) line += ' ';
       line += std::to_string(ids[i]);
     }
-    line += '\n';
+    if (!args->pieces) line += '\n';
     if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0)
       throw InputError("cannot write to standard output");
     return 0;

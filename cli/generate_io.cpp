@@ -19,16 +19,22 @@ std::string read_prompt(const std::string* prompt, const std::string* prompt_fil
   if (!prompt && !prompt_file)
     throw UsageError("no prompt: give --prompt TEXT, --prompt - (read stdin) or --prompt-file PATH");
   if (prompt && *prompt != "-") return *prompt;
-  if (prompt) {
-    std::ostringstream all;
-    all << std::cin.rdbuf();
-    if (std::cin.bad()) throw InputError("cannot read the prompt from stdin");
-    return all.str();
-  }
-  std::ifstream in(*prompt_file, std::ios::binary);
-  if (!in) throw InputError("cannot read --prompt-file " + *prompt_file + ": " + std::strerror(errno));
+  if (prompt) return read_stdin();
+  return read_file_bytes(*prompt_file, "--prompt-file");
+}
+
+std::string read_stdin() {
+  std::ostringstream all;
+  all << std::cin.rdbuf();
+  if (std::cin.bad()) throw InputError("cannot read stdin");
+  return all.str();
+}
+
+std::string read_file_bytes(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + flag + " " + path + ": " + std::strerror(errno));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw InputError("cannot read --prompt-file " + *prompt_file);
+  if (in.bad()) throw InputError("cannot read " + flag + " " + path);
   return text;
 }
 

@@ -16,6 +16,10 @@ namespace gptvk::cli {
 // InputError when the file cannot be read.
 std::string read_prompt(const std::string* prompt, const std::string* prompt_file);
 
+// All of stdin; the bytes of a file (InputError "cannot read FLAG PATH: why").
+std::string read_stdin();
+std::string read_file_bytes(const std::string& path, const std::string& flag);
+
 // "ID=BIAS" -> {id, bias}; UsageError naming the flag's value when malformed.
 std::pair<uint32_t, float> parse_logit_bias(const std::string& s);
 

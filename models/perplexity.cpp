@@ -10,25 +10,46 @@ namespace gptvk {
 
 namespace {
 
-// -log softmax(logits)[target], in double.
-double nll(const float* logits, uint32_t vocab, uint32_t target) {
+// log softmax(logits)[target] in double, and the target's rank.
+ScoredToken score(const float* logits, uint32_t vocab, uint32_t target) {
   double m = logits[0];
   for (uint32_t i = 1; i < vocab; ++i) m = std::max(m, double(logits[i]));
   double sum = 0;
-  for (uint32_t i = 0; i < vocab; ++i) sum += std::exp(double(logits[i]) - m);
-  return std::log(sum) + m - double(logits[target]);
+  uint32_t above = 0;
+  for (uint32_t i = 0; i < vocab; ++i) {
+    sum += std::exp(double(logits[i]) - m);
+    above += logits[i] > logits[target];
+  }
+  ScoredToken s;
+  s.id = target;
+  s.logprob = double(logits[target]) - m - std::log(sum);
+  s.rank = above + 1;
+  return s;
+}
+
+// Tokens the windows run through the model in all (for progress).
+uint64_t tokens_to_evaluate(size_t n, uint32_t context, uint32_t stride) {
+  uint64_t total = 0;
+  for (size_t begin = 0;; begin += stride) {
+    size_t end = std::min<size_t>(begin + context, n);
+    total += end - begin;
+    if (end == n) return total;
+  }
 }
 
 }  // namespace
 
-PerplexityResult perplexity(GptModel& model, std::span<const uint32_t> ids, uint32_t context, uint32_t stride) {
+PerplexityResult score_windows(GptModel& model, std::span<const uint32_t> ids, uint32_t context, uint32_t stride,
+                               const std::function<void(const ScoredToken&)>& on_token,
+                               const std::function<void(uint64_t, uint64_t)>& on_window) {
   const ModelConfig& cfg = model.config();
   if (context < 2 || context > cfg.context_length)
     throw UsageError("--context must be between 2 and the model's context of " + std::to_string(cfg.context_length));
   if (stride < 1 || stride > context) throw UsageError("--stride must be between 1 and --context");
   if (ids.size() < 2) throw InputError("the text has fewer than 2 tokens");
+  const uint64_t total_tokens = tokens_to_evaluate(ids.size(), context, stride);
   PerplexityResult r;
-  double total = 0;
+  double sum = 0, sum_sq = 0;  // of the negative log-likelihoods
   size_t prev_end = 0;
   for (size_t begin = 0;; begin += stride) {
     size_t end = std::min<size_t>(begin + context, ids.size());
@@ -36,13 +57,23 @@ PerplexityResult perplexity(GptModel& model, std::span<const uint32_t> ids, uint
     r.evaluated += end - begin;
     // Targets ids[max(begin + 1, prev_end) .. end), each predicted by the position before it.
     for (size_t t = std::max(begin + 1, prev_end); t < end; ++t) {
-      total += nll(logits.data() + (t - 1 - begin) * cfg.vocab_size, cfg.vocab_size, ids[t]);
+      ScoredToken s = score(logits.data() + (t - 1 - begin) * cfg.vocab_size, cfg.vocab_size, ids[t]);
+      s.index = t;
+      sum -= s.logprob;
+      sum_sq += s.logprob * s.logprob;
       ++r.scored;
+      if (on_token) on_token(s);
     }
+    if (on_window) on_window(r.evaluated, total_tokens);
     prev_end = end;
     if (end == ids.size()) break;
   }
-  r.perplexity = std::exp(total / double(r.scored));
+  const double n = double(r.scored), mean = sum / n;
+  r.mean_logprob = -mean;
+  r.perplexity = std::exp(mean);
+  // Standard error of the mean NLL (sample variance), carried to the perplexity by the delta method.
+  const double var = n > 1 ? std::max(0.0, (sum_sq / n - mean * mean) * n / (n - 1)) : 0.0;
+  r.perplexity_se = r.perplexity * std::sqrt(var / n);
   return r;
 }
 

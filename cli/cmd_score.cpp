@@ -1,0 +1,91 @@
+// `gpt-vk score`: the log-probability of every token of a text under the model, with the
+// sliding window of `perplexity` (models/perplexity.hpp, the same loop, so the mean of its
+// log-probabilities is minus the log of perplexity's value for the same window and stride).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/generate_io.hpp"
+#include "cli/model_session.hpp"
+#include "cli/progress.hpp"
+#include "engine/error.hpp"
+#include "models/perplexity.hpp"
+
+namespace gptvk::cli {
+
+namespace {
+
+// A token's bytes for one TSV field: backslash, tab, newline and carriage return escaped.
+std::string tsv_field(const std::string& bytes) {
+  std::string out;
+  for (char c : bytes) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Action add_score(CLI::App& app, Common& common) {
+  struct Flags {
+    ModelFlags model;
+    std::string file, text;
+    uint32_t context = 0, stride = 0;
+    bool tsv = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand(
+      "score",
+      "the log-probability of every token of a text (--file, --text, or stdin when neither), scored\n"
+      "with perplexity's windows (see `gpt-vk perplexity --help` for which tokens are scored).\n"
+      "stdout: one JSON object per scored token and line, {\"id\", \"text\", \"logprob\", \"rank\"}:\n"
+      "logprob the natural log of its probability, rank 1 + the number of tokens the model found\n"
+      "more likely; with --tsv a header line and tab-separated id, text, logprob, rank (\\\\, \\t, \\n,\n"
+      "\\r escaped in text). stderr: the count, mean log-probability and perplexity.");
+  add_model_flags(cmd, f->model, "bundled");
+  auto* file = cmd->add_option("--file", f->file, "text file to score (its bytes as they are)");
+  cmd->add_option("--text", f->text, "text to score")->excludes(file);
+  cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)");
+  cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)");
+  cmd->add_flag("--tsv", f->tsv, "tab-separated values instead of JSON lines");
+  return [&common, f, cmd] {
+    const bool has_text = cmd->get_option("--text")->count() > 0;
+    const bool has_file = cmd->get_option("--file")->count() > 0;
+    const std::string text = has_text ? f->text : has_file ? read_file_bytes(f->file, "--file") : read_stdin();
+    auto s = open_model(common, f->model);
+    const uint32_t N = f->context ? f->context : s.cfg.context_length;
+    const uint32_t S = f->stride ? f->stride : std::max(1u, N / 2);
+    Tokenizer tok = load_tokenizer(s.cfg);
+    const auto ids = tok.encode(text);
+    if (f->tsv) std::printf("id\ttext\tlogprob\trank\n");
+    ProgressBar bar("score");
+    auto print = [&](const ScoredToken& t) {
+      const std::string& bytes = tok.token_bytes(t.id);
+      if (f->tsv) {
+        std::printf("%u\t%s\t%.9g\t%u\n", t.id, tsv_field(bytes).c_str(), t.logprob, t.rank);
+      } else {
+        nlohmann::ordered_json j = {{"id", t.id}, {"text", bytes}, {"logprob", t.logprob}, {"rank", t.rank}};
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+      }
+    };
+    PerplexityResult r = score_windows(*s.model, ids, N, S, print, [&](uint64_t done, uint64_t total) {
+      bar.update(done, total);
+    });
+    bar.clear();
+    std::fflush(stdout);
+    std::fprintf(stderr, "gpt-vk: %llu of %zu tokens scored in windows of %u, stride %u; mean logprob %.6f, PPL %.4f\n",
+                 static_cast<unsigned long long>(r.scored), ids.size(), N, S, r.mean_logprob, r.perplexity);
+    return 0;
+  };
+}
+
+}  // namespace gptvk::cli
