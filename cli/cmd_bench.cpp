@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/model_session.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/profile_table.hpp"
 #include "engine/error.hpp"
 #include "engine/interpose/yielding_waits.hpp"
@@ -37,9 +38,9 @@ Action add_bench(CLI::App& app, Common& common) {
       "prefill and decode throughput (tokens/s); random weights when no weights file exists");
   add_model_flags(cmd, f->model);
   cmd->add_option("--prompt-tokens", f->prompt_tokens, "prompt length: the context depth decode starts at")
-      ->capture_default_str()->check(at_least_one());
-  cmd->add_option("--gen-tokens", f->gen_tokens, "tokens decoded after the prompt")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(whole_number_in(1, 1 << 30));
+  cmd->add_option("--gen-tokens", f->gen_tokens, "tokens decoded after the prompt (at least 1: decode is measured)")
+      ->capture_default_str()->check(whole_number_in(1, 1 << 30));
   cmd->add_option("--repeats", f->repeats, "measured runs after one warm-up run")
       ->capture_default_str()->check(at_least_one());
   cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
@@ -47,7 +48,7 @@ Action add_bench(CLI::App& app, Common& common) {
     auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;
     if (uint64_t(f->prompt_tokens) + f->gen_tokens > cfg.context_length)
-      throw UsageError("--prompt-tokens + --gen-tokens = " + std::to_string(f->prompt_tokens + f->gen_tokens) +
+      throw InputError("--prompt-tokens + --gen-tokens = " + std::to_string(f->prompt_tokens + f->gen_tokens) +
                        " exceeds the context of " + std::to_string(cfg.context_length));
 #if GPTVK_YIELDING_WAITS
     const char* waits = yielding_waits::enabled() ? ", yielding waits" : "";
@@ -80,7 +81,7 @@ Action add_bench(CLI::App& app, Common& common) {
       auto t2 = clock::now();
       if (r == 0) continue;  // warm-up
       prefill_rates.push_back(f->prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
-      if (f->gen_tokens) decode_rates.push_back(f->gen_tokens / std::chrono::duration<double>(t2 - t1).count());
+      decode_rates.push_back(f->gen_tokens / std::chrono::duration<double>(t2 - t1).count());
     }
     auto spread = [](const std::vector<double>& v) {
       if (v.empty()) return std::make_pair(0.0, 0.0);

@@ -25,8 +25,10 @@ Action add_forward(CLI::App& app, Common& common) {
   auto* cmd = app.add_subcommand("forward", "one forward pass over token ids; writes logits of every position (.npy)");
   add_model_flags(cmd, f->model);
   cmd->add_option("--ids", f->ids, "token ids, comma-separated, e.g. 464,2068,318")->required();
-  cmd->add_option("--out", f->out, "output .npy file: float32 [T, vocab_size]")->required();
+  cmd->add_option("--out", f->out, "output .npy file: float32 [T, vocab_size] (a file path; - is refused, as .npy\n"
+                                    "readers need to seek)")->required();
   return [&common, f] {
+    if (f->out == "-") throw UsageError("--out -: forward writes a .npy file, which needs a file path, not stdout");
     auto ids = parse_id_list(f->ids);
     // An output that cannot be written fails now, not after loading and running the model.
     std::filesystem::path dir = std::filesystem::path(f->out).parent_path();

@@ -16,7 +16,7 @@ inline CLI::Validator whole_number_in(int64_t lo, int64_t hi) {
         int64_t v = 0;
         if (!CLI::detail::lexical_cast(s, v)) return "expected a whole number, got '" + s + "'";
         if (v < lo || v > hi)
-          return "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + s;
+          return "value " + s + " not in range " + std::to_string(lo) + " to " + std::to_string(hi);
         return {};
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");

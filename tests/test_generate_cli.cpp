@@ -211,13 +211,13 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
       {{"--prompt", "hi", "--temperature", "-1"}, "--temperature: must be a number >= 0, got -1"},
       {{"--prompt", "hi", "--min-p", "2"}, "--min-p: must be a number in [0, 1], got 2"},
       {{"--prompt", "hi", "--repeat-penalty", "0"}, "--repeat-penalty: must be a number > 0, got 0"},
-      {{"--prompt", "hi", "--repeat-last-n", "-2"}, "--repeat-last-n: must be between -1 and"},
+      {{"--prompt", "hi", "--repeat-last-n", "-2"}, "--repeat-last-n: value -2 not in range -1 to"},
       {{"--prompt", "hi", "--logit-bias", "12"}, "--logit-bias: expected TOKEN_ID=BIAS"},
       {{"--prompt", "hi", "--logit-bias", "99999999=1"}, "logit bias for token 99999999, outside the vocabulary of 50257"},
       {{"--prompt", "hi", "--logprobs", "2"}, "--logprobs needs --json"},
       {{"--prompt", "hi", "--prompt-file", "x"}, "give either --prompt or --prompt-file, not both"},
       {{"--max-tokens", "3"}, "no prompt: give --prompt TEXT"},
-      {{"--prompt", "hi", "--num-samples", "0"}, "--num-samples: must be between 1 and 1000, got 0"},
+      {{"--prompt", "hi", "--num-samples", "0"}, "--num-samples: value 0 not in range 1 to 1000"},
   };
   for (const auto& [flags, message] : rows) {
     std::vector<std::string> args = {"generate", "--config", kConfig.string()};

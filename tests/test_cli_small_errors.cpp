@@ -1,0 +1,95 @@
+// The smaller command-line fixes of the generation issue, each checked by exit code and
+// message: tokenize/detokenize on the bundled tokenizer without --config, tokenize
+// --pieces, device flags refused where no device is used, bench --gen-tokens 0, forward
+// --out -, and a prompt past the context exiting 1 in both generate and bench.
+#define BOOST_TEST_MODULE cli_small_errors
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "models/config.hpp"
+#include "models/tokenizer/tokenizer.hpp"
+#include "tests/support/cli_run.hpp"
+
+using namespace gptvk;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kConfig = (fs::path(GPTVK_SOURCE_DIR) / "models/default/config.toml").string();
+
+void expect(const test::CliResult& r, int code, const std::string& message) {
+  BOOST_TEST_INFO("command: " << r.command);
+  BOOST_TEST(r.exit_code == code);
+  BOOST_TEST(r.err.find("gpt-vk: " + message) == 0u, "stderr: " << r.err);
+  BOOST_TEST(std::count(r.err.begin(), r.err.end(), '\n') == 1, "stderr: " << r.err);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tokenize_and_detokenize_default_to_the_bundled_tokenizer) {
+  const std::string text = "Hello world, caf\xC3\xA9!";
+  auto bundled = test::run_cli({"tokenize", "--text", text});
+  auto named = test::run_cli({"tokenize", "--config", kConfig, "--text", text});
+  BOOST_TEST(bundled.exit_code == 0);
+  BOOST_TEST(bundled.out == named.out);
+  BOOST_TEST(bundled.out == "15496 995 11 40304 0\n");
+  auto back = test::run_cli({"detokenize", "--ids", "15496,995,11,40304,0"});
+  BOOST_TEST(back.exit_code == 0);
+  BOOST_TEST(back.out == text);
+}
+
+// --pieces: one line per token, id TAB its text as a JSON string, the ids those of the plain output.
+BOOST_AUTO_TEST_CASE(tokenize_pieces_show_each_tokens_text) {
+  const std::string text = "Hello world\n\tok";
+  auto plain = test::run_cli({"tokenize", "--text", text});
+  auto pieces = test::run_cli({"tokenize", "--text", text, "--pieces"});
+  BOOST_TEST(pieces.exit_code == 0);
+  ModelConfig cfg = load_config(kConfig);
+  Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+  std::istringstream lines(pieces.out), ids(plain.out);
+  std::string line, joined;
+  size_t n = 0;
+  while (std::getline(lines, line)) {
+    auto tab = line.find('\t');
+    BOOST_REQUIRE(tab != std::string::npos);
+    uint32_t id = 0;
+    BOOST_REQUIRE(ids >> id);
+    BOOST_TEST(std::stoul(line.substr(0, tab)) == id);
+    BOOST_TEST(nlohmann::json::parse(line.substr(tab + 1)).get<std::string>() == tok.token_bytes(id));
+    joined += tok.token_bytes(id);
+    ++n;
+  }
+  BOOST_TEST(n == tok.encode(text).size());
+  BOOST_TEST(joined == text);
+}
+
+BOOST_AUTO_TEST_CASE(commands_without_a_device_refuse_device_flags) {
+  expect(test::run_cli({"tokenize", "--text", "hi", "--device", "9"}), 2,
+         "tokenize uses no device: --device does not apply to it");
+  expect(test::run_cli({"detokenize", "--ids", "1", "--validation"}), 2,
+         "detokenize uses no device: --validation does not apply to it");
+}
+
+BOOST_AUTO_TEST_CASE(bench_needs_tokens_to_decode) {
+  expect(test::run_cli({"bench", "--config", kConfig, "--gen-tokens", "0"}), 2,
+         "--gen-tokens: value 0 not in range 1 to");
+}
+
+BOOST_AUTO_TEST_CASE(forward_refuses_stdout) {
+  expect(test::run_cli({"forward", "--config", kConfig, "--ids", "1", "--out", "-"}), 2,
+         "--out -: forward writes a .npy file");
+}
+
+// Too long for the context: bad input (exit 1) in generate and bench alike.
+BOOST_AUTO_TEST_CASE(past_the_context_is_exit_1_everywhere) {
+  std::string long_prompt;
+  for (int i = 0; i < 300; ++i) long_prompt += "hi ";
+  expect(test::run_cli({"generate", "--config", kConfig, "--prompt", long_prompt}, {}, 60.0), 1,
+         "the prompt is 301 tokens; the model's context holds 256");
+  expect(test::run_cli({"bench", "--config", kConfig, "--prompt-tokens", "250", "--gen-tokens", "10"}, {}, 60.0), 1,
+         "--prompt-tokens + --gen-tokens = 260 exceeds the context of 256");
+}
