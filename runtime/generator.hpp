@@ -76,7 +76,8 @@ class Generator {
   // Both must outlive the generator.
   Generator(GptModel& model, const Tokenizer& tokenizer);
 
-  // Checks the options (UsageError) and the prompt (InputError: empty, or no room for one
+  // Checks the options (UsageError: bad sampling parameters, a bias for a token outside the
+  // vocabulary, max_tokens 0) and the prompt (InputError: empty, or no room for one
   // generated token in the context), sets the model's sampling parameters, prefills the
   // prompt at position 0 and samples the first token.
   void start(std::span<const uint32_t> prompt, const GenerationOptions& options);
