@@ -23,9 +23,9 @@ Action add_perplexity(CLI::App& app, Common& common) {
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
       "perplexity",
-      "perplexity of a text file: windows of --context tokens start every --stride tokens; each token\n"
-      "is scored once, in the first window holding it and the token before it, so token 0 is never\n"
-      "scored and with --stride equal to --context neither is the first token of each later window.\n"
+      "perplexity of a text file: windows of --context tokens start every --stride tokens. A token is\n"
+      "scored at most once, in the first window holding it and the token before it: token 0 never,\n"
+      "all others when --stride < --context, and when they are equal all but each window's first.\n"
       "stdout: perplexity=P tokens=SCORED tok_s=RATE ppl_se=SE, SE the standard error of P (as\n"
       "llama-perplexity's +/-). A progress bar shows on stderr when it is a terminal.");
   add_model_flags(cmd, f->model);
