@@ -99,6 +99,48 @@ BOOST_AUTO_TEST_CASE(seeded_sampling_matches_the_library) {
   check_generate({"--seed", "11"}, {0.8f, 40, 0.95f, 11}, 24);  // generate's default filters
 }
 
+// The library's Generator as a streaming caller uses it: the pieces add up to text(), a stop
+// string ends the text before it (the token completing it is still in tokens()), cancel()
+// ends at once, and a restart with the same seed gives the same tokens.
+BOOST_AUTO_TEST_CASE(generator_streams_stops_and_cancels) {
+  auto& ctx = test::context();
+  ModelConfig cfg = load_config(kConfig.string());
+  Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+  GptModel model(ctx, cfg, load_weights(ctx, cfg));
+  Generator gen(model, tok);
+  GenerationOptions o;
+  o.sampling = {0.0f, 0, 1.0f, 0};
+  o.max_tokens = 30;
+  o.stop = {" house"};
+  gen.start(tok.encode("Hello"), o);  // greedy: ", and the same, and the house, ..."
+  std::string streamed;
+  while (!gen.finished()) streamed += gen.next().text;
+  BOOST_TEST(streamed == gen.text());
+  BOOST_TEST(gen.text() == ", and the same, and the");
+  BOOST_TEST((gen.finish_reason() == FinishReason::StopString));
+  BOOST_TEST(tok.decode(gen.tokens()) == ", and the same, and the house");
+  BOOST_TEST(std::string(finish_reason_name(gen.finish_reason())) == "stop");
+
+  o.sampling = {0.9f, 40, 0.95f, 17};
+  o.stop.clear();
+  gen.start(tok.encode("Hello"), o);
+  gen.next();
+  gen.next();
+  gen.cancel();
+  auto last = gen.next();
+  BOOST_TEST(last.last);
+  BOOST_TEST(!last.token.has_value());
+  BOOST_TEST((gen.finish_reason() == FinishReason::Cancelled));
+  BOOST_TEST(gen.tokens().size() == 2u);
+  const auto first_two = gen.tokens();
+  gen.start(tok.encode("Hello"), o);
+  while (!gen.finished()) gen.next();
+  BOOST_TEST((gen.finish_reason() == FinishReason::Length));
+  BOOST_TEST(gen.tokens().size() == 30u);
+  BOOST_TEST(std::vector<uint32_t>(gen.tokens().begin(), gen.tokens().begin() + 2) == first_two);
+  BOOST_CHECK_THROW(gen.next(), std::logic_error);
+}
+
 // --json's text is exactly what the plain output prints (with --no-echo), for a sampled run
 // with every control, a stop string and two samples; sample i equals a lone run with seed + i.
 BOOST_AUTO_TEST_CASE(json_text_equals_plain_output) {
