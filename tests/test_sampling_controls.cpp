@@ -113,12 +113,29 @@ void check_controls(vk::Context& ctx, const std::string& label, const SamplingPa
   BOOST_TEST(token == cpu::argmax(want.data(), static_cast<uint32_t>(want.size())), label << ": greedy pick");
 }
 
+// The device as it is, its fallback paths, and a GPU's workgroup shape (GPTVK_FORCE=gpu:
+// one wide workgroup with shared-memory reductions across subgroups).
+std::vector<std::pair<std::string, vk::Context*>> contexts() {
+  auto all = test::all_contexts();
+  all.emplace_back("gpu paths", &test::gpu_paths_context());
+  return all;
+}
+
+// The GPU-paths context's validation messages are not watched by NoValidationMessages.
+struct GpuPathsMessages {
+  uint64_t before = test::gpu_paths_context().validation_messages();
+  ~GpuPathsMessages() {
+    BOOST_TEST(test::gpu_paths_context().validation_messages() == before, "validation messages on the GPU paths");
+  }
+};
+
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(sampling_controls, test::NoValidationMessages)
 
 BOOST_AUTO_TEST_CASE(each_control_matches_its_formula) {
-  for (auto [label, ctx] : test::all_contexts()) {
+  GpuPathsMessages watch;
+  for (auto [label, ctx] : contexts()) {
     SamplingParams rep;
     rep.repeat_penalty = 1.3f;
     rep.repeat_last_n = -1;
@@ -154,7 +171,8 @@ BOOST_AUTO_TEST_CASE(each_control_matches_its_formula) {
 // reference on the history the CPU builds itself (prompt + its own picks), so the device's
 // history must grow exactly as the tokens are sampled, and the controls re-read it.
 BOOST_AUTO_TEST_CASE(history_grows_with_every_sampled_token) {
-  for (auto [label, ctx] : test::all_contexts()) {
+  GpuPathsMessages watch;
+  for (auto [label, ctx] : contexts()) {
     // A few strong tokens, so that penalising each pick moves the argmax on.
     auto x = lm_logits(500, 9, 0.5f);
     for (uint32_t t : {10u, 20u, 30u, 40u}) x[t] = 6.0f + 0.1f * t / 10;
@@ -178,7 +196,8 @@ BOOST_AUTO_TEST_CASE(history_grows_with_every_sampled_token) {
 }
 
 BOOST_AUTO_TEST_CASE(min_p_never_samples_below_its_threshold) {
-  for (auto [label, ctx] : test::all_contexts()) {
+  GpuPathsMessages watch;
+  for (auto [label, ctx] : contexts()) {
     auto x = lm_logits(2000, 17, 1.5f);
     SamplingParams p{1.0f, 0, 1.0f, 99};
     p.min_p = 0.2f;
