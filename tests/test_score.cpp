@@ -102,6 +102,9 @@ BOOST_AUTO_TEST_CASE(mean_equals_perplexity_on_heldout) {
   BOOST_TEST(n == scored);
   BOOST_TEST(std::fabs(sum / double(n) + std::log(ppl)) <= 2e-6, "mean " << sum / n << ", -ln ppl " << -std::log(ppl));
   BOOST_TEST((se > 0 && se < ppl / 10), "standard error " << se);
+  // stderr is a pipe here: no progress bar (it redraws with carriage returns on a terminal).
+  BOOST_TEST(p.err.find('\r') == std::string::npos);
+  BOOST_TEST(p.err.find("+/-") != std::string::npos, p.err);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input) {
