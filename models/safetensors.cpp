@@ -9,9 +9,13 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <memory>
+#include <set>
 #include <utility>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
+#include "models/truncation_guard.hpp"
 
 namespace gptvk {
 
@@ -29,6 +33,30 @@ uint64_t element_bytes(const std::string& dtype) {
 
 // a * b, or false when it overflows 64 bits.
 bool mul_checked(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
+
+// Checks the header's shape while nlohmann parses it, so that a hostile header fails at the
+// first sign rather than after building a huge document: a name given twice (JSON lets
+// the last win, which would load bytes the writer never meant), nesting deeper than
+// {name: {"shape": [..]}}, or more tensors than any model has.
+nlohmann::json::parser_callback_t header_shape_check(const std::string& path_) {
+  struct State {
+    std::set<std::string> names;
+  };
+  auto state = std::make_shared<State>();
+  return [path_, state](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if ((event == E::object_start || event == E::array_start) && depth > 2)
+      throw InputError(path_ + ": JSON header nests deeper than a safetensors header (name: {shape: [...]})");
+    if (event == E::key && depth == 1) {
+      auto name = parsed.get<std::string>();
+      if (!state->names.insert(name).second) throw InputError(path_ + ": tensor '" + name + "' is listed twice in the header");
+      if (state->names.size() > SafetensorsFile::kMaxTensors)
+        throw InputError(path_ + ": header lists more than " + std::to_string(SafetensorsFile::kMaxTensors) +
+                         " tensors");
+    }
+    return true;
+  };
+}
 
 }  // namespace
 
@@ -49,31 +77,27 @@ std::string TensorInfo::shape_str() const { return gptvk::shape_str(shape); }
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path + ": cannot open weights file: " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError(path + ": not a regular file");
-  }
-  f.size_ = static_cast<uint64_t>(st.st_size);
-  if (f.size_ < 8) {
-    ::close(fd);
+  // Non-blocking open, then only a regular file: a FIFO or a device is refused by name.
+  files::Fd fd = files::open_regular(path, path + ": cannot open weights file: ", UINT64_MAX, f.size_);
+  if (f.size_ < 8)
     throw InputError(path + ": " + (f.size_ == 0 ? std::string("empty file") : std::to_string(f.size_) + "-byte file") +
                      ", not safetensors (it starts with an 8-byte header length)");
-  }
-  void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping keeps the file open
+  void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  // The mapping keeps the file open once `fd` closes.
   if (p == MAP_FAILED) throw InputError(path + ": cannot map weights file: " + std::strerror(errno));
   f.map_ = static_cast<const std::byte*>(p);
 
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | std::to_integer<uint64_t>(f.map_[i]);
+  if (header_len > kMaxHeaderBytes)
+    throw InputError(path + ": header of " + std::to_string(header_len) + " bytes, more than the " +
+                     std::to_string(kMaxHeaderBytes >> 20) + " MiB safetensors allows: corrupt or not safetensors");
   if (header_len > f.size_ - 8)
     throw InputError(path + ": header length " + std::to_string(header_len) + " runs past the end of the file (" +
                      std::to_string(f.size_) + " bytes): truncated or not safetensors");
   f.data_start_ = 8 + header_len;
-  f.parse_header(header_len);
+  if (!run_catching_sigbus([&] { f.parse_header(header_len); }))
+    throw InputError(path + ": file changed or truncated while loading (reading the header)");
   return f;
 }
 
@@ -81,7 +105,7 @@ void SafetensorsFile::parse_header(uint64_t header_len) {
   const char* text = reinterpret_cast<const char*>(map_ + 8);
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text, text + header_len);
+    header = nlohmann::json::parse(text, text + header_len, header_shape_check(path_));
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path_ + ": malformed JSON header: " + e.what());
   }
