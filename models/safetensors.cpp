@@ -34,29 +34,46 @@ uint64_t element_bytes(const std::string& dtype) {
 // a * b, or false when it overflows 64 bits.
 bool mul_checked(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
 
-// Checks the header's shape while nlohmann parses it, so that a hostile header fails at the
-// first sign rather than after building a huge document: a name given twice (JSON lets
-// the last win, which would load bytes the writer never meant), nesting deeper than
-// {name: {"shape": [..]}}, or more tensors than any model has.
-nlohmann::json::parser_callback_t header_shape_check(const std::string& path_) {
-  struct State {
-    std::set<std::string> names;
-  };
-  auto state = std::make_shared<State>();
-  return [path_, state](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if ((event == E::object_start || event == E::array_start) && depth > 2)
-      throw InputError(path_ + ": JSON header nests deeper than a safetensors header (name: {shape: [...]})");
-    if (event == E::key && depth == 1) {
-      auto name = parsed.get<std::string>();
-      if (!state->names.insert(name).second) throw InputError(path_ + ": tensor '" + name + "' is listed twice in the header");
-      if (state->names.size() > SafetensorsFile::kMaxTensors)
-        throw InputError(path_ + ": header lists more than " + std::to_string(SafetensorsFile::kMaxTensors) +
-                         " tensors");
-    }
+// Checks the header's shape in one streaming pass before the document is built, so that a
+// hostile header fails at the first sign rather than after building a huge document: a
+// name given twice (JSON lets the last win, which would load bytes the writer never
+// meant), nesting deeper than {name: {"shape": [..]}}, or more tensors than any model has.
+// (A SAX pass, not nlohmann's parser callback: that rescans each object as it closes,
+// quadratic in the number of tensors.) Malformed JSON is left to the real parse to word.
+class HeaderShapeCheck : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit HeaderShapeCheck(const std::string& path) : path_(path) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return open(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_object() override { return --depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool key(string_t& name) override {
+    if (depth_ != 1) return true;
+    if (!names_.insert(name).second) throw InputError(path_ + ": tensor '" + name + "' is listed twice in the header");
+    if (names_.size() > SafetensorsFile::kMaxTensors)
+      throw InputError(path_ + ": header lists more than " + std::to_string(SafetensorsFile::kMaxTensors) +
+                       " tensors");
     return true;
-  };
-}
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool open() {
+    if (++depth_ > 3)
+      throw InputError(path_ + ": JSON header nests deeper than a safetensors header (name: {shape: [...]})");
+    return true;
+  }
+  const std::string& path_;
+  int depth_ = 0;
+  std::set<std::string> names_;
+};
 
 }  // namespace
 
@@ -105,7 +122,9 @@ void SafetensorsFile::parse_header(uint64_t header_len) {
   const char* text = reinterpret_cast<const char*>(map_ + 8);
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text, text + header_len, header_shape_check(path_));
+    HeaderShapeCheck shape_check(path_);
+    nlohmann::json::sax_parse(text, text + header_len, &shape_check);
+    header = nlohmann::json::parse(text, text + header_len);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path_ + ": malformed JSON header: " + e.what());
   }
