@@ -106,12 +106,12 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
 
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | std::to_integer<uint64_t>(f.map_[i]);
-  if (header_len > kMaxHeaderBytes)
-    throw InputError(path + ": header of " + std::to_string(header_len) + " bytes, more than the " +
-                     std::to_string(kMaxHeaderBytes >> 20) + " MiB safetensors allows: corrupt or not safetensors");
   if (header_len > f.size_ - 8)
     throw InputError(path + ": header length " + std::to_string(header_len) + " runs past the end of the file (" +
                      std::to_string(f.size_) + " bytes): truncated or not safetensors");
+  if (header_len > kMaxHeaderBytes)
+    throw InputError(path + ": header of " + std::to_string(header_len) + " bytes, more than the " +
+                     std::to_string(kMaxHeaderBytes >> 20) + " MiB safetensors allows: corrupt or not safetensors");
   f.data_start_ = 8 + header_len;
   if (!run_catching_sigbus([&] { f.parse_header(header_len); }))
     throw InputError(path + ": file changed or truncated while loading (reading the header)");
