@@ -12,6 +12,8 @@ namespace gptvk::cli {
 
 namespace {
 
+bool g_wrote = false;  // anything written to stdout by this process
+
 [[noreturn]] void fail(int err) {
   throw InputError(std::string("cannot write to standard output: ") + std::strerror(err));
 }
@@ -19,6 +21,7 @@ namespace {
 }  // namespace
 
 void write_stdout(std::string_view bytes) {
+  g_wrote = g_wrote || !bytes.empty();
   errno = 0;
   if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) fail(errno ? errno : EIO);
   if (std::fflush(stdout) != 0) fail(errno ? errno : EIO);
@@ -43,7 +46,8 @@ void close_stdout() {
   errno = 0;
   bool failed = std::ferror(stdout) || std::fflush(stdout) != 0;
   int err = errno;
-  if (std::fclose(stdout) != 0 && !failed) {
+  // A command that wrote nothing may run with stdout closed (`>&-`): EBADF then is no loss.
+  if (std::fclose(stdout) != 0 && !failed && (g_wrote || errno != EBADF)) {
     failed = true;
     err = errno;
   }
