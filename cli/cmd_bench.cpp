@@ -48,8 +48,9 @@ Action add_bench(CLI::App& app, Common& common) {
   return [&common, f] {
     auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;
-    // Prefill samples one token and each of the --gen-tokens decode steps one more.
-    require_context_room(f->prompt_tokens, uint64_t(f->gen_tokens) + 1, cfg.context_length,
+    // The decode steps feed --gen-tokens tokens after the prompt (the first is the one
+    // prefill samples); with none, prefill still samples one.
+    require_context_room(f->prompt_tokens, std::max(f->gen_tokens, 1u), cfg.context_length,
                          "--prompt-tokens " + std::to_string(f->prompt_tokens));
 #if GPTVK_YIELDING_WAITS
     const char* waits = yielding_waits::enabled() ? ", yielding waits" : "";

@@ -307,8 +307,8 @@ BOOST_AUTO_TEST_CASE(prompt_as_long_as_the_context) {
         {1, {"the prompt is 256 tokens", "with 1 generated token", "context of 256 tokens"}});
 }
 BOOST_AUTO_TEST_CASE(bench_follows_the_same_rule) {
-  // Prefill samples one token, each --gen-tokens step one more: 70 + 1 + 3 > 73.
-  check(run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "70", "--gen-tokens", "3"}),
+  // The decode steps feed --gen-tokens tokens after the prompt: 70 + 4 > 73 (70 + 3 fits).
+  check(run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "70", "--gen-tokens", "4"}),
         {1, {"--prompt-tokens 70 is 70 tokens", "with 4 generated tokens", "context of 73 tokens"}});
   check(run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "73", "--gen-tokens", "0"}),
         {1, {"--prompt-tokens 73 is 73 tokens", "with 1 generated token", "context of 73"}});
