@@ -24,15 +24,20 @@ void on_sigbus(int sig, siginfo_t* info, void* uctx) {
   }
 }
 
-void install_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction sa {};
-    sa.sa_sigaction = on_sigbus;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, &g_previous);
-  });
+// Installs on_sigbus unless it is the handler already. Checked on every guarded run, not
+// once: a test harness (Boost.Test's execution monitor) or a library may have put its own
+// handler back since, and a handler that is not ours is kept to pass other faults on to.
+void install() {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  struct sigaction current {};
+  sigaction(SIGBUS, nullptr, &current);
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_sigbus) return;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_sigbus;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &g_previous);
 }
 
 // Restores the enclosing guard (nesting) when `f` returns, throws or faults.
@@ -44,7 +49,7 @@ struct Landing {
 }  // namespace
 
 bool run_catching_sigbus(const std::function<void()>& f) {
-  install_once();
+  install();
   sigjmp_buf landing;
   Landing restore{t_landing};
   // savemask = 1: the jump also unblocks SIGBUS, which the kernel blocked for the handler.
