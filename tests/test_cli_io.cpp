@@ -70,6 +70,14 @@ BOOST_AUTO_TEST_CASE(generate_into_closed_pipe_stops_at_once) {
   check(r, {1, {"cannot write to standard output", "Broken pipe"}});
   BOOST_TEST(r.err.find("generated") == std::string::npos);
 }
+BOOST_AUTO_TEST_CASE(generate_stops_at_the_first_token_a_dead_pipe_refuses) {
+  // An empty prompt writes nothing itself: the first generated token's write fails, and
+  // the remaining 199 are never generated (no summary line, well under the time limit).
+  CliResult r = run_cli({"generate", "--prompt", "", "--max-tokens", "200", "--seed", "1"}, {}, 10.0,
+                        {.stdout_to = Stdout::ClosedPipe});
+  check(r, {1, {"cannot write to standard output", "Broken pipe"}});
+  BOOST_TEST(r.err.find("generated") == std::string::npos);
+}
 BOOST_AUTO_TEST_CASE(devices_to_full_disk) {
   check(run_cli({"devices"}, {}, 10.0, {.stdout_to = Stdout::DevFull}),
         {1, {"cannot write to standard output", "No space left on device"}});
@@ -226,6 +234,9 @@ BOOST_AUTO_TEST_CASE(seed_out_of_range) {
   for (const char* seed : {"-1", "18446744073709551616", "12345678901234567890123456", "", "1e3", " 5"})
     check(run_cli({"generate", "--prompt", "x", "--seed", seed}),
           {2, {"--seed", "0 to 18446744073709551615", std::string("got '") + seed + "'"}});
+}
+BOOST_AUTO_TEST_CASE(seed_without_a_value) {
+  check(run_cli({"generate", "--prompt", "x", "--seed"}), {2, {"--seed"}});
 }
 // Large seeds are used whole: 2^63 and 2^63 + 1 were once the same seed.
 BOOST_AUTO_TEST_CASE(large_seeds_differ) {
