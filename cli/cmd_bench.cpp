@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <cmath>
 #include <random>
 
 #include "cli/commands.hpp"
+#include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
 #include "cli/number_checks.hpp"
+#include "cli/output.hpp"
 #include "cli/profile_table.hpp"
 #include "engine/error.hpp"
 #include "engine/interpose/yielding_waits.hpp"
@@ -39,17 +42,19 @@ Action add_bench(CLI::App& app, Common& common) {
   add_model_flags(cmd, f->model);
   cmd->add_option("--prompt-tokens", f->prompt_tokens, "prompt length: the context depth decode starts at")
       ->capture_default_str()->check(whole_number_in(1, 1 << 30));
-  cmd->add_option("--gen-tokens", f->gen_tokens, "tokens decoded after the prompt (at least 1: decode is measured)")
-      ->capture_default_str()->check(whole_number_in(1, 1 << 30));
+  cmd->add_option("--gen-tokens", f->gen_tokens,
+                  "tokens decoded after the prompt; 0 measures prefill only (decode_tok_s=nan)")
+      ->capture_default_str()->check(whole_number_in(0, 1 << 30));
   cmd->add_option("--repeats", f->repeats, "measured runs after one warm-up run")
       ->capture_default_str()->check(at_least_one());
   cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
   return [&common, f] {
     auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;
-    if (uint64_t(f->prompt_tokens) + f->gen_tokens > cfg.context_length)
-      throw InputError("--prompt-tokens + --gen-tokens = " + std::to_string(f->prompt_tokens + f->gen_tokens) +
-                       " exceeds the context of " + std::to_string(cfg.context_length));
+    // The decode steps feed --gen-tokens tokens after the prompt (the first is the one
+    // prefill samples); with none, prefill still samples one.
+    require_context_room(f->prompt_tokens, std::max(f->gen_tokens, 1u), cfg.context_length,
+                         "--prompt-tokens " + std::to_string(f->prompt_tokens));
 #if GPTVK_YIELDING_WAITS
     const char* waits = yielding_waits::enabled() ? ", yielding waits" : "";
 #else
@@ -81,7 +86,7 @@ Action add_bench(CLI::App& app, Common& common) {
       auto t2 = clock::now();
       if (r == 0) continue;  // warm-up
       prefill_rates.push_back(f->prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
-      decode_rates.push_back(f->gen_tokens / std::chrono::duration<double>(t2 - t1).count());
+      if (f->gen_tokens) decode_rates.push_back(f->gen_tokens / std::chrono::duration<double>(t2 - t1).count());
     }
     auto spread = [](const std::vector<double>& v) {
       if (v.empty()) return std::make_pair(0.0, 0.0);
@@ -89,16 +94,20 @@ Action add_bench(CLI::App& app, Common& common) {
     };
     auto [pmin, pmax] = spread(prefill_rates);
     auto [dmin, dmax] = spread(decode_rates);
-    double p = median(prefill_rates), d = decode_rates.empty() ? 0.0 : median(decode_rates);
+    // No decode measured: nan, not a rate of 0 tokens/s.
+    double p = median(prefill_rates), d = decode_rates.empty() ? std::nan("") : median(decode_rates);
     std::fprintf(stderr, "prefill %u tokens: median %.1f tok/s (min %.1f, max %.1f) over %u runs\n", f->prompt_tokens, p,
                  pmin, pmax, f->repeats);
-    std::fprintf(stderr, "decode %u tokens at depth %u: median %.2f tok/s (min %.2f, max %.2f)\n", f->gen_tokens,
-                 f->prompt_tokens, d, dmin, dmax);
+    if (f->gen_tokens)
+      std::fprintf(stderr, "decode %u tokens at depth %u: median %.2f tok/s (min %.2f, max %.2f)\n", f->gen_tokens,
+                   f->prompt_tokens, d, dmin, dmax);
+    else
+      std::fprintf(stderr, "decode: not measured (--gen-tokens 0)\n");
     if (f->profile) {
       print_profile_table("prefill", prefill_profile);
       print_profile_table("decode (one token)", s.model->profile_summary());
     }
-    std::printf("prefill_tok_s=%.3f decode_tok_s=%.3f\n", p, d);
+    print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", p, d);
     return 0;
   };
 }

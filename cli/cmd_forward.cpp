@@ -25,8 +25,10 @@ Action add_forward(CLI::App& app, Common& common) {
   auto* cmd = app.add_subcommand("forward", "one forward pass over token ids; writes logits of every position (.npy)");
   add_model_flags(cmd, f->model);
   cmd->add_option("--ids", f->ids, "token ids, comma-separated, e.g. 464,2068,318")->required();
-  cmd->add_option("--out", f->out, "output .npy file: float32 [T, vocab_size] (a file path; - is refused, as .npy\n"
-                                    "readers need to seek)")->required();
+  cmd->add_option("--out", f->out,
+                  "output .npy file: float32 [T, vocab_size]; replaced only once complete (a failed write "
+                  "leaves any previous file as it was); - is refused, as .npy readers need to seek")
+      ->required();
   return [&common, f] {
     if (f->out == "-") throw UsageError("--out -: forward writes a .npy file, which needs a file path, not stdout");
     auto ids = parse_id_list(f->ids);
@@ -34,6 +36,8 @@ Action add_forward(CLI::App& app, Common& common) {
     std::filesystem::path dir = std::filesystem::path(f->out).parent_path();
     if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
       throw InputError("cannot write " + f->out + ": " + std::strerror(errno));
+    std::error_code ec;
+    if (std::filesystem::is_directory(f->out, ec)) throw InputError("cannot write " + f->out + ": a directory, not a file");
     auto s = open_model(common, f->model);
     auto logits = s.model->prefill(ids, 0, true);
     write_npy(f->out, {ids.size(), s.cfg.vocab_size}, logits.data());

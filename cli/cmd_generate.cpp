@@ -4,12 +4,16 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "cli/commands.hpp"
 #include "cli/generate_io.hpp"
+#include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
 #include "cli/number_checks.hpp"
+#include "cli/output.hpp"
+#include "cli/strict_flags.hpp"
 #include "engine/error.hpp"
 #include "runtime/generator.hpp"
 
@@ -20,10 +24,8 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_sigint(int) { g_interrupted = 1; }
 
-void emit(const std::string& bytes) {
-  std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-  std::fflush(stdout);
-}
+// A failed write (full disk, closed pipe) throws: generation stops at once.
+void emit(const std::string& bytes) { write_stdout(bytes); }
 
 // What stopped generation, as the stderr summary says it.
 std::string finish_message(FinishReason r, uint32_t context) {
@@ -41,7 +43,7 @@ struct Flags {
   std::string prompt, prompt_file;
   uint32_t max_tokens = 100;
   ops::SamplingParams sampling{0.8f, 40, 0.95f, 0};
-  int64_t seed = -1;
+  std::optional<uint64_t> seed;  // none: random
   std::vector<std::string> logit_bias, stop;
   uint32_t num_samples = 1, logprobs = 0;
   bool special = false, no_echo = false, json = false;
@@ -83,9 +85,9 @@ void add_flags(CLI::App* cmd, Flags& f) {
                   "subtract this from the logit of every token in the window (OpenAI's formula)")
       ->capture_default_str()->check(number_in(-100, 100));
   cmd->add_option("--logit-bias", f.logit_bias, "ID=BIAS: add BIAS to token ID's logit (repeatable; -100 bans it)");
-  cmd->add_option("--seed", f.seed,
-                  "random seed; same seed, same output on the same device (default: random); sample i of\n"
-                  "--num-samples uses seed + i");
+  add_seed_option(cmd, f.seed,
+                  "random seed, 0 to 2^64-1; same seed, same output on the same device (default: random);\n"
+                  "sample i of --num-samples uses seed + i");
   cmd->add_option("--stop", f.stop, "stop at the first occurrence of this text, which is not printed (repeatable)");
   cmd->add_option("--num-samples", f.num_samples,
                   "N continuations of the prompt, one after another (each prefills the prompt again)")
@@ -145,7 +147,7 @@ Action add_generate(CLI::App& app, Common& common) {
     const std::string text = read_prompt(has_prompt ? &f->prompt : nullptr, has_file ? &f->prompt_file : nullptr);
     if (f->logprobs > 0 && !f->json) throw UsageError("--logprobs needs --json (the log-probabilities are JSON fields)");
     for (const auto& b : f->logit_bias) f->sampling.logit_bias.push_back(parse_logit_bias(b));
-    const uint64_t seed = f->seed >= 0 ? static_cast<uint64_t>(f->seed) : std::random_device{}();
+    const uint64_t seed = f->seed ? *f->seed : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
     f->sampling.seed = seed;
     ops::check_sampling_params(f->sampling);
     OpenOptions options;
@@ -160,6 +162,7 @@ Action add_generate(CLI::App& app, Common& common) {
       throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +
                        std::to_string(cfg.context_length) + " tokens");
     Tokenizer tok = load_tokenizer(cfg);
+    require_tokenizer_fits(tok, cfg);
     auto prompt = tok.encode(text, f->special);
     auto eot = tok.eot_id();
     // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
@@ -167,9 +170,9 @@ Action add_generate(CLI::App& app, Common& common) {
       if (!eot) throw InputError("the prompt is empty and the vocabulary has no <|endoftext|> to start from");
       prompt.push_back(*eot);
     }
-    check_prompt_fits(prompt.size(), cfg.context_length);
+    require_context_room(prompt.size(), 1, cfg.context_length, "the prompt");
     // The seed matters only when sampling draws (greedy decoding never does).
-    if (f->seed < 0 && f->sampling.temperature > 0)
+    if (!f->seed && f->sampling.temperature > 0)
       std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
     s.model->set_sampling(f->sampling);
     // The prompt's pipelines compile (on lavapipe, most of a cold start) while the weights load.

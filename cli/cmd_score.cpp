@@ -9,7 +9,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/generate_io.hpp"
+#include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
+#include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "engine/error.hpp"
 #include "models/perplexity.hpp"
@@ -65,23 +67,23 @@ Action add_score(CLI::App& app, Common& common) {
     const uint32_t N = f->context ? f->context : s.cfg.context_length;
     const uint32_t S = f->stride ? f->stride : std::max(1u, N / 2);
     Tokenizer tok = load_tokenizer(s.cfg);
+    require_tokenizer_fits(tok, s.cfg);
     const auto ids = tok.encode(text);
-    if (f->tsv) std::printf("id\ttext\tlogprob\trank\n");
+    if (f->tsv) write_stdout("id\ttext\tlogprob\trank\n");
     ProgressBar bar("score");
     auto print = [&](const ScoredToken& t) {
       const std::string& bytes = tok.token_bytes(t.id);
       if (f->tsv) {
-        std::printf("%u\t%s\t%.9g\t%u\n", t.id, tsv_field(bytes).c_str(), t.logprob, t.rank);
+        print_stdout("%u\t%s\t%.9g\t%u\n", t.id, tsv_field(bytes).c_str(), t.logprob, t.rank);
       } else {
         nlohmann::ordered_json j = {{"id", t.id}, {"text", bytes}, {"logprob", t.logprob}, {"rank", t.rank}};
-        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+        write_stdout(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
       }
     };
     PerplexityResult r = score_windows(*s.model, ids, N, S, print, [&](uint64_t done, uint64_t total) {
       bar.update(done, total);
     });
     bar.clear();
-    std::fflush(stdout);
     std::fprintf(stderr, "gpt-vk: %llu of %zu tokens scored in windows of %u, stride %u; mean logprob %.6f, PPL %.4f\n",
                  static_cast<unsigned long long>(r.scored), ids.size(), N, S, r.mean_logprob, r.perplexity);
     return 0;

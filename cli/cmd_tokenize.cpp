@@ -9,7 +9,9 @@
 #include "cli/commands.hpp"
 #include "cli/device_flags.hpp"
 #include "cli/model_session.hpp"
+#include "cli/output.hpp"
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 #include "models/config.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 #include "models/tokenizer/vocab_files.hpp"
@@ -48,7 +50,7 @@ Action add_tokenize(CLI::App& app, Common&) {
   return [args, text, file, cmd] {
     reject_device_flags(cmd);
     if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
-    std::string input = file->count() ? tokenizer::read_file_bytes(args->file) : args->text;
+    std::string input = file->count() ? tokenizer::read_file_bytes(args->file, files::kMaxTextBytes) : args->text;
     Tokenizer tok = load_tokenizer(load_config(args->config.empty() ? default_config_path() : args->config));
     std::vector<uint32_t> ids = tok.encode(input, args->special);
     std::string line;
@@ -64,8 +66,7 @@ Action add_tokenize(CLI::App& app, Common&) {
       line += std::to_string(ids[i]);
     }
     if (!args->pieces) line += '\n';
-    if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0)
-      throw InputError("cannot write to standard output");
+    write_stdout(line);
     return 0;
   };
 }

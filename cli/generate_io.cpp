@@ -1,16 +1,13 @@
 #include "cli/generate_io.hpp"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 
 namespace gptvk::cli {
 
@@ -31,11 +28,8 @@ std::string read_stdin() {
 }
 
 std::string read_file_bytes(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + flag + " " + path + ": " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw InputError("cannot read " + flag + " " + path);
-  return text;
+  // Regular files only, at most files::kMaxTextBytes (a FIFO or /dev/zero cannot hang or exhaust us).
+  return files::read_regular(path, "cannot read " + flag + " " + path + ": ", files::kMaxTextBytes);
 }
 
 std::pair<uint32_t, float> parse_logit_bias(const std::string& s) {

@@ -1,6 +1,6 @@
 // The smaller command-line fixes of the generation issue, each checked by exit code and
 // message: tokenize/detokenize on the bundled tokenizer without --config, tokenize
-// --pieces, device flags refused where no device is used, bench --gen-tokens 0, forward
+// --pieces, device flags refused where no device is used, bench --gen-tokens 0 (nan), forward
 // --out -, and a prompt past the context exiting 1 in both generate and bench.
 #define BOOST_TEST_MODULE cli_small_errors
 #include <boost/test/unit_test.hpp>
@@ -74,9 +74,15 @@ BOOST_AUTO_TEST_CASE(commands_without_a_device_refuse_device_flags) {
          "detokenize uses no device: --validation does not apply to it");
 }
 
-BOOST_AUTO_TEST_CASE(bench_needs_tokens_to_decode) {
-  expect(test::run_cli({"bench", "--config", kConfig, "--gen-tokens", "0"}), 2,
-         "--gen-tokens: value 0 not in range 1 to");
+// --gen-tokens 0 measures prefill only: the decode rate is nan, not 0 tok/s.
+BOOST_AUTO_TEST_CASE(bench_without_decode_says_so) {
+  auto r = test::run_cli({"bench", "--config", kConfig, "--prompt-tokens", "8", "--gen-tokens", "0", "--repeats", "1"},
+                         {}, 120.0);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.err.find("decode: not measured (--gen-tokens 0)") != std::string::npos);
+  BOOST_TEST(r.out.find("decode_tok_s=nan\n") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("prefill_tok_s=") == 0u, r.out);
 }
 
 BOOST_AUTO_TEST_CASE(forward_refuses_stdout) {
@@ -89,7 +95,7 @@ BOOST_AUTO_TEST_CASE(past_the_context_is_exit_1_everywhere) {
   std::string long_prompt;
   for (int i = 0; i < 300; ++i) long_prompt += "hi ";
   expect(test::run_cli({"generate", "--config", kConfig, "--prompt", long_prompt}, {}, 60.0), 1,
-         "the prompt is 301 tokens; the model's context holds 256");
+         "the prompt is 301 tokens; with 1 generated token that exceeds the model's context of 256");
   expect(test::run_cli({"bench", "--config", kConfig, "--prompt-tokens", "250", "--gen-tokens", "10"}, {}, 60.0), 1,
-         "--prompt-tokens + --gen-tokens = 260 exceeds the context of 256");
+         "--prompt-tokens 250 is 250 tokens; with 10 generated tokens that exceeds the model's context of 256");
 }
