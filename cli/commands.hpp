@@ -38,5 +38,6 @@ Action add_forward(CLI::App& app, Common& common);
 Action add_generate(CLI::App& app, Common& common);
 Action add_perplexity(CLI::App& app, Common& common);
 Action add_bench(CLI::App& app, Common& common);
+Action add_serve(CLI::App& app, Common& common);
 
 }  // namespace gptvk::cli
