@@ -135,22 +135,37 @@ void Scheduler::loop() {
         for (auto& q : queue_) q->cancel();
       }
     }
-    // New sequences take the free slots first (prefill and their first token), then every
-    // running sequence makes one token.
-    for (Slot& s : slots_)
-      if (!s.seq)
-        if (auto seq = next_queued()) admit(s, std::move(seq));
+    // Before each slot's step, queued sequences take any free slot and get their first token
+    // at once: a new request waits for at most one step of another sequence, not a whole
+    // round of them (time to first token), and a running sequence still moves every round.
     auto t0 = Clock::now();
     uint64_t made = 0;
-    for (Slot& s : slots_)
+    for (Slot& s : slots_) {
+      made += admit_waiting();
       if (s.seq) {
         step(s);
         ++made;
       }
+    }
     std::lock_guard lock(mu_);
     stats_.step_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     stats_.step_tokens += made;
   }
+}
+
+size_t Scheduler::admit_waiting() {
+  size_t admitted = 0;
+  for (Slot& s : slots_) {
+    if (s.seq) continue;
+    auto seq = next_queued();
+    if (!seq) break;
+    admit(s, std::move(seq));
+    if (s.seq) {
+      step(s);  // the first token (sampled by the prefill) goes out now
+      ++admitted;
+    }
+  }
+  return admitted;
 }
 
 void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {

@@ -1,8 +1,9 @@
 // Several sequences at once over a pool of KV slots: each slot is a GptModel of its own (KV
 // cache, activations, graphs) over weights the slots share. One thread, the scheduler's,
 // does all the Vulkan work: it admits queued sequences into free slots (prefill and first
-// token) and then steps every running sequence by one token, round-robin. Sequences join
-// and leave between steps; a cancelled one leaves at the next step. Each slot runs its
+// token, sent at once) and steps every running sequence by one token, round-robin; queued
+// sequences are admitted before each step, so a new one waits for at most one step.
+// Sequences join and leave between steps; a cancelled one leaves at the next step. Each slot runs its
 // sequence exactly as a lone Generator would, so a sequence's tokens do not depend on what
 // else runs (greedy and seeded sampling alike).
 //
@@ -92,8 +93,8 @@ class ShuttingDown : public std::runtime_error {
 struct SchedulerStats {
   size_t slots = 0, active = 0, queued = 0, max_queue = 0;
   uint64_t sequences_done = 0, prompt_tokens = 0, generated_tokens = 0;
-  double step_seconds = 0;  // time spent in decode rounds (every slot's step)
-  uint64_t step_tokens = 0;  // tokens those rounds made
+  double step_seconds = 0;  // time spent in rounds (every slot's step and the admissions between)
+  uint64_t step_tokens = 0;  // tokens those rounds made (first tokens included)
 };
 
 // Device bytes one slot (a GptModel beside shared weights) takes: KV cache and activations
@@ -125,6 +126,8 @@ class Scheduler {
     std::shared_ptr<Sequence> seq;  // null: free
   };
   void loop();
+  // Fills free slots from the queue, each with its prefill and first token; returns how many.
+  size_t admit_waiting();
   void admit(Slot& slot, std::shared_ptr<Sequence> seq);
   void step(Slot& slot);
   void release(Slot& slot, std::string error = {});
