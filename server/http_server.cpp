@@ -61,6 +61,12 @@ HttpServer::HttpServer(ServerOptions options)
       started_(static_cast<long long>(std::time(nullptr))) {
   const size_t threads = opts_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second
+  // server bind a port already in use instead of failing.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   http_->set_payload_max_length(opts_.max_body_bytes);
   http_->set_read_timeout(opts_.io_timeout_s, 0);
   http_->set_write_timeout(opts_.io_timeout_s, 0);

@@ -22,6 +22,7 @@
 #include "models/tokenizer/tokenizer.hpp"
 #include "models/weights.hpp"
 #include "runtime/generator.hpp"
+#include "tests/support/cli_run.hpp"
 #include "tests/support/server_process.hpp"
 #include "tests/support/vk_test.hpp"
 
@@ -381,6 +382,20 @@ BOOST_AUTO_TEST_CASE(aborted_stream_frees_its_slot_and_a_full_queue_answers_429)
   second.join();
   BOOST_TEST(first_status == 200);
   BOOST_TEST(second_status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(bad_flags_and_a_taken_port_are_one_line_errors) {
+  // Far more slots than the device's memory holds: usage error naming the limit.
+  test::CliResult r = test::run_cli({"serve", "--parallel", "1024", "--port", "0"}, {}, 120.0);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  if (r.exit_code == 2) BOOST_TEST(r.err.find("--parallel 1024 needs about") != std::string::npos);
+  else BOOST_TEST_MESSAGE("this device holds 1024 slots; the memory check is not exercised");
+  r = test::run_cli({"serve", "--port", std::to_string(shared_server().port())}, {}, 120.0);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.err.find("gpt-vk: cannot listen on 127.0.0.1:") == 0);
+  r = test::run_cli({"serve", "--port", "70000"}, {}, 30.0);
+  BOOST_TEST(r.exit_code == 2);
 }
 
 BOOST_AUTO_TEST_CASE(sigterm_finishes_the_running_request_and_exits_0) {

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, double timeou
   pid_ = fork();
   BOOST_REQUIRE(pid_ >= 0);
   if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // no server outlives a test that died
     dup2(err_pipe[1], STDERR_FILENO);
     int devnull = open("/dev/null", O_RDWR);
     dup2(devnull, STDIN_FILENO);
