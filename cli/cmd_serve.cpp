@@ -69,13 +69,13 @@ Action add_serve(CLI::App& app, Common& common) {
       "OpenAI-compatible HTTP server: POST /v1/completions and /v1/chat/completions (streamed as\n"
       "server-sent events), GET /v1/models, /health, /metrics, POST /tokenize, /detokenize.\n"
       "Prints 'gpt-vk: listening on http://HOST:PORT' on stderr when ready; SIGTERM or Ctrl-C\n"
-      "finishes the running requests and exits 0.");
+      "finishes the running requests (cancelling what is left after 10 s) and exits 0.");
   add_model_flags(cmd, f->model, "bundled");
   cmd->add_option("--host", f->http.host, "address to listen on (loopback unless told otherwise)")->capture_default_str();
   cmd->add_option("--port", f->http.port, "TCP port; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--parallel", f->parallel, "sequences generated at once (KV slots, checked against device memory)")
       ->capture_default_str()->check(CLI::Range(1u, 1024u));
-  cmd->add_option("--queue", f->queue, "most sequences waiting for a slot; beyond, requests get HTTP 429")
+  cmd->add_option("--queue", f->queue, "most sequences waiting for a slot when all are busy; beyond, requests get HTTP 429")
       ->capture_default_str()->check(CLI::Range(0u, 100000u));
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
   return [&common, f] {

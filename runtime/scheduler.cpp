@@ -79,9 +79,12 @@ void Scheduler::submit(const std::vector<std::shared_ptr<Sequence>>& seqs) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) throw ShuttingDown("the server is shutting down");
-    if (queue_.size() + seqs.size() > max_queue_)
-      throw QueueFull("the queue is full (" + std::to_string(queue_.size()) + " of " + std::to_string(max_queue_) +
-                      " places taken, " + std::to_string(seqs.size()) + " asked for); retry later");
+    // Free slots take sequences at once; beyond them, max_queue_ may wait.
+    const size_t room = max_queue_ + (stats_.slots - stats_.active);
+    if (queue_.size() + seqs.size() > room)
+      throw QueueFull("the server is busy: " + std::to_string(stats_.active) + " sequences running, " +
+                      std::to_string(queue_.size()) + " of " + std::to_string(max_queue_) + " queue places taken, " +
+                      std::to_string(seqs.size()) + " asked for; retry later");
     for (const auto& s : seqs) queue_.push_back(s);
     stats_.queued = queue_.size();
   }
@@ -111,6 +114,7 @@ std::shared_ptr<Sequence> Scheduler::next_queued() {
   auto seq = std::move(queue_.front());
   queue_.pop_front();
   stats_.queued = queue_.size();
+  ++stats_.active;  // in the same step as leaving the queue, so submit() never counts it twice or not at all
   return seq;
 }
 
@@ -171,13 +175,14 @@ size_t Scheduler::admit_waiting() {
 void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
   if (seq->cancelled()) {
     seq->finish(FinishReason::Cancelled, {});
+    std::lock_guard lock(mu_);
+    --stats_.active;  // counted by next_queued()
     return;
   }
   slot.seq = std::move(seq);
   Sequence& q = *slot.seq;
   {
     std::lock_guard lock(mu_);
-    ++stats_.active;
     stats_.prompt_tokens += q.prompt().size();
   }
   try {

@@ -104,13 +104,15 @@ uint64_t slot_device_bytes(const ModelConfig& cfg, uint32_t max_chunk);
 class Scheduler {
  public:
   // `slots`: models sharing one set of loaded weights, from now on used only by the
-  // scheduler's thread (started here). At most `max_queue` sequences wait for a slot.
+  // scheduler's thread (started here). Beyond the free slots, at most `max_queue` sequences
+  // wait for one.
   Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue);
   ~Scheduler();  // shutdown(0)
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues every sequence or none: QueueFull when fewer places are left than given,
+  // Queues every sequence or none: QueueFull when the free slots and queue places left are
+  // fewer than given,
   // ShuttingDown after shutdown().
   void submit(const std::vector<std::shared_ptr<Sequence>>& seqs);
   // Stops admitting new sequences; queued and running ones go on until they finish or
