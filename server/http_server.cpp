@@ -145,6 +145,12 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
   CompletionRequest request = chat ? parse_chat_request(body, *tok_, model_.context)
                                    : parse_completion_request(body, *tok_, model_.context);
   const bool stream = request.stream;
+  const SchedulerStats capacity = scheduler_->stats();
+  const size_t sequences = request.prompts.size() * request.n;
+  if (sequences > capacity.slots + capacity.max_queue)
+    throw ApiError(400, "the request needs " + std::to_string(sequences) + " sequences (prompts x n); this server takes " +
+                            std::to_string(capacity.slots + capacity.max_queue) + " at once (--parallel + --queue)",
+                   "n", "invalid_value");
   std::shared_ptr<CompletionJob> job;
   try {
     job = std::make_shared<CompletionJob>(std::move(request), chat, model_.name, *scheduler_, *tok_);

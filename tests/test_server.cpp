@@ -378,6 +378,8 @@ BOOST_AUTO_TEST_CASE(aborted_stream_frees_its_slot_and_a_full_queue_answers_429)
   BOOST_REQUIRE(metric_becomes(port, "gptvk_queue_depth", 1));
   Reply third = post(port, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", 2}});
   check_error(third, 429);
+  // More sequences than slots and queue together can never run: 400, not "retry later".
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", 2}, {"n", 3}}), 400, "n");
   first.join();
   second.join();
   BOOST_TEST(first_status == 200);
