@@ -215,12 +215,16 @@ void Scheduler::step(Slot& slot) {
 }
 
 void Scheduler::release(Slot& slot, std::string error) {
-  if (error.empty()) slot.seq->finish(slot.gen->finish_reason(), slot.gen->timings());
-  else slot.seq->finish(FinishReason::Cancelled, {}, std::move(error));
-  slot.seq.reset();
-  std::lock_guard lock(mu_);
-  --stats_.active;
-  ++stats_.sequences_done;
+  std::shared_ptr<Sequence> seq = std::move(slot.seq);
+  {
+    // Counted before the sequence says it finished, so that whoever saw it finish sees it
+    // counted too.
+    std::lock_guard lock(mu_);
+    --stats_.active;
+    ++stats_.sequences_done;
+  }
+  if (error.empty()) seq->finish(slot.gen->finish_reason(), slot.gen->timings());
+  else seq->finish(FinishReason::Cancelled, {}, std::move(error));
 }
 
 }  // namespace gptvk
