@@ -369,7 +369,9 @@ BOOST_AUTO_TEST_CASE(aborted_stream_frees_its_slot_and_a_full_queue_answers_429)
   Stream aborted = post_stream(port, "/v1/completions", long_run, 3);
   BOOST_TEST(!aborted.done);
   BOOST_TEST(metric_becomes(port, "gptvk_active_sequences", 0));
-  BOOST_TEST(metric(port, "gptvk_generated_tokens_total") < 50);
+  // Without the cancel it would make all 200 (measured: the mutation that drops it fails
+  // here); a loaded machine may let a few dozen more through before a write fails.
+  BOOST_TEST(metric(port, "gptvk_generated_tokens_total") < 100);
   // One running, one queued: the third has no place.
   std::atomic<int> first_status{0}, second_status{0};
   std::thread first([&] { first_status = post_stream(port, "/v1/completions", long_run).status; });
