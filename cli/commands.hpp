@@ -39,5 +39,6 @@ Action add_generate(CLI::App& app, Common& common);
 Action add_perplexity(CLI::App& app, Common& common);
 Action add_bench(CLI::App& app, Common& common);
 Action add_score(CLI::App& app, Common& common);
+Action add_serve(CLI::App& app, Common& common);
 
 }  // namespace gptvk::cli

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   reg(cli::add_perplexity);
   reg(cli::add_score);
   reg(cli::add_bench);
+  reg(cli::add_serve);
   for (auto& [sub, action] : actions) {
     sub->add_option("--device", common.device, "Vulkan device index from `gpt-vk devices` (default: best device)")
         ->check(device_index());

@@ -29,7 +29,14 @@ View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
 }  // namespace
 
 GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint32_t max_chunk)
-    : ctx_(ctx), cfg_(std::move(cfg)), w_(std::move(weights)), max_chunk_(std::min(max_chunk, cfg_.context_length)) {
+    : GptModel(ctx, std::move(cfg), std::make_shared<ModelWeights>(std::move(weights)), max_chunk) {}
+
+GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeights> weights, uint32_t max_chunk)
+    : ctx_(ctx),
+      cfg_(std::move(cfg)),
+      weights_(std::move(weights)),
+      w_(*weights_),
+      max_chunk_(std::min(max_chunk, cfg_.context_length)) {
   const uint64_t C = cfg_.emb_dim, F = cfg_.ffn_dim, V = cfg_.vocab_size, T = max_chunk_;
   ids_ = vk::Buffer(ctx, T * 4, vk::Memory::Host, "token ids");
   step_ = vk::Buffer(ctx, sizeof(StepState), vk::Memory::Host, "step state");

@@ -29,6 +29,10 @@ class GptModel {
   // Takes the weights; allocates the KV cache and activations for chunks of up to
   // `max_chunk` tokens (prompts longer than that are prefilled chunk by chunk).
   GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint32_t max_chunk = 256);
+  // Shares weights with other models (each with its own KV cache, activations and graphs):
+  // several sequences over one copy of the weights, e.g. a server's slots. Models sharing
+  // weights must be used from one thread.
+  GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeights> weights, uint32_t max_chunk = 256);
   ~GptModel();
 
   const ModelConfig& config() const { return cfg_; }
@@ -37,6 +41,7 @@ class GptModel {
   // them before the first step runs: on GPUs that step also derives the folded
   // LayerNorms' vectors from them (compute_folded_norms).
   ModelWeights& weights() { return w_; }
+  const std::shared_ptr<ModelWeights>& shared_weights() const { return weights_; }
   vk::Context& context() const { return ctx_; }
   uint32_t max_chunk() const { return max_chunk_; }
 
@@ -103,7 +108,8 @@ class GptModel {
 
   vk::Context& ctx_;
   ModelConfig cfg_;
-  ModelWeights w_;
+  std::shared_ptr<ModelWeights> weights_;  // possibly shared with other models
+  ModelWeights& w_;                        // *weights_
   uint32_t max_chunk_;
   ops::SamplingParams sampling_;
   bool profile_ = false;

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Load test for `gpt-vk serve`: N concurrent streaming clients, standard library only.
+
+Each client sends --requests streamed /v1/completions one after another (its own seed each)
+and times them: time to first token (request sent -> first event with text), the gaps
+between later events (inter-token latency) and the tokens made (usage.completion_tokens,
+via stream_options.include_usage). Prints one markdown row per client count: aggregate
+tok/s (all tokens / wall time of the round), p50/p90 TTFT and inter-token latency, and
+whether every response was complete (ended with data: [DONE] and finish_reason set).
+
+  python3 bench/serve_load.py --binary build/gpt-vk --clients 1,16   # starts the server
+  python3 bench/serve_load.py --url http://127.0.0.1:8080 --clients 4
+"""
+import argparse
+import http.client
+import json
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+
+def percentile(values, p):
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def start_server(binary, parallel, extra):
+    proc = subprocess.Popen([binary, "serve", "--port", "0", "--parallel", str(parallel)] + extra,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    for line in proc.stderr:
+        m = re.search(r"listening on (http://\S+)", line)
+        if m:
+            # Keep draining stderr so the server never blocks on a full pipe.
+            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+            return proc, m.group(1)
+        if time.time() > deadline:
+            break
+    proc.kill()
+    sys.exit(f"serve_load: the server did not start ({binary})")
+
+
+def one_request(url, body, timeout):
+    """Streams one completion; returns (ttft_s, [gaps_s], tokens, complete)."""
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    if resp.status != 200:
+        conn.close()
+        return None, [], 0, False
+    ttft, last, gaps, tokens, finished, done = None, None, [], 0, False, False
+    for raw in resp:  # one line at a time: "data: {...}", blank lines between events
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data: "):
+            continue
+        if line == "data: [DONE]":
+            done = True
+            break
+        event = json.loads(line[6:])
+        now = time.perf_counter()
+        if event.get("usage"):
+            tokens = event["usage"]["completion_tokens"]
+        for choice in event.get("choices", []):
+            if choice.get("finish_reason"):
+                finished = True
+            if choice.get("text"):
+                if ttft is None:
+                    ttft = now - t0
+                else:
+                    gaps.append(now - last)
+                last = now
+    conn.close()
+    return ttft, gaps, tokens, done and finished
+
+
+def run_round(url, clients, requests, args):
+    results, lock = [], threading.Lock()
+
+    def client(c):
+        for r in range(requests):
+            body = {"prompt": args.prompt, "max_tokens": args.max_tokens, "temperature": 0.8,
+                    "seed": c * 1000 + r, "stream": True, "stream_options": {"include_usage": True}}
+            out = one_request(url, body, args.timeout)
+            with lock:
+                results.append(out)
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    ttfts = [r[0] for r in results if r[0] is not None]
+    gaps = [g for r in results for g in r[1]]
+    tokens = sum(r[2] for r in results)
+    complete = sum(1 for r in results if r[3])
+    return {
+        "clients": clients, "requests": len(results), "complete": complete, "tokens": tokens,
+        "tok_s": tokens / wall if wall > 0 else 0,
+        "ttft_p50": percentile(ttfts, 50) * 1e3, "ttft_p90": percentile(ttfts, 90) * 1e3,
+        "itl_p50": percentile(gaps, 50) * 1e3, "itl_p90": percentile(gaps, 90) * 1e3,
+        "ttft_median": statistics.median(ttfts) * 1e3 if ttfts else float("nan"),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", help="gpt-vk binary: start `serve` on a free port (--parallel = most clients)")
+    ap.add_argument("--url", help="a running server instead, e.g. http://127.0.0.1:8080")
+    ap.add_argument("--clients", default="1,16", help="comma-separated client counts, one round each")
+    ap.add_argument("--requests", type=int, default=3, help="requests per client per round")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--prompt", default="It is a truth universally acknowledged, that a single man in possession")
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--server-args", default="", help="more flags for gpt-vk serve (with --binary)")
+    args = ap.parse_args()
+    counts = [int(c) for c in args.clients.split(",")]
+    if bool(args.binary) == bool(args.url):
+        sys.exit("serve_load: give exactly one of --binary and --url")
+    proc = None
+    url = args.url
+    if args.binary:
+        proc, url = start_server(args.binary, max(counts), args.server_args.split())
+    try:
+        run_round(url, 1, 1, args)  # warm-up: the first request compiles pipelines
+        rows = [run_round(url, n, args.requests, args) for n in counts]
+    finally:
+        if proc:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+    print(f"max_tokens {args.max_tokens}, {args.requests} requests per client, url {url}")
+    print("| clients | requests (complete) | tokens | aggregate tok/s | TTFT p50 / p90 (ms) | inter-token p50 / p90 (ms) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['clients']} | {r['requests']} ({r['complete']}) | {r['tokens']} | {r['tok_s']:.1f} | "
+              f"{r['ttft_p50']:.1f} / {r['ttft_p90']:.1f} | {r['itl_p50']:.1f} / {r['itl_p90']:.1f} |")
+    if len(rows) > 1 and rows[0]["clients"] == 1:
+        ratio = rows[-1]["ttft_median"] / rows[0]["ttft_median"]
+        print(f"median TTFT with {rows[-1]['clients']} clients = {ratio:.2f}x that of 1 client (target: at most 2x)")
+    return 0 if all(r["complete"] == r["requests"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

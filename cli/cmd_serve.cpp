@@ -1,0 +1,108 @@
+// `gpt-vk serve`: the OpenAI-compatible HTTP server (server/http_server.hpp) over a pool of
+// --parallel KV slots that share the model's weights (runtime/scheduler.hpp). Binds first
+// (GET /health answers 503 while the model loads), prints "gpt-vk: listening on
+// http://HOST:PORT" on stderr once ready, and on SIGTERM or SIGINT stops taking requests,
+// lets running ones finish (cancelling what is left after a grace period) and exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/model_session.hpp"
+#include "engine/error.hpp"
+#include "runtime/scheduler.hpp"
+#include "server/http_server.hpp"
+
+namespace gptvk::cli {
+
+namespace {
+
+constexpr auto kShutdownGrace = std::chrono::seconds(10);
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// The slots: the session's model and parallel - 1 more over the same weights, after checking
+// that their KV caches and activations fit beside the weights.
+std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t parallel) {
+  const uint64_t per_slot = slot_device_bytes(s.cfg, kDefaultMaxChunk);
+  const uint64_t weights = weights_device_bytes(s.cfg), have = s.ctx->info().device_local_bytes;
+  const uint64_t need = weights + parallel * per_slot;
+  if (have && need > have)
+    throw UsageError("--parallel " + std::to_string(parallel) + " needs about " + mib(need) + " of device memory (" +
+                     mib(weights) + " weights + " + mib(per_slot) + " per slot); the device has " + mib(have) +
+                     ": use at most --parallel " + std::to_string(have > weights ? (have - weights) / per_slot : 0));
+  std::vector<std::unique_ptr<GptModel>> slots;
+  slots.push_back(std::move(s.model));
+  for (uint32_t i = 1; i < parallel; ++i)
+    slots.push_back(std::make_unique<GptModel>(*s.ctx, s.cfg, slots[0]->shared_weights(), kDefaultMaxChunk));
+  return slots;
+}
+
+// Blocks the signals in this thread and every thread started after (lavapipe's, httplib's,
+// the scheduler's), so that only wait_for_signal() sees them.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a vanished client is a failed write, not a dead server
+  return set;
+}
+
+}  // namespace
+
+Action add_serve(CLI::App& app, Common& common) {
+  struct Flags {
+    ModelFlags model;
+    server::ServerOptions http;
+    uint32_t parallel = 4;
+    uint32_t queue = 64;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand(
+      "serve",
+      "OpenAI-compatible HTTP server: POST /v1/completions and /v1/chat/completions (streamed as\n"
+      "server-sent events), GET /v1/models, /health, /metrics, POST /tokenize, /detokenize.\n"
+      "Prints 'gpt-vk: listening on http://HOST:PORT' on stderr when ready; SIGTERM or Ctrl-C\n"
+      "finishes the running requests (cancelling what is left after 10 s) and exits 0.");
+  add_model_flags(cmd, f->model, "bundled");
+  cmd->add_option("--host", f->http.host, "address to listen on (loopback unless told otherwise)")->capture_default_str();
+  cmd->add_option("--port", f->http.port, "TCP port; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--parallel", f->parallel, "sequences generated at once (KV slots, checked against device memory)")
+      ->capture_default_str()->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--queue", f->queue, "most sequences waiting for a slot when all are busy; beyond, requests get HTTP 429")
+      ->capture_default_str()->check(CLI::Range(0u, 100000u));
+  cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  return [&common, f] {
+    const sigset_t stop_signals = block_stop_signals();
+    // Every client waiting or generating holds an HTTP thread; a few more answer the rest.
+    f->http.threads = std::min<size_t>(f->parallel + f->queue + 8, 512);
+    server::HttpServer http(f->http);
+    int port = 0;
+    try {
+      port = http.start();
+    } catch (const std::exception& e) {
+      throw InputError(e.what());
+    }
+    auto s = open_model(common, f->model);
+    Tokenizer tok = load_tokenizer(s.cfg);
+    Scheduler scheduler(make_slots(s, f->parallel), tok, f->queue);
+    http.set_ready(scheduler, tok, {s.cfg.name, s.cfg.context_length});
+    std::fprintf(stderr, "gpt-vk: listening on http://%s:%d\n", f->http.host.c_str(), port);
+    std::fflush(stderr);
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "gpt-vk: %s: finishing running requests, then exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    scheduler.shutdown(kShutdownGrace);
+    http.stop();
+    return 0;
+  };
+}
+
+}  // namespace gptvk::cli

@@ -1,0 +1,230 @@
+#include "runtime/scheduler.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <span>
+#include <utility>
+
+#include "engine/ops/attention.hpp"
+#include "engine/ops/sample.hpp"
+
+namespace gptvk {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+}
+
+Sequence::Sequence(std::vector<uint32_t> prompt, GenerationOptions options, bool prompt_logprobs)
+    : prompt_(std::move(prompt)), options_(std::move(options)), want_prompt_logprobs_(prompt_logprobs) {}
+
+bool Sequence::wait_steps(std::vector<GenerationStep>& out, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (steps_.empty() && !done_) cv_.wait_for(lock, timeout, [&] { return !steps_.empty() || done_; });
+  for (auto& s : steps_) out.push_back(std::move(s));
+  steps_.clear();
+  return done_;
+}
+
+FinishReason Sequence::finish_reason() const {
+  std::lock_guard lock(mu_);
+  return reason_;
+}
+
+void Sequence::push(GenerationStep step) {
+  {
+    std::lock_guard lock(mu_);
+    steps_.push_back(std::move(step));
+  }
+  cv_.notify_all();
+}
+
+void Sequence::finish(FinishReason why, const GenerationTimings& timings, std::string error) {
+  {
+    std::lock_guard lock(mu_);
+    reason_ = why;
+    timings_ = timings;
+    error_ = std::move(error);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+uint64_t slot_device_bytes(const ModelConfig& cfg, uint32_t max_chunk) {
+  const uint64_t C = cfg.emb_dim, F = cfg.ffn_dim, V = cfg.vocab_size;
+  const uint64_t T = std::min(max_chunk, cfg.context_length);
+  const ops::AttentionShape shape{cfg.n_heads, cfg.head_dim(), cfg.context_length, cfg.kv_f16()};
+  const uint64_t kv = 2 * uint64_t(cfg.n_layers) * ops::kv_cache_bytes(shape);
+  // x, h, att (C), qkv (3C), ff (F) per chunk token; logits of the last position and of a
+  // whole chunk; the sampler's scratch.
+  const uint64_t activations = T * (6 * C + F) * 4 + V * 4 + T * V * 4 + ops::sample_scratch_bytes(cfg.vocab_size);
+  return kv + activations;
+}
+
+Scheduler::Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue)
+    : tok_(tokenizer), max_queue_(max_queue) {
+  for (auto& m : slots) {
+    Slot s;
+    s.gen = std::make_unique<Generator>(*m, tok_);
+    s.model = std::move(m);
+    slots_.push_back(std::move(s));
+  }
+  stats_.slots = slots_.size();
+  stats_.max_queue = max_queue_;
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { shutdown(std::chrono::milliseconds(0)); }
+
+void Scheduler::submit(const std::vector<std::shared_ptr<Sequence>>& seqs) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) throw ShuttingDown("the server is shutting down");
+    // Free slots take sequences at once; beyond them, max_queue_ may wait.
+    const size_t room = max_queue_ + (stats_.slots - stats_.active);
+    if (queue_.size() + seqs.size() > room)
+      throw QueueFull("the server is busy: " + std::to_string(stats_.active) + " sequences running, " +
+                      std::to_string(queue_.size()) + " of " + std::to_string(max_queue_) + " queue places taken, " +
+                      std::to_string(seqs.size()) + " asked for; retry later");
+    for (const auto& s : seqs) queue_.push_back(s);
+    stats_.queued = queue_.size();
+  }
+  cv_.notify_all();
+}
+
+void Scheduler::shutdown(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lock(mu_);
+    if (!stopping_ || Clock::now() + grace < cancel_at_) cancel_at_ = Clock::now() + grace;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+bool Scheduler::cancel_due() const { return stopping_ && Clock::now() >= cancel_at_; }
+
+std::shared_ptr<Sequence> Scheduler::next_queued() {
+  std::lock_guard lock(mu_);
+  if (queue_.empty()) return nullptr;
+  auto seq = std::move(queue_.front());
+  queue_.pop_front();
+  stats_.queued = queue_.size();
+  ++stats_.active;  // in the same step as leaving the queue, so submit() never counts it twice or not at all
+  return seq;
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      auto busy = [&] {
+        if (!queue_.empty()) return true;
+        for (const Slot& s : slots_)
+          if (s.seq) return true;
+        return false;
+      };
+      if (!busy()) {
+        if (stopping_) return;
+        cv_.wait(lock, [&] { return busy() || stopping_; });
+        continue;
+      }
+      if (cancel_due()) {
+        for (Slot& s : slots_)
+          if (s.seq) s.seq->cancel();
+        for (auto& q : queue_) q->cancel();
+      }
+    }
+    // Before each slot's step, queued sequences take any free slot and get their first token
+    // at once: a new request waits for at most one step of another sequence, not a whole
+    // round of them (time to first token), and a running sequence still moves every round.
+    auto t0 = Clock::now();
+    uint64_t made = 0;
+    for (Slot& s : slots_) {
+      made += admit_waiting();
+      if (s.seq) {
+        step(s);
+        ++made;
+      }
+    }
+    std::lock_guard lock(mu_);
+    stats_.step_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    stats_.step_tokens += made;
+  }
+}
+
+size_t Scheduler::admit_waiting() {
+  size_t admitted = 0;
+  for (Slot& s : slots_) {
+    if (s.seq) continue;
+    auto seq = next_queued();
+    if (!seq) break;
+    admit(s, std::move(seq));
+    if (s.seq) {
+      step(s);  // the first token (sampled by the prefill) goes out now
+      ++admitted;
+    }
+  }
+  return admitted;
+}
+
+void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
+  if (seq->cancelled()) {
+    seq->finish(FinishReason::Cancelled, {});
+    std::lock_guard lock(mu_);
+    --stats_.active;  // counted by next_queued()
+    return;
+  }
+  slot.seq = std::move(seq);
+  Sequence& q = *slot.seq;
+  {
+    std::lock_guard lock(mu_);
+    stats_.prompt_tokens += q.prompt().size();
+  }
+  try {
+    if (q.want_prompt_logprobs_) {
+      const uint32_t V = slot.model->config().vocab_size;
+      std::vector<float> logits = slot.model->prefill(q.prompt(), 0, true);
+      for (size_t i = 1; i < q.prompt().size(); ++i)
+        q.prompt_logprobs_.push_back(log_softmax_top(std::span<const float>(logits).subspan((i - 1) * V, V),
+                                                     q.prompt()[i], q.options().logprobs));
+    }
+    slot.gen->start(q.prompt(), q.options());
+  } catch (const std::exception& e) {
+    release(slot, e.what());
+  }
+}
+
+void Scheduler::step(Slot& slot) {
+  try {
+    if (slot.seq->cancelled()) slot.gen->cancel();
+    GenerationStep s = slot.gen->next();
+    if (s.token) {
+      std::lock_guard lock(mu_);
+      ++stats_.generated_tokens;
+    }
+    slot.seq->push(std::move(s));
+    if (slot.gen->finished()) release(slot);
+  } catch (const std::exception& e) {
+    release(slot, e.what());
+  }
+}
+
+void Scheduler::release(Slot& slot, std::string error) {
+  std::shared_ptr<Sequence> seq = std::move(slot.seq);
+  {
+    // Counted before the sequence says it finished, so that whoever saw it finish sees it
+    // counted too.
+    std::lock_guard lock(mu_);
+    --stats_.active;
+    ++stats_.sequences_done;
+  }
+  if (error.empty()) seq->finish(slot.gen->finish_reason(), slot.gen->timings());
+  else seq->finish(FinishReason::Cancelled, {}, std::move(error));
+}
+
+}  // namespace gptvk

@@ -1,0 +1,151 @@
+// Several sequences at once over a pool of KV slots: each slot is a GptModel of its own (KV
+// cache, activations, graphs) over weights the slots share. One thread, the scheduler's,
+// does all the Vulkan work: it admits queued sequences into free slots (prefill and first
+// token, sent at once) and steps every running sequence by one token, round-robin; queued
+// sequences are admitted before each step, so a new one waits for at most one step.
+// Sequences join and leave between steps; a cancelled one leaves at the next step. Each slot runs its
+// sequence exactly as a lone Generator would, so a sequence's tokens do not depend on what
+// else runs (greedy and seeded sampling alike).
+//
+// Other threads (an HTTP server's) submit Sequences and read their steps as they come:
+//
+//   auto seq = std::make_shared<Sequence>(prompt_ids, options);
+//   scheduler.submit({seq});                     // throws QueueFull when the queue is full
+//   std::vector<GenerationStep> steps;
+//   while (!seq->wait_steps(steps, 100ms)) ...;   // steps arrive in order
+//
+// This is not batched decoding: a step of B sequences runs B one-token graphs.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "models/gpt_model.hpp"
+#include "models/tokenizer/tokenizer.hpp"
+#include "runtime/generator.hpp"
+
+namespace gptvk {
+
+// One sequence's request and, as it runs, its results. Shared by the submitter (any thread)
+// and the scheduler.
+class Sequence {
+ public:
+  // prompt_logprobs: also score the prompt (each prompt token after the first gets its
+  // log-probability and options.logprobs alternatives; OpenAI's echo with logprobs).
+  Sequence(std::vector<uint32_t> prompt, GenerationOptions options, bool prompt_logprobs = false);
+
+  const std::vector<uint32_t>& prompt() const { return prompt_; }
+  const GenerationOptions& options() const { return options_; }
+
+  // Moves the steps that arrived to `out` (appending), waiting up to `timeout` when there are
+  // none yet. Returns true once the sequence has finished and every step was taken.
+  bool wait_steps(std::vector<GenerationStep>& out, std::chrono::milliseconds timeout);
+  // Any thread: the scheduler stops the sequence at its next step (a queued one never starts).
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+
+  // Valid once wait_steps returned true.
+  FinishReason finish_reason() const;
+  const std::string& error() const { return error_; }  // non-empty: it failed (the message)
+  const GenerationTimings& timings() const { return timings_; }
+  // With prompt_logprobs: one entry per prompt token after the first.
+  const std::vector<TokenLogprob>& prompt_logprobs() const { return prompt_logprobs_; }
+  bool wants_prompt_logprobs() const { return want_prompt_logprobs_; }
+
+ private:
+  friend class Scheduler;
+  void push(GenerationStep step);
+  void finish(FinishReason why, const GenerationTimings& timings, std::string error = {});
+
+  const std::vector<uint32_t> prompt_;
+  const GenerationOptions options_;
+  const bool want_prompt_logprobs_;
+  std::atomic<bool> cancelled_{false};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<GenerationStep> steps_;
+  bool done_ = false;
+  // Written by the scheduler before done_ (under mu_), read after wait_steps saw done_.
+  FinishReason reason_ = FinishReason::None;
+  std::string error_;
+  GenerationTimings timings_;
+  std::vector<TokenLogprob> prompt_logprobs_;
+};
+
+// The queue has no room for a request (HTTP 429).
+class QueueFull : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// The scheduler stopped admitting work (HTTP 503).
+class ShuttingDown : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct SchedulerStats {
+  size_t slots = 0, active = 0, queued = 0, max_queue = 0;
+  uint64_t sequences_done = 0, prompt_tokens = 0, generated_tokens = 0;
+  double step_seconds = 0;  // time spent in rounds (every slot's step and the admissions between)
+  uint64_t step_tokens = 0;  // tokens those rounds made (first tokens included)
+};
+
+// Device bytes one slot (a GptModel beside shared weights) takes: KV cache and activations
+// for chunks of `max_chunk` tokens, plus the all-positions logits echo with logprobs needs.
+uint64_t slot_device_bytes(const ModelConfig& cfg, uint32_t max_chunk);
+
+class Scheduler {
+ public:
+  // `slots`: models sharing one set of loaded weights, from now on used only by the
+  // scheduler's thread (started here). Beyond the free slots, at most `max_queue` sequences
+  // wait for one.
+  Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue);
+  ~Scheduler();  // shutdown(0)
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues every sequence or none: QueueFull when the free slots and queue places left are
+  // fewer than given,
+  // ShuttingDown after shutdown().
+  void submit(const std::vector<std::shared_ptr<Sequence>>& seqs);
+  // Stops admitting new sequences; queued and running ones go on until they finish or
+  // `grace` has passed, then are cancelled. Returns when the thread has exited.
+  void shutdown(std::chrono::milliseconds grace);
+  SchedulerStats stats() const;
+  size_t slots() const { return slots_.size(); }
+
+ private:
+  struct Slot {
+    std::unique_ptr<GptModel> model;
+    std::unique_ptr<Generator> gen;
+    std::shared_ptr<Sequence> seq;  // null: free
+  };
+  void loop();
+  // Fills free slots from the queue, each with its prefill and first token; returns how many.
+  size_t admit_waiting();
+  void admit(Slot& slot, std::shared_ptr<Sequence> seq);
+  void step(Slot& slot);
+  void release(Slot& slot, std::string error = {});
+  std::shared_ptr<Sequence> next_queued();  // null when none
+  bool cancel_due() const;
+
+  const Tokenizer& tok_;
+  const size_t max_queue_;
+  std::vector<Slot> slots_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Sequence>> queue_;
+  bool stopping_ = false;
+  std::chrono::steady_clock::time_point cancel_at_;
+  SchedulerStats stats_;  // under mu_
+  std::thread thread_;    // last: started once the rest exists
+};
+
+}  // namespace gptvk

@@ -1,0 +1,219 @@
+#include "server/completion_job.hpp"
+
+#include <atomic>
+#include <ctime>
+#include <cstdio>
+
+namespace gptvk::server {
+
+namespace {
+
+std::string new_id(bool chat) {
+  static std::atomic<uint64_t> counter{0};
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%llx%06llx", chat ? "chatcmpl" : "cmpl",
+                static_cast<unsigned long long>(std::time(nullptr)), static_cast<unsigned long long>(++counter));
+  return buf;
+}
+
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+// The assistant's turn starts after "Assistant:"; the space the model writes first is the
+// template's, not the reply's.
+std::string strip_leading_space(const std::string& s) { return !s.empty() && s[0] == ' ' ? s.substr(1) : s; }
+
+}  // namespace
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+CompletionJob::CompletionJob(CompletionRequest request, bool chat, std::string model_name, Scheduler& scheduler,
+                             const Tokenizer& tok)
+    : req_(std::move(request)), chat_(chat), model_(std::move(model_name)), id_(new_id(chat)),
+      created_(static_cast<long long>(std::time(nullptr))), tok_(tok) {
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  for (size_t p = 0; p < req_.prompts.size(); ++p)
+    for (uint32_t i = 0; i < req_.n; ++i) {
+      GenerationOptions o = req_.sampling.options;
+      o.sampling.seed = choice_seed(req_.sampling, i);
+      o.logprobs = req_.logprobs.value_or(0);
+      // logprobs = 0 still lists each token's own log-probability: ask the generator for one
+      // alternative and leave it out of top_logprobs.
+      if (req_.logprobs) o.logprobs = std::max(1u, *req_.logprobs);
+      Choice c;
+      c.index = static_cast<uint32_t>(choices_.size());
+      c.prompt = p;
+      c.seq = std::make_shared<Sequence>(req_.prompts[p], o, req_.echo && req_.logprobs.has_value());
+      seqs.push_back(c.seq);
+      choices_.push_back(std::move(c));
+    }
+  scheduler.submit(seqs);
+}
+
+CompletionJob::~CompletionJob() { cancel(); }
+
+void CompletionJob::cancel() {
+  for (auto& c : choices_) c.seq->cancel();
+}
+
+void CompletionJob::take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs) {
+  const size_t from = c.logprobs.size();
+  if (s.token) {
+    ++c.generated;
+    c.tokens.push_back(*s.token);
+    if (s.logprob) {
+      c.offsets.push_back(c.text.size() + (piece ? piece->size() : 0));
+      c.logprobs.push_back(*s.logprob);
+    }
+  }
+  c.text += s.text;
+  if (piece) *piece += s.text;
+  if (piece_logprobs && req_.logprobs && c.logprobs.size() > from) *piece_logprobs = logprobs_json(c, from, false);
+}
+
+std::string CompletionJob::finish_reason(const Choice& c) const { return finish_reason_name(c.seq->finish_reason()); }
+
+json CompletionJob::logprobs_json(const Choice& c, size_t from, bool with_prompt) const {
+  json tokens = json::array(), token_lp = json::array(), top = json::array(), offsets = json::array();
+  const uint32_t k = req_.logprobs.value_or(0);
+  auto add = [&](const TokenLogprob& lp, size_t offset) {
+    tokens.push_back(tok_.token_bytes(lp.token));
+    token_lp.push_back(lp.logprob);
+    json alts = json::object();
+    for (uint32_t i = 0; i < k && i < lp.top.size(); ++i) alts[tok_.token_bytes(lp.top[i].first)] = lp.top[i].second;
+    top.push_back(alts);
+    offsets.push_back(offset);
+  };
+  if (with_prompt) {  // echo: the prompt's tokens, the first without a log-probability
+    const auto& prompt = req_.prompts[c.prompt];
+    const auto& plp = c.seq->prompt_logprobs();
+    size_t offset = 0;
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      if (i == 0 || i > plp.size()) {
+        tokens.push_back(tok_.token_bytes(prompt[i]));
+        token_lp.push_back(nullptr);
+        top.push_back(nullptr);
+        offsets.push_back(offset);
+      } else {
+        add(plp[i - 1], offset);
+      }
+      offset += tok_.token_bytes(prompt[i]).size();
+    }
+  }
+  for (size_t i = from; i < c.logprobs.size(); ++i) add(c.logprobs[i], c.offsets[i]);
+  return {{"tokens", tokens}, {"token_logprobs", token_lp}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+json CompletionJob::choice_json(const Choice& c) const {
+  json fr = finish_reason(c);
+  if (chat_)
+    return {{"index", c.index},
+            {"message", {{"role", "assistant"}, {"content", strip_leading_space(c.text)}}},
+            {"logprobs", nullptr},
+            {"finish_reason", fr}};
+  return {{"text", c.text},
+          {"index", c.index},
+          {"logprobs", req_.logprobs ? logprobs_json(c, 0, req_.echo) : json(nullptr)},
+          {"finish_reason", fr}};
+}
+
+json CompletionJob::usage() const {
+  uint64_t prompt = 0, generated = 0;
+  for (const auto& p : req_.prompts) prompt += p.size();
+  for (const auto& c : choices_) generated += c.generated;
+  return {{"prompt_tokens", prompt}, {"completion_tokens", generated}, {"total_tokens", prompt + generated}};
+}
+
+json CompletionJob::wait_response() {
+  for (auto& c : choices_) {
+    if (req_.echo && !chat_) c.text = req_.prompt_texts[c.prompt];
+    std::vector<GenerationStep> steps;
+    bool done = false;
+    while (!done) {
+      steps.clear();
+      done = c.seq->wait_steps(steps, std::chrono::milliseconds(200));
+      for (const auto& s : steps) take_step(c, s, nullptr, nullptr);
+    }
+    if (!c.seq->error().empty())
+      throw ApiError(500, "generation failed: " + c.seq->error(), "", "generation_failed", "server_error");
+  }
+  json choices = json::array();
+  for (const auto& c : choices_) choices.push_back(choice_json(c));
+  return {{"id", id_},
+          {"object", chat_ ? "chat.completion" : "text_completion"},
+          {"created", created_},
+          {"model", model_},
+          {"choices", choices},
+          {"usage", usage()}};
+}
+
+json CompletionJob::chunk(const Choice& c, const std::string& piece, const json& logprobs, const json& finish) const {
+  json choice;
+  if (chat_) {
+    json delta = json::object();
+    if (!piece.empty()) delta["content"] = piece;
+    choice = {{"index", c.index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  } else {
+    choice = {{"text", piece}, {"index", c.index}, {"logprobs", logprobs}, {"finish_reason", finish}};
+  }
+  return {{"id", id_},
+          {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
+          {"created", created_},
+          {"model", model_},
+          {"choices", json::array({choice})}};
+}
+
+// The first event of a choice: the assistant role (chat) or the echoed prompt.
+void CompletionJob::start_stream(Choice& c, std::string& out) {
+  c.started = true;
+  if (chat_) {
+    json first = chunk(c, "", nullptr, nullptr);
+    first["choices"][0]["delta"] = {{"role", "assistant"}, {"content", ""}};
+    out += sse(first);
+  } else if (req_.echo) {
+    c.text = req_.prompt_texts[c.prompt];
+    out += sse(chunk(c, c.text, req_.logprobs ? logprobs_json(c, 0, true) : json(nullptr), nullptr));
+  }
+}
+
+bool CompletionJob::poll_events(std::string& out, std::chrono::milliseconds wait) {
+  if (done_sent_) return true;
+  bool all_done = true;
+  for (auto& c : choices_) {
+    if (c.done) continue;
+    std::vector<GenerationStep> steps;
+    const bool done = c.seq->wait_steps(steps, wait);
+    wait = std::chrono::milliseconds(0);  // one wait per poll; the other choices are only drained
+    if ((!steps.empty() || done) && !c.started) start_stream(c, out);
+    for (const auto& s : steps) {
+      std::string piece;
+      json lp = nullptr;
+      take_step(c, s, &piece, &lp);
+      if (chat_ && !c.text_begun && !piece.empty()) {
+        c.text_begun = true;
+        piece = strip_leading_space(piece);
+      }
+      if (!piece.empty() || !lp.is_null()) out += sse(chunk(c, piece, lp, nullptr));
+    }
+    if (done) {
+      c.done = true;
+      if (!c.seq->error().empty()) {
+        out += sse(error_body(ApiError(500, "generation failed: " + c.seq->error(), "", "generation_failed", "server_error")));
+      } else {
+        out += sse(chunk(c, "", nullptr, finish_reason(c)));
+      }
+    }
+    all_done = all_done && c.done;
+  }
+  if (!all_done) return false;
+  if (req_.include_usage) {
+    json last = chunk(choices_[0], "", nullptr, nullptr);
+    last["choices"] = json::array();
+    last["usage"] = usage();
+    out += sse(last);
+  }
+  out += "data: [DONE]\n\n";
+  done_sent_ = true;
+  return true;
+}
+
+}  // namespace gptvk::server

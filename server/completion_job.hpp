@@ -1,0 +1,68 @@
+// One HTTP completion request as it runs: its sequences (n per prompt) in the scheduler and
+// the OpenAI response they make, whole (non-streamed) or as server-sent events.
+//
+// Choice index = prompt index * n + i; choice i of a prompt samples with seed + i (a seed
+// given) so that n > 1 gives n different completions, each reproducible alone. Logprobs'
+// text_offset values are byte offsets into the choice's text (the echoed prompt included).
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/scheduler.hpp"
+#include "server/openai_request.hpp"
+
+namespace gptvk::server {
+
+// JSON text of a value whose strings may hold bytes that are not UTF-8 (a token can end
+// inside a character): those become U+FFFD instead of an exception.
+std::string dump(const json& j);
+
+class CompletionJob {
+ public:
+  // Submits every sequence (QueueFull / ShuttingDown from Scheduler::submit pass through).
+  CompletionJob(CompletionRequest request, bool chat, std::string model_name, Scheduler& scheduler,
+                const Tokenizer& tok);
+  ~CompletionJob();  // cancels what still runs (a vanished client frees its slots at once)
+
+  // Non-streamed: waits for every sequence and returns the response body; ApiError 500
+  // when a sequence failed.
+  json wait_response();
+  // Streamed: appends to `out` the events of the steps that came within `wait`; returns true
+  // when everything, `data: [DONE]` included, is in `out`.
+  bool poll_events(std::string& out, std::chrono::milliseconds wait);
+  void cancel();
+
+ private:
+  struct Choice {
+    uint32_t index = 0;
+    size_t prompt = 0;
+    std::shared_ptr<Sequence> seq;
+    std::string text;                      // the response text so far (echoed prompt included)
+    std::vector<uint32_t> tokens;          // logged tokens (echoed prompt's included)
+    std::vector<TokenLogprob> logprobs;    // one per generated token
+    std::vector<size_t> offsets;           // text offset of each generated token
+    size_t generated = 0;
+    bool started = false, done = false;
+    bool text_begun = false;  // chat: the reply's first text was seen (its leading space dropped)
+  };
+  void take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs);
+  json choice_json(const Choice& c) const;
+  json logprobs_json(const Choice& c, size_t from, bool with_prompt) const;
+  json chunk(const Choice& c, const std::string& piece, const json& logprobs, const json& finish) const;
+  json usage() const;
+  std::string finish_reason(const Choice& c) const;
+  void start_stream(Choice& c, std::string& out);
+
+  CompletionRequest req_;
+  const bool chat_;
+  const std::string model_, id_;
+  const long long created_;
+  const Tokenizer& tok_;
+  std::vector<Choice> choices_;
+  bool done_sent_ = false;
+};
+
+}  // namespace gptvk::server

@@ -1,0 +1,80 @@
+// gpt-vk's OpenAI-compatible HTTP server (cpp-httplib): the routes, API-key check, error
+// bodies, metrics and timeouts. Generation goes through a Scheduler (all Vulkan work on
+// its thread); the HTTP threads only parse, tokenize, wait and write. They share one
+// Tokenizer: its encode() takes a lock (the BPE cache), decode() and token_bytes() only read.
+//
+// Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
+// POST /tokenize, POST /detokenize, GET /metrics. Before set_ready() every route but
+// /health and /metrics answers 503 (loading).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "runtime/scheduler.hpp"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace gptvk::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;          // 0: any free port
+  std::string api_key;      // non-empty: every route but /health needs "Authorization: Bearer KEY"
+  size_t max_body_bytes = 1 << 20;
+  size_t threads = 32;      // HTTP worker threads (each streaming client holds one)
+  int io_timeout_s = 30;    // read/write timeout of a connection (slow or vanished clients)
+};
+
+struct ModelInfo {
+  std::string name;
+  uint32_t context = 0;
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();  // stop()
+
+  // Binds the socket (throws std::runtime_error when it cannot) and starts answering on a
+  // thread of its own; returns the port (the one chosen, with port 0).
+  int start();
+  // From now on requests go to `scheduler`; both must outlive the server (or stop() first).
+  void set_ready(Scheduler& scheduler, const Tokenizer& tokenizer, ModelInfo model);
+  // Stops listening and waits for the answering threads; idempotent.
+  void stop();
+
+ private:
+  void routes();
+  void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+  void tokenize(const httplib::Request& req, httplib::Response& res);
+  void detokenize(const httplib::Request& req, httplib::Response& res);
+  void models(httplib::Response& res);
+  void health(httplib::Response& res);
+  void metrics(httplib::Response& res);
+  bool authorized(const httplib::Request& req, httplib::Response& res);
+  void count(const httplib::Request& req, const httplib::Response& res);
+  void check_ready() const;
+
+  ServerOptions opts_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  std::atomic<bool> ready_{false};
+  Scheduler* scheduler_ = nullptr;  // set before ready_
+  const Tokenizer* tok_ = nullptr;
+  ModelInfo model_;
+  long long started_ = 0;
+  std::mutex counts_mu_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;  // (route, status) -> count
+};
+
+}  // namespace gptvk::server

@@ -1,0 +1,260 @@
+#include "server/openai_request.hpp"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace gptvk::server {
+
+namespace {
+
+constexpr uint32_t kDefaultMaxTokens = 16;  // OpenAI's default for /v1/completions
+constexpr uint32_t kMaxChoices = 16;        // n per prompt
+constexpr size_t kMaxPrompts = 64;          // prompts per request
+constexpr size_t kMaxStops = 4;
+
+ApiError bad(const std::string& field, const std::string& what, const std::string& code = "invalid_value") {
+  return ApiError(400, "'" + field + "' " + what, field, code);
+}
+
+// The field, or nullptr when absent or null (OpenAI treats null as not given).
+const json* field(const json& body, const char* key) {
+  auto it = body.find(key);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<double> number(const json& body, const char* key, double lo, double hi) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) throw bad(key, "must be a number", "invalid_type");
+  double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi)
+    throw bad(key, "must be between " + json(lo).dump() + " and " + json(hi).dump() + ", got " + v->dump());
+  return x;
+}
+
+std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, int64_t hi) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) throw bad(key, "must be an integer", "invalid_type");
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    throw bad(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+  int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi)
+    throw bad(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+  return x;
+}
+
+std::optional<bool> boolean(const json& body, const char* key) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) throw bad(key, "must be a boolean", "invalid_type");
+  return v->get<bool>();
+}
+
+std::vector<std::string> stop_strings(const json& body) {
+  const json* v = field(body, "stop");
+  if (!v) return {};
+  std::vector<std::string> out;
+  if (v->is_string()) out.push_back(v->get<std::string>());
+  else if (v->is_array()) {
+    if (v->size() > kMaxStops) throw bad("stop", "holds at most 4 strings");
+    for (const json& s : *v) {
+      if (!s.is_string()) throw bad("stop", "must be a string or an array of strings", "invalid_type");
+      out.push_back(s.get<std::string>());
+    }
+  } else {
+    throw bad("stop", "must be a string or an array of strings", "invalid_type");
+  }
+  for (const auto& s : out)
+    if (s.empty()) throw bad("stop", "must not contain an empty string");
+  return out;
+}
+
+// Fields ops::SamplingParams on this build has no control for: accepted only at the value
+// that changes nothing.
+void refuse_unsupported(const json& body) {
+  auto neutral = [&](const char* key, double value) {
+    if (auto x = number(body, key, -1e9, 1e9); x && *x != value)
+      throw ApiError(400, std::string("'") + key + "' is not supported by this server yet (only " + json(value).dump() +
+                              ")", key, "unsupported_parameter");
+  };
+  neutral("presence_penalty", 0);
+  neutral("frequency_penalty", 0);
+  neutral("repeat_penalty", 1);
+  neutral("min_p", 0);
+  if (const json* b = field(body, "logit_bias")) {
+    if (!b->is_object()) throw bad("logit_bias", "must be an object mapping token ids to numbers", "invalid_type");
+    if (!b->empty())
+      throw ApiError(400, "'logit_bias' is not supported by this server yet (only {})", "logit_bias",
+                     "unsupported_parameter");
+  }
+}
+
+std::vector<uint32_t> token_ids(const json& arr, uint32_t vocab) {
+  std::vector<uint32_t> ids;
+  for (const json& t : arr) {
+    if (!t.is_number_integer()) throw bad("prompt", "must be a string, an array of strings, token ids or arrays of token ids", "invalid_type");
+    if (t.is_number_unsigned() ? t.get<uint64_t>() >= vocab : (t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab))
+      throw bad("prompt", "holds token id " + t.dump() + " outside the vocabulary of " + std::to_string(vocab));
+    ids.push_back(t.get<uint32_t>());
+  }
+  return ids;
+}
+
+// An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
+void add_prompt(CompletionRequest& r, std::vector<uint32_t> ids, std::string text, const Tokenizer& tok) {
+  if (ids.empty()) {
+    if (!tok.eot_id()) throw bad("prompt", "is empty and the vocabulary has no <|endoftext|> to start from");
+    ids.push_back(*tok.eot_id());
+  }
+  r.prompts.push_back(std::move(ids));
+  r.prompt_texts.push_back(std::move(text));
+}
+
+void parse_prompts(CompletionRequest& r, const json& body, const Tokenizer& tok) {
+  const json* p = field(body, "prompt");
+  if (!p) throw ApiError(400, "'prompt' is required", "prompt", "missing_required_parameter");
+  const uint32_t vocab = tok.vocab_size();
+  const char* shape = "must be a string, an array of strings, token ids or arrays of token ids";
+  if (p->is_string()) {
+    add_prompt(r, tok.encode(p->get<std::string>()), p->get<std::string>(), tok);
+    return;
+  }
+  if (!p->is_array() || p->empty()) throw bad("prompt", p->is_array() ? "must not be empty" : shape, "invalid_type");
+  if (p->size() > kMaxPrompts) throw bad("prompt", "holds at most " + std::to_string(kMaxPrompts) + " prompts");
+  if ((*p)[0].is_number()) {
+    auto ids = token_ids(*p, vocab);
+    add_prompt(r, ids, tok.decode(ids), tok);
+    return;
+  }
+  for (const json& one : *p) {
+    if (one.is_string()) add_prompt(r, tok.encode(one.get<std::string>()), one.get<std::string>(), tok);
+    else if (one.is_array()) {
+      auto ids = token_ids(one, vocab);
+      add_prompt(r, ids, tok.decode(ids), tok);
+    } else throw bad("prompt", shape, "invalid_type");
+  }
+}
+
+void check_fits(const CompletionRequest& r, uint32_t context) {
+  for (const auto& ids : r.prompts) {
+    const uint64_t want = ids.size() + uint64_t(r.sampling.options.max_tokens);
+    if (want > context)
+      throw ApiError(400,
+                     "This model's maximum context length is " + std::to_string(context) + " tokens, however you requested " +
+                         std::to_string(want) + " tokens (" + std::to_string(ids.size()) + " in your prompt; " +
+                         std::to_string(r.sampling.options.max_tokens) +
+                         " for the completion). Please reduce your prompt or completion length.",
+                     "max_tokens", "context_length_exceeded");
+  }
+}
+
+void parse_common(CompletionRequest& r, const json& body, bool chat) {
+  r.sampling = generation_options_from_json(body, chat);
+  r.n = static_cast<uint32_t>(integer(body, "n", 1, kMaxChoices).value_or(1));
+  r.stream = boolean(body, "stream").value_or(false);
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) throw bad("stream_options", "must be an object", "invalid_type");
+    r.include_usage = boolean(*so, "include_usage").value_or(false);
+  }
+  if (const json* u = field(body, "user"); u && !u->is_string()) throw bad("user", "must be a string", "invalid_type");
+  if (const json* m = field(body, "model"); m && !m->is_string()) throw bad("model", "must be a string", "invalid_type");
+}
+
+}  // namespace
+
+json error_body(const ApiError& e) {
+  return {{"error",
+           {{"message", e.what()},
+            {"type", e.type},
+            {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+            {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
+}
+
+SamplingRequest generation_options_from_json(const json& body, bool chat) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_type");
+  refuse_unsupported(body);
+  SamplingRequest r;
+  ops::SamplingParams& p = r.options.sampling;
+  p.temperature = static_cast<float>(number(body, "temperature", 0, 2).value_or(1.0));
+  p.top_p = static_cast<float>(number(body, "top_p", 0, 1).value_or(1.0));
+  if (p.top_p <= 0) throw bad("top_p", "must be above 0 (and at most 1)");
+  p.top_k = static_cast<uint32_t>(integer(body, "top_k", 0, std::numeric_limits<uint32_t>::max()).value_or(0));
+  if (auto seed = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+    r.seed_given = true;
+    p.seed = static_cast<uint64_t>(*seed);
+  }
+  std::optional<int64_t> max_tokens = integer(body, "max_tokens", 1, std::numeric_limits<uint32_t>::max());
+  if (chat && !max_tokens) max_tokens = integer(body, "max_completion_tokens", 1, std::numeric_limits<uint32_t>::max());
+  // Chat without a limit: up to the context (parse_chat_request fills in the room left).
+  r.options.max_tokens = static_cast<uint32_t>(max_tokens.value_or(chat ? 0 : kDefaultMaxTokens));
+  r.options.stop = stop_strings(body);
+  return r;
+}
+
+uint64_t choice_seed(const SamplingRequest& s, uint32_t index) {
+  if (s.seed_given) return s.options.sampling.seed + index;
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+
+CompletionRequest parse_completion_request(const json& body, const Tokenizer& tok, uint32_t context) {
+  CompletionRequest r;
+  parse_common(r, body, false);
+  r.echo = boolean(body, "echo").value_or(false);
+  if (auto k = integer(body, "logprobs", 0, 5)) r.logprobs = static_cast<uint32_t>(*k);
+  if (auto best_of = integer(body, "best_of", 1, kMaxChoices); best_of && *best_of != r.n)
+    throw ApiError(400, "'best_of' other than n is not supported by this server", "best_of", "unsupported_parameter");
+  if (const json* s = field(body, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
+    throw ApiError(400, "'suffix' is not supported by this server", "suffix", "unsupported_parameter");
+  parse_prompts(r, body, tok);
+  check_fits(r, context);
+  return r;
+}
+
+std::string chat_transcript(const json& messages) {
+  if (!messages.is_array() || messages.empty())
+    throw bad("messages", "must be a non-empty array of {role, content}", "invalid_type");
+  std::string out;
+  for (const json& m : messages) {
+    if (!m.is_object()) throw bad("messages", "must be a non-empty array of {role, content}", "invalid_type");
+    const json* role = field(m, "role");
+    const json* content = field(m, "content");
+    if (!role || !role->is_string()) throw bad("messages", "each message needs a string 'role'", "invalid_type");
+    std::string text;
+    if (content && content->is_string()) text = content->get<std::string>();
+    else if (content && content->is_array()) {
+      for (const json& part : *content) {  // [{"type": "text", "text": ...}]
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+          throw bad("messages", "content parts must be {\"type\": \"text\", \"text\": string}", "invalid_type");
+        text += part["text"].get<std::string>();
+      }
+    } else if (content) throw bad("messages", "each message's 'content' must be a string or text parts", "invalid_type");
+    const std::string r = role->get<std::string>();
+    if (r == "system" || r == "developer") out += text + "\n\n";
+    else if (r == "user") out += "User: " + text + "\n";
+    else if (r == "assistant") out += "Assistant: " + text + "\n";
+    else throw bad("messages", "has an unknown role '" + r + "' (system, developer, user, assistant)");
+  }
+  return out + "Assistant:";
+}
+
+CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uint32_t context) {
+  CompletionRequest r;
+  parse_common(r, body, true);
+  if (boolean(body, "logprobs").value_or(false) || field(body, "top_logprobs"))
+    throw ApiError(400, "'logprobs' is not supported on /v1/chat/completions by this server (use /v1/completions)",
+                   "logprobs", "unsupported_parameter");
+  const json* messages = field(body, "messages");
+  if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
+  const std::string transcript = chat_transcript(*messages);
+  add_prompt(r, tok.encode(transcript), transcript, tok);
+  r.sampling.options.stop.push_back("\nUser:");
+  if (r.sampling.options.max_tokens == 0)
+    r.sampling.options.max_tokens = r.prompts[0].size() < context ? context - static_cast<uint32_t>(r.prompts[0].size()) : 1;
+  check_fits(r, context);
+  return r;
+}
+
+}  // namespace gptvk::server

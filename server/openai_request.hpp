@@ -1,0 +1,68 @@
+// OpenAI-style request bodies (POST /v1/completions, /v1/chat/completions) checked and turned
+// into what the scheduler runs. Every problem is an ApiError carrying the HTTP status and
+// OpenAI's error fields, so the server answers {"error": {message, type, param, code}}.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/tokenizer/tokenizer.hpp"
+#include "runtime/generator.hpp"
+
+namespace gptvk::server {
+
+using json = nlohmann::json;
+
+struct ApiError : std::runtime_error {
+  ApiError(int status, const std::string& message, std::string param = {}, std::string code = {},
+           std::string type = "invalid_request_error")
+      : std::runtime_error(message), status(status), type(std::move(type)), param(std::move(param)), code(std::move(code)) {}
+  int status;
+  std::string type, param, code;
+};
+
+// {"error": {"message", "type", "param", "code"}} (param and code null when empty).
+json error_body(const ApiError& e);
+
+// The sampling and stopping fields both endpoints share (temperature, top_p, top_k, seed,
+// stop, max_tokens, logit_bias, the penalties, min_p), mapped into GenerationOptions. The
+// one place to extend when ops::SamplingParams gains a control: fields it cannot honour yet
+// are refused (400 naming them) unless they hold their neutral value. `max_tokens_key` is
+// "max_tokens", or for chat also "max_completion_tokens".
+struct SamplingRequest {
+  GenerationOptions options;
+  bool seed_given = false;  // without one each sequence draws a random seed
+};
+SamplingRequest generation_options_from_json(const json& body, bool chat);
+
+struct CompletionRequest {
+  std::vector<std::vector<uint32_t>> prompts;  // token ids, one list per prompt
+  std::vector<std::string> prompt_texts;       // their text (what echo prepends)
+  SamplingRequest sampling;
+  uint32_t n = 1;
+  bool stream = false, echo = false;
+  std::optional<uint32_t> logprobs;  // 0..5 alternatives
+  bool include_usage = false;        // stream_options.include_usage
+};
+
+// Checks `body` (a parsed JSON value) against OpenAI's /v1/completions; prompts are
+// tokenized, and each must leave room for max_tokens in `context`.
+CompletionRequest parse_completion_request(const json& body, const Tokenizer& tok, uint32_t context);
+
+// /v1/chat/completions: the messages rendered by chat_transcript() as the one prompt, with
+// "\nUser:" added to the stop strings so the model's turn ends where the next would begin.
+CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uint32_t context);
+
+// The plain transcript template (GPT-2 is not chat-tuned): each system message's content
+// followed by a blank line, then "User: <content>\n" / "Assistant: <content>\n" per turn,
+// ending with "Assistant:" for the model to continue.
+std::string chat_transcript(const json& messages);
+
+// The seed of choice `index`: seed + index with a seed, else a random one.
+uint64_t choice_seed(const SamplingRequest& s, uint32_t index);
+
+}  // namespace gptvk::server

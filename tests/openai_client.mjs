@@ -1,0 +1,131 @@
+// The official `openai` npm client (pinned in tools/package.json) against `gpt-vk serve` on
+// the bundled model: completions plain, streamed, n > 1, stop, logprobs, seed, and chat.
+// Starts the server itself on a free loopback port and stops it with SIGTERM (exit 0).
+//
+//   node tests/openai_client.mjs build/gpt-vk
+//
+// Exits 77 (CTest: skipped) when the client is not installed (tools/setup.sh installs it).
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { strict as assert } from 'node:assert';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+let OpenAI;
+try {
+  OpenAI = createRequire(path.join(here, '../tools/package.json'))('openai').OpenAI;
+} catch {
+  console.error('openai_client: the openai package is not installed (run npm install in tools/ or tools/setup.sh)');
+  process.exit(77);
+}
+
+const binary = process.argv[2];
+assert.ok(binary, 'usage: node tests/openai_client.mjs PATH/TO/gpt-vk');
+
+// Starts the server and resolves with its port once it prints the listening line.
+function startServer() {
+  const child = spawn(binary, ['serve', '--port', '0', '--parallel', '4'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  const port = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 120000);
+    child.stderr.on('data', (d) => {
+      err += d;
+      const m = err.match(/gpt-vk: listening on http:\/\/127\.0\.0\.1:(\d+)\n/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`server exited (${code}): ${err}`)));
+  });
+  return { child, port };
+}
+
+async function collectStream(stream, chat = false) {
+  let text = '';
+  let finish = null;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      text += chat ? (c.delta?.content ?? '') : c.text;
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  return { text, finish };
+}
+
+async function run(client, model) {
+  const prompt = 'It was a fine morning, and';
+
+  // Plain, greedy: the whole max_tokens unless <|endoftext|> came first.
+  const plain = await client.completions.create({ model, prompt, max_tokens: 20, temperature: 0, logprobs: 3 });
+  const c0 = plain.choices[0];
+  assert.equal(plain.object, 'text_completion');
+  assert.ok(c0.text.length > 0);
+  assert.equal(c0.logprobs.tokens.length, plain.usage.completion_tokens, 'one logprob per generated token');
+  assert.equal(c0.logprobs.tokens.join(''), c0.text, 'the tokens spell the text');
+  for (let i = 0; i < c0.logprobs.tokens.length; ++i) {
+    const top = c0.logprobs.top_logprobs[i];
+    assert.equal(Object.keys(top).length, 3);
+    const best = Math.max(...Object.values(top));
+    assert.ok(Math.abs(c0.logprobs.token_logprobs[i] - best) < 1e-6, 'greedy picks the most probable token');
+    assert.ok(c0.logprobs.token_logprobs[i] <= 0);
+  }
+  if (c0.finish_reason === 'length') assert.equal(plain.usage.completion_tokens, 20);
+
+  // Seeded sampling: reproducible, and the stream says the same.
+  const sampled = { model, prompt, max_tokens: 24, temperature: 0.9, top_p: 0.95, seed: 42 };
+  const a = await client.completions.create(sampled);
+  const b = await client.completions.create(sampled);
+  assert.equal(a.choices[0].text, b.choices[0].text, 'same seed, same text');
+  const streamed = await collectStream(await client.completions.create({ ...sampled, stream: true }));
+  assert.equal(streamed.text, a.choices[0].text, 'streamed text equals the non-streamed text');
+  assert.equal(streamed.finish, a.choices[0].finish_reason);
+
+  // n > 1: choice i is the request with seed + i.
+  const many = await client.completions.create({ ...sampled, n: 3 });
+  assert.equal(many.choices.length, 3);
+  for (let i = 0; i < 3; ++i) {
+    assert.equal(many.choices[i].index, i);
+    const alone = await client.completions.create({ ...sampled, seed: 42 + i });
+    assert.equal(many.choices[i].text, alone.choices[0].text, `choice ${i} equals seed ${42 + i} alone`);
+  }
+  assert.ok(new Set(many.choices.map((c) => c.text)).size > 1, 'three samples differ');
+
+  // stop: the greedy text cut right before a stop string taken from its middle.
+  const stop = c0.text.slice(Math.floor(c0.text.length / 2), Math.floor(c0.text.length / 2) + 5);
+  const stopped = await client.completions.create({ model, prompt, max_tokens: 20, temperature: 0, stop: [stop] });
+  assert.equal(stopped.choices[0].text, c0.text.slice(0, c0.text.indexOf(stop)));
+  assert.equal(stopped.choices[0].finish_reason, 'stop');
+
+  // Chat, plain and streamed, with a seed.
+  const chat = { model, messages: [{ role: 'user', content: 'Who is Emma?' }], max_tokens: 20, seed: 3 };
+  const reply = await client.chat.completions.create(chat);
+  assert.equal(reply.choices[0].message.role, 'assistant');
+  const chatStream = await collectStream(await client.chat.completions.create({ ...chat, stream: true }), true);
+  assert.equal(chatStream.text, reply.choices[0].message.content);
+
+  // Errors come back as the client's APIError with the status.
+  await assert.rejects(client.completions.create({ model, prompt, temperature: 5 }), (e) => e.status === 400);
+  console.log(`openai_client: all checks passed (greedy text: ${JSON.stringify(c0.text)})`);
+}
+
+const { child, port } = startServer();
+let failed = false;
+try {
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${await port}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+  const models = await client.models.list();
+  await run(client, models.data[0].id);
+} catch (e) {
+  failed = true;
+  console.error('openai_client: FAILED:', e);
+}
+const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+child.kill('SIGTERM');
+const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 30000))]);
+if (code !== 0) {
+  console.error(`openai_client: the server's exit after SIGTERM was ${code}, not 0`);
+  if (code === 'timeout') child.kill('SIGKILL');
+  failed = true;
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,102 @@
+#include "tests/support/server_process.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <regex>
+
+extern char** environ;
+
+namespace gptvk::test {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+ServerProcess::ServerProcess(const std::vector<std::string>& args, double timeout_s) {
+  int err_pipe[2];
+  BOOST_REQUIRE(pipe2(err_pipe, O_CLOEXEC) == 0);
+  std::vector<std::string> argv_strings = {GPTVK_BINARY, "serve", "--host", "127.0.0.1", "--port", "0"};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<std::string> env_strings = {"GPTVK_VALIDATION=1"};
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "GPTVK_", 6) != 0 || std::strncmp(*e, "GPTVK_FORCE=", 12) == 0) env_strings.push_back(*e);
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_ = fork();
+  BOOST_REQUIRE(pid_ >= 0);
+  if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // no server outlives a test that died
+    dup2(err_pipe[1], STDERR_FILENO);
+    int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, STDIN_FILENO);
+    dup2(devnull, STDOUT_FILENO);
+    execve(GPTVK_BINARY, argv.data(), envp.data());
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  err_fd_ = err_pipe[0];
+  reader_ = std::thread([this] {
+    char buf[4096];
+    for (ssize_t n; (n = read(err_fd_, buf, sizeof buf)) > 0;) {
+      std::lock_guard lock(mu_);
+      err_.append(buf, static_cast<size_t>(n));
+    }
+  });
+  const std::regex listening("gpt-vk: listening on http://127\\.0\\.0\\.1:([0-9]+)\n");
+  auto t0 = Clock::now();
+  while (since(t0) < timeout_s && port_ == 0) {
+    std::smatch m;
+    const std::string err = stderr_text();
+    if (std::regex_search(err, m, listening)) port_ = std::stoi(m[1]);
+    else if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      break;
+    } else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  BOOST_REQUIRE_MESSAGE(port_ > 0, "gpt-vk serve did not start listening; stderr: " << stderr_text());
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (reader_.joinable()) reader_.join();
+  if (err_fd_ >= 0) close(err_fd_);
+}
+
+int ServerProcess::stop(int sig, double timeout_s) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, sig);
+  auto t0 = Clock::now();
+  int status = 0;
+  while (since(t0) < timeout_s) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  return -1;
+}
+
+std::string ServerProcess::stderr_text() const {
+  std::lock_guard lock(mu_);
+  return err_;
+}
+
+}  // namespace gptvk::test

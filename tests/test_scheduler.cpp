@@ -1,0 +1,133 @@
+// runtime/scheduler on the bundled model: slots sharing one set of weights run several
+// sequences at once, and each sequence's tokens, text and log-probabilities equal a lone
+// Generator's on a model of its own (greedy and seeded sampling, stop strings, logprobs); a cancelled
+// sequence frees its slot; the queue refuses what does not fit; shutdown cancels what is left.
+#define BOOST_TEST_MODULE scheduler
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+
+#include "models/config.hpp"
+#include "models/gpt_model.hpp"
+#include "models/tokenizer/tokenizer.hpp"
+#include "models/weights.hpp"
+#include "runtime/scheduler.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kConfig = fs::path(GPTVK_SOURCE_DIR) / "models/default/config.toml";
+
+struct Fixture : test::NoValidationMessages {
+  ModelConfig cfg = load_config(kConfig.string());
+  Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+
+  std::vector<std::unique_ptr<GptModel>> slots(uint32_t n) {
+    std::vector<std::unique_ptr<GptModel>> out;
+    out.push_back(std::make_unique<GptModel>(test::context(), cfg, load_weights(test::context(), cfg)));
+    for (uint32_t i = 1; i < n; ++i) out.push_back(std::make_unique<GptModel>(test::context(), cfg, out[0]->shared_weights()));
+    return out;
+  }
+  GenerationOptions options(uint32_t i) {
+    GenerationOptions o;
+    o.sampling = {i % 3 == 0 ? 0.0f : 0.9f, i % 2 ? 40u : 0u, i % 4 == 1 ? 0.9f : 1.0f, 1000 + i};
+    o.max_tokens = 10 + 3 * i;
+    o.logprobs = i % 2 ? 3 : 0;
+    if (i == 4) o.stop = {","};
+    return o;
+  }
+  std::vector<uint32_t> prompt(uint32_t i) { return tok.encode("It was a fine morning " + std::to_string(i) + ", and"); }
+};
+
+// Every step's text, token and logprob, until the end.
+std::vector<GenerationStep> drain(Sequence& s) {
+  std::vector<GenerationStep> steps;
+  for (int i = 0; i < 6000 && !s.wait_steps(steps, std::chrono::milliseconds(50)); ++i) {
+  }
+  return steps;
+}
+
+}  // namespace
+
+namespace gptvk {
+std::ostream& operator<<(std::ostream& os, FinishReason r) { return os << int(r) << " (" << finish_reason_name(r) << ")"; }
+}  // namespace gptvk
+
+BOOST_FIXTURE_TEST_SUITE(scheduler, Fixture)
+
+BOOST_AUTO_TEST_CASE(each_sequence_equals_a_lone_generator) {
+  constexpr uint32_t kSequences = 7;
+  Scheduler sched(slots(3), tok, 16);
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  for (uint32_t i = 0; i < kSequences; ++i) seqs.push_back(std::make_shared<Sequence>(prompt(i), options(i)));
+  sched.submit(seqs);
+  std::vector<std::vector<GenerationStep>> all;
+  for (auto& s : seqs) all.push_back(drain(*s));
+  const SchedulerStats st = sched.stats();
+  BOOST_TEST(st.active == 0u);
+  BOOST_TEST(st.sequences_done == kSequences);
+  // The scheduler's thread owns the device queue while it runs: the references come after.
+  sched.shutdown(std::chrono::milliseconds(0));
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg));
+  for (uint32_t i = 0; i < kSequences; ++i) {
+    BOOST_TEST_INFO("sequence " << i);
+    const std::vector<GenerationStep>& steps = all[i];
+    BOOST_TEST(seqs[i]->error().empty());
+    Generator gen(lone, tok);
+    gen.start(prompt(i), options(i));
+    std::vector<uint32_t> tokens;
+    std::string text;
+    for (const auto& s : steps) {
+      if (s.token) tokens.push_back(*s.token);
+      text += s.text;
+    }
+    while (!gen.finished()) gen.next();
+    BOOST_TEST(tokens == gen.tokens());
+    BOOST_TEST(text == gen.text());
+    BOOST_TEST(seqs[i]->finish_reason() == gen.finish_reason());
+    size_t k = 0;
+    for (const auto& s : steps)
+      if (s.logprob) BOOST_TEST(s.logprob->logprob == gen.logprobs().at(k++).logprob);
+    BOOST_TEST(k == gen.logprobs().size());
+  }
+  BOOST_TEST(options(4).stop.size() == 1u);
+  BOOST_TEST(seqs[4]->finish_reason() == FinishReason::StopString);
+}
+
+BOOST_AUTO_TEST_CASE(cancel_frees_the_slot_and_the_queue_is_bounded) {
+  Scheduler sched(slots(1), tok, 1);
+  GenerationOptions long_run = options(1);
+  long_run.max_tokens = 200;
+  auto running = std::make_shared<Sequence>(prompt(0), long_run);
+  auto waiting = std::make_shared<Sequence>(prompt(1), options(1));
+  sched.submit({running});
+  std::vector<GenerationStep> first;
+  while (first.empty()) running->wait_steps(first, std::chrono::milliseconds(50));  // it holds the slot
+  sched.submit({waiting});
+  BOOST_CHECK_THROW(sched.submit({std::make_shared<Sequence>(prompt(2), options(2))}), QueueFull);
+  running->cancel();
+  drain(*running);
+  BOOST_TEST(running->finish_reason() == FinishReason::Cancelled);
+  drain(*waiting);  // it got the slot
+  BOOST_TEST(waiting->finish_reason() != FinishReason::Cancelled);
+  BOOST_TEST(waiting->timings().generated_tokens > 0u);
+  sched.shutdown(std::chrono::milliseconds(0));
+  BOOST_CHECK_THROW(sched.submit({std::make_shared<Sequence>(prompt(2), options(2))}), ShuttingDown);
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_prompt_fails_its_sequence_only) {
+  Scheduler sched(slots(2), tok, 4);
+  auto too_long = std::make_shared<Sequence>(std::vector<uint32_t>(cfg.context_length, 11), options(0));
+  auto fine = std::make_shared<Sequence>(prompt(0), options(0));
+  sched.submit({too_long, fine});
+  drain(*too_long);
+  drain(*fine);
+  BOOST_TEST(too_long->error().find("context") != std::string::npos);
+  BOOST_TEST(fine->error().empty());
+  BOOST_TEST(fine->timings().generated_tokens == options(0).max_tokens);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,422 @@
+// `gpt-vk serve` end to end on the bundled model: the real binary on a free loopback port,
+// driven with httplib's client. Completions (plain, streamed, n > 1, stop strings, logprobs,
+// echo, chat) equal what the library's Generator makes for the same prompt and settings,
+// token by token; concurrent requests equal the same requests run alone; bad requests get
+// OpenAI's error body with the right status; an aborted stream frees its slot; a full
+// queue answers 429; SIGTERM exits 0 after finishing the running request. The server runs
+// with the validation layer on and its stderr must not carry a validation message.
+#define BOOST_TEST_MODULE server
+#include <httplib.h>
+#include <signal.h>
+
+#include <boost/test/unit_test.hpp>
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "models/config.hpp"
+#include "models/gpt_model.hpp"
+#include "models/tokenizer/tokenizer.hpp"
+#include "models/weights.hpp"
+#include "runtime/generator.hpp"
+#include "tests/support/cli_run.hpp"
+#include "tests/support/server_process.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kConfig = fs::path(GPTVK_SOURCE_DIR) / "models/default/config.toml";
+const char* kPrompt = "It was a fine morning, and";
+
+// The library's run of one request: what the server must answer.
+struct Reference {
+  std::vector<uint32_t> tokens;
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  std::string finish;
+};
+
+// The config and tokenizer (no device objects: those must go before the test context does).
+struct Library {
+  ModelConfig cfg = load_config(kConfig.string());
+  Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+};
+Library& library() {
+  static Library lib;
+  return lib;
+}
+
+Reference reference(const std::string& prompt, const GenerationOptions& o) {
+  Library& lib = library();
+  GptModel model(test::context(), lib.cfg, load_weights(test::context(), lib.cfg));
+  Generator gen(model, lib.tok);
+  gen.start(lib.tok.encode(prompt), o);
+  while (!gen.finished()) gen.next();
+  return {gen.tokens(), gen.text(), gen.logprobs(), finish_reason_name(gen.finish_reason())};
+}
+
+GenerationOptions options(float temperature, uint32_t top_k, float top_p, uint64_t seed, uint32_t max_tokens) {
+  GenerationOptions o;
+  o.sampling = {temperature, top_k, top_p, seed};
+  o.max_tokens = max_tokens;
+  return o;
+}
+
+// One server for the tests that need nothing special (4 slots).
+test::ServerProcess& shared_server() {
+  static test::ServerProcess server({"--parallel", "4"});
+  return server;
+}
+
+struct Reply {
+  int status = 0;
+  json body;
+};
+
+Reply post(int port, const std::string& path, const std::string& body, const httplib::Headers& headers = {}) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(120, 0);
+  auto r = cli.Post(path.c_str(), headers, body, "application/json");
+  BOOST_REQUIRE_MESSAGE(r, "no HTTP response from " << path);
+  return {r->status, json::parse(r->body, nullptr, false)};
+}
+Reply post(int port, const std::string& path, const json& body) { return post(port, path, body.dump()); }
+
+// A streamed request's events (the JSON of each `data:` line) and whether `[DONE]` ended it.
+// With `abort_after` > 0 the client hangs up after that many events.
+struct Stream {
+  int status = 0;
+  std::vector<json> events;
+  bool done = false;
+};
+Stream post_stream(int port, const std::string& path, json body, size_t abort_after = 0) {
+  body["stream"] = true;
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(120, 0);
+  Stream s;
+  std::string buffer;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    buffer.append(data, n);
+    for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
+      std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      BOOST_REQUIRE(event.rfind("data: ", 0) == 0);
+      if (event == "data: [DONE]") s.done = true;
+      else s.events.push_back(json::parse(event.substr(6)));
+    }
+    return abort_after == 0 || s.events.size() < abort_after;
+  };
+  auto r = cli.send(req);
+  if (r) s.status = r->status;
+  return s;
+}
+
+// Checks a completion choice against the library's run, token by token.
+void check_choice(const json& choice, const Reference& want, bool with_logprobs) {
+  BOOST_TEST(choice["text"].get<std::string>() == want.text);
+  BOOST_TEST(choice["finish_reason"].get<std::string>() == want.finish);
+  if (!with_logprobs) return;
+  const json& lp = choice["logprobs"];
+  BOOST_REQUIRE(lp["tokens"].size() == want.tokens.size());
+  size_t offset = 0;
+  for (size_t i = 0; i < want.tokens.size(); ++i) {
+    BOOST_TEST(lp["tokens"][i].get<std::string>() == library().tok.token_bytes(want.tokens[i]));
+    BOOST_TEST(lp["token_logprobs"][i].get<double>() == want.logprobs[i].logprob, boost::test_tools::tolerance(1e-5));
+    BOOST_TEST(lp["text_offset"][i].get<size_t>() == offset);
+    offset += library().tok.token_bytes(want.tokens[i]).size();
+  }
+}
+
+// OpenAI's error body with the status's meaning.
+void check_error(const Reply& r, int status, const std::string& param = "") {
+  BOOST_TEST_INFO("body: " << r.body.dump());
+  BOOST_TEST(r.status == status);
+  BOOST_REQUIRE(r.body.is_object() && r.body.contains("error"));
+  const json& e = r.body["error"];
+  BOOST_TEST((e["message"].is_string() && !e["message"].get<std::string>().empty()));
+  BOOST_TEST(e["type"].is_string());
+  BOOST_TEST(e.contains("code"));
+  if (!param.empty()) BOOST_TEST(e["param"] == param);
+}
+
+double metric(int port, const std::string& name) {
+  httplib::Client cli("127.0.0.1", port);
+  auto r = cli.Get("/metrics");
+  BOOST_REQUIRE(r);
+  auto at = r->body.find("\n" + name + " ");
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, name << " missing from /metrics");
+  return std::stod(r->body.substr(at + name.size() + 2));
+}
+
+// Waits (bounded) until /metrics shows `name` == value.
+bool metric_becomes(int port, const std::string& name, double value, double timeout_s = 30) {
+  for (int i = 0; i < timeout_s * 20; ++i) {
+    if (metric(port, name) == value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+void check_no_validation_messages(const test::ServerProcess& s) {
+  BOOST_TEST(s.stderr_text().find("validation") == std::string::npos, "server stderr: " << s.stderr_text());
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(server, test::NoValidationMessages)
+
+BOOST_AUTO_TEST_CASE(greedy_completion_equals_the_library) {
+  const int port = shared_server().port();
+  Reply r = post(port, "/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 24}, {"temperature", 0}, {"logprobs", 1}});
+  BOOST_TEST_INFO("body: " << r.body.dump());
+  BOOST_REQUIRE(r.status == 200);
+  BOOST_TEST(r.body["object"] == "text_completion");
+  BOOST_TEST(r.body["id"].is_string());
+  BOOST_TEST(r.body["model"] == library().cfg.name);
+  BOOST_REQUIRE(r.body["choices"].size() == 1u);
+  GenerationOptions o = options(0, 0, 1, 0, 24);
+  o.logprobs = 1;
+  Reference want = reference(kPrompt, o);
+  check_choice(r.body["choices"][0], want, true);
+  BOOST_TEST(r.body["usage"]["prompt_tokens"] == library().tok.encode(kPrompt).size());
+  BOOST_TEST(r.body["usage"]["completion_tokens"] == want.tokens.size());
+  check_no_validation_messages(shared_server());
+}
+
+BOOST_AUTO_TEST_CASE(seeded_sampling_equals_the_library_and_the_stream) {
+  const int port = shared_server().port();
+  json body{{"prompt", kPrompt}, {"max_tokens", 30}, {"temperature", 0.9}, {"top_k", 40}, {"top_p", 0.95}, {"seed", 7}};
+  Reply r = post(port, "/v1/completions", body);
+  BOOST_REQUIRE(r.status == 200);
+  check_choice(r.body["choices"][0], reference(kPrompt, options(0.9f, 40, 0.95f, 7, 30)), false);
+  Stream s = post_stream(port, "/v1/completions", body);
+  BOOST_TEST(s.status == 200);
+  BOOST_TEST(s.done);
+  std::string text, finish;
+  for (const json& e : s.events) {
+    BOOST_TEST(e["object"] == "text_completion");
+    text += e["choices"][0]["text"].get<std::string>();
+    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+  }
+  BOOST_TEST(text == r.body["choices"][0]["text"].get<std::string>());
+  BOOST_TEST(finish == r.body["choices"][0]["finish_reason"].get<std::string>());
+}
+
+BOOST_AUTO_TEST_CASE(n_choices_use_seed_plus_index) {
+  Reply r = post(shared_server().port(), "/v1/completions",
+                 json{{"prompt", kPrompt}, {"max_tokens", 16}, {"temperature", 1.0}, {"n", 3}, {"seed", 11}});
+  BOOST_REQUIRE(r.status == 200);
+  BOOST_REQUIRE(r.body["choices"].size() == 3u);
+  std::set<std::string> texts;
+  for (uint32_t i = 0; i < 3; ++i) {
+    BOOST_TEST(r.body["choices"][i]["index"] == i);
+    check_choice(r.body["choices"][i], reference(kPrompt, options(1.0f, 0, 1.0f, 11 + i, 16)), false);
+    texts.insert(r.body["choices"][i]["text"].get<std::string>());
+  }
+  BOOST_TEST(texts.size() > 1u, "three samples that are all the same");
+}
+
+BOOST_AUTO_TEST_CASE(stop_string_ends_the_text) {
+  const int port = shared_server().port();
+  Reference free_run = reference(kPrompt, options(0, 0, 1, 0, 24));
+  // A stop string from the middle of the greedy text: the answer ends right before it.
+  const std::string stop = free_run.text.substr(free_run.text.size() / 2, 6);
+  Reply r = post(port, "/v1/completions",
+                 json{{"prompt", kPrompt}, {"max_tokens", 24}, {"temperature", 0}, {"stop", {stop, "zzzz"}}});
+  BOOST_REQUIRE(r.status == 200);
+  GenerationOptions o = options(0, 0, 1, 0, 24);
+  o.stop = {stop, "zzzz"};
+  Reference want = reference(kPrompt, o);
+  BOOST_TEST(want.finish == "stop");
+  BOOST_TEST(want.text == free_run.text.substr(0, free_run.text.find(stop)));
+  check_choice(r.body["choices"][0], want, false);
+}
+
+BOOST_AUTO_TEST_CASE(logprobs_and_echo) {
+  const int port = shared_server().port();
+  Reply r = post(port, "/v1/completions",
+                 json{{"prompt", kPrompt}, {"max_tokens", 8}, {"temperature", 0}, {"logprobs", 5}, {"echo", true}});
+  BOOST_REQUIRE(r.status == 200);
+  const json& c = r.body["choices"][0];
+  GenerationOptions o = options(0, 0, 1, 0, 8);
+  o.logprobs = 5;
+  Reference want = reference(kPrompt, o);
+  BOOST_TEST(c["text"].get<std::string>() == kPrompt + want.text);
+  const size_t P = library().tok.encode(kPrompt).size();
+  const json& lp = c["logprobs"];
+  BOOST_REQUIRE(lp["tokens"].size() == P + want.tokens.size());
+  BOOST_TEST(lp["token_logprobs"][0].is_null());
+  for (size_t i = 1; i < lp["tokens"].size(); ++i) {
+    BOOST_TEST(lp["token_logprobs"][i].get<double>() <= 0.0);
+    BOOST_TEST(lp["top_logprobs"][i].size() == 5u);
+    // Greedy: every generated token is its step's most probable one.
+    if (i >= P) {
+      double best = -1e30;
+      for (auto& [tok, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<double>());
+      BOOST_TEST(lp["token_logprobs"][i].get<double>() == best, boost::test_tools::tolerance(1e-6));
+      BOOST_TEST(lp["token_logprobs"][i].get<double>() == want.logprobs[i - P].logprob, boost::test_tools::tolerance(1e-5));
+    }
+  }
+  BOOST_TEST(lp["text_offset"][P].get<size_t>() == std::string(kPrompt).size());
+}
+
+BOOST_AUTO_TEST_CASE(chat_streamed_equals_plain_and_the_transcript) {
+  const int port = shared_server().port();
+  json body{{"messages", {{{"role", "system"}, {"content", "A novel."}}, {{"role", "user"}, {"content", "Who is Emma?"}}}},
+            {"max_tokens", 20}, {"seed", 5}, {"temperature", 0.8}};
+  Reply r = post(port, "/v1/chat/completions", body);
+  BOOST_REQUIRE(r.status == 200);
+  BOOST_TEST(r.body["object"] == "chat.completion");
+  GenerationOptions o = options(0.8f, 0, 1, 5, 20);
+  o.stop = {"\nUser:"};
+  Reference want = reference("A novel.\n\nUser: Who is Emma?\nAssistant:", o);
+  const std::string content = r.body["choices"][0]["message"]["content"];
+  BOOST_TEST(content == (want.text.rfind(' ', 0) == 0 ? want.text.substr(1) : want.text));
+  Stream s = post_stream(port, "/v1/chat/completions", body);
+  BOOST_TEST(s.done);
+  std::string streamed;
+  for (const json& e : s.events)
+    if (e["choices"][0]["delta"].contains("content")) streamed += e["choices"][0]["delta"]["content"].get<std::string>();
+  BOOST_TEST(streamed == content);
+}
+
+BOOST_AUTO_TEST_CASE(sixteen_concurrent_requests_equal_each_alone) {
+  const int port = shared_server().port();
+  auto body = [](int i) {
+    return json{{"prompt", std::string(kPrompt) + " " + std::to_string(i)}, {"max_tokens", 12 + i % 5},
+                {"temperature", i % 4 == 0 ? 0.0 : 0.9}, {"seed", 100 + i}};
+  };
+  std::vector<std::string> alone(16), together(16);
+  for (int i = 0; i < 16; ++i) alone[i] = post(port, "/v1/completions", body(i)).body["choices"][0]["text"];
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 16; ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_read_timeout(120, 0);
+      auto r = cli.Post("/v1/completions", body(i).dump(), "application/json");
+      if (r && r->status == 200) together[i] = json::parse(r->body)["choices"][0]["text"];
+    });
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < 16; ++i) {
+    BOOST_TEST_INFO("request " << i);
+    BOOST_TEST(together[i] == alone[i]);
+    BOOST_TEST(!alone[i].empty());
+  }
+  BOOST_TEST(metric(port, "gptvk_active_sequences") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_requests_get_openai_errors) {
+  const int port = shared_server().port();
+  check_error(post(port, "/v1/completions", std::string("{\"prompt\": ")), 400);
+  check_error(post(port, "/v1/completions", std::string("[1, 2]")), 400);
+  check_error(post(port, "/v1/completions", json{{"max_tokens", 3}}), 400, "prompt");
+  check_error(post(port, "/v1/completions", json{{"prompt", 5}}), 400, "prompt");
+  check_error(post(port, "/v1/completions", json{{"prompt", {1, 99999999}}}), 400, "prompt");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"temperature", "hot"}}), 400, "temperature");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"temperature", 2.5}}), 400, "temperature");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"top_p", 0}}), 400, "top_p");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"n", 0}}), 400, "n");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"logprobs", 6}}), 400, "logprobs");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", 0}}), 400, "max_tokens");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"stop", {"a", "b", "c", "d", "e"}}}), 400, "stop");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"stream", "yes"}}), 400, "stream");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"presence_penalty", 0.5}}), 400, "presence_penalty");
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"logit_bias", {{"50256", -100}}}}), 400, "logit_bias");
+  Reply too_long = post(port, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", library().cfg.context_length}});
+  check_error(too_long, 400, "max_tokens");
+  BOOST_TEST(too_long.body["error"]["code"] == "context_length_exceeded");
+  check_error(post(port, "/v1/chat/completions", json{{"messages", {{{"role", "robot"}, {"content", "x"}}}}}), 400, "messages");
+  check_error(post(port, "/detokenize", json{{"tokens", {-1}}}), 400, "tokens");
+  check_error(post(port, "/v1/nothing", json::object()), 404);
+  check_error(post(port, "/v1/completions", std::string(2 << 20, ' ')), 413);
+  // The server still answers.
+  BOOST_TEST(post(port, "/tokenize", json{{"content", "Hello world"}}).body["tokens"] == json({15496, 995}));
+  BOOST_TEST(post(port, "/detokenize", json{{"tokens", {15496, 995}}}).body["content"] == "Hello world");
+  httplib::Client cli("127.0.0.1", port);
+  auto models = cli.Get("/v1/models");
+  BOOST_REQUIRE(models);
+  BOOST_TEST(json::parse(models->body)["data"][0]["id"] == library().cfg.name);
+  BOOST_TEST(cli.Get("/health")->status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(api_key_is_required) {
+  test::ServerProcess server({"--parallel", "1", "--api-key", "sesame"});
+  json body{{"prompt", "a"}, {"max_tokens", 2}};
+  check_error(post(server.port(), "/v1/completions", body.dump()), 401);
+  check_error(post(server.port(), "/v1/completions", body.dump(), {{"Authorization", "Bearer wrong"}}), 401);
+  BOOST_TEST(post(server.port(), "/v1/completions", body.dump(), {{"Authorization", "Bearer sesame"}}).status == 200);
+  httplib::Client cli("127.0.0.1", server.port());
+  BOOST_TEST(cli.Get("/health")->status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(aborted_stream_frees_its_slot_and_a_full_queue_answers_429) {
+  test::ServerProcess server({"--parallel", "1", "--queue", "1"});
+  const int port = server.port();
+  json long_run{{"prompt", kPrompt}, {"max_tokens", 200}, {"temperature", 0.9}, {"seed", 1}};
+  // The client hangs up after 3 events: the sequence stops within a few tokens.
+  Stream aborted = post_stream(port, "/v1/completions", long_run, 3);
+  BOOST_TEST(!aborted.done);
+  BOOST_TEST(metric_becomes(port, "gptvk_active_sequences", 0));
+  // Without the cancel it would make all 200 (measured: the mutation that drops it fails
+  // here); a loaded machine may let a few dozen more through before a write fails.
+  BOOST_TEST(metric(port, "gptvk_generated_tokens_total") < 100);
+  // One running, one queued: the third has no place.
+  std::atomic<int> first_status{0}, second_status{0};
+  std::thread first([&] { first_status = post_stream(port, "/v1/completions", long_run).status; });
+  BOOST_REQUIRE(metric_becomes(port, "gptvk_active_sequences", 1));
+  std::thread second([&] { second_status = post(port, "/v1/completions", long_run).status; });
+  BOOST_REQUIRE(metric_becomes(port, "gptvk_queue_depth", 1));
+  Reply third = post(port, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", 2}});
+  check_error(third, 429);
+  // More sequences than slots and queue together can never run: 400, not "retry later".
+  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", 2}, {"n", 3}}), 400, "n");
+  first.join();
+  second.join();
+  BOOST_TEST(first_status == 200);
+  BOOST_TEST(second_status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(bad_flags_and_a_taken_port_are_one_line_errors) {
+  // Far more slots than the device's memory holds: usage error naming the limit.
+  test::CliResult r = test::run_cli({"serve", "--parallel", "1024", "--port", "0"}, {}, 120.0);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  if (r.exit_code == 2) BOOST_TEST(r.err.find("--parallel 1024 needs about") != std::string::npos);
+  else BOOST_TEST_MESSAGE("this device holds 1024 slots; the memory check is not exercised");
+  r = test::run_cli({"serve", "--port", std::to_string(shared_server().port())}, {}, 120.0);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.err.find("gpt-vk: cannot listen on 127.0.0.1:") == 0);
+  r = test::run_cli({"serve", "--port", "70000"}, {}, 30.0);
+  BOOST_TEST(r.exit_code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(sigterm_finishes_the_running_request_and_exits_0) {
+  test::ServerProcess server({"--parallel", "2"});
+  const int port = server.port();
+  Stream s;
+  std::thread client([&] {
+    s = post_stream(port, "/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 60}, {"temperature", 0}});
+  });
+  BOOST_REQUIRE(metric_becomes(port, "gptvk_active_sequences", 1));
+  BOOST_TEST(server.stop(SIGTERM) == 0);
+  client.join();
+  BOOST_TEST(s.done);
+  std::string text;
+  for (const json& e : s.events) text += e["choices"][0]["text"].get<std::string>();
+  BOOST_TEST(text == reference(kPrompt, options(0, 0, 1, 0, 60)).text);
+  BOOST_TEST(server.stderr_text().find("SIGTERM") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
