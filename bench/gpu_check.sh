@@ -59,8 +59,7 @@ if [ "${TESTS:-1}" != 0 ]; then
 fi
 
 if [ $# -eq 0 ]; then
-  set -- build/gpt-vk build/gpt-vk:GPTVK_FORCE=chain build/gpt-vk:GPTVK_FORCE=chain=wait \
-    build/gpt-vk:GPTVK_FORCE=attn_split build/gpt-vk:GPTVK_FORCE=chain,attn_split
+  set -- build/gpt-vk
 fi
 for depth in ${DEPTHS:-128 960}; do
   say "A/B at a ${depth}-token prompt"

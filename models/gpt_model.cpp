@@ -1,7 +1,6 @@
 #include "models/gpt_model.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -62,7 +61,6 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint
   }
   // GPUs pay ~5 us for every dispatch behind a barrier; a CPU device's mat-vec already does
   // the LayerNorm after the residual add in its last workgroup (ops::NormAfter).
-  chain_ = ctx.caps().chain != vk::Chain::Off;
   fold_norms_ = !ctx.info().is_cpu() && cfg_.norm_position == NormPosition::Pre && cfg_.n_layers > 0;
   for (const LayerWeights& L : w_.layers)
     fold_norms_ = fold_norms_ && ops::norm_before_fits(L.qkv, 1) && ops::norm_before_fits(L.fc, 1);
@@ -108,7 +106,6 @@ Graph& GptModel::graph(uint32_t T, Head head) {
 // (pre/post norm, activation, biases, tying, final norm) is decided here, once.
 std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   auto g = std::make_unique<Graph>(ctx_);
-  g->set_chaining(chain_ && T == 1);
   const uint32_t C = cfg_.emb_dim, F = cfg_.ffn_dim, V = cfg_.vocab_size;
   const float eps = cfg_.norm_eps;
   const ops::AttentionShape shape = attention_shape();
@@ -261,32 +258,8 @@ vk::Buffer& GptModel::logits_all() {
 Graph& GptModel::run(uint32_t T, Head head) {
   if (fold_norms_ && T == 1 && !folded_ready_) compute_folded_norms();
   Graph& g = graph(T, head);
-  if (!g.chaining()) {
-    g.run();
-    return g;
-  }
-  // The sampler changes the token id and the step state: kept to run the step again (only
-  // one-token steps chain, build_graph).
-  auto* id = static_cast<uint32_t*>(ids_.mapped());
-  const uint32_t token = *id;
-  const StepState step = *static_cast<const StepState*>(step_.mapped());
   g.run();
-  if (!g.chain_timed_out()) return g;
-  std::fprintf(stderr, "gpt-vk: a chained dispatch waited too long on this device; using pipeline barriers instead\n");
-  chain_ = false;
-  for (auto it = graphs_.begin(); it != graphs_.end();) {
-    if (it->second->chaining()) {
-      retired_.push_back(std::move(it->second));
-      it = graphs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  *id = token;
-  *static_cast<StepState*>(step_.mapped()) = step;
-  Graph& plain = graph(T, head);
-  plain.run();
-  return plain;
+  return g;
 }
 
 // W gamma and W beta + b of every folded LayerNorm, by the linear op itself: one graph, run once.

@@ -54,8 +54,6 @@ class GptModel {
   // one submit, 4 bytes back.
   uint32_t decode_next();
   uint32_t position() const { return pos_; }  // tokens in the KV cache
-  // Whether one-token steps still chain their dispatches (Caps::chain; off after a timeout).
-  bool chaining() const { return chain_; }
 
   // Compiles the pipelines that prefill_and_sample() of a `prompt_tokens`-token prompt will
   // use, without running anything (Graph::warm_up): lavapipe
@@ -84,8 +82,7 @@ class GptModel {
   void run_chunks(std::span<const uint32_t> ids, uint32_t pos, Head head);
   // Runs the step graph of T tokens (ids and step state written), first computing the
   // folded LayerNorms' vectors if the graph uses them and they are not made yet; returns
-  // the graph that ran. A chained graph whose wait gave up (Graph::chain_timed_out) is run
-  // again without chaining, from the step state it started from, and chaining stays off.
+  // the graph that ran.
   Graph& run(uint32_t T, Head head);
   void compute_folded_norms();
   vk::Buffer& logits_all();  // [max_chunk][vocab], allocated on first use
@@ -122,9 +119,6 @@ class GptModel {
   bool fold_norms_ = false, folded_ready_ = false;
   std::vector<FoldedNorm> folded_;  // [2l]: layer l's qkv (ln1), [2l + 1]: its fc (ln2); last: LM head (ln_f)
   std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
-  // One-token graphs chain their dispatches (Caps::chain) until a chained run times out.
-  bool chain_ = false;
-  std::vector<std::unique_ptr<Graph>> retired_;  // chained graphs replaced (last_run_ may point at them)
   std::vector<Graph*> last_run_;
 };
 

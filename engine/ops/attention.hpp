@@ -96,7 +96,6 @@ struct AttentionKernel {
   uint32_t queries = 1;   // texel: queries per workgroup when T > 1 (1-4), each key fetched once for all
   bool wide = false;      // with subgroup: all keys' scores at once into shared memory, then all values
                           // (GPUs; needs local >= head_dim / (vec4 ? 4 : 1) and CONTEXT scores of shared memory)
-  uint32_t splits = 1;    // wide, one token: workgroups per head, each a run of the keys (flash-decoding)
 };
 // `texel_views`: the caller's qkv and cache views can be read through texel views
 // (texel_views_ok), which CPU devices then use; T: tokens per step, which sets how many
