@@ -140,7 +140,7 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   auto linear = [&](View in, const Matrix& W, View bias, View y, uint32_t n, ops::LinearEpilogue ep, View r,
                     const std::string& name, const ops::NormAfter* norm = nullptr) {
     const auto kernel = cpu && n < T ? ops::auto_kernel(ctx_, T, W, in) : ops::LinearKernel::Auto;
-    ops::linear_with(kernel, *g, in, W, bias, y, n, ep, r, name, norm);
+    ops::linear_with(*g, in, W, bias, y, n, {.kernel = kernel, .ep = ep, .r = r, .name = name, .norm_after = norm});
   };
   // Attention of layer l's T queries; returns how many rows go on past it (0: none).
   auto attend = [&](uint32_t l, const std::string& p) -> uint32_t {
@@ -169,8 +169,7 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
                         ops::LinearEpilogue ep, const std::string& name) {
     if (!fold) return linear(h, W, bias, y, rows, ep, none(), name);
     const ops::NormBefore ln{gamma, whole(folded_[site].row_gamma), eps};
-    ops::linear_with(ops::LinearKernel::Auto, *g, x, W, whole(folded_[site].shift), y, rows, ep, none(), name, nullptr,
-                     nullptr, &ln);
+    ops::linear_with(*g, x, W, whole(folded_[site].shift), y, rows, {.ep = ep, .name = name, .norm_before = &ln});
   };
   ops::embed(*g, ids, step, w_.tok_emb, w_.pos_emb, x, T, "embed");
   if (pre && cfg_.n_layers > 0 && !fold)
@@ -239,8 +238,8 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     const ops::PickAfter pick{ids, step, whole(pick_partials_),
                               View{&arrival_counters_, 2 * uint64_t(cfg_.n_layers) * counter_stride, 4}};
     const bool greedy = head == Head::LastSample && sampling_.temperature == 0.0f;
-    const bool picked = ops::linear_with(ops::LinearKernel::Auto, *g, last, w_.lm_head(), head_bias, whole(logits_last_),
-                                         1, plain, none(), "lm_head", nullptr, greedy ? &pick : nullptr);
+    const bool picked = ops::linear_with(*g, last, w_.lm_head(), head_bias, whole(logits_last_), 1,
+                                         {.ep = plain, .name = "lm_head", .pick_after = greedy ? &pick : nullptr});
     if (head == Head::LastSample && !picked)
       ops::sample(*g, whole(logits_last_), ids, step, whole(sample_scratch_), V, sampling_, "sample");
   }

@@ -338,12 +338,17 @@ void add_split_k(Graph& g, const Kernel& k, uint32_t splits, View x, const Matri
 
 void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, LinearEpilogue ep, View r,
             const std::string& name, const NormAfter* norm) {
-  linear_with(LinearKernel::Auto, g, x, W, bias, y, T, ep, r, name, norm);
+  linear_with(g, x, W, bias, y, T, {.ep = ep, .r = r, .name = name, .norm_after = norm});
 }
 
-bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
-                 LinearEpilogue ep, View r, const std::string& name, const NormAfter* norm, const PickAfter* pick,
-                 const NormBefore* norm_before) {
+bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, const LinearArgs& args) {
+  const LinearKernel kind = args.kernel;
+  const LinearEpilogue ep = args.ep;
+  const View r = args.r;
+  const std::string& name = args.name;
+  const NormAfter* norm = args.norm_after;
+  const PickAfter* pick = args.pick_after;
+  const NormBefore* norm_before = args.norm_before;
   const uint32_t K = W.cols, N = W.rows;
   if (T == 0 || N == 0) return false;
   if (norm && pick) throw std::invalid_argument(name + ": a LayerNorm and a pick after the same linear");
