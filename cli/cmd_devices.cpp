@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "engine/plan.hpp"
 #include "engine/vk/context.hpp"
 
 namespace gptvk::cli {
@@ -10,7 +11,7 @@ namespace gptvk::cli {
 Action add_devices(CLI::App& app, Common& common) {
   auto* cmd = app.add_subcommand("devices", "list Vulkan devices: index, name, type, memory");
   auto verbose = std::make_shared<bool>(false);
-  cmd->add_flag("-v,--verbose", *verbose, "also print the chosen device's capabilities");
+  cmd->add_flag("-v,--verbose", *verbose, "also print the chosen device's capabilities and execution plan");
   return [&common, verbose] {
     auto devices = vk::Context::list_devices();
     if (devices.empty()) {
@@ -26,6 +27,10 @@ Action add_devices(CLI::App& app, Common& common) {
       o.validation = common.validation;
       vk::Context ctx(o);
       std::printf("chosen: %u: %s\n", ctx.info().index, ctx.summary().c_str());
+      // What a GPT-2-shaped model runs on it (engine/plan.hpp).
+      const PlanModel gpt2{.pre_norm = true, .n_layers = 12, .norms_foldable = true, .max_chunk = 256,
+                           .attention = {12, 64, 1024}};
+      std::printf("%s", describe_plan(ctx, make_plan(ctx, gpt2)).c_str());
     }
     return 0;
   };

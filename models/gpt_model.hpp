@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/graph.hpp"
+#include "engine/plan.hpp"
 #include "engine/ops/attention.hpp"
 #include "engine/ops/sample.hpp"
 #include "engine/vk/buffer.hpp"
@@ -95,6 +96,7 @@ class GptModel {
   ModelConfig cfg_;
   ModelWeights w_;
   uint32_t max_chunk_;
+  ExecutionPlan plan_;  // the device-dependent kernel and fusion choices (engine/plan.hpp)
   ops::SamplingParams sampling_;
   bool profile_ = false;
   uint32_t pos_ = 0;
@@ -109,14 +111,14 @@ class GptModel {
   vk::Buffer pick_partials_;         // ops::PickAfter: each LM-head workgroup's best logit
   std::vector<vk::Buffer> k_cache_, v_cache_;
   vk::Buffer scores_;                // CPU devices: prefill attention's scores (ops::kv_append_attention_tiled)
-  // GPUs, pre-LN models, one token: the LayerNorms before qkv, fc and the LM head are
-  // folded into their mat-vecs (ops::NormBefore), saving a dispatch each. Per site, W gamma
+  // The plan's folded LayerNorms (GPUs, pre-LN models, one token): those before qkv, fc and
+  // the LM head folded into their mat-vecs (ops::NormBefore), saving a dispatch each. Per site, W gamma
   // and W beta + b, computed from the weights at the first run that uses them (the weights
   // are written after construction).
   struct FoldedNorm {
     vk::Buffer row_gamma, shift;
   };
-  bool fold_norms_ = false, folded_ready_ = false;
+  bool folded_ready_ = false;
   std::vector<FoldedNorm> folded_;  // [2l]: layer l's qkv (ln1), [2l + 1]: its fc (ln2); last: LM head (ln_f)
   std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
   std::vector<Graph*> last_run_;
