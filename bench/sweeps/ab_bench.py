@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # bench/: bench_proc, make_random_model
 from bench_proc import run  # noqa: E402
 from make_random_model import SHAPES, config_text, shape_dims  # noqa: E402
 
