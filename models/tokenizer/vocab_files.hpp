@@ -23,7 +23,8 @@ struct Merge {
 // of the vocabulary (`ids`: token bytes -> id); a pair listed twice is an error.
 std::vector<Merge> read_merges(const std::string& path, const std::unordered_map<std::string, uint32_t>& ids);
 
-// The whole file, or InputError "cannot read PATH: reason".
-std::string read_file_bytes(const std::string& path);
+// The whole of a regular file of at most `max_bytes` (default: the tokenizer files' limit),
+// or InputError "cannot read PATH: reason".
+std::string read_file_bytes(const std::string& path, uint64_t max_bytes = 64ull << 20);
 
 }  // namespace gptvk::tokenizer
