@@ -75,9 +75,9 @@ def tensor_specs(dims):
 def random_tensors(dims, seed, device="cpu", dtype=None):
     """Yields (name, tensor) in Hugging Face GPT-2 order, generated one at a time so the
     whole model is never held twice in memory (dtype: float32 unless given). On another
-    device (bench/torch_reference.py --random-weights on a GPU) the values differ from the
+    device (bench/peers/torch_reference.py --random-weights on a GPU) the values differ from the
     CPU's for the same seed."""
-    import torch  # here, so that bench/gpu_bench.py can use the shapes and configs without it
+    import torch  # here, so that bench/gpu/gpu_bench.py can use the shapes and configs without it
 
     dtype = dtype or torch.float32
     g = torch.Generator(device=device).manual_seed(seed)

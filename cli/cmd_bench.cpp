@@ -60,14 +60,9 @@ Action add_bench(CLI::App& app, Common& common) {
 #else
     const char* waits = "";
 #endif
-    const vk::Chain chain = s.ctx->caps().chain;
-    const char* chained = chain == vk::Chain::Prefetch ? ", chained decode"
-                          : chain == vk::Chain::Wait   ? ", chained decode (no early loads)"
-                                                       : "";
-    const char* split = s.ctx->caps().attention_splits != 1 ? ", split decode attention" : "";
-    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s%s%s, loaded in %.2f s\n", cfg.name.c_str(),
+    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s, loaded in %.2f s\n", cfg.name.c_str(),
                  s.ctx->info().name.c_str(), dtype_name(cfg.dtype), cfg.kv_f16() ? ", f16 KV cache" : "", waits,
-                 chained, split, s.load_seconds);
+                 s.load_seconds);
     std::mt19937 rng(42);
     std::vector<uint32_t> prompt(f->prompt_tokens);
     for (auto& t : prompt) t = rng() % cfg.vocab_size;

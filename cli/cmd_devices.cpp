@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "engine/plan.hpp"
 #include "engine/vk/context.hpp"
 #include "engine/vk/pipeline.hpp"
 
@@ -12,7 +13,7 @@ namespace gptvk::cli {
 Action add_devices(CLI::App& app, Common& common) {
   auto* cmd = app.add_subcommand("devices", "list Vulkan devices: index, name, type, memory");
   auto verbose = std::make_shared<bool>(false);
-  cmd->add_flag("-v,--verbose", *verbose, "also print the chosen device's capabilities");
+  cmd->add_flag("-v,--verbose", *verbose, "also print the chosen device's capabilities and execution plan");
   return [&common, verbose] {
     auto devices = vk::Context::list_devices();
     if (devices.empty()) {
@@ -30,6 +31,10 @@ Action add_devices(CLI::App& app, Common& common) {
       print_stdout("chosen: %u: %s\n", ctx.info().index, ctx.summary().c_str());
       const std::string& cache = ctx.pipelines().path();
       print_stdout("pipeline cache: %s\n", cache.empty() ? "none" : cache.c_str());
+      // What a GPT-2-shaped model runs on it (engine/plan.hpp).
+      const PlanModel gpt2{.pre_norm = true, .n_layers = 12, .norms_foldable = true, .max_chunk = 256,
+                           .attention = {12, 64, 1024}};
+      print_stdout("%s", describe_plan(ctx, make_plan(ctx, gpt2)).c_str());
     }
     return 0;
   };

@@ -1,7 +1,6 @@
 #include "engine/graph.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
 #include "engine/error.hpp"
@@ -67,13 +66,11 @@ void Graph::add(Dispatch d) {
   if (recorded()) throw std::logic_error("Graph::add after record");
   if (!d.pipeline) throw std::logic_error("dispatch '" + d.name + "' has no pipeline");
   const auto& desc = d.pipeline->desc;
-  // A chained dispatch's last two bindings and three push words are the graph's (record()).
-  const size_t chain_bindings = d.chain ? 2 : 0, chain_push = d.chain ? 12 : 0;
-  if (d.args.size() + chain_bindings != desc.bindings)
-    throw std::logic_error("dispatch '" + d.name + "' binds " + std::to_string(d.args.size() + chain_bindings) +
-                           " buffers, " + desc.shader + " takes " + std::to_string(desc.bindings));
-  if (d.push.size() * 4 + chain_push != desc.push_bytes)
-    throw std::logic_error("dispatch '" + d.name + "' pushes " + std::to_string(d.push.size() * 4 + chain_push) +
+  if (d.args.size() != desc.bindings)
+    throw std::logic_error("dispatch '" + d.name + "' binds " + std::to_string(d.args.size()) + " buffers, " +
+                           desc.shader + " takes " + std::to_string(desc.bindings));
+  if (d.push.size() * 4 != desc.push_bytes)
+    throw std::logic_error("dispatch '" + d.name + "' pushes " + std::to_string(d.push.size() * 4) +
                            " bytes, " + desc.shader + " takes " + std::to_string(desc.push_bytes));
   const auto& caps = ctx_.caps();
   for (uint32_t i = 0; i < d.args.size(); ++i) {
@@ -102,38 +99,9 @@ void Graph::add(Dispatch d) {
   nodes_.push_back(std::move(d));
 }
 
-// The arrival counters (one per node, from counters()), the timeout flag and each chained
-// node's push words: wait for every workgroup of the node before it (when that one is
-// chained too; a chain's first node waits for nothing, a barrier orders it), count into
-// its own counter.
-void Graph::add_chain_args() {
-  if (std::none_of(nodes_.begin(), nodes_.end(), [](const Dispatch& d) { return d.chain; })) return;
-  const View arrivals = counters(static_cast<uint32_t>(nodes_.size()));
-  chain_flag_ = vk::Buffer(ctx_, 16, vk::Memory::Host, "chain timeout flag");
-  std::memset(chain_flag_.mapped(), 0, 16);
-  bool impossible_wait = ctx_.caps().chain_timeout_test;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    auto& n = nodes_[i];
-    if (!n.chain) continue;
-    uint32_t need = 0;
-    if (i > 0 && nodes_[i - 1].chain) {
-      const auto& g = nodes_[i - 1].groups;
-      need = g[0] * g[1] * g[2];
-      if (impossible_wait) {  // the test hook: one arrival more than there will be
-        need += 1;
-        impossible_wait = false;
-      }
-    }
-    n.args.push_back({arrivals, Access::ReadWrite});
-    n.args.push_back({whole(chain_flag_), Access::ReadWrite});
-    n.push.insert(n.push.end(), {need ? static_cast<uint32_t>(i - 1) : 0u, need, static_cast<uint32_t>(i)});
-  }
-}
-
 void Graph::record(bool profile) {
   if (recorded()) throw std::logic_error("Graph::record called twice");
   VkDevice dev = ctx_.device();
-  add_chain_args();
 
   uint32_t storage = 0, texel = 0;
   for (const auto& n : nodes_)
@@ -193,8 +161,6 @@ void Graph::record(bool profile) {
     vkCmdResetQueryPool(cb_, queries_, 0, query_count);
     vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
   }
-  // Every run starts its chains' and ops' counts from 0 (the barrier below orders the fills).
-  for (const auto& c : counters_) vkCmdFillBuffer(cb_, c.handle(), 0, VK_WHOLE_SIZE, 0);
   // Host writes and uploads made before this submission become visible to the shaders.
   global_barrier(cb_, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                  VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
@@ -206,20 +172,13 @@ void Graph::record(bool profile) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const auto& n = nodes_[i];
     std::vector<Range> mine;
-    for (size_t b = 0; b < n.args.size() - (n.chain ? 2 : 0); ++b) {  // the chain's own bindings order nothing
-      const auto& a = n.args[b];
+    for (const auto& a : n.args)
       mine.push_back({a.view.buffer->handle(), a.view.offset, a.view.offset + a.view.size(),
                       a.access != Access::Read});
-    }
     bool hazard = false;
     for (const auto& m : mine)
       for (const auto& p : pending) hazard |= conflicts(m, p);
-    // A chained node after a chained one waits for it, and so (through its waits) for the
-    // whole chain: no barrier. A chain's first node gets one after anything unordered, since
-    // the nodes after it wait for it alone.
-    const bool waits = n.chain && i > 0 && nodes_[i - 1].chain;
-    if (n.chain && !waits) hazard |= !pending.empty();
-    if (hazard && !waits) {
+    if (hazard) {
       global_barrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
       ++barriers_;
@@ -292,11 +251,6 @@ void Graph::wait() {
   in_flight_ = false;
   vkResetFences(ctx_.device(), 1, &fence_);
   vk::check(r, "waiting for the device");
-  if (!chain_flag_.empty()) {
-    auto* flag = static_cast<volatile uint32_t*>(chain_flag_.mapped());
-    chain_timed_out_ = *flag != 0;
-    *flag = 0;
-  }
 }
 
 void Graph::run() {
@@ -309,19 +263,6 @@ View Graph::scratch(uint64_t bytes) {
   if (scratch_.empty() || scratch_.back().size() < bytes)
     scratch_.emplace_back(ctx_, std::max<uint64_t>(bytes, 16), vk::Memory::Device, "graph scratch");
   return View{&scratch_.back(), 0, bytes};
-}
-
-View Graph::counters(uint32_t n) {
-  if (recorded()) throw std::logic_error("Graph::counters after record");
-  const uint64_t align = ctx_.caps().storage_offset_alignment, bytes = std::max<uint64_t>(n, 1) * 4;
-  const uint64_t at = (counters_used_ + align - 1) / align * align;
-  if (counters_.empty() || at + bytes > counters_.back().size()) {
-    counters_.emplace_back(ctx_, std::max<uint64_t>(bytes, 64 << 10), vk::Memory::Device, "graph counters");
-    counters_used_ = bytes;
-    return View{&counters_.back(), 0, bytes};
-  }
-  counters_used_ = at + bytes;
-  return View{&counters_.back(), at, bytes};
 }
 
 std::vector<OpTime> Graph::timings() const {

@@ -2,17 +2,6 @@
 // the nodes in order and inserts a barrier only where a node touches a range that an
 // earlier node since the last barrier wrote (or writes a range one read). The command
 // buffer is recorded once and can be replayed any number of times.
-//
-// Chained dispatches (GPUs, opt-in: Caps::chain) take no barrier between them: each
-// workgroup of a chained dispatch first waits until every workgroup of the dispatch before
-// it has counted itself done in the graph's arrival counters, then does its work and counts
-// itself. A barrier drains the whole GPU and then starts the next dispatch from nothing
-// (~5 us per dispatch on an H100, most of a GPT-2 XL decode step's overhead); a chained
-// dispatch's workgroups start while the previous one's last ones still run, and a mat-vec
-// loads its weights before it waits. The waits cannot deadlock where the device starts
-// every workgroup of a dispatch before any of the next one's (in-order dispatch, as GPUs
-// do); Vulkan does not promise that, so each wait gives up after a bounded spin and flags
-// the run (chain_timed_out), whose owner then runs it again without chaining.
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -56,10 +45,6 @@ struct Dispatch {
   std::vector<Arg> args;                 // args[i] is binding i
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<uint32_t> push;            // push constants, one word each
-  // A chained variant of its shader (shaders/common/chain.glsl): the pipeline takes two
-  // more bindings (the arrival counters and the timeout flag) and three more push words
-  // (counter to wait on, arrivals to wait for, counter to count in), which record() adds.
-  bool chain = false;
 };
 
 struct OpTime {
@@ -99,25 +84,13 @@ class Graph {
   // graph's dispatches (split-K partial sums): the graph's own, shared by every op that
   // asks (the usual hazard tracking orders them), made on first use and kept with the graph.
   View scratch(uint64_t bytes);
-  // `n` uint32 counters of the caller's own, zero at the start of every run (e.g. arrival
-  // counts for a last-arriving workgroup): the graph fills them, nothing needs resetting.
-  View counters(uint32_t n);
-  // Whether ops should add chained dispatches where they have a chained variant (set by
-  // the graph's owner before adding them).
-  void set_chaining(bool on) { chaining_ = on; }
-  bool chaining() const { return chaining_; }
-  // After wait(): a chained wait of the last run gave up (its results are not to be used).
-  bool chain_timed_out() const { return chain_timed_out_; }
 
  private:
-  void add_chain_args();
   void submit_buffer(VkCommandBuffer cb);
 
   vk::Context& ctx_;
   std::vector<Dispatch> nodes_;
   std::deque<vk::Buffer> scratch_;  // scratch(): a larger one when a request outgrows the last
-  std::deque<vk::Buffer> counters_;  // counters(): blocks handed out in aligned pieces
-  uint64_t counters_used_ = 0;       // bytes of the last block handed out
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   VkCommandBuffer warm_cb_ = VK_NULL_HANDLE;  // warm_up()'s empty dispatches
@@ -126,8 +99,6 @@ class Graph {
   VkQueryPool queries_ = VK_NULL_HANDLE;
   bool in_flight_ = false;
   size_t barriers_ = 0;
-  bool chaining_ = false, chain_timed_out_ = false;
-  vk::Buffer chain_flag_;      // host-visible: set by a chained wait that gave up
 };
 
 }  // namespace gptvk

@@ -1,7 +1,6 @@
 #include "models/gpt_model.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -69,14 +68,13 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
     k_cache_.back().try_create_texel_view();
     v_cache_.back().try_create_texel_view();
   }
-  // GPUs pay ~5 us for every dispatch behind a barrier; a CPU device's mat-vec already does
-  // the LayerNorm after the residual add in its last workgroup (ops::NormAfter).
-  chain_ = ctx.caps().chain != vk::Chain::Off;
-  fold_norms_ = !ctx.info().is_cpu() && cfg_.norm_position == NormPosition::Pre && cfg_.n_layers > 0;
+  bool foldable = true;
   for (const LayerWeights& L : w_.layers)
-    fold_norms_ = fold_norms_ && ops::norm_before_fits(L.qkv, 1) && ops::norm_before_fits(L.fc, 1);
-  if (cfg_.final_norm) fold_norms_ = fold_norms_ && ops::norm_before_fits(w_.lm_head(), 1);
-  if (fold_norms_) {
+    foldable = foldable && ops::norm_before_fits(L.qkv, 1) && ops::norm_before_fits(L.fc, 1);
+  if (cfg_.final_norm) foldable = foldable && ops::norm_before_fits(w_.lm_head(), 1);
+  plan_ = make_plan(ctx, {cfg_.norm_position == NormPosition::Pre, cfg_.n_layers, foldable, max_chunk_,
+                          attention_shape()});
+  if (plan_.fold_norms) {
     auto site = [&](uint64_t rows) {
       return FoldedNorm{vk::Buffer(ctx, rows * 4, vk::Memory::Device, "folded LayerNorm: W gamma"),
                         vk::Buffer(ctx, rows * 4, vk::Memory::Device, "folded LayerNorm: W beta + b")};
@@ -87,13 +85,16 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
     }
     if (cfg_.final_norm) folded_.push_back(site(V));
   }
-  // Prompt chunks on CPU devices run attention as two register-blocked passes through a
-  // scores scratch (engine/ops/attention.hpp), where the device can.
-  if (ctx.info().is_cpu() && max_chunk_ >= ops::kTiledMinTokens) {
+  // The plan's tiled prompt attention: its scores scratch, where these buffers' views can
+  // run it (texel views of them all).
+  if (plan_.tiled_prompt_attention) {
     const ops::AttentionShape shape = attention_shape();
     scores_ = vk::Buffer(ctx, ops::attention_tiled_scratch_bytes(shape, max_chunk_), vk::Memory::Device,
                          "attention scores");
     scores_.try_create_texel_view();
+    plan_.tiled_prompt_attention =
+        cfg_.n_layers > 0 &&
+        ops::attention_tiled_ok(ctx, whole(qkv_), whole(k_cache_[0]), whole(v_cache_[0]), whole(scores_), shape);
   }
 }
 
@@ -117,7 +118,6 @@ Graph& GptModel::graph(uint32_t T, Head head) {
 // (pre/post norm, activation, biases, tying, final norm) is decided here, once.
 std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   auto g = std::make_unique<Graph>(ctx_);
-  g->set_chaining(chain_ && T == 1);
   const uint32_t C = cfg_.emb_dim, F = cfg_.ffn_dim, V = cfg_.vocab_size;
   const float eps = cfg_.norm_eps;
   const ops::AttentionShape shape = attention_shape();
@@ -139,20 +139,14 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
   // for the last one alone, as llama.cpp does: that position's query and residual rows move
   // to row 0, and the layer goes on with one row. GPT-2 small: 9 of the 144 C^2-sized
   // products of the layers' GEMMs left out, prefill +7-8% on lavapipe at 128 and 992
-  // tokens (f16, A/B in the same minutes). CPU devices run that row through
-  // the chunk's own pipelines (its GEMM tiles, its tiled attention passes): lavapipe
-  // compiles a pipeline at its first dispatch, and the decode step's kernels would add
-  // theirs to the time to the first token. So there it is done where the chunk takes the
-  // tiled attention path; GPUs take the one-token kernels.
-  const bool cpu = ctx_.info().is_cpu();
-  const bool last_row_only =
-      head != Head::AllLogits && T > 1 && cfg_.n_layers > 0 &&
-      (!cpu || ops::takes_tiled_path(ctx_, qkv, whole(k_cache_.back()), whole(v_cache_.back()), maybe(scores_), T, shape));
+  // tokens (f16, A/B in the same minutes). Which steps do it: ExecutionPlan::last_row_only.
+  const bool last_row_only = head != Head::AllLogits && cfg_.n_layers > 0 && plan_.last_row_only(T);
   // The linears after attention, on n rows: T, or the last row alone (n = 1 < T).
   auto linear = [&](View in, const Matrix& W, View bias, View y, uint32_t n, ops::LinearEpilogue ep, View r,
                     const std::string& name, const ops::NormAfter* norm = nullptr) {
-    const auto kernel = cpu && n < T ? ops::auto_kernel(ctx_, T, W, in) : ops::LinearKernel::Auto;
-    ops::linear_with(kernel, *g, in, W, bias, y, n, ep, r, name, norm);
+    ops::linear_with(*g, in, W, bias, y, n,
+                     {.kernel = plan_.linear_kernel(ctx_, T, n, W, in), .ep = ep, .r = r, .name = name,
+                      .norm_after = norm});
   };
   // Attention of layer l's T queries; returns how many rows go on past it (0: none).
   auto attend = [&](uint32_t l, const std::string& p) -> uint32_t {
@@ -166,23 +160,22 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     ops::copy_rows(*g, qkv, rows_of(qkv_, 1, 3 * C), T - 1, 1, 3 * C, p + "last_qkv");
     ops::copy_rows(*g, x, rows_of(x_, 1, C), T - 1, 1, C, p + "last_x");
     const View last_step = whole(step_last_);  // its pos: the last token's
-    if (cpu)
+    if (plan_.tiled_attention(T))
       ops::attention_tiled(*g, qkv, last_step, k_cache, v_cache, whole(scores_), att, 1, shape, p + "attention");
     else
       ops::attention(*g, qkv, last_step, k_cache, v_cache, att, 1, shape, p + "attention");
     return 1;
   };
   // A linear after a pre-LN LayerNorm (qkv, fc, the LM head) reads h, which the linear
-  // before it normalised (ops::NormAfter); with folded LayerNorms (fold_norms_, one token)
+  // before it normalised (ops::NormAfter); with folded LayerNorms (the plan's, one token)
   // it reads the residual stream x and normalises it itself, its bias folded into the
   // shift of folded_[site], and nothing writes h.
-  const bool fold = fold_norms_ && T == 1;
+  const bool fold = plan_.fold_norms && T == 1;
   auto after_norm = [&](size_t site, View gamma, const Matrix& W, View bias, View y, uint32_t rows,
                         ops::LinearEpilogue ep, const std::string& name) {
     if (!fold) return linear(h, W, bias, y, rows, ep, none(), name);
     const ops::NormBefore ln{gamma, whole(folded_[site].row_gamma), eps};
-    ops::linear_with(ops::LinearKernel::Auto, *g, x, W, whole(folded_[site].shift), y, rows, ep, none(), name, nullptr,
-                     nullptr, &ln);
+    ops::linear_with(*g, x, W, whole(folded_[site].shift), y, rows, {.ep = ep, .name = name, .norm_before = &ln});
   };
   ops::embed(*g, ids, step, w_.tok_emb, w_.pos_emb, x, T, "embed");
   if (pre && cfg_.n_layers > 0 && !fold)
@@ -251,8 +244,8 @@ std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head) {
     const ops::PickAfter pick{ids, step, whole(pick_partials_),
                               View{&arrival_counters_, 2 * uint64_t(cfg_.n_layers) * counter_stride, 4}};
     const bool greedy = head == Head::LastSample && sampling_.temperature == 0.0f && !sampling_.controls_on();
-    const bool picked = ops::linear_with(ops::LinearKernel::Auto, *g, last, w_.lm_head(), head_bias, whole(logits_last_),
-                                         1, plain, none(), "lm_head", nullptr, greedy ? &pick : nullptr);
+    const bool picked = ops::linear_with(*g, last, w_.lm_head(), head_bias, whole(logits_last_), 1,
+                                         {.ep = plain, .name = "lm_head", .pick_after = greedy ? &pick : nullptr});
     if (head == Head::LastSample && !picked)
       ops::sample(*g, whole(logits_last_), ids, step, whole(sample_scratch_), V, sampling_, "sample",
                   sampling_state_.get());
@@ -269,34 +262,10 @@ vk::Buffer& GptModel::logits_all() {
 }
 
 Graph& GptModel::run(uint32_t T, Head head) {
-  if (fold_norms_ && T == 1 && !folded_ready_) compute_folded_norms();
+  if (plan_.fold_norms && T == 1 && !folded_ready_) compute_folded_norms();
   Graph& g = graph(T, head);
-  if (!g.chaining()) {
-    g.run();
-    return g;
-  }
-  // The sampler changes the token id and the step state: kept to run the step again (only
-  // one-token steps chain, build_graph).
-  auto* id = static_cast<uint32_t*>(ids_.mapped());
-  const uint32_t token = *id;
-  const StepState step = *static_cast<const StepState*>(step_.mapped());
   g.run();
-  if (!g.chain_timed_out()) return g;
-  std::fprintf(stderr, "gpt-vk: a chained dispatch waited too long on this device; using pipeline barriers instead\n");
-  chain_ = false;
-  for (auto it = graphs_.begin(); it != graphs_.end();) {
-    if (it->second->chaining()) {
-      retired_.push_back(std::move(it->second));
-      it = graphs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  *id = token;
-  *static_cast<StepState*>(step_.mapped()) = step;
-  Graph& plain = graph(T, head);
-  plain.run();
-  return plain;
+  return g;
 }
 
 // W gamma and W beta + b of every folded LayerNorm, by the linear op itself: one graph, run once.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/graph.hpp"
+#include "engine/plan.hpp"
 #include "engine/ops/attention.hpp"
 #include "engine/ops/sample.hpp"
 #include "engine/vk/buffer.hpp"
@@ -66,8 +67,6 @@ class GptModel {
   // The logits [vocab] the last prefill_and_sample / decode_next sampled from, downloaded
   // (for log-probabilities; the model's own, before any sampling control).
   std::vector<float> last_step_logits() const;
-  // Whether one-token steps still chain their dispatches (Caps::chain; off after a timeout).
-  bool chaining() const { return chain_; }
 
   // Compiles the pipelines that prefill_and_sample() of a `prompt_tokens`-token prompt will
   // use, without running anything (Graph::warm_up): lavapipe
@@ -96,8 +95,7 @@ class GptModel {
   void run_chunks(std::span<const uint32_t> ids, uint32_t pos, Head head);
   // Runs the step graph of T tokens (ids and step state written), first computing the
   // folded LayerNorms' vectors if the graph uses them and they are not made yet; returns
-  // the graph that ran. A chained graph whose wait gave up (Graph::chain_timed_out) is run
-  // again without chaining, from the step state it started from, and chaining stays off.
+  // the graph that ran.
   Graph& run(uint32_t T, Head head);
   void compute_folded_norms();
   vk::Buffer& logits_all();  // [max_chunk][vocab], allocated on first use
@@ -111,6 +109,7 @@ class GptModel {
   std::shared_ptr<ModelWeights> weights_;  // possibly shared with other models
   ModelWeights& w_;                        // *weights_
   uint32_t max_chunk_;
+  ExecutionPlan plan_;  // the device-dependent kernel and fusion choices (engine/plan.hpp)
   ops::SamplingParams sampling_;
   bool profile_ = false;
   uint32_t pos_ = 0;
@@ -126,19 +125,16 @@ class GptModel {
   vk::Buffer pick_partials_;         // ops::PickAfter: each LM-head workgroup's best logit
   std::vector<vk::Buffer> k_cache_, v_cache_;
   vk::Buffer scores_;                // CPU devices: prefill attention's scores (ops::kv_append_attention_tiled)
-  // GPUs, pre-LN models, one token: the LayerNorms before qkv, fc and the LM head are
-  // folded into their mat-vecs (ops::NormBefore), saving a dispatch each. Per site, W gamma
+  // The plan's folded LayerNorms (GPUs, pre-LN models, one token): those before qkv, fc and
+  // the LM head folded into their mat-vecs (ops::NormBefore), saving a dispatch each. Per site, W gamma
   // and W beta + b, computed from the weights at the first run that uses them (the weights
   // are written after construction).
   struct FoldedNorm {
     vk::Buffer row_gamma, shift;
   };
-  bool fold_norms_ = false, folded_ready_ = false;
+  bool folded_ready_ = false;
   std::vector<FoldedNorm> folded_;  // [2l]: layer l's qkv (ln1), [2l + 1]: its fc (ln2); last: LM head (ln_f)
   std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
-  // One-token graphs chain their dispatches (Caps::chain) until a chained run times out.
-  bool chain_ = false;
-  std::vector<std::unique_ptr<Graph>> retired_;  // chained graphs replaced (last_run_ may point at them)
   std::vector<Graph*> last_run_;
 };
 

@@ -27,8 +27,6 @@
 // of four float loads.
 //   wide:     (GPUs) a workgroup of up to 1024 invocations per (head, query), all keys'
 //             scores at once into shared memory, then all values (common/attention_wide.glsl);
-//             _split: decode's keys split between workgroups (flash-decoding; opt-in);
-//             _chain: chained to the dispatch before (common/chain.glsl; GPUs, opt-in).
 //   texel:    (CPU devices) like shared, but keys and values are texel fetches, QB queries
 //             share each fetch, and the streams merge by subgroup arithmetic
 //             (common/attention_texel.glsl).
@@ -43,12 +41,6 @@
 //! variant texel USE_SUBGROUP=0 VEC=4 TEXEL=1
 //! variant wide USE_SUBGROUP=1 VEC=1 WIDE=1
 //! variant wide_vec4 USE_SUBGROUP=1 VEC=4 WIDE=1
-//! variant wide_chain USE_SUBGROUP=1 VEC=1 WIDE=1 CHAINED=1
-//! variant wide_vec4_chain USE_SUBGROUP=1 VEC=4 WIDE=1 CHAINED=1
-//! variant wide_split USE_SUBGROUP=1 VEC=1 WIDE=1 SPLIT=1
-//! variant wide_split_vec4 USE_SUBGROUP=1 VEC=4 WIDE=1 SPLIT=1
-//! variant wide_split_chain USE_SUBGROUP=1 VEC=1 WIDE=1 SPLIT=1 CHAINED=1
-//! variant wide_split_vec4_chain USE_SUBGROUP=1 VEC=4 WIDE=1 SPLIT=1 CHAINED=1
 //! variant tiled_scores USE_SUBGROUP=0 VEC=4 TILED=1
 //! variant tiled_values USE_SUBGROUP=0 VEC=4 TILED=2
 // *_kvf16: the same over f16 caches (common/kv_cache.glsl; vec4 only, head_dim % 8 == 0).
@@ -56,9 +48,6 @@
 //! variant shared_vec4_kvf16 USE_SUBGROUP=0 VEC=4 KV_F16=1
 //! variant texel_kvf16 USE_SUBGROUP=0 VEC=4 TEXEL=1 KV_F16=1
 //! variant wide_vec4_kvf16 USE_SUBGROUP=1 VEC=4 WIDE=1 KV_F16=1
-//! variant wide_vec4_kvf16_chain USE_SUBGROUP=1 VEC=4 WIDE=1 KV_F16=1 CHAINED=1
-//! variant wide_split_vec4_kvf16 USE_SUBGROUP=1 VEC=4 WIDE=1 KV_F16=1 SPLIT=1
-//! variant wide_split_vec4_kvf16_chain USE_SUBGROUP=1 VEC=4 WIDE=1 KV_F16=1 SPLIT=1 CHAINED=1
 //! variant tiled_scores_kvf16 USE_SUBGROUP=0 VEC=4 TILED=1 KV_F16=1
 //! variant tiled_values_kvf16 USE_SUBGROUP=0 VEC=4 TILED=2 KV_F16=1
 
@@ -70,9 +59,6 @@
 #endif
 #ifndef WIDE
 #define WIDE 0
-#endif
-#ifndef SPLIT
-#define SPLIT 0
 #endif
 
 #if USE_SUBGROUP || TEXEL
@@ -95,8 +81,7 @@ layout(constant_id = 5) const uint SG = 8;           // subgroup variant: the de
 layout(constant_id = 6) const uint CHUNK = 64;       // shared variant: dims merged per pass
 layout(constant_id = 7) const bool APPEND = false;   // also append this step's keys/values
 layout(constant_id = 8) const uint QB = 1;           // texel variant: queries per workgroup (1-4)
-// constant_id 9: the tiled variants' scores row (common/attention_tiled.glsl), the split
-// variants' SPLITS (common/attention_wide.glsl).
+// constant_id 9: the tiled variants' scores row (common/attention_tiled.glsl).
 
 #if TILED
 #include "common/kv_cache.glsl"
@@ -113,25 +98,8 @@ layout(constant_id = 8) const uint QB = 1;           // texel variant: queries p
 #define COMP(x, c) (x)
 #endif
 
-// Chained (common/chain.glsl): qkv and out bypass the multiprocessor's L1, since the
-// dispatch before writes qkv and the one after reads out, with no barrier between.
-#ifdef CHAINED
-#define ACTIVATIONS coherent
-#if SPLIT
-#define CHAIN_COUNTERS 7
-#define CHAIN_FLAG 8
-#else
-#define CHAIN_COUNTERS 5
-#define CHAIN_FLAG 6
-#endif
-#include "common/chain.glsl"
-layout(push_constant) uniform ChainPush { uint chain_wait_slot, chain_need, chain_signal_slot; } pc;
-#else
-#define ACTIVATIONS
-#endif
-
 // Everything in units of VT.
-layout(std430, binding = 0) ACTIVATIONS readonly buffer Qkv { VT qkv[]; };
+layout(std430, binding = 0) readonly buffer Qkv { VT qkv[]; };
 #define STEP_BINDING 1
 #include "common/step.glsl"
 
@@ -141,7 +109,7 @@ const uint CV = C / VEC;    // qkv rows are 3 * CV
 #include "common/kv_cache.glsl"
 layout(std430, binding = 2) buffer KCache { KV_UNIT k_cache[]; };
 layout(std430, binding = 3) buffer VCache { KV_UNIT v_cache[]; };
-layout(std430, binding = 4) ACTIVATIONS writeonly buffer Out { VT out_[]; };
+layout(std430, binding = 4) writeonly buffer Out { VT out_[]; };
 // Element e (in VT units) of head h's key (value) at position j in the caches.
 uint cache_index(uint h, uint j, uint e) { return kv_cache_at(h, j, e, HDV); }
 

@@ -5,7 +5,6 @@
 //   matvec_*     decode (T == 1): many outputs per workgroup, reduction across invocations
 //                by subgroupAdd (needs subgroup arithmetic) or shared memory;
 //                _lnin: with the LayerNorm of x folded in (common/linear_matvec.glsl);
-//                _chain: chained to the dispatch before (common/chain.glsl; GPUs, opt-in);
 //   matvec_rows  decode on CPU devices: rows per invocation, W and x through texel views;
 //                _held: x fetched once per workgroup (K <= 1024), not once per row;
 //                _ln: and the LayerNorm of the output row (common/linear_norm_after.glsl);
@@ -24,10 +23,6 @@
 //! variant matvec_shared_xs MATVEC X_SCALAR
 //! variant matvec_subgroup_lnin MATVEC SUBGROUP LN_BEFORE
 //! variant matvec_shared_lnin MATVEC LN_BEFORE
-//! variant matvec_subgroup_chain MATVEC SUBGROUP CHAINED
-//! variant matvec_shared_chain MATVEC CHAINED
-//! variant matvec_subgroup_lnin_chain MATVEC SUBGROUP LN_BEFORE CHAINED
-//! variant matvec_shared_lnin_chain MATVEC LN_BEFORE CHAINED
 //! variant matvec_subgroup_texel MATVEC SUBGROUP TEXEL
 //! variant matvec_shared_texel MATVEC TEXEL
 //! variant matvec_subgroup_texel_xs MATVEC SUBGROUP TEXEL X_SCALAR

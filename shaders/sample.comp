@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Next-token sampler: one workgroup picks one token from logits[VOCAB] and only its id leaves
-// the device. Order (engine/cpu/sample.cpp is the same in plain C++):
+// the device. Order (tests/reference/sample.cpp is the same in plain C++):
 //   logits / temperature -> top-k -> softmax -> top-p -> renormalise -> inverse CDF at u,
 // u from Philox4x32-10 (key = seed, counter = step_rng), tokens taken in id order.
 // No sort: both filters are thresholds on the float order key of the logits (dividing by a

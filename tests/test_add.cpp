@@ -1,5 +1,5 @@
 #define BOOST_TEST_MODULE residual_add
-#include "engine/ops/add.hpp"
+#include "tests/support/ops/add.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;

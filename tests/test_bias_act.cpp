@@ -1,8 +1,8 @@
 #define BOOST_TEST_MODULE bias_act
 #include <cmath>
 
-#include "engine/cpu/elementwise.hpp"
-#include "engine/ops/bias_act.hpp"
+#include "tests/reference/elementwise.hpp"
+#include "tests/support/ops/bias_act.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;

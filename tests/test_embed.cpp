@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <set>
 
-#include "engine/cpu/elementwise.hpp"
+#include "tests/reference/elementwise.hpp"
 #include "engine/ops/embed.hpp"
 #include "engine/ops/step.hpp"
 #include "tests/support/vk_test.hpp"

@@ -1,5 +1,5 @@
 #define BOOST_TEST_MODULE layernorm
-#include "engine/cpu/elementwise.hpp"
+#include "tests/reference/elementwise.hpp"
 #include "engine/ops/layernorm.hpp"
 #include "tests/support/row_reduce_shapes.hpp"
 #include "tests/support/vk_test.hpp"

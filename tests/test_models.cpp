@@ -171,28 +171,6 @@ BOOST_AUTO_TEST_CASE(gpu_paths_match) {
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
-// Decode attention with each head's keys split between workgroups (GPTVK_FORCE=attn_split,
-// opt-in; flash-decoding), alone and with chained dispatches: PyTorch's answers after a
-// chunked prefill. The fixtures' few heads get many splits, most of them empty at first.
-BOOST_AUTO_TEST_CASE(split_decode_attention_matches) {
-  for (const char* also : {"attn_split", "attn_split=3,chain"}) {
-    auto& ctx = test::gpu_paths_context(also);
-    const uint64_t messages = ctx.validation_messages();
-    for_each_case([&](const Case& c) {
-      const uint32_t V = c.cfg.vocab_size;
-      const size_t n = std::min<size_t>(c.ids.size() - 1, 16), end = std::min<size_t>(c.ids.size(), n + 6);
-      GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), /*max_chunk=*/16);
-      model.prefill(std::span(c.ids).first(n), 0, false);
-      double worst = 0;
-      for (size_t t = n; t < end; ++t)
-        worst = std::max(worst, rel_error(model.decode_logits(c.ids[t], static_cast<uint32_t>(t)), c.logits, t, 1, V));
-      BOOST_TEST_MESSAGE(c.name << ": " << also << ", decode max rel error " << worst);
-      BOOST_TEST(worst <= tolerance(c.cfg));
-    });
-    BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
-  }
-}
-
 // weights.kv_dtype = "f16": the caches hold f16, and a chunked prefill (the CPU devices'
 // tiled attention from 16 tokens) then decode steps still give PyTorch's answers, on this
 // device and through a GPU's kernel choices. The caches' rounding (2^-11 relative) adds far

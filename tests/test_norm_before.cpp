@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/cpu/elementwise.hpp"
-#include "engine/cpu/linear.hpp"
+#include "tests/reference/elementwise.hpp"
+#include "tests/reference/linear.hpp"
 #include "engine/dtype.hpp"
 #include "engine/error.hpp"
 #include "engine/ops/linear.hpp"
@@ -89,8 +89,8 @@ BOOST_AUTO_TEST_CASE(folded_layernorm_matches_cpu) {
       BOOST_TEST_REQUIRE(ops::norm_before_fits(W, 1));
       const ops::NormBefore ln{whole(dg), whole(row_gamma), eps};
       Graph g(*ctx);
-      ops::linear_with(c.kernel, g, whole(dx), W, whole(shift), whole(dy), 1, {Activation::GeluTanh, false}, View{},
-                       "linear", nullptr, nullptr, &ln);
+      ops::linear_with(g, whole(dx), W, whole(shift), whole(dy), 1,
+                       {.kernel = c.kernel, .ep = {Activation::GeluTanh, false}, .norm_before = &ln});
       g.record();
       g.run();
       BOOST_TEST(test::max_rel_error(test::download(dy, c.N), want) <= kTol, what);
@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(rejects_what_it_cannot_fold) {
   BOOST_TEST(ops::norm_before_fits(f32_92, 1));   // 23 words of 4
   Graph g(ctx);
   auto fold = [&](const Matrix& W, uint32_t T, LinearKernel k) {
-    ops::linear_with(k, g, whole(x), W, View{}, whole(y), T, {}, View{}, "linear", nullptr, nullptr, &ln);
+    ops::linear_with(g, whole(x), W, View{}, whole(y), T, {.kernel = k, .norm_before = &ln});
   };
   BOOST_CHECK_THROW(fold(f16_96, 2, LinearKernel::Auto), std::invalid_argument);
   BOOST_CHECK_THROW(fold(f16_92, 1, LinearKernel::Auto), std::invalid_argument);

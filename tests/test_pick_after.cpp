@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/cpu/linear.hpp"
+#include "tests/reference/linear.hpp"
 #include "engine/dtype.hpp"
 #include "engine/ops/linear.hpp"
 #include "engine/ops/step.hpp"
@@ -81,8 +81,8 @@ BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
 
           const ops::PickAfter pick{whole(ids), whole(step), whole(partials), whole(counter)};
           Graph g(*ctx);
-          const bool picked = ops::linear_with(kernel, g, whole(dx), m, c.bias ? whole(dbias) : View{}, whole(dy), 1,
-                                               {}, {}, "lm_head", nullptr, &pick);
+          const bool picked = ops::linear_with(g, whole(dx), m, c.bias ? whole(dbias) : View{}, whole(dy), 1,
+                                               {.kernel = kernel, .name = "lm_head", .pick_after = &pick});
           const std::string what = label + " K=" + std::to_string(K) + " kernel " +
                                    std::to_string(static_cast<int>(kernel)) + ": " + c.what;
           // Only the row mat-vec (CPU devices) picks; GPU kernels leave it to the sampler.
@@ -128,7 +128,7 @@ BOOST_AUTO_TEST_CASE(rejects_short_pick_views) {
   const ops::PickAfter pick{whole(ids), whole(step), whole(small), whole(counter)};
   Graph g(ctx);
   BOOST_CHECK_THROW(
-      ops::linear_with(LinearKernel::Auto, g, whole(dx), m, {}, whole(dy), 1, {}, {}, "lm_head", nullptr, &pick),
+      ops::linear_with(g, whole(dx), m, {}, whole(dy), 1, {.name = "lm_head", .pick_after = &pick}),
       std::invalid_argument);
 }
 

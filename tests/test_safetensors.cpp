@@ -15,7 +15,7 @@
 #include "engine/error.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "models/safetensors.hpp"
-#include "models/safetensors_writer.hpp"
+#include "tests/support/safetensors_writer.hpp"
 
 using namespace gptvk;
 namespace fs = std::filesystem;

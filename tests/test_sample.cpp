@@ -4,7 +4,7 @@
 #include <random>
 #include <set>
 
-#include "engine/cpu/sample.hpp"
+#include "tests/reference/sample.hpp"
 #include "engine/error.hpp"
 #include "engine/ops/sample.hpp"
 #include "engine/ops/step.hpp"

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/cpu/elementwise.hpp"
-#include "engine/ops/softmax.hpp"
+#include "tests/reference/elementwise.hpp"
+#include "tests/support/ops/softmax.hpp"
 #include "tests/support/row_reduce_shapes.hpp"
 #include "tests/support/vk_test.hpp"
 

@@ -11,7 +11,7 @@
 
 #include "engine/error.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "models/safetensors_writer.hpp"
+#include "tests/support/safetensors_writer.hpp"
 #include "models/weights.hpp"
 
 using namespace gptvk;

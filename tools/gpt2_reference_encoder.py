@@ -3,7 +3,8 @@
 (github.com/openai/gpt-2, src/encoder.py, MIT) in a few lines, on the Python `regex`
 module it was written for (Debian: python3-regex).
 
-Reads a JSON list of texts on stdin, writes a JSON list of id lists on stdout.
+Reads a JSON list of texts on stdin, writes a JSON list of id lists on stdout. Also the
+tokenizer of tools/train_default_model.py (GPT2Tokenizer: encode and decode).
 Usage: gpt2_reference_encoder.py ENCODER_JSON VOCAB_BPE < texts.json > ids.json
 """
 import json
@@ -80,15 +81,31 @@ class Encoder:
         return bpe_tokens
 
 
+class GPT2Tokenizer:
+    """Encoder from the two vocabulary files, with a decoder (tools/train_default_model.py)."""
+
+    def __init__(self, encoder_json, vocab_bpe):
+        with open(encoder_json, encoding="utf-8") as f:
+            encoder = json.load(f)
+        with open(vocab_bpe, encoding="utf-8") as f:
+            bpe_data = f.read()
+        bpe_merges = [tuple(merge_str.split()) for merge_str in bpe_data.split("\n")[1:-1]]
+        self.encoder = Encoder(encoder, bpe_merges)
+        self.decoder = {v: k for k, v in encoder.items()}
+        self.byte_decoder = {v: k for k, v in self.encoder.byte_encoder.items()}
+
+    def encode(self, text):
+        return self.encoder.encode(text)
+
+    def decode(self, ids):
+        text = "".join(self.decoder[int(i)] for i in ids)
+        return bytearray(self.byte_decoder[c] for c in text).decode("utf-8", errors="replace")
+
+
 def main():
-    with open(sys.argv[1], encoding="utf-8") as f:
-        encoder = json.load(f)
-    with open(sys.argv[2], encoding="utf-8") as f:
-        bpe_data = f.read()
-    bpe_merges = [tuple(merge_str.split()) for merge_str in bpe_data.split("\n")[1:-1]]
-    enc = Encoder(encoder, bpe_merges)
+    tok = GPT2Tokenizer(sys.argv[1], sys.argv[2])
     texts = json.load(sys.stdin)
-    json.dump([enc.encode(t) for t in texts], sys.stdout)
+    json.dump([tok.encode(t) for t in texts], sys.stdout)
 
 
 if __name__ == "__main__":

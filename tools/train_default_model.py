@@ -34,7 +34,7 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from austen_corpus import extract_text  # noqa: E402
-from gpt2_bpe import GPT2Tokenizer  # noqa: E402
+from gpt2_reference_encoder import GPT2Tokenizer  # noqa: E402
 from train_resume import (FRESH_LR, RESUME_LR, load_resume_state, recreate_commands,  # noqa: E402
                           save_checkpoint, training_summary)
 

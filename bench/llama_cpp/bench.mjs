@@ -121,7 +121,7 @@ if (opt["check-ids"]) {
   const placement = [...new Set(logLines.filter((l) => PLACEMENT.some((re) => re.test(l))))];
   const device = opt.backend === "vulkan" ? (await llama.getGpuDeviceNames()).join(", ") : "the CPU";
   const nlcVersion = JSON.parse(readFileSync(new URL("node_modules/node-llama-cpp/package.json", import.meta.url))).version;
-  // placement first, then the summary and the two rates: bench/run_bench.py keeps the last 4 lines
+  // placement first, then the summary and the two rates: bench/sweeps/run_bench.py keeps the last 4 lines
   process.stderr.write(placement.map((l) => `  ${l}\n`).join("") +
     `llama.cpp ${llama.llamaCppRelease.release} (node-llama-cpp ${nlcVersion}, ${llama.buildType}), ${opt.backend} backend on ` +
     `${device}, ${model.gpuLayers}/${model.fileInsights.totalLayers} layers on the GPU, ${context.currentThreads} threads\n`);

@@ -7,7 +7,7 @@
 #
 # Output: bench/llama_cpp/llama-bench/ (git-ignored), the binary next to the libraries it
 # loads (rpath $ORIGIN; llama.cpp also looks for its backends there). It needs no Node, so
-# bench/gpu_prepare.sh packs it for the lent GPU machines, where node does not travel.
+# bench/gpu/gpu_prepare.sh packs it for the lent GPU machines, where node does not travel.
 # Needs `npm install --omit=optional --ignore-scripts` in bench/llama_cpp first, and g++.
 # Usage: bench/llama_cpp/build_llama_bench.sh
 set -euo pipefail

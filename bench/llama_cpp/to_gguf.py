@@ -15,13 +15,13 @@ installable here):
   pre-tokenizer "gpt-2": llama.cpp refuses to load a model without a vocabulary.
 
 Usage: to_gguf.py [--models-dir /tmp/gptvk-bench] [--shape gpt2-small] [--dtype f16|f32] [--force]
-Writes the safetensors model first when it is missing (seed 1234, as bench/run_bench.py),
+Writes the safetensors model first when it is missing (seed 1234, as bench/sweeps/run_bench.py),
 then <models-dir>/<shape>-<dtype>.gguf unless a file newer than the safetensors is there
 (--force rewrites it). Prints the GGUF's path.
 
 to_gguf.py --random [--models-dir DIR] [--shape gpt2-xl] [--dtype f16]: writes
 <shape>-<dtype>-random.gguf straight away, with the standard library only (no PyTorch, no
-numpy: for the lent GPU machines, bench/gpu_check.sh): GPT-2's initialisation drawn once
+numpy: for the lent GPU machines, bench/gpu/gpu_check.sh): GPT-2's initialisation drawn once
 into a 64 Ki-value block per standard deviation and tiled through each weight. A speed
 workload only (llama.cpp's kernels take the same time whatever the values); the weights are
 not gpt-vk's, so no logits can be compared on it.
@@ -242,7 +242,7 @@ def main():
     if args.random:
         print(write_random_gguf(args.models_dir, args.shape, args.dtype, log))
         return
-    # the seed of bench/run_bench.py, so the GGUF holds the weights gpt-vk is benchmarked on
+    # the seed of bench/sweeps/run_bench.py, so the GGUF holds the weights gpt-vk is benchmarked on
     make_random_model.write_model(args.models_dir, args.shape, 1234, log=log)
     print(write_gguf(args.models_dir, args.shape, args.dtype, args.force, log))
 

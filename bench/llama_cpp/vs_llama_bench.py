@@ -6,7 +6,7 @@ gpt-vk through `gpt-vk bench`, both on GPT-2 shapes of the same dtype, with the 
 `-p P` at depth 0 and `-n G` at depth P).
 
 Standard library only (no PyTorch, no numpy), so that it runs on the lent GPU machines
-(bench/gpu_check.sh). The weights are random and not the same values in both engines:
+(bench/gpu/gpu_check.sh). The weights are random and not the same values in both engines:
 llama.cpp reads a GGUF of to_gguf.py --random, gpt-vk makes its own (its config names a
 file that does not exist); speed does not depend on the values. For the same weights and a
 check that both compute the same model, see run_bench.py --llama-cpp and check_same_model.py.

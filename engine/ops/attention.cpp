@@ -95,13 +95,6 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
     w.vec4 = s.head_dim % 4 == 0;  // (f16 caches: always, head_dim % 8 == 0)
     w.local = std::min(T == 1 ? 512u : 256u, caps.max_workgroup_invocations);
     const uint32_t hdv = w.vec4 ? s.head_dim / 4 : s.head_dim;
-    // Opt-in (GPTVK_FORCE=attn_split, not measured on a GPU yet): decode splits each head's
-    // keys between workgroups of 128, about 264 workgroups in all (two per multiprocessor
-    // of an H100) unless a count is forced.
-    if (T == 1 && caps.attention_splits != 1) {
-      w.splits = caps.attention_splits ? caps.attention_splits : std::clamp(264 / s.n_heads, 2u, 32u);
-      if (hdv <= 128) w.local = std::min(128u, caps.max_workgroup_invocations);
-    }
     if (hdv <= w.local && shared_bytes(w, sg, s, 0) <= caps.shared_memory_bytes) return w;
   }
   if (k.subgroup) {
@@ -145,9 +138,6 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
   if (k.queries < 1 || k.queries > 4 || (k.queries > 1 && !k.texel)) fail("queries per workgroup: 1-4, texel kernel only");
   if (k.wide && (!k.subgroup || (k.vec4 ? s.head_dim / 4 : s.head_dim) > k.local))
     fail("the wide kernel needs subgroup arithmetic and a workgroup of head_dim / vec invocations or more");
-  if (k.splits == 0 || k.splits > 65535 || (k.splits > 1 && !k.wide)) fail("key splits: 1-65535, wide kernel only");
-  // Prompt chunks have a workgroup per query already: only decode splits its keys.
-  const uint32_t splits = T == 1 ? k.splits : 1;
   // Decode gets one query per workgroup (nothing to share a key with).
   const uint32_t qb = T == 1 ? 1 : k.queries;
 
@@ -164,21 +154,15 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
 
   std::string shader = k.texel ? std::string("attention.texel")
                                : std::string("attention.") + (k.wide ? "wide" : k.subgroup ? "subgroup" : "shared") +
-                                     (splits > 1 ? "_split" : "") + (k.vec4 ? "_vec4" : "");
+                                     (k.vec4 ? "_vec4" : "");
   if (s.kv_f16) shader += "_kvf16";
-  // Chained to the dispatch before (Graph::chaining): the wide kernel, for one query.
-  const bool chain = g.chaining() && k.wide && T == 1;
-  if (chain) shader += "_chain";
   float scale = 1.0f / std::sqrt(float(s.head_dim));
   std::vector<uint32_t> spec = {k.local, s.head_dim, C, s.context, vk::spec_f32(scale), sg, chunk, append ? 1u : 0u};
   if (k.texel) spec.push_back(qb);
-  if (splits > 1) spec.insert(spec.end(), {1u, splits});  // constant 8 unused
   // The texel kernel also reads qkv and the caches through texel views of their whole
-  // buffers (bindings 5-7), starting at the texels the push constants name. The split
-  // kernel's partial sums and arrival counts are bindings 5 and 6; a chain's follow.
-  const uint32_t bindings = 5 + (splits > 1 ? 2 : 0) + (chain ? 2 : 0);
+  // buffers (bindings 5-7), starting at the texels the push constants name.
   const auto& p = g.context().pipelines().get(k.texel ? vk::PipelineDesc{shader, spec, 8, 16, 0b11100000u}
-                                                      : vk::PipelineDesc{shader, spec, bindings, chain ? 12u : 0u});
+                                                      : vk::PipelineDesc{shader, spec, 5, 0});
   // With append the caches are written too (rows pos0..pos0+T-1, known only on the device).
   Access cache_access = append ? Access::ReadWrite : Access::Read;
   std::vector<Arg> args = {{qkv, Access::Read},
@@ -196,11 +180,7 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
     }
     push.push_back(T);
   }
-  if (splits > 1) {
-    args.push_back({g.scratch(uint64_t(s.n_heads) * splits * (s.head_dim + 2) * 4), Access::ReadWrite});
-    args.push_back({g.counters(s.n_heads), Access::ReadWrite});
-  }
-  g.add({name, &p, std::move(args), {s.n_heads, (T + qb - 1) / qb, splits}, std::move(push), chain});
+  g.add({name, &p, std::move(args), {s.n_heads, (T + qb - 1) / qb, 1}, std::move(push)});
 }
 
 void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T, AttentionShape s,

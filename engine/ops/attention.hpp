@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/graph.hpp"
+#include "engine/ops/attention_shape.hpp"
 
 namespace gptvk {
 namespace vk {
@@ -14,28 +15,6 @@ class Context;
 }
 
 namespace ops {
-
-// Head layout: embedding width C = n_heads * head_dim; context = positions each cache holds;
-// kv_f16: the caches hold f16 (head_dim % 8 == 0), else f32.
-struct AttentionShape {
-  uint32_t n_heads, head_dim, context;
-  bool kv_f16 = false;
-};
-
-// Bytes of one cache (keys or values) of one layer.
-inline uint64_t kv_cache_bytes(AttentionShape s) {
-  return uint64_t(s.n_heads) * s.head_dim * s.context * (s.kv_f16 ? 2 : 4);
-}
-
-// The caches are [n_heads][context][head_dim] (f32, or f16), head-major: element d of head h's key
-// (or value) at position j is at this index. A head's keys are then one contiguous run that
-// its attention workgroup streams through in order; position-major rows ([context][C])
-// scattered each head's slices (256 bytes for GPT-2) a whole row apart, which CPU caches
-// prefetch badly (GPT-2 small on lavapipe, decode at depth 960: attention 12-13 -> 7.5-8.5
-// ms per token, 19.5 -> 23 tok/s).
-inline uint64_t kv_cache_index(AttentionShape s, uint64_t h, uint64_t j, uint64_t d) {
-  return (h * s.context + j) * s.head_dim + d;
-}
 
 // Appends this step's keys and values to the caches: for t < T, key pos0 + t of head h is
 // qkv[t][C + h*hd : C + (h+1)*hd] and its value qkv[t][2C + h*hd : ...]; pos0 = step_pos
@@ -96,7 +75,6 @@ struct AttentionKernel {
   uint32_t queries = 1;   // texel: queries per workgroup when T > 1 (1-4), each key fetched once for all
   bool wide = false;      // with subgroup: all keys' scores at once into shared memory, then all values
                           // (GPUs; needs local >= head_dim / (vec4 ? 4 : 1) and CONTEXT scores of shared memory)
-  uint32_t splits = 1;    // wide, one token: workgroups per head, each a run of the keys (flash-decoding)
 };
 // `texel_views`: the caller's qkv and cache views can be read through texel views
 // (texel_views_ok), which CPU devices then use; T: tokens per step, which sets how many

@@ -262,14 +262,6 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
   return k;
 }
 
-// Steps of a chained mat-vec's loop whose W words it loads before its wait
-// (common/linear_matvec.glsl, PREFETCH): up to 4, and no more than the loop has.
-uint32_t chain_prefetch(const vk::Context& ctx, const Kernel& k, const Matrix& W) {
-  if (ctx.caps().chain != vk::Chain::Prefetch) return 0;
-  const uint32_t words = W.cols / weights_per_word(W.dtype);
-  return std::min<uint32_t>(4, (words + k.local - 1) / k.local);
-}
-
 View sub_view(View v, uint64_t offset, uint64_t bytes) { return View{v.buffer, v.offset + offset, bytes}; }
 
 // Whether the first a_bytes of view a and the first b_bytes of view b share memory.
@@ -346,12 +338,17 @@ void add_split_k(Graph& g, const Kernel& k, uint32_t splits, View x, const Matri
 
 void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, LinearEpilogue ep, View r,
             const std::string& name, const NormAfter* norm) {
-  linear_with(LinearKernel::Auto, g, x, W, bias, y, T, ep, r, name, norm);
+  linear_with(g, x, W, bias, y, T, {.ep = ep, .r = r, .name = name, .norm_after = norm});
 }
 
-bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
-                 LinearEpilogue ep, View r, const std::string& name, const NormAfter* norm, const PickAfter* pick,
-                 const NormBefore* norm_before) {
+bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, const LinearArgs& args) {
+  const LinearKernel kind = args.kernel;
+  const LinearEpilogue ep = args.ep;
+  const View r = args.r;
+  const std::string& name = args.name;
+  const NormAfter* norm = args.norm_after;
+  const PickAfter* pick = args.pick_after;
+  const NormBefore* norm_before = args.norm_before;
   const uint32_t K = W.cols, N = W.rows;
   if (T == 0 || N == 0) return false;
   if (norm && pick) throw std::invalid_argument(name + ": a LayerNorm and a pick after the same linear");
@@ -409,11 +406,8 @@ bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
   if (fuse_pick && (pick->counter.size() < 4 || pick->ids.size() < 4 || pick->step.size() < sizeof(StepState) ||
                     pick->partials.size() < pick_partials_bytes(N)))
     throw std::invalid_argument(name + ": a pick view (counter, ids, step or partials) is too small");
-  // Chained to the dispatch before (Graph::chaining): the storage-buffer mat-vec.
-  const bool chain = g.chaining() && mat_vec && !kernel.texel && !kernel.x_texel && K % 4 == 0 && !fuse_norm && !fuse_pick;
-  const std::string variant =
-      std::string(fuse_norm ? "_ln" : fuse_pick ? "_pick" : norm_before ? "_lnin" : "") + (chain ? "_chain" : "");
-  const uint32_t bindings = (fuse_norm || fuse_pick ? 10u : norm_before ? 8u : 6u) + (chain ? 2u : 0u);
+  const std::string variant = fuse_norm ? "_ln" : fuse_pick ? "_pick" : norm_before ? "_lnin" : "";
+  const uint32_t bindings = fuse_norm || fuse_pick ? 10u : norm_before ? 8u : 6u;
 
   const uint32_t res_mode = !ep.residual ? 0 : in_place ? 2 : 1;
   // GPUs: a tiled GEMM of few tiles splits its inputs, where x, y, W and the partial sums
@@ -454,11 +448,7 @@ bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
         spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
         if (fuse_norm) spec.push_back(vk::spec_f32(norm->eps));
         if (norm_before) spec.push_back(vk::spec_f32(norm_before->eps));
-        if (chain) {
-          if (!norm_before) spec.push_back(0);  // constant 8 unused
-          spec.push_back(chain_prefetch(ctx, kernel, W));
-        }
-        const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u) + (chain ? 12u : 0u);
+        const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u);
         const uint32_t texel_bindings = (kernel.x_texel ? 1u << 0 : 0u) | (kernel.texel ? 1u << 1 : 0u);
         const auto& pipeline = ctx.pipelines().get(
             {kernel.shader + variant, spec, bindings, push_bytes, texel_bindings});
@@ -503,7 +493,7 @@ bool linear_with(LinearKernel kind, Graph& g, View x, const Matrix& W, View bias
           args.push_back({pick->partials, Access::ReadWrite});
           args.push_back({pick->counter, Access::ReadWrite});
         }
-        g.add({label, &pipeline, std::move(args), groups, push, chain});
+        g.add({label, &pipeline, std::move(args), groups, push});
       }
     }
   }

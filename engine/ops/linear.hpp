@@ -112,9 +112,19 @@ bool held_x_fits(uint32_t K, DType dtype);
 // (its words, LOCAL = subgroup size lanes to a row) within kMaxColumnSplitTexels texels.
 bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype);
 
-bool linear_with(LinearKernel kernel, Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T,
-                 LinearEpilogue ep = {}, View r = {}, const std::string& name = "linear",
-                 const NormAfter* norm = nullptr, const PickAfter* pick = nullptr,
-                 const NormBefore* norm_before = nullptr);
+// What linear_with takes beyond the product itself, by name (designated initializers):
+//   ops::linear_with(g, x, W, bias, y, T, {.ep = {Activation::GeluTanh, true}, .r = y, .name = "fc"});
+struct LinearArgs {
+  LinearKernel kernel = LinearKernel::Auto;  // forced kernel (tests, the model's shared pipelines)
+  LinearEpilogue ep = {};
+  View r = {};                               // the residual, with ep.residual
+  std::string name = "linear";
+  const NormAfter* norm_after = nullptr;     // at most one of these three
+  const PickAfter* pick_after = nullptr;
+  const NormBefore* norm_before = nullptr;
+};
+
+// linear() with the optional parts; returns whether it added the pick (args.pick_after).
+bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, const LinearArgs& args);
 
 }  // namespace gptvk::ops

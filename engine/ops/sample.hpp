@@ -1,6 +1,6 @@
 // Token sampling on the device: the next token is picked from the logits by one dispatch and
 // only its id (4 bytes) ever needs to reach the host. shaders/sample.comp says how; the CPU
-// reference with the same semantics is engine/cpu/sample.hpp.
+// reference with the same semantics is tests/reference/sample.hpp.
 #pragma once
 #include <cstdint>
 #include <memory>

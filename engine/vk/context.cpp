@@ -184,25 +184,10 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(key, value, 1ull << 10, 1ull << 31));
     else if (key == "matvec" && (value == "rows" || value == "cols")) f.column_split_matvec = value == "cols";
     else if (key == "matvec") throw UsageError("GPTVK_FORCE: matvec is 'rows' or 'cols', not '" + value + "'");
-    else if (key == "chain" && (value.empty() || value == "prefetch" || value == "wait" || value == "timeout")) {
-      f.chain = value == "wait" ? Chain::Wait : Chain::Prefetch;
-      f.chain_timeout_test = value == "timeout";
-    } else if (key == "attn_split") {
-      f.attention_splits = 0;
-      if (!value.empty()) {
-        char* end = nullptr;
-        const unsigned long n = std::strtoul(value.c_str(), &end, 10);
-        if (*end || n < 1 || n > 1024)
-          throw UsageError("GPTVK_FORCE: attn_split=N takes 1 to 1024 workgroups per head, not '" + value + "'");
-        f.attention_splits = static_cast<uint32_t>(n);
-      }
-    } else if (key == "chain")
-      throw UsageError("GPTVK_FORCE: chain is 'chain', 'chain=prefetch', 'chain=wait' or 'chain=timeout', not 'chain=" +
-                       value + "'");
     else
       throw UsageError("unknown limit '" + key +
                        "' in GPTVK_FORCE (known: no_fp16, no_subgroup, gpu, max_range=SIZE, shared=SIZE, "
-                       "matvec=rows|cols, chain[=prefetch|wait|timeout], attn_split[=N])");
+                       "matvec=rows|cols)");
   }
   return f;
 }
@@ -213,8 +198,7 @@ ForcedLimits ForcedLimits::from_env() {
 }
 
 bool ForcedLimits::any() const {
-  return no_fp16 || no_subgroup || as_gpu || max_storage_buffer_range || shared_memory_bytes || column_split_matvec ||
-         chain || attention_splits;
+  return no_fp16 || no_subgroup || as_gpu || max_storage_buffer_range || shared_memory_bytes || column_split_matvec;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -258,14 +242,7 @@ Context::Context(const ContextOptions& options) {
     if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
     if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
     if (env_forced.column_split_matvec) forced.column_split_matvec = env_forced.column_split_matvec;
-    if (env_forced.attention_splits) forced.attention_splits = env_forced.attention_splits;
-    if (env_forced.chain) {
-      forced.chain = env_forced.chain;
-      forced.chain_timeout_test = env_forced.chain_timeout_test;
-    }
-    // Synchronization validation cannot see the arrival counters that order chained
-    // dispatches (engine/graph.hpp): it would report every chained dispatch as a hazard.
-    create_instance(validation, /*sync_validation=*/!forced.chain);
+    create_instance(validation);
     // pick_device words a missing index as --device's; one from the environment says so.
     if (index_from_env && static_cast<size_t>(index) >= enumerate(instance_).size())
       throw UsageError("GPTVK_DEVICE=" + std::to_string(index) + " names no device: there " +
@@ -304,7 +281,7 @@ void Context::release() {
   }
 }
 
-void Context::create_instance(bool validation, bool sync_validation) {
+void Context::create_instance(bool validation) {
   if (!validation) {
     instance_ = create_plain_instance();
     return;
@@ -320,7 +297,7 @@ void Context::create_instance(bool validation, bool sync_validation) {
   // Synchronization validation checks the graph's barriers, not only API usage.
   VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
   VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
-  features.enabledValidationFeatureCount = sync_validation ? 1 : 0;
+  features.enabledValidationFeatureCount = 1;
   features.pEnabledValidationFeatures = enables;
   VkDebugUtilsMessengerCreateInfoEXT dbg{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   dbg.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
@@ -444,9 +421,6 @@ void Context::read_caps(const ForcedLimits& forced) {
   if (forced.shared_memory_bytes)
     caps_.shared_memory_bytes = std::min(caps_.shared_memory_bytes, *forced.shared_memory_bytes);
   if (forced.column_split_matvec) caps_.column_split_matvec = *forced.column_split_matvec;
-  if (forced.chain) caps_.chain = *forced.chain;
-  if (forced.attention_splits) caps_.attention_splits = *forced.attention_splits;
-  caps_.chain_timeout_test = forced.chain_timeout_test;
 
   uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &n, nullptr);

@@ -24,10 +24,6 @@ struct DeviceInfo {
   bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
 };
 
-// Dispatch chaining (Caps::chain): off; each chained workgroup waits, then works; or it
-// first loads the weights it will need (mat-vecs), then waits.
-enum class Chain { Off, Wait, Prefetch };
-
 // What the chosen device offers, after any forced limits are applied. Ops pick shader
 // variants from this, never from the raw Vulkan structs, so forcing a limit here
 // exercises the fallback paths on any device.
@@ -55,25 +51,13 @@ struct Caps {
   // per workgroup) rather than take a row each (engine/ops/linear.cpp). Measured faster on
   // AMD Zen 5, slower on Intel Xeon, so set where the host CPU is AMD's.
   bool column_split_matvec = false;
-  // GPUs, opt-in (GPTVK_FORCE=chain): a decode step's layers run as a chain of dispatches
-  // without pipeline barriers, each workgroup waiting for the dispatch before it through
-  // arrival counters (engine/graph.hpp, Dispatch::chain). Not measured on a GPU yet.
-  Chain chain = Chain::Off;
-  // GPUs, opt-in (GPTVK_FORCE=attn_split[=N]): decode attention splits each head's keys
-  // between this many workgroups (ops/attention.cpp); 1 = no split, 0 = a count per shape.
-  uint32_t attention_splits = 1;
-  // Test hook (GPTVK_FORCE=chain=timeout): each graph's first chained wait can never be
-  // met, so that its bounded spin runs out and the model falls back to barriers.
-  bool chain_timeout_test = false;
   // The largest single binding any op may use: min of the storage range, allocation and buffer caps.
   uint64_t max_binding_bytes() const;
 };
 
 // Limits pretended lower than the device's, to test small-device paths on any device.
 // From the environment: GPTVK_FORCE="no_fp16,no_subgroup,max_range=64M,shared=16K"; also
-// "matvec=rows" or "matvec=cols" picks the CPU decode mat-vec (Caps::column_split_matvec);
-// "chain", "chain=wait" or "chain=timeout" turns dispatch chaining on (Caps::chain);
-// "attn_split" or "attn_split=N" splits decode attention's keys (Caps::attention_splits).
+// "matvec=rows" or "matvec=cols" picks the CPU decode mat-vec (Caps::column_split_matvec).
 struct ForcedLimits {
   bool no_fp16 = false;
   bool no_subgroup = false;
@@ -81,9 +65,6 @@ struct ForcedLimits {
   std::optional<uint64_t> max_storage_buffer_range;
   std::optional<uint32_t> shared_memory_bytes;
   std::optional<bool> column_split_matvec;
-  std::optional<Chain> chain;
-  std::optional<uint32_t> attention_splits;
-  bool chain_timeout_test = false;
   static ForcedLimits parse(const std::string& spec);  // throws UsageError on a bad spec
   static ForcedLimits from_env();
   bool any() const;
@@ -135,7 +116,7 @@ class Context {
                                                        const VkDebugUtilsMessengerCallbackDataEXT*,
                                                        void*);
   void release();  // destroys every Vulkan object; safe on a half-built context
-  void create_instance(bool validation, bool sync_validation);
+  void create_instance(bool validation);
   void pick_device(int index);
   void read_caps(const ForcedLimits& forced);
   void create_device();

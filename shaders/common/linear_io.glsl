@@ -28,18 +28,7 @@ layout(push_constant) uniform Push {
 #ifdef X_TEXEL
   uint x_base;    // first uvec4 texel of x in its buffer's texel view
 #endif
-#ifdef CHAINED
-  uint chain_wait_slot, chain_need, chain_signal_slot;  // common/chain.glsl, from the graph
-#endif
 } pc;
-
-// Chained variants (common/chain.glsl) read what the dispatch before them wrote without a
-// barrier between: x, r and y bypass the multiprocessor's L1 (`coherent`).
-#ifdef CHAINED
-#define ACTIVATIONS coherent
-#else
-#define ACTIVATIONS
-#endif
 
 // The push constants as private copies, which every kernel's main() fills first
 // (read_push_constants): on lavapipe a push-constant read inside a loop or a branch is a
@@ -84,14 +73,14 @@ vec4 load_x4(uint e) { return uintBitsToFloat(texelFetch(x_tex, int(pc_x_base + 
 float load_x1(uint e) { return load_x4(e & ~3u)[e & 3u]; }
 #elif defined(X_SCALAR)
 // K is not a multiple of 4, so token rows of x are not 16-byte aligned: scalar loads.
-layout(std430, binding = 0) ACTIVATIONS readonly buffer XBuf { float xs[]; };
+layout(std430, binding = 0) readonly buffer XBuf { float xs[]; };
 vec4 load_x4(uint e) { return vec4(xs[e], xs[e + 1], xs[e + 2], xs[e + 3]); }
 float load_x1(uint e) { return xs[e]; }
 #else
 // One vec4 load per 4 inputs: on lavapipe every storage-buffer load in a loop becomes a
 // loop over the lanes (plus a bounds check per component), so one wide load pays that
 // per-lane overhead once instead of four times.
-layout(std430, binding = 0) ACTIVATIONS readonly buffer XBuf { vec4 xv[]; };
+layout(std430, binding = 0) readonly buffer XBuf { vec4 xv[]; };
 vec4 load_x4(uint e) { return xv[e >> 2]; }  // e is a multiple of 4
 float load_x1(uint e) { return xv[e >> 2][e & 3u]; }
 #endif
@@ -108,9 +97,9 @@ layout(std430, binding = 1) readonly buffer WBuf { uvec4 w[]; };
 uvec4 load_w(uint i) { return w[i]; }
 #endif
 layout(std430, binding = 2) readonly buffer BiasBuf { float bias[]; };
-layout(std430, binding = 3) ACTIVATIONS readonly buffer RBuf { float r[]; };
-#if defined(LN_AFTER) || defined(CHAINED)
-layout(std430, binding = 4) coherent buffer YBuf { float y[]; };  // read back by the last workgroup / the next dispatch
+layout(std430, binding = 3) readonly buffer RBuf { float r[]; };
+#ifdef LN_AFTER
+layout(std430, binding = 4) coherent buffer YBuf { float y[]; };  // read back by the last workgroup
 #else
 layout(std430, binding = 4) buffer YBuf { float y[]; };
 #endif

@@ -25,23 +25,6 @@ const uint NSUM = R;
 
 shared float partial[NSUM * gl_WorkGroupSize.x];
 
-#ifdef CHAINED
-// Chained (common/chain.glsl): the W words of the first PREFETCH steps of the loop below
-// are loaded before the wait (they do not depend on the dispatch before), so they stream
-// in while that dispatch finishes. Spec constant 8 is the LayerNorm's epsilon, or unused.
-// The chain's bindings follow the kernel's own.
-#ifdef LN_BEFORE
-#define CHAIN_COUNTERS 8
-#define CHAIN_FLAG 9
-#else
-#define CHAIN_COUNTERS 6
-#define CHAIN_FLAG 7
-#endif
-#include "common/chain.glsl"
-layout(constant_id = 9) const uint PREFETCH = 0;  // at most MAX_PREFETCH
-const uint MAX_PREFETCH = 4u;
-#endif
-
 // Word q of every row into the sums: the rows' dot products with x (and, the LayerNorm
 // folded in, the sums of x and x^2).
 void accumulate(uint xrow, uint q, uvec4 words[R], inout float acc[NSUM]) {
@@ -81,20 +64,7 @@ void main() {
   for (uint i = 0u; i < R; ++i) wrow[i] = min(row0 + i, ROWS - 1u) * W_STRIDE;
   for (uint i = 0u; i < NSUM; ++i) acc[i] = 0.0;
 
-  uint q0 = lane;
-#ifdef CHAINED
-  uvec4 early[MAX_PREFETCH][R];
-  for (uint p = 0u; p < PREFETCH; ++p)
-    for (uint i = 0u; i < R; ++i) {
-      uint q = lane + p * LOCAL;
-      early[p][i] = q < K_FULL ? load_w(wrow[i] + q) : uvec4(0u);
-    }
-  chain_wait(pc.chain_wait_slot, pc.chain_need);
-  for (uint p = 0u; p < PREFETCH; ++p)
-    if (lane + p * LOCAL < K_FULL) accumulate(xrow, lane + p * LOCAL, early[p], acc);
-  q0 = lane + PREFETCH * LOCAL;
-#endif
-  for (uint q = q0; q < K_FULL; q += LOCAL) {
+  for (uint q = lane; q < K_FULL; q += LOCAL) {
     uvec4 words[R];
     for (uint i = 0u; i < R; ++i) words[i] = load_w(wrow[i] + q);
     accumulate(xrow, q, words, acc);
@@ -135,7 +105,4 @@ void main() {
     store_y(t, row0 + i, total(i));
 #endif
   }
-#ifdef CHAINED
-  chain_signal(pc.chain_signal_slot);
-#endif
 }

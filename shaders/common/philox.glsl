@@ -1,7 +1,7 @@
 // Philox4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy as 1, 2, 3",
 // SC 2011), the counter-based RNG of the sampler. A draw is a pure function of (key, counter),
 // so replaying a recorded graph with the same step counter repeats the same draw on any
-// device, and the CPU reference (engine/cpu/sample.cpp) computes the same bits.
+// device, and the CPU reference (tests/reference/sample.cpp) computes the same bits.
 
 uvec4 philox4x32_10(uvec4 ctr, uvec2 key) {
   for (int round = 0; round < 10; ++round) {

@@ -10,7 +10,6 @@ namespace gptvk::test {
 
 namespace {
 std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu, g_other_matvec;
-std::map<std::string, std::unique_ptr<vk::Context>> g_gpu_variants;
 
 vk::ContextOptions options() {
   vk::ContextOptions o;
@@ -47,11 +46,6 @@ vk::Context& other_matvec_context() {
   return forced_context(g_other_matvec, context().caps().column_split_matvec ? "matvec=rows" : "matvec=cols");
 }
 
-vk::Context& gpu_paths_context(const std::string& also) {
-  const std::string spec = "gpu," + also;
-  return forced_context(g_gpu_variants[spec], spec.c_str());
-}
-
 std::vector<std::pair<std::string, vk::Context*>> all_contexts() {
   return {{"native", &context()}, {"fallback", &fallback_context()}};
 }
@@ -61,7 +55,6 @@ void release_contexts() {
   g_fallback.reset();
   g_gpu.reset();
   g_other_matvec.reset();
-  g_gpu_variants.clear();
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {

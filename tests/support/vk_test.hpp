@@ -29,10 +29,6 @@ vk::Context& gpu_paths_context();
 // (GPTVK_FORCE=matvec=rows where Caps::column_split_matvec, matvec=cols elsewhere), so
 // whole models cover both whichever CPU runs the tests. Validation as gpu_paths_context's.
 vk::Context& other_matvec_context();
-// The GPU paths with more of GPTVK_FORCE, e.g. "chain", "chain=timeout" (dispatch
-// chaining, whose contexts run the validation layer without synchronization validation:
-// engine/vk/context.cpp) or "attn_split". Messages are the caller's to check.
-vk::Context& gpu_paths_context(const std::string& also);
 // Both, for tests that must pass on each: {"native", ctx}, {"fallback", ctx}.
 std::vector<std::pair<std::string, vk::Context*>> all_contexts();
 

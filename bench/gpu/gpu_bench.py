@@ -24,8 +24,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+BENCH = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)  # bench_proc, make_random_model
 from bench_proc import run  # noqa: E402
 from make_random_model import SHAPES, VOCAB_SIZE, config_text, shape_dims  # noqa: E402
 
@@ -103,7 +104,7 @@ def main():
                 with open(os.path.join(args.out, f"profile-{shape}-{dtype}.txt"), "w") as f:
                     f.write(prof.stderr + prof.stdout)
                 if not args.no_torch:
-                    t = run([sys.executable, os.path.join(HERE, "torch_reference.py"), "--config", cfg,
+                    t = run([sys.executable, os.path.join(BENCH, "peers", "torch_reference.py"), "--config", cfg,
                              "--random-weights", "--device", "cuda", "--dtype", dtype] + bench_args, 900, log=log)
                     row["torch_prefill"], row["torch_decode"], row["torch_error"] = rates(t)
                 log(json.dumps(row))

@@ -1,4 +1,4 @@
-#include "engine/ops/softmax.hpp"
+#include "tests/support/ops/softmax.hpp"
 
 #include <stdexcept>
 

@@ -2,20 +2,20 @@
 """The throughput sweep of gpt-vk against PyTorch on the same weights (issue 7).
 
 For each shape x device dtype x context it runs `gpt-vk bench` and, right after it,
-bench/torch_reference.py on the same random-weights model (written by
+bench/peers/torch_reference.py on the same random-weights model (written by
 bench/make_random_model.py into a scratch directory), then measures gpt-vk's
-start-to-first-token and peak memory (bench/startup_bench.py). It writes
+start-to-first-token and peak memory (bench/sweeps/startup_bench.py). It writes
 bench/results/latest.md (machine, known baselines, the table), latest.png (tokens/s
 against context) and latest.json (everything measured). The report is rewritten after
 every context, so an interrupted sweep still leaves the rows done so far.
 
 Usage:
-  bench/run_bench.py                 full sweep: tiny, gpt2-small, gpt2-medium x f32, f16 x
+  bench/sweeps/run_bench.py                 full sweep: tiny, gpt2-small, gpt2-medium x f32, f16 x
                                      contexts 128, 256, 512, 1024, 5 repeats; takes hours on a
                                      2-core machine (PyTorch and gpt-vk prefill of gpt2-medium at
                                      1024 tokens are the slow part)
-  bench/run_bench.py --quick         tiny and gpt2-small, contexts 128 and 512, 3 repeats
-  bench/run_bench.py --shapes tiny --contexts 128 --repeats 1 --no-startup   a smoke test
+  bench/sweeps/run_bench.py --quick         tiny and gpt2-small, contexts 128 and 512, 3 repeats
+  bench/sweeps/run_bench.py --shapes tiny --contexts 128 --repeats 1 --no-startup   a smoke test
 Any explicit option overrides what --quick sets. gpt-vk is ./build/gpt-vk unless --gptvk
 says otherwise. Each command is limited to --timeout seconds (an hour, 10 minutes with --quick:
 gpt2-medium f32 at 1024 tokens runs ~25 minutes on a busy 2-core machine); one that fails or runs
@@ -25,7 +25,7 @@ over shows as "failed" in the table with its cause listed below it.
 also runs llama.cpp's Vulkan and CPU backends (bench/llama_cpp/bench.mjs) on a GGUF of the
 same weights for the f32 and f16 rows at context 128, right after PyTorch, and adds a table
 with gpt-vk / llama.cpp ratios:
-  bench/run_bench.py --shapes gpt2-small --contexts 128 --no-startup --llama-cpp
+  bench/sweeps/run_bench.py --shapes gpt2-small --contexts 128 --no-startup --llama-cpp
 """
 import argparse
 import datetime
@@ -40,17 +40,19 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+BENCH = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, HERE)
+sys.path.insert(0, BENCH)  # bench_proc, make_random_model
 import bench_proc  # noqa: E402
 import bench_report  # noqa: E402
 import make_random_model  # noqa: E402
 import startup_bench  # noqa: E402
 
-LLAMA_DIR = os.path.join(HERE, "llama_cpp")
+LLAMA_DIR = os.path.join(BENCH, "llama_cpp")
 
 PYTHON = "/usr/bin/python3"  # the interpreter with torch
-TORCH_REFERENCE = os.path.join(HERE, "torch_reference.py")
+TORCH_REFERENCE = os.path.join(BENCH, "peers", "torch_reference.py")
 FULL = {"shapes": "tiny,gpt2-small,gpt2-medium", "dtypes": "f32,f16", "contexts": "128,256,512,1024", "repeats": 5,
         "timeout": 3600}
 QUICK = {"shapes": "tiny,gpt2-small", "dtypes": "f32,f16", "contexts": "128,512", "repeats": 3, "timeout": 600}
@@ -160,7 +162,7 @@ def parse_args():
     ap.add_argument("--gen-tokens", type=int, default=32, help="decode steps per run (default 32)")
     ap.add_argument("--gptvk", default=os.path.join(ROOT, "build", "gpt-vk"), help="the gpt-vk binary")
     ap.add_argument("--models-dir", default=make_random_model.DEFAULT_OUT, help="scratch dir for the models")
-    ap.add_argument("--results-dir", default=os.path.join(HERE, "results"))
+    ap.add_argument("--results-dir", default=os.path.join(BENCH, "results"))
     ap.add_argument("--torch-threads", type=int, default=2)
     ap.add_argument("--torch-dtype", choices=("f32", "f16", "bf16"), default="f32")
     ap.add_argument("--no-torch", action="store_true", help="gpt-vk only")
@@ -251,7 +253,7 @@ def main():
     results = {
         "meta": {
             "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-            "command": "bench/run_bench.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+            "command": "bench/sweeps/run_bench.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
             "commit": git_commit(), "machine": machine_info(), "devices": devices.stdout,
             "device_name": device_name(devices.stdout), "gptvk": args.gptvk, "torch_version": torch_version(),
             "torch_blas": blas,

@@ -3,7 +3,7 @@
 # gpt-3-encoder on Node), measured in the same run on the same multi-megabyte text, with
 # a check that both give the same ids. Fails unless gpt-vk is at least 5x faster.
 #
-# Usage: bench/tokenizer_bench.sh [TEXT_FILE]
+# Usage: bench/peers/tokenizer_bench.sh [TEXT_FILE]
 #   Without TEXT_FILE it encodes a 4 MB corpus built here: Debian's license texts (prose)
 #   and the tokenizer fixture texts where both references agree (many scripts), then Python standard-library sources
 #   (code, comments, docstrings) up to 4,000,000 bytes, whole files, valid UTF-8 only.
@@ -12,7 +12,7 @@
 # skew it; the wall-clock figures are printed too. "cold" is the first pass (empty word
 # caches on both sides), "warm" a repeat on the same text.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 vocab=$root/models/gpt2-tokenizer/encoder.json
@@ -56,13 +56,13 @@ if [ ! -d "$root/tools/node_modules/gpt-3-encoder" ]; then
 fi
 
 echo "building the timer ..."
-g++ -O3 -DNDEBUG -std=c++20 -I"$root" "$root/bench/tokenizer_bench.cpp" "$root"/models/tokenizer/*.cpp \
+g++ -O3 -DNDEBUG -std=c++20 -I"$root" "$root/bench/peers/tokenizer_bench.cpp" "$root"/models/tokenizer/*.cpp \
   $(pkg-config --cflags --libs libpcre2-8) -o "$work/tokenizer_bench"
 
 echo "gpt-vk ..."
 ours=$("$work/tokenizer_bench" "$vocab" "$merges" "$text" 3)
 echo "reference (node $(node --version), gpt-3-encoder $(node -p "require('$root/tools/node_modules/gpt-3-encoder/package.json').version")) ..."
-ref=$(node "$root/bench/tokenizer_bench_reference.js" "$text")
+ref=$(node "$root/bench/peers/tokenizer_bench_reference.js" "$text")
 
 get() { sed -n "s/.*\b$2=\([^ ]*\).*/\1/p" <<<"$1"; }
 printf '\ntext: %s bytes, %s tokens\n' "$(get "$ours" bytes)" "$(get "$ours" tokens)"

@@ -1,4 +1,4 @@
-#include "engine/cpu/linear.hpp"
+#include "tests/reference/linear.hpp"
 
 #include <cmath>
 #include <stdexcept>

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/ops/attention.hpp"
+#include "engine/ops/attention_shape.hpp"
 
 namespace gptvk::cpu {
 

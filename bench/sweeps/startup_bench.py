@@ -25,7 +25,7 @@ import statistics
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/: bench_proc
 import bench_proc  # noqa: E402
 
 PROMPT = "The quick brown fox jumps over the lazy dog"  # 9 GPT-2 tokens
@@ -78,7 +78,7 @@ def summary(runs):
 
 
 def main():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", required=True)
     ap.add_argument("--gptvk", default=os.path.join(root, "build", "gpt-vk"))

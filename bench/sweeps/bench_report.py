@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Turns the results of bench/run_bench.py (a dict, also saved as JSON) into the markdown
+"""Turns the results of bench/sweeps/run_bench.py (a dict, also saved as JSON) into the markdown
 report and the tokens/s-against-context plot.
 
 Usage: bench_report.py [RESULTS_DIR]   rewrites latest.md and latest.png from latest.json
@@ -60,7 +60,7 @@ def markdown(results):
     out = [
         "# gpt-vk throughput against PyTorch",
         "",
-        f"Written by `bench/run_bench.py` on {meta['date']} (`{meta['command']}`), "
+        f"Written by `bench/sweeps/run_bench.py` on {meta['date']} (`{meta['command']}`), "
         f"gpt-vk at commit `{meta['commit']}` (the working tree may hold uncommitted changes), "
         f"{meta['elapsed_s'] / 60:.1f} minutes.",
         "",
@@ -100,7 +100,7 @@ def markdown(results):
         f"greedy pick of the first new token, then {meta['gen_tokens']} greedy decode steps starting at a depth "
         f"equal to the prompt length. Where prompt + generated tokens would pass the 1024-token context the "
         f"prompt is shortened (shown in parentheses). PyTorch runs the same weights file with a KV cache "
-        f"(`bench/torch_reference.py`), always in {meta['torch_dtype']}, so the f32 and f16 rows of one shape "
+        f"(`bench/peers/torch_reference.py`), always in {meta['torch_dtype']}, so the f32 and f16 rows of one shape "
         f"and context share one PyTorch measurement. Ratio = gpt-vk / PyTorch (above 1: gpt-vk is faster). "
         f"RSS is the peak resident memory of the whole process (weights, KV cache, and on lavapipe the "
         f"\"device\" memory).",
@@ -267,8 +267,8 @@ def plot(results, path):
 
 
 def main():
-    results_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                     "results")
+    results_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
     with open(os.path.join(results_dir, "latest.json")) as f:
         results = json.load(f)
     with open(os.path.join(results_dir, "latest.md"), "w") as f:

@@ -1,26 +1,26 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine (the workplace's device tool), in the repository root, with
-# .gl and .gpu carried (bench/gpu_prepare.sh made them, here): installs the Vulkan loader,
+# .gl and .gpu carried (bench/gpu/gpu_prepare.sh made them, here): installs the Vulkan loader,
 # unpacks the build, runs the whole test suite on the GPU with the validation layer on, then
-# A/B-benchmarks gpt-vk variants with bench/ab_bench.py at each context depth, then gpt-vk
+# A/B-benchmarks gpt-vk variants with bench/sweeps/ab_bench.py at each context depth, then gpt-vk
 # against llama.cpp's Vulkan backend (llama-bench) on the same GPU
 # (bench/llama_cpp/vs_llama_bench.py). What it prints also goes to $OUT/gpu_check.log,
 # ab_bench's tables to $OUT/ab-<depth>.md, the llama.cpp table to $OUT/vs-llama-cpp.md.
 #
-# Usage: bash bench/gpu_check.sh [VARIANT...]
+# Usage: bash bench/gpu/gpu_check.sh [VARIANT...]
 #   VARIANT: ab_bench.py's BINARY[:VAR=VALUE,...], the first being the baseline. Default:
 #   the build against its opt-in GPU decode features (bench/PERFORMANCE.md, GPUs).
 # Environment: TESTS=0 skips the tests; DEPTHS (prompt tokens, default "128 960"); SHAPES
 #   (default gpt2-small,gpt2-xl); ROUNDS (default 1); LLAMA=0 skips llama.cpp; TABLE=1 also
 #   runs gpu_bench.py's table of every GPT-2 size against PyTorch (several minutes).
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/gpu_check.log") 2>&1
 say() { echo "== gpu_check $(date +%T): $*"; }
 
-[ -f .gpu/bundle.tar.xz ] || { echo "gpu_check: .gpu/bundle.tar.xz missing: run bench/gpu_prepare.sh here and carry .gl and .gpu"; exit 2; }
+[ -f .gpu/bundle.tar.xz ] || { echo "gpu_check: .gpu/bundle.tar.xz missing: run bench/gpu/gpu_prepare.sh here and carry .gl and .gpu"; exit 2; }
 if ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
@@ -59,12 +59,11 @@ if [ "${TESTS:-1}" != 0 ]; then
 fi
 
 if [ $# -eq 0 ]; then
-  set -- build/gpt-vk build/gpt-vk:GPTVK_FORCE=chain build/gpt-vk:GPTVK_FORCE=chain=wait \
-    build/gpt-vk:GPTVK_FORCE=attn_split build/gpt-vk:GPTVK_FORCE=chain,attn_split
+  set -- build/gpt-vk
 fi
 for depth in ${DEPTHS:-128 960}; do
   say "A/B at a ${depth}-token prompt"
-  PYTHONUNBUFFERED=1 python3 bench/ab_bench.py "$@" --shapes "${SHAPES:-gpt2-small,gpt2-xl}" \
+  PYTHONUNBUFFERED=1 python3 bench/sweeps/ab_bench.py "$@" --shapes "${SHAPES:-gpt2-small,gpt2-xl}" \
     --rounds "${ROUNDS:-1}" --prompt-tokens "$depth" --timeout 150 | tee "$OUT/ab-$depth.txt" || status=1
   sed -n '/^| shape/,$p' "$OUT/ab-$depth.txt" >"$OUT/ab-$depth.md"
 done
@@ -79,7 +78,7 @@ fi
 
 if [ "${TABLE:-0}" = 1 ]; then
   say "gpu_bench.py table"
-  PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --bandwidth-gbs 3350 --gptvk build/gpt-vk --out "$OUT" || status=1
+  PYTHONUNBUFFERED=1 python3 bench/gpu/gpu_bench.py --bandwidth-gbs 3350 --gptvk build/gpt-vk --out "$OUT" || status=1
 fi
 say "done, status $status"
 exit $status

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/ops/sample.hpp"
+namespace gptvk::ops {
+struct SamplingParams;  // engine/ops/sample.hpp
+}
 
 namespace gptvk::cpu {
 

@@ -1,4 +1,4 @@
-#include "engine/cpu/attention.hpp"
+#include "tests/reference/attention.hpp"
 
 #include <algorithm>
 #include <cmath>

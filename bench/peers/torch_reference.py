@@ -16,7 +16,7 @@ forward's logits with `gpt-vk forward` on a few tokens, so both engines are know
 the same model before their speeds are compared (--check-only: and nothing else, so that
 gpt-vk's memory does not count in this process's peak RSS when it is measured).
 --random-weights makes GPT-2-initialised weights on the device instead of reading the file
-(bench/gpu_bench.py: speed only, the values are not gpt-vk's). Each step ends with the
+(bench/gpu/gpu_bench.py: speed only, the values are not gpt-vk's). Each step ends with the
 greedy pick copied to the host, so GPU timings include the same synchronisation per token
 as gpt-vk's one submit per token.
 """
@@ -215,7 +215,7 @@ def main():
         ap.error("--random-weights and --check-gptvk exclude each other (gpt-vk reads the file)")
     t = time.perf_counter()
     if args.random_weights:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
         from make_random_model import random_tensors  # noqa: E402
         dims["ffn_dim"] = 4 * dims["emb_dim"]
         tensors = dict(random_tensors(dims, 1234, args.device, TORCH_DTYPES[args.dtype]))

@@ -1,9 +1,11 @@
-#include "engine/cpu/sample.hpp"
+#include "tests/reference/sample.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
+
+#include "engine/ops/sample.hpp"  // SamplingParams (the header also declares the device op)
 
 namespace gptvk::cpu {
 

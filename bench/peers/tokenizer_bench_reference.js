@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Encode throughput of the reference encoder (npm gpt-3-encoder, installed in
-// tools/node_modules), for bench/tokenizer_bench.sh.
+// tools/node_modules), for bench/peers/tokenizer_bench.sh.
 // Usage: node tokenizer_bench_reference.js TEXT_FILE
 // Prints one line of key=value pairs like tokenizer_bench.cpp: bytes, tokens, cold_mb_s
 // (first pass, empty word cache), warm_mb_s (second pass), their wall-clock versions, and
@@ -14,7 +14,7 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { encode } = require(path.join(__dirname, '..', 'tools', 'node_modules', 'gpt-3-encoder'));
+const { encode } = require(path.join(__dirname, '..', '..', 'tools', 'node_modules', 'gpt-3-encoder'));
 
 const text = fs.readFileSync(process.argv[2], 'utf8');
 const bytes = Buffer.byteLength(text, 'utf8');

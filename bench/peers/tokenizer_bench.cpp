@@ -1,4 +1,4 @@
-// Encode throughput of gpt-vk's tokenizer, for bench/tokenizer_bench.sh.
+// Encode throughput of gpt-vk's tokenizer, for bench/peers/tokenizer_bench.sh.
 // Usage: tokenizer_bench VOCAB MERGES TEXT_FILE [WARM_REPEATS]
 // Prints one line of key=value pairs: load_ms, bytes, tokens, cold_mb_s (first pass: an
 // empty word cache, as the reference's first pass), warm_mb_s (best later pass), both in

@@ -1,4 +1,4 @@
-#include "engine/ops/bias_act.hpp"
+#include "tests/support/ops/bias_act.hpp"
 
 #include <algorithm>
 #include <stdexcept>

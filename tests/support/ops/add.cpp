@@ -1,4 +1,4 @@
-#include "engine/ops/add.hpp"
+#include "tests/support/ops/add.hpp"
 
 #include "engine/vk/context.hpp"
 

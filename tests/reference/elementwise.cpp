@@ -1,4 +1,4 @@
-#include "engine/cpu/elementwise.hpp"
+#include "tests/reference/elementwise.hpp"
 
 #include <algorithm>
 #include <cmath>

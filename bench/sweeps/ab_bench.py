@@ -9,7 +9,7 @@ variables, or `weights.KEY=VALUE` for a key added to the config's [weights] tabl
   ab_bench.py ./gpt-vk.before ./gpt-vk.after
   ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_YIELDING_WAITS=0
   ab_bench.py ./gpt-vk ./gpt-vk:weights.kv_dtype=f16 --prompt-tokens 960
-  ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_FORCE=chain,attn_split   (one variable, two items)
+  ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_FORCE=no_fp16,no_subgroup   (one variable, two items)
 Options: --shapes gpt2-small,gpt2-xl  --dtype f16  --rounds 2  --gen-tokens 128  --repeats 3
          --timeout 900 (seconds for one run)
 Random weights (gpt-vk makes them itself: the config names a weights file that does not
@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # bench/: bench_proc, make_random_model
 from bench_proc import run  # noqa: E402
 from make_random_model import SHAPES, config_text, shape_dims  # noqa: E402
 
@@ -39,7 +39,7 @@ def parse_variant(text):
         if key.startswith("weights."):
             weights[key[len("weights."):]] = value
         elif last is not None and not key.isupper():
-            # Not a variable name: the previous value goes on (GPTVK_FORCE=chain,attn_split).
+            # Not a variable name: the previous value goes on (GPTVK_FORCE=no_fp16,no_subgroup).
             env[last] += "," + item
         else:
             env[key] = value

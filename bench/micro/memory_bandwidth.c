@@ -1,6 +1,6 @@
 // Memory read bandwidth of this machine: the roofline for decode (every weight is read once
 // per token). Two threads (the cores lavapipe uses here) sum a 160 MiB buffer with AVX2.
-// Build and run: gcc -O2 -mavx2 -pthread bench/memory_bandwidth.c -o /tmp/membw && /tmp/membw
+// Build and run: gcc -O2 -mavx2 -pthread bench/micro/memory_bandwidth.c -o /tmp/membw && /tmp/membw
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>

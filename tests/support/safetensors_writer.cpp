@@ -1,4 +1,4 @@
-#include "models/safetensors_writer.hpp"
+#include "tests/support/safetensors_writer.hpp"
 
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -11,10 +11,10 @@
 #          llama.cpp's llama-bench and its prebuilt Vulkan libraries
 #          (bench/llama_cpp/build_llama_bench.sh; npm installs node-llama-cpp first if
 #          needed), the same-device baseline; left out, with a warning, if it cannot be built.
-# Then it prints the call to make; bench/gpu_check.sh is what runs there.
-# Usage: bench/gpu_prepare.sh   (after tools/setup.sh, which it reruns: a no-op if built)
+# Then it prints the call to make; bench/gpu/gpu_check.sh is what runs there.
+# Usage: bench/gpu/gpu_prepare.sh   (after tools/setup.sh, which it reruns: a no-op if built)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 tools/setup.sh >/dev/null
 
@@ -68,7 +68,7 @@ du -sh .gl .gpu | sed 's/^/gpu_prepare: /' >&2
 cat <<'EOF'
 Ready. One call of the device tool (run), when `status` shows a machine is lent:
   carry: [".gl", ".gpu"]
-  command: bash bench/gpu_check.sh
+  command: bash bench/gpu/gpu_check.sh
 (gpu_check.sh's header lists the variants and settings it takes; keep timeout_s under the
 session's device time so that there is time to run it again.)
 EOF

@@ -1,0 +1,75 @@
+#include "engine/plan.hpp"
+
+#include <sstream>
+
+#include "engine/ops/attention.hpp"
+#include "engine/vk/context.hpp"
+
+namespace gptvk {
+
+ExecutionPlan make_plan(const vk::Context& ctx, const PlanModel& model) {
+  ExecutionPlan p;
+  p.cpu_kernels = ctx.info().is_cpu();
+  p.fold_norms = !p.cpu_kernels && model.pre_norm && model.n_layers > 0 && model.norms_foldable;
+  p.tiled_prompt_attention = p.cpu_kernels && model.max_chunk >= ops::kTiledMinTokens;
+  p.last_row_on_chunk_pipelines = p.cpu_kernels;
+  return p;
+}
+
+ops::LinearKernel ExecutionPlan::linear_kernel(const vk::Context& ctx, uint32_t T, uint32_t rows, const Matrix& W,
+                                               View x) const {
+  return last_row_on_chunk_pipelines && rows < T ? ops::auto_kernel(ctx, T, W, x) : ops::LinearKernel::Auto;
+}
+
+namespace {
+
+// The decode mat-vec ops::auto_kernel picks for GPT-2 small's 768 inputs in f16, where the
+// weights and x have texel views when the device can make them.
+std::string decode_matvec(const vk::Context& ctx, const ExecutionPlan& plan) {
+  if (!plan.cpu_kernels) return "matvec (256 invocations, subgroup or shared-memory sums)";
+  if (!ctx.caps().texel_uvec4) return "matvec (storage loads)";
+  if (!ops::row_matvec_supported(ctx)) return "matvec_texel (split-K over texel fetches)";
+  if (ctx.caps().column_split_matvec && ops::column_split_fits(ctx, 768, DType::F16))
+    return "matvec_cols (lanes split each row's columns)";
+  return "matvec_rows_held (rows per invocation, x held)";
+}
+
+std::string attention_kernel_name(const ops::AttentionKernel& k) {
+  if (k.texel)
+    return "texel (a key per lane, " + (k.queries == 1 ? std::string("one query") : std::to_string(k.queries) + " queries") +
+           " per workgroup)";
+  std::string name = k.wide ? "wide" : k.subgroup ? "subgroup" : "shared";
+  return name + (k.vec4 ? "_vec4" : "") + " (" + std::to_string(k.local) + " invocations)";
+}
+
+}  // namespace
+
+std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan) {
+  const ops::AttentionShape gpt2{12, 64, 1024};
+  std::ostringstream s;
+  s << "plan: " << (plan.cpu_kernels ? "a CPU device's kernels" : "a GPU's kernels") << "\n";
+  s << "  decode products: " << decode_matvec(ctx, plan) << "\n";
+  s << "  prompt products: "
+    << (plan.cpu_kernels ? "gemm register tiles (the wide tile from " + std::to_string(ops::kWideTileMinTokens) +
+                               " tokens)"
+                         : std::string("gemm_tiled (split over the inputs when tiles are few)"))
+    << "\n";
+  s << "  decode attention: " << attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 1)) << "\n";
+  s << "  prompt attention: "
+    << (plan.tiled_prompt_attention
+            ? "tiled scores and values passes from " + std::to_string(ops::kTiledMinTokens) + " tokens"
+            : attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 128)))
+    << "\n";
+  s << "  LayerNorms: "
+    << (plan.cpu_kernels ? "after each residual add, in the mat-vec's last workgroup (one token)"
+                         : "folded into the next mat-vec (pre-LN, one token)")
+    << "\n";
+  s << "  greedy pick: " << (plan.cpu_kernels ? "in the LM head's last workgroup" : "a sampler dispatch") << "\n";
+  s << "  last prompt row: "
+    << (plan.last_row_on_chunk_pipelines ? "alone in the last layer, through the chunk's pipelines (tiled chunks)"
+                                         : "alone in the last layer, through the one-token kernels")
+    << "\n";
+  return s.str();
+}
+
+}  // namespace gptvk

@@ -1,0 +1,67 @@
+// The execution plan: every choice of kernels and fusions that depends on the device class
+// (a CPU implementation such as lavapipe, or a GPU), made once from the device and the
+// model's shape, so that the model's graph builder (models/gpt_model.cpp) reads as the
+// transformer and asks the plan where the device matters. The ops still pick their own
+// launch shapes (workgroup sizes, tiles) from the device's caps; the plan decides which
+// products and fusions a step has. `gpt-vk devices -v` prints it.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/graph.hpp"
+#include "engine/ops/attention.hpp"
+#include "engine/ops/linear.hpp"
+
+namespace gptvk {
+
+namespace vk {
+class Context;
+}
+
+// What the plan needs to know of the model.
+struct PlanModel {
+  bool pre_norm = true;        // LayerNorm before each sublayer (GPT-2), else after (GPT-1)
+  uint32_t n_layers = 0;
+  // Every LayerNorm before a linear (qkv, fc, the LM head) can be folded into that
+  // linear's mat-vec: ops::norm_before_fits of each of those matrices for one token.
+  bool norms_foldable = false;
+  uint32_t max_chunk = 256;    // tokens per prompt chunk
+  ops::AttentionShape attention{1, 1, 1};
+};
+
+struct ExecutionPlan {
+  // CPU devices' kernels: texel-view mat-vecs and register-blocked GEMMs, whose last
+  // workgroup also finishes the LayerNorm after a residual add (ops::NormAfter) and the
+  // greedy pick (ops::PickAfter). Else a GPU's: 256-wide mat-vecs, the tiled GEMM, the
+  // wide attention kernel.
+  bool cpu_kernels = false;
+  // GPUs, pre-LN, one token: the LayerNorms before qkv, fc and the LM head folded into
+  // their mat-vecs (ops::NormBefore), saving a dispatch each (~5 us behind a barrier).
+  bool fold_norms = false;
+  // CPU devices: prompt chunks of ops::kTiledMinTokens or more run attention as two tiled
+  // passes through a scores scratch the model allocates (ops::kv_append_attention_tiled).
+  bool tiled_prompt_attention = false;
+  // A step that needs only its last position's logits runs the last layer past the KV
+  // cache for that row alone. GPUs do it on every chunk, with the one-token kernels; CPU
+  // devices only on chunks that take the tiled attention, running the row through the
+  // chunk's own pipelines (lavapipe compiles a pipeline at its first dispatch, and the
+  // decode step's would add to the time to the first token).
+  bool last_row_on_chunk_pipelines = false;
+
+  // Whether a T-token chunk takes the tiled attention passes.
+  bool tiled_attention(uint32_t T) const { return tiled_prompt_attention && T >= ops::kTiledMinTokens; }
+  // Whether a T-token step whose head needs one row computes the last layer for it alone.
+  bool last_row_only(uint32_t T) const {
+    return T > 1 && (!last_row_on_chunk_pipelines || tiled_attention(T));
+  }
+  // The kernel for `rows` rows of a T-token chunk's product (rows < T: the last row alone).
+  ops::LinearKernel linear_kernel(const vk::Context& ctx, uint32_t T, uint32_t rows, const Matrix& W, View x) const;
+};
+
+ExecutionPlan make_plan(const vk::Context& ctx, const PlanModel& model);
+
+// The plan and the kernels it leads to on this device, one line each (`gpt-vk devices -v`),
+// for a model of GPT-2 small's shape.
+std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan);
+
+}  // namespace gptvk
