@@ -13,7 +13,7 @@
 #include <random>
 #include <set>
 
-#include "engine/cpu/sample.hpp"
+#include "tests/reference/sample.hpp"
 #include "engine/error.hpp"
 #include "engine/ops/sample.hpp"
 #include "engine/ops/sample_controls.hpp"
