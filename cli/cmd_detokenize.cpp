@@ -16,7 +16,8 @@ namespace gptvk::cli {
 namespace {
 
 struct DetokenizeArgs {
-  std::string config, ids;
+  ModelFlags model;
+  std::string ids;
 };
 
 }  // namespace
@@ -24,12 +25,11 @@ struct DetokenizeArgs {
 Action add_detokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<DetokenizeArgs>();
   auto* cmd = app.add_subcommand("detokenize", "GPT-2 decoding: prints the text of token ids, byte-exact");
-  cmd->add_option("--config", args->config, "model config (TOML); its [tokenizer] names the vocab and merges files")
-      ->required();
+  add_model_source_flags(cmd, args->model);  // --config (its [tokenizer]) or --model
   cmd->add_option("--ids", args->ids, "token ids separated by commas (or spaces), e.g. 464,2068")->required();
   return [args] {
     std::vector<uint32_t> ids = parse_id_list(args->ids);
-    Tokenizer tok = load_tokenizer(load_config(args->config));
+    Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
     std::string text = tok.decode(ids);
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
       throw InputError("cannot write to standard output");
