@@ -90,9 +90,10 @@ class GgufParser {
     const uint64_t n_tensors = u64("the tensor count");
     const uint64_t n_kv = u64("the metadata count");
     // Each key/value takes at least 13 bytes, each tensor entry at least 28.
-    if (n_kv > remaining() / 13) fail("metadata count " + std::to_string(n_kv) + " does not fit in the file");
+    if (n_kv > remaining() / 13)
+      fail("metadata count " + std::to_string(n_kv) + " does not fit in the file: truncated or a lying header");
     if (n_tensors > kMaxTensors || n_tensors > remaining() / 28)
-      fail("tensor count " + std::to_string(n_tensors) + " does not fit in the file");
+      fail("tensor count " + std::to_string(n_tensors) + " does not fit in the file: truncated or a lying header");
     for (uint64_t i = 0; i < n_kv; ++i) {
       std::string key = str("a metadata key");
       GgufValue v = value(key, static_cast<GgufType>(u32("the type of '" + key + "'")), 0);

@@ -41,7 +41,7 @@ class TensorSource {
 };
 
 // What the first bytes of a file say it is.
-enum class FileFormat { Safetensors, Gguf, TorchZip, Unknown };
+enum class FileFormat { Safetensors, Gguf, TorchZip /* any zip */, Unknown };
 FileFormat sniff_format(const std::string& path);
 // "starts with bytes 50 4b 03 04 ... (a zip archive)" and similar, for an unknown format.
 std::string describe_file_start(const std::string& path);
