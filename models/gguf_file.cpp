@@ -111,8 +111,9 @@ class GgufParser {
       fail("the tensor data would start at byte " + std::to_string(f_.data_start_) + ", past the end of the file (" +
            std::to_string(b_.size()) + " bytes): truncated");
     const uint64_t data_len = b_.size() - std::min<uint64_t>(b_.size(), f_.data_start_);
+    // Every offset, even of an empty tensor or one of a type gpt-vk cannot size, lies in the file.
     for (const GgufTensor& t : f_.tensors_)
-      if (t.bytes && (t.offset > data_len || t.bytes > data_len - t.offset))
+      if (t.offset > data_len || t.bytes > data_len - t.offset)
         fail("tensor '" + t.name + "' (" + std::to_string(t.bytes) + " bytes at data offset " +
              std::to_string(t.offset) + ") runs past the end of the file: truncated");
   }
