@@ -12,6 +12,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "engine/error.hpp"
+#include "engine/vk/context.hpp"
 #include "models/gpt_model.hpp"
 #include "models/model_path.hpp"
 #include "models/npy.hpp"
@@ -115,6 +117,15 @@ BOOST_AUTO_TEST_CASE(sharded_snapshot) {
   BOOST_TEST(error_against(model_config_for_path(dir.path.string(), DType::F32), a.ids, a.logits) <= 1e-4);
 }
 
+// A snapshot whose weights are a torch.save pytorch_model.bin (older hub repositories).
+BOOST_AUTO_TEST_CASE(snapshot_with_pytorch_model_bin) {
+  TempDir dir;
+  const test::Case a = test::load_case(kModels / "hf_gpt2");
+  dir.write("config.json", hf_gpt2_json().dump());
+  fs::copy_file(kFormats / "torch/gpt2_lmhead_f32.pt", dir / "pytorch_model.bin");
+  BOOST_TEST(error_against(model_config_for_path(dir.path.string(), DType::F32), a.ids, a.logits) <= 1e-4);
+}
+
 // GPT-1 as OpenAIGPTLMHeadModel.save_pretrained writes it ("transformer." keys), the same
 // without the prefix, and a custom-layout TOML (configs/gpt1.toml's names) over the
 // prefixed file, the failure the issue reports: PyTorch's logits within 1e-4.
@@ -181,6 +192,41 @@ BOOST_AUTO_TEST_CASE(cli_model_flag_and_toml_naming_gguf) {
   BOOST_TEST(r.exit_code == 0, r.err);
   got = read_npy((dir / "b.npy").string());
   BOOST_TEST(test::rel_error(got.data, a.logits, 0, a.ids.size(), 311) <= 4e-3);
+}
+
+// A CPU device's memory is the host's: GPT-2 large in f32 (2.9 GiB) is over the 2048 MiB
+// heap lavapipe reports, and allocates when the host has the memory (lavapipe hands out
+// pages as they are touched: allocating costs little). A model beyond the host's memory
+// still gets "model needs X MiB of device memory, device has Y MiB".
+BOOST_AUTO_TEST_CASE(cpu_device_heap_is_not_the_limit) {
+  auto& ctx = test::context();
+  if (!ctx.info().is_cpu()) {
+    BOOST_TEST_MESSAGE("skipped: not a CPU device");
+    return;
+  }
+  ModelConfig cfg = load_config((kSource / "configs/gpt2-large.toml").string());
+  cfg.dtype = DType::F32;
+  const uint64_t need = weights_device_bytes(cfg);
+  BOOST_REQUIRE(need > ctx.caps().device_local_bytes);
+  std::ifstream meminfo("/proc/meminfo");
+  uint64_t available = 0;
+  for (std::string key; meminfo >> key >> available && key != "MemAvailable:";) meminfo.ignore(1024, '\n');
+  if ((available << 10) < need + (2ull << 30)) {
+    BOOST_TEST_MESSAGE("skipped: the host has too little memory available");
+    return;
+  }
+  ModelWeights w = allocate_weights(ctx, cfg);
+  BOOST_TEST(w.device_bytes() >= need);
+  cfg.emb_dim = 25600;  // ~ 1.5 TiB of weights
+  cfg.n_heads = 25;
+  cfg.ffn_dim = 4 * cfg.emb_dim;
+  try {
+    allocate_weights(ctx, cfg);
+    BOOST_FAIL("a 1.5 TiB model was allocated");
+  } catch (const DeviceError& e) {
+    BOOST_TEST(std::string(e.what()).find("model needs ") != std::string::npos, e.what());
+    BOOST_TEST(std::string(e.what()).find(" MiB of device memory, device has ") != std::string::npos, e.what());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
