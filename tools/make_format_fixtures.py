@@ -12,6 +12,7 @@ torch/ (torch.save zip files, PyTorch >= 1.6 format, written by Debian's python3
   evil_os_system.pt   a dict whose pickle calls os.system (pickled as posix.system)
   evil_eval.pt        the same with builtins.eval
   legacy.pt           torch.save(..., _use_new_zipfile_serialization=False): not a zip
+  tiny_*.pt           small state dicts and a checkpoint dict, seeds of tests/fuzz's torch target
   *.toml              configs naming them (hf-gpt2 layout)
 gpt1_snapshot/ (a Hugging Face snapshot of model_type openai-gpt, as
   OpenAIGPTLMHeadModel.save_pretrained writes it: every key under "transformer."):
@@ -149,6 +150,15 @@ def torch_files():
     torch.save({"wte.weight": torch.zeros(2, 2), "x": Evil(os.system)}, d / "evil_os_system.pt")
     torch.save({"wte.weight": torch.zeros(2, 2), "x": Evil(eval)}, d / "evil_eval.pt")
     torch.save({"wte.weight": torch.zeros(2, 2)}, d / "legacy.pt", _use_new_zipfile_serialization=False)
+    # Tiny seeds for tests/fuzz (corpus/torch): what state dicts and checkpoints hold.
+    w = torch.arange(12, dtype=torch.float32).view(3, 4)
+    tiny = nn.Linear(4, 3)
+    torch.save(tiny.state_dict(), d / "tiny_state_dict.pt")
+    torch.save({"w": w, "w_t": w.t(), "half": w.half(), "bf": w.bfloat16(), "idx": torch.arange(3),
+                "mask": torch.ones(2, dtype=torch.bool), "view": w[1:], "p": nn.Parameter(w.clone())},
+               d / "tiny_mixed.pt")
+    torch.save({"model": tiny.state_dict(), "epoch": 3, "lr": 0.1, "name": "run", "betas": (0.9, 0.99),
+                "hist": [1, 2.5, None, True]}, d / "tiny_checkpoint.pt")
     model = (fx / "config.toml").read_text().split("\n[model]\n")[1].split("\n[weights]")[0]
     for name, dtype in [("gpt2_lmhead_f32", "f32"), ("gpt2_f16", "f32"), ("gpt2_bf16", "f32"), ("noncontiguous", "f32"),
                         ("evil_os_system", "f32"), ("evil_eval", "f32"), ("legacy", "f32")]:

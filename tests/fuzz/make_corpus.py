@@ -7,6 +7,7 @@ safetensors/: tiny valid files in the shapes the loader meets (every supported d
 config/: the project's model configs (configs/*.toml and the fixtures' config.toml).
 gguf/: tiny GGUF files of llama.cpp's gpt2 architecture (F32; a mix of F16, BF16, Q8_0, Q4_0,
   Q5_1; the K-quants), version 2 and 3, plus near misses (truncated, misaligned, unknown type).
+torch/: the small torch.save zips of tests/fixtures/formats/torch.
 tokenizer/: short texts: English, contractions, digits, whitespace runs, non-Latin
   scripts, emoji, <|endoftext|>, and bytes that are not UTF-8.
 
@@ -152,6 +153,14 @@ def gguf_seeds():
     write("gguf", "unknown_type", gguf([], [("x", [4], 99)]))
 
 
+def torch_seeds():
+    """The small torch.save files of tests/fixtures/formats/torch (tools/make_format_fixtures.py
+    writes them with PyTorch: state dicts, a checkpoint, pickles naming os.system and eval)."""
+    for p in sorted((ROOT / "tests" / "fixtures" / "formats" / "torch").glob("*.pt")):
+        if p.stat().st_size <= 8192:
+            write("torch", p.stem, p.read_bytes())
+
+
 def tokenizer_seeds():
     texts = {
         "english": "Hello world! The quick brown fox jumps over the lazy dog.",
@@ -175,5 +184,6 @@ if __name__ == "__main__":
     config_seeds()
     tokenizer_seeds()
     gguf_seeds()
+    torch_seeds()
     total = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
     print(f"wrote {sum(1 for f in OUT.rglob('*') if f.is_file())} files, {total} bytes, under {OUT}")

@@ -25,6 +25,7 @@
 #include "models/gguf_dequant.hpp"
 #include "models/gguf_file.hpp"
 #include "models/gguf_source.hpp"
+#include "models/torch_source.hpp"
 #include "models/safetensors.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 
@@ -192,6 +193,36 @@ inline Outcome check_gguf(std::span<const uint8_t> data) {
               c.ffn_dim > 0 && c.emb_dim % c.n_heads == 0,
           "accepted unusable dimensions");
   require(std::isfinite(c.norm_eps) && c.norm_eps > 0, "accepted a bad layer_norm_epsilon");
+  return {};
+}
+
+// open_torch_source on the bytes as a file (models/zip_archive.cpp, torch_pickle.cpp,
+// torch_source.cpp): a zip of stored entries and a pickle read by the restricted unpickler.
+// When it accepts, every tensor it lists is either refused by get() with an InputError or
+// has exactly shape x dtype bytes inside the file, which can be read.
+inline Outcome check_torch(std::span<const uint8_t> data) {
+  std::string path = write_scratch("model.pt", data);
+  std::unique_ptr<TensorSource> src;
+  try {
+    src = open_torch_source(path);
+  } catch (const InputError& e) {
+    return {true, e.what()};
+  }
+  const std::byte* begin = reinterpret_cast<const std::byte*>(data.data());
+  for (const std::string& name : src->names()) {
+    const TensorInfo* t = src->find(name);
+    require(t != nullptr, "names() lists '" + name + "' but find() has none");
+    try {
+      (void)src->get(name);
+    } catch (const InputError&) {
+      require(!t->supported, "get() refused a loadable tensor '" + name + "'");
+      continue;
+    }
+    std::span<const std::byte> d = src->data(*t);
+    require(d.size() == t->elements() * dtype_bytes(t->dtype), "tensor '" + name + "' size != shape x dtype");
+    require(t->begin + d.size() <= data.size(), "tensor '" + name + "' outside the file");
+    if (!d.empty()) require(d.front() == begin[t->begin] && d.back() == begin[t->begin + d.size() - 1], "bytes differ");
+  }
   return {};
 }
 
