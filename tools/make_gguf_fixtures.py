@@ -24,6 +24,9 @@ Needs: llama.cpp's source (gguf-py) and a llama-quantize built against node-llam
 libraries: tools/build_llama_quantize.sh DIR, then
     /usr/bin/python3 tools/make_gguf_fixtures.py --llama-cpp DIR
 (DIR e.g. /tmp/llama; ~700 MB of npm packages, never committed). numpy and python3-regex.
+
+--default-model OUT writes the bundled model (models/default, GPT-2's real tokenizer) as GGUF
+in F32 and quantized, for `gpt-vk perplexity -m` and tools/compare_greedy_llama.sh.
 """
 import argparse
 import json
@@ -196,14 +199,37 @@ def forward(W, ids, n_layer, n_head):
     return x @ W.get("output.weight", W["token_embd.weight"]).T
 
 
+def default_model_ggufs(gguf, quantize, out):
+    """The bundled model (models/default) with GPT-2's real tokenizer as GGUF files in `out`
+    (not fixtures: for measuring perplexity and greedy text against llama.cpp)."""
+    sd, _, _ = safetensors_io.load_file(str(ROOT / "models/default/model.safetensors"))
+    sd = {k.removeprefix("transformer."): v.float().numpy() for k, v in sd.items()}
+    enc = json.loads((ROOT / "models/gpt2-tokenizer/encoder.json").read_text(encoding="utf-8"))
+    tokens = sorted(enc, key=enc.get)
+    merges = [m for m in (ROOT / "models/gpt2-tokenizer/vocab.bpe").read_text(encoding="utf-8").split("\n")[1:]
+              if m.strip()]
+    out.mkdir(parents=True, exist_ok=True)
+    hp = {"n_layer": 6, "n_head": 4, "n_embd": 128, "n_ctx": 256}
+    write_gguf(gguf, out / "default-f32.gguf", "austen-gpt2-6x128", hp, hf_to_gguf_tensors(sd, 6), tokens, merges)
+    for qt in ["F16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"]:
+        subprocess.run([str(quantize), str(out / "default-f32.gguf"), str(out / f"default-{qt}.gguf"), qt], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(out / f"default-{qt}.gguf")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llama-cpp", required=True, help="folder of tools/build_llama_quantize.sh")
+    ap.add_argument("--default-model", metavar="DIR",
+                    help="instead: write the bundled model as default-{f32,F16,Q8_0,Q4_0,Q4_K_M,Q5_K_M,Q6_K}.gguf in DIR")
     args = ap.parse_args()
     llama = pathlib.Path(args.llama_cpp)
     sys.path.insert(0, str(llama / "llama.cpp" / "gguf-py"))
     import gguf
     quantize = llama / "bin" / "llama-quantize"
+    if args.default_model:
+        default_model_ggufs(gguf, quantize, pathlib.Path(args.default_model))
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     expected = {"tolerance_note": "logits of gpt-vk --dtype f32 within 1e-4 of the largest |logit|; "
                                   "--dtype f16 within 3e-2", "files": {}}
