@@ -8,7 +8,9 @@
 #include <random>
 
 #include "cli/commands.hpp"
+#include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
+#include "cli/output.hpp"
 #include "cli/profile_table.hpp"
 #include "engine/error.hpp"
 #include "engine/interpose/yielding_waits.hpp"
@@ -46,9 +48,10 @@ Action add_bench(CLI::App& app, Common& common) {
   return [&common, f] {
     auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;
-    if (uint64_t(f->prompt_tokens) + f->gen_tokens > cfg.context_length)
-      throw UsageError("--prompt-tokens + --gen-tokens = " + std::to_string(f->prompt_tokens + f->gen_tokens) +
-                       " exceeds the context of " + std::to_string(cfg.context_length));
+    // The decode steps feed --gen-tokens tokens after the prompt (the first is the one
+    // prefill samples); with none, prefill still samples one.
+    require_context_room(f->prompt_tokens, std::max(f->gen_tokens, 1u), cfg.context_length,
+                         "--prompt-tokens " + std::to_string(f->prompt_tokens));
 #if GPTVK_YIELDING_WAITS
     const char* waits = yielding_waits::enabled() ? ", yielding waits" : "";
 #else
@@ -97,7 +100,7 @@ Action add_bench(CLI::App& app, Common& common) {
       print_profile_table("prefill", prefill_profile);
       print_profile_table("decode (one token)", s.model->profile_summary());
     }
-    std::printf("prefill_tok_s=%.3f decode_tok_s=%.3f\n", p, d);
+    print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", p, d);
     return 0;
   };
 }

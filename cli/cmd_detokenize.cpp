@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/model_session.hpp"
+#include "cli/output.hpp"
 #include "engine/error.hpp"
 #include "models/tokenizer/id_list.hpp"
 #include "models/tokenizer/tokenizer.hpp"
@@ -31,8 +32,7 @@ Action add_detokenize(CLI::App& app, Common&) {
     std::vector<uint32_t> ids = parse_id_list(args->ids);
     Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
     std::string text = tok.decode(ids);
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
-      throw InputError("cannot write to standard output");
+    write_stdout(text);
     return 0;
   };
 }

@@ -3,7 +3,9 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "engine/vk/context.hpp"
+#include "engine/vk/pipeline.hpp"
 
 namespace gptvk::cli {
 
@@ -18,14 +20,16 @@ Action add_devices(CLI::App& app, Common& common) {
       return 1;
     }
     for (const auto& d : devices)
-      std::printf("%u: %s (%s, %llu MiB)\n", d.index, d.name.c_str(), d.type_name().c_str(),
+      print_stdout("%u: %s (%s, %llu MiB)\n", d.index, d.name.c_str(), d.type_name().c_str(),
                   static_cast<unsigned long long>(d.device_local_bytes >> 20));
     if (*verbose || common.device >= 0) {
       vk::ContextOptions o;
       o.device_index = common.device;
       o.validation = common.validation;
       vk::Context ctx(o);
-      std::printf("chosen: %u: %s\n", ctx.info().index, ctx.summary().c_str());
+      print_stdout("chosen: %u: %s\n", ctx.info().index, ctx.summary().c_str());
+      const std::string& cache = ctx.pipelines().path();
+      print_stdout("pipeline cache: %s\n", cache.empty() ? "none" : cache.c_str());
     }
     return 0;
   };

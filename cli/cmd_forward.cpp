@@ -25,13 +25,18 @@ Action add_forward(CLI::App& app, Common& common) {
   auto* cmd = app.add_subcommand("forward", "one forward pass over token ids; writes logits of every position (.npy)");
   add_model_flags(cmd, f->model);
   cmd->add_option("--ids", f->ids, "token ids, comma-separated, e.g. 464,2068,318")->required();
-  cmd->add_option("--out", f->out, "output .npy file: float32 [T, vocab_size]")->required();
+  cmd->add_option("--out", f->out,
+                  "output .npy file: float32 [T, vocab_size]; replaced only once complete (a failed write "
+                  "leaves any previous file as it was)")
+      ->required();
   return [&common, f] {
     auto ids = parse_id_list(f->ids);
     // An output that cannot be written fails now, not after loading and running the model.
     std::filesystem::path dir = std::filesystem::path(f->out).parent_path();
     if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
       throw InputError("cannot write " + f->out + ": " + std::strerror(errno));
+    std::error_code ec;
+    if (std::filesystem::is_directory(f->out, ec)) throw InputError("cannot write " + f->out + ": a directory, not a file");
     auto s = open_model(common, f->model);
     auto logits = s.model->prefill(ids, 0, true);
     write_npy(f->out, {ids.size(), s.cfg.vocab_size}, logits.data());

@@ -4,10 +4,14 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "cli/commands.hpp"
+#include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
+#include "cli/output.hpp"
+#include "cli/strict_flags.hpp"
 #include "engine/error.hpp"
 
 namespace gptvk::cli {
@@ -17,10 +21,8 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_sigint(int) { g_interrupted = 1; }
 
-void emit(const std::string& bytes) {
-  std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-  std::fflush(stdout);
-}
+// A failed write (full disk, closed pipe) throws: generation stops at once.
+void emit(const std::string& bytes) { write_stdout(bytes); }
 
 }  // namespace
 
@@ -31,7 +33,7 @@ Action add_generate(CLI::App& app, Common& common) {
     uint32_t max_tokens = 100;
     float temperature = 0.8f, top_p = 0.95f;
     uint32_t top_k = 40;
-    int64_t seed = -1;
+    std::optional<uint64_t> seed;  // none: random
     bool special = false;
   };
   auto f = std::make_shared<Flags>();
@@ -46,14 +48,14 @@ Action add_generate(CLI::App& app, Common& common) {
   cmd->add_option("--max-tokens", f->max_tokens, "most tokens to generate (at most the context length)")
       ->capture_default_str()->check(at_least_one());
   cmd->add_option("--temperature", f->temperature, "sampling temperature; 0 = greedy (argmax)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(non_negative_real());
   cmd->add_option("--top-k", f->top_k, "sample among the K most likely tokens; 0 = off")->capture_default_str();
   cmd->add_option("--top-p", f->top_p, "nucleus sampling: smallest set of tokens with probability >= P; 1 = off")
       ->capture_default_str()->check(probability_above_zero());
-  cmd->add_option("--seed", f->seed, "random seed; same seed, same output on the same device (default: random)");
+  add_seed_option(cmd, f->seed, "random seed, 0 to 2^64-1; same seed, same output on the same device (default: random)");
   cmd->add_flag("--special", f->special, "treat <|endoftext|> in the prompt as the special token, not text");
   return [&common, f] {
-    uint64_t seed = f->seed >= 0 ? static_cast<uint64_t>(f->seed) : std::random_device{}();
+    uint64_t seed = f->seed ? *f->seed : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
     ops::SamplingParams sampling{f->temperature, f->top_k, f->top_p, seed};
     OpenOptions options;
     options.sampling = &sampling;
@@ -67,6 +69,7 @@ Action add_generate(CLI::App& app, Common& common) {
       throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +
                        std::to_string(cfg.context_length) + " tokens");
     Tokenizer tok = load_tokenizer(cfg);
+    require_tokenizer_fits(tok, cfg);
     auto prompt = tok.encode(f->prompt, f->special);
     auto eot = tok.eot_id();
     // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
@@ -74,11 +77,9 @@ Action add_generate(CLI::App& app, Common& common) {
       if (!eot) throw InputError("the prompt is empty and the vocabulary has no <|endoftext|> to start from");
       prompt.push_back(*eot);
     }
-    if (prompt.size() >= cfg.context_length)
-      throw InputError("the prompt is " + std::to_string(prompt.size()) + " tokens; the model's context holds " +
-                       std::to_string(cfg.context_length) + " including at least one generated token");
+    require_context_room(prompt.size(), 1, cfg.context_length, "the prompt");
     // The seed matters only when sampling draws (greedy decoding never does).
-    if (f->seed < 0 && f->temperature > 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
+    if (!f->seed && f->temperature > 0) std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
     s.model->set_sampling(sampling);
     // The prompt's pipelines compile (on lavapipe, most of a cold start) while the weights load.
     s.model->warm_up(static_cast<uint32_t>(prompt.size()));
@@ -106,7 +107,7 @@ Action add_generate(CLI::App& app, Common& common) {
         break;
       }
       if (generated >= f->max_tokens) break;
-      if (s.model->position() >= cfg.context_length) {
+      if (context_full(prompt.size(), generated, cfg.context_length)) {
         why = "stopped: the context of " + std::to_string(cfg.context_length) + " tokens is full";
         break;
       }

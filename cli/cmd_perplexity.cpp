@@ -2,13 +2,14 @@
 // (models/perplexity.hpp); prints the value and the tokens/s evaluated.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
+#include "cli/output.hpp"
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 #include "models/perplexity.hpp"
 
 namespace gptvk::cli {
@@ -28,20 +29,19 @@ Action add_perplexity(CLI::App& app, Common& common) {
   cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)");
   cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)");
   return [&common, f] {
-    std::ifstream in(f->file, std::ios::binary);
-    if (!in) throw InputError("cannot read " + f->file);
-    std::string text((std::istreambuf_iterator<char>(in)), {});
+    std::string text = files::read_regular(f->file, "cannot read " + f->file + ": ", files::kMaxTextBytes);
     auto s = open_model(common, f->model);
     uint32_t N = f->context ? f->context : s.cfg.context_length;
     uint32_t S = f->stride ? f->stride : std::max(1u, N / 2);
     Tokenizer tok = load_tokenizer(s.cfg);
+    require_tokenizer_fits(tok, s.cfg);
     auto ids = tok.encode(text);
     auto t0 = std::chrono::steady_clock::now();
     PerplexityResult r = perplexity(*s.model, ids, N, S);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "gpt-vk: %llu tokens scored in windows of %u, stride %u\n",
                  static_cast<unsigned long long>(r.scored), N, S);
-    std::printf("perplexity=%.4f tokens=%llu tok_s=%.1f\n", r.perplexity, static_cast<unsigned long long>(r.scored),
+    print_stdout("perplexity=%.4f tokens=%llu tok_s=%.1f\n", r.perplexity, static_cast<unsigned long long>(r.scored),
                 r.evaluated / secs);
     return 0;
   };

@@ -7,7 +7,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/model_session.hpp"
+#include "cli/output.hpp"
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 #include "models/config.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 #include "models/tokenizer/vocab_files.hpp"
@@ -40,7 +42,7 @@ Action add_tokenize(CLI::App& app, Common&) {
       "character becomes its own byte-level token, so `detokenize` gives back the exact input bytes.");
   return [args, text, file] {
     if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
-    std::string input = file->count() ? tokenizer::read_file_bytes(args->file) : args->text;
+    std::string input = file->count() ? tokenizer::read_file_bytes(args->file, files::kMaxTextBytes) : args->text;
     Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
     std::vector<uint32_t> ids = tok.encode(input, args->special);
     std::string line;
@@ -50,8 +52,7 @@ Action add_tokenize(CLI::App& app, Common&) {
       line += std::to_string(ids[i]);
     }
     line += '\n';
-    if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0)
-      throw InputError("cannot write to standard output");
+    write_stdout(line);
     return 0;
   };
 }

@@ -1,15 +1,23 @@
 // gpt-vk: GPT models on any Vulkan device. Dispatches to one subcommand and turns every
 // error into one line on stderr with the CONTRACT's exit codes (1 bad input, 2 bad usage).
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <map>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "cli/strict_flags.hpp"
 #include "engine/error.hpp"
 
 int main(int argc, char** argv) {
   using namespace gptvk;
+  using namespace gptvk::cli;
+  // A closed pipe or a file past RLIMIT_FSIZE is then a write error (EPIPE, EFBIG) that
+  // cli/output.cpp and engine/files.cpp report, rather than a silent death by signal.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"gpt-vk: run GPT-2 family models on any Vulkan device (GPU, or CPU through lavapipe)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpt-vk 0.1");
@@ -29,7 +37,7 @@ int main(int argc, char** argv) {
   reg(cli::add_bench);
   for (auto& [sub, action] : actions) {
     sub->add_option("--device", common.device, "Vulkan device index from `gpt-vk devices` (default: best device)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(device_index());
     sub->add_flag("--validation", common.validation, "enable the Khronos validation layer (debugging)");
   }
 
@@ -55,7 +63,11 @@ int main(int argc, char** argv) {
   }
   try {
     for (auto& [sub, action] : actions)
-      if (sub->parsed()) return action();
+      if (sub->parsed()) {
+        int code = action();
+        close_stdout();
+        return code;
+      }
     return 2;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "gpt-vk: %s\n", e.what());

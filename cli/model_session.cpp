@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 #include "engine/interpose/yielding_waits.hpp"
 #include "models/model_path.hpp"
 #include "models/weights.hpp"
@@ -51,8 +52,6 @@ ModelConfig resolve_model_config(const ModelFlags& flags) {
     return model_config_for_path(flags.model, flags.dtype.empty() ? DType::F16 : parse_dtype(flags.dtype));
   }
   if (flags.config.empty() && !flags.has_default) throw UsageError("needs --config CFG.toml or --model PATH");
-  std::error_code ec;
-  if (fs::is_directory(flags.config, ec)) return model_config_for_path(flags.config, DType::F16);  // its config.toml
   return load_config(flags.config.empty() ? default_config_path() : flags.config);
 }
 
@@ -84,7 +83,9 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
   ModelSession s;
   s.cfg = resolve_model_config(flags);
   std::string weights = flags.weights.empty() ? s.cfg.weights_file : flags.weights;
-  if (!flags.weights.empty() && !fs::exists(flags.weights)) throw InputError("weights file " + flags.weights + " not found");
+  // files::exists: a symlink loop or an unreadable directory is bad input naming the path, not exit 3.
+  auto exists = [](const std::string& p) { return files::exists(p, "cannot open weights file " + p + ": "); };
+  if (!flags.weights.empty() && !exists(flags.weights)) throw InputError("weights file " + flags.weights + " not found");
   vk::ContextOptions o;
   o.device_index = common.device;
   o.validation = common.validation;
@@ -97,12 +98,12 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
   if (options.sampling)
     s.sampler_warm_up = std::make_unique<ops::SamplerWarmUp>(*s.ctx, s.cfg.vocab_size, *options.sampling);
   ModelWeights w;
-  if (options.allow_random && !fs::exists(weights)) {
+  if (options.allow_random && !exists(weights)) {
     std::fprintf(stderr, "gpt-vk: weights file %s not found: using deterministic random weights\n", weights.c_str());
     w = random_weights(*s.ctx, s.cfg, 1234);
     s.random_weights = true;
   } else {
-    if (!fs::exists(weights)) throw InputError("weights file " + weights + " not found (set [weights] file or --weights)");
+    if (!exists(weights)) throw InputError("weights file " + weights + " not found (set [weights] file or --weights)");
     s.deferred_ = std::make_unique<WeightsFile>(WeightsFile::open(s.cfg, weights));
     w = allocate_weights(*s.ctx, s.cfg);
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 
 namespace gptvk {
 
@@ -255,11 +256,8 @@ void reject_non_ascii_toml_cannot_take(const std::string& text, const std::strin
 }
 
 toml::table parse_document(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open config file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  // A directory, a FIFO or /dev/zero is refused by name, not read (engine/files.hpp).
+  std::string text = files::read_regular(path, path + ": cannot open config file: ", files::kMaxConfigBytes);
   reject_non_ascii_toml_cannot_take(text, path);
   try {
     // The scan above follows TOML's grammar, but in a file that is not valid TOML toml++

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 
 namespace gptvk {
 
@@ -21,16 +22,11 @@ void write_npy(const std::string& path, const std::vector<uint64_t>& shape, cons
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw InputError("cannot write " + path);
-  const char magic[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  out.write(magic, 8);
   uint16_t len = static_cast<uint16_t>(header.size());
-  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  out.write(len_bytes, 2);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * 4));
-  if (!out) throw InputError("error writing " + path);
+  std::string preamble = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  // Atomic: a failed write (full disk) leaves any previous file at `path` as it was.
+  files::write_atomic(path, {preamble, header, {reinterpret_cast<const char*>(data), count * 4}},
+                      "cannot write " + path + ": ");
 }
 
 NpyArray read_npy(const std::string& path) {

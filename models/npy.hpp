@@ -12,7 +12,8 @@ struct NpyArray {
   std::vector<float> data;
 };
 
-// Writes a float32 array; throws InputError if the file cannot be written.
+// Writes a float32 array atomically (engine/files.hpp: the old file survives a failure);
+// throws InputError "cannot write PATH: reason".
 void write_npy(const std::string& path, const std::vector<uint64_t>& shape, const float* data);
 // Reads a little-endian float32 C-order array; throws InputError on anything else.
 NpyArray read_npy(const std::string& path);

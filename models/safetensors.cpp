@@ -1,17 +1,19 @@
 #include "models/safetensors.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <memory>
+#include <set>
 #include <utility>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
+#include "models/truncation_guard.hpp"
 
 namespace gptvk {
 
@@ -29,6 +31,47 @@ uint64_t element_bytes(const std::string& dtype) {
 
 // a * b, or false when it overflows 64 bits.
 bool mul_checked(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
+
+// Checks the header's shape in one streaming pass before the document is built, so that a
+// hostile header fails at the first sign rather than after building a huge document: a
+// name given twice (JSON lets the last win, which would load bytes the writer never
+// meant), nesting deeper than {name: {"shape": [..]}}, or more tensors than any model has.
+// (A SAX pass, not nlohmann's parser callback: that rescans each object as it closes,
+// quadratic in the number of tensors.) Malformed JSON is left to the real parse to word.
+class HeaderShapeCheck : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit HeaderShapeCheck(const std::string& path) : path_(path) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return open(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_object() override { return --depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool key(string_t& name) override {
+    if (depth_ != 1) return true;
+    if (!names_.insert(name).second) throw InputError(path_ + ": tensor '" + name + "' is listed twice in the header");
+    if (names_.size() > SafetensorsFile::kMaxTensors)
+      throw InputError(path_ + ": header lists more than " + std::to_string(SafetensorsFile::kMaxTensors) +
+                       " tensors");
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool open() {
+    if (++depth_ > 3)
+      throw InputError(path_ + ": JSON header nests deeper than a safetensors header (name: {shape: [...]})");
+    return true;
+  }
+  const std::string& path_;
+  int depth_ = 0;
+  std::set<std::string> names_;
+};
 
 }  // namespace
 
@@ -49,21 +92,13 @@ std::string TensorInfo::shape_str() const { return gptvk::shape_str(shape); }
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path + ": cannot open weights file: " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError(path + ": not a regular file");
-  }
-  f.size_ = static_cast<uint64_t>(st.st_size);
-  if (f.size_ < 8) {
-    ::close(fd);
+  // Non-blocking open, then only a regular file: a FIFO or a device is refused by name.
+  files::Fd fd = files::open_regular(path, path + ": cannot open weights file: ", UINT64_MAX, f.size_);
+  if (f.size_ < 8)
     throw InputError(path + ": " + (f.size_ == 0 ? std::string("empty file") : std::to_string(f.size_) + "-byte file") +
                      ", not safetensors (it starts with an 8-byte header length)");
-  }
-  void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping keeps the file open
+  void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  // The mapping keeps the file open once `fd` closes.
   if (p == MAP_FAILED) throw InputError(path + ": cannot map weights file: " + std::strerror(errno));
   f.map_ = static_cast<const std::byte*>(p);
 
@@ -72,8 +107,12 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   if (header_len > f.size_ - 8)
     throw InputError(path + ": header length " + std::to_string(header_len) + " runs past the end of the file (" +
                      std::to_string(f.size_) + " bytes): truncated or not safetensors");
+  if (header_len > kMaxHeaderBytes)
+    throw InputError(path + ": header of " + std::to_string(header_len) + " bytes, more than the " +
+                     std::to_string(kMaxHeaderBytes >> 20) + " MiB safetensors allows: corrupt or not safetensors");
   f.data_start_ = 8 + header_len;
-  f.parse_header(header_len);
+  if (!run_catching_sigbus([&] { f.parse_header(header_len); }))
+    throw InputError(path + ": file changed or truncated while loading (reading the header)");
   return f;
 }
 
@@ -81,6 +120,8 @@ void SafetensorsFile::parse_header(uint64_t header_len) {
   const char* text = reinterpret_cast<const char*>(map_ + 8);
   nlohmann::json header;
   try {
+    HeaderShapeCheck shape_check(path_);
+    nlohmann::json::sax_parse(text, text + header_len, &shape_check);
     header = nlohmann::json::parse(text, text + header_len);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path_ + ": malformed JSON header: " + e.what());

@@ -61,6 +61,11 @@ class SafetensorsFile {
 
   uint64_t file_bytes() const { return size_; }
 
+  // Limits on what a header may claim. Hugging Face's reader caps headers at 100 MB too;
+  // the largest models have tens of thousands of tensors.
+  static constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
+  static constexpr size_t kMaxTensors = 1u << 16;
+
  private:
   void parse_header(uint64_t header_len);
   std::string path_;

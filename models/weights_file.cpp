@@ -9,6 +9,7 @@
 
 #include "engine/error.hpp"
 #include "models/gguf_source.hpp"
+#include "models/truncation_guard.hpp"
 #include "models/weights.hpp"
 
 namespace gptvk {
@@ -226,16 +227,21 @@ void WeightsFile::load_into(ModelWeights& w) const {
   Progress progress(total_bytes_);
   for (const Job& j : plan(cfg_, names_, w)) {
     const TensorInfo& t = file_->get(names_.name(j.role, j.layer));
-    if (j.matrix) {
-      write_tensor_rows(*j.matrix, j.row0, *file_, t, j.in_out);
-    } else {
-      std::vector<std::byte> raw(t.bytes());  // aligned copy: the mapping may not be
-      std::memcpy(raw.data(), file_->data(t).data(), raw.size());
-      file_->release(t);
-      std::vector<float> v(t.elements());
-      convert(raw.data(), t.dtype, v.data(), DType::F32, v.size());
-      j.vector->upload(v.data(), v.size() * 4, j.offset * 4);
-    }
+    // The file is mapped: if it is truncated underneath, reading it faults (SIGBUS).
+    bool read = run_catching_sigbus([&] {
+      if (j.matrix) {
+        write_tensor_rows(*j.matrix, j.row0, *file_, t, j.in_out);
+      } else {
+        std::vector<std::byte> raw(t.bytes());  // aligned copy: the mapping may not be
+        std::memcpy(raw.data(), file_->data(t).data(), raw.size());
+        file_->release(t);
+        std::vector<float> v(t.elements());
+        convert(raw.data(), t.dtype, v.data(), DType::F32, v.size());
+        j.vector->upload(v.data(), v.size() * 4, j.offset * 4);
+      }
+    });
+    if (!read)
+      throw InputError(file_->path() + ": file changed or truncated while loading (reading tensor '" + t.name + "')");
     progress.add(t.bytes());
   }
 }

@@ -147,8 +147,9 @@ std::unique_ptr<TensorSource> joined_source(std::string path, std::vector<std::u
 std::unique_ptr<TensorSource> open_tensor_source(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return open_snapshot_weights(path);
-  if (!fs::exists(path, ec)) throw InputError(path + ": cannot open weights file: No such file or directory");
-  if (!fs::is_regular_file(path, ec)) throw InputError(path + ": not a regular file");
+  // Missing files, FIFOs, devices: the safetensors reader's messages (engine/files), and no
+  // read of their first bytes, which could block.
+  if (!fs::is_regular_file(path, ec)) return safetensors_source(SafetensorsFile::open(path));
   switch (sniff_format(path)) {
     case FileFormat::Safetensors:
       return safetensors_source(SafetensorsFile::open(path));

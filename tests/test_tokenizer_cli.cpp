@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_1_with_one_line) {
       {{"detokenize", "--config", config, "--ids", "464,abc"}, "abc"},
       {{"detokenize", "--config", config, "--ids", "-1"}, "-1"},
       {{"tokenize", "--config", config, "--file", (dir.path / "missing.txt").string()}, "missing.txt"},
-      {{"tokenize", "--config", config, "--file", dir.path.string()}, "Is a directory"},
+      {{"tokenize", "--config", config, "--file", dir.path.string()}, "a directory, not a regular file"},
       {{"tokenize", "--config", bad_config, "--text", "x"}, bad_vocab + ":2:5:"},
       {{"tokenize", "--config", no_tok_config, "--text", "x"}, "[tokenizer]"},
       {{"detokenize", "--config", (dir.path / "missing.toml").string(), "--ids", "1"}, "missing.toml"},

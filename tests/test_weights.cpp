@@ -380,6 +380,22 @@ BOOST_AUTO_TEST_CASE(weights_path_overrides_config) {
   expect_input_error([&] { load_weights(test::context(), c); }, {"absent.safetensors", "cannot open"});
 }
 
+// A weights file truncated after it was mapped and before its values are read (`cp` over
+// it while a model loads): the fault is caught and named, not a silent death by SIGBUS.
+BOOST_AUTO_TEST_CASE(file_truncated_while_loading) {
+  ModelConfig c = tiny_config();
+  Reference ref = make_reference(c, 600);
+  std::string path = write_tensors(hf_tensors(ref, c, ""), DType::F32, "truncated-later.safetensors");
+  BOOST_REQUIRE(fs::file_size(path) > 3 * 4096);
+  WeightsFile file = WeightsFile::open(c, path);
+  fs::resize_file(path, 4096);  // every page after the first is gone from under the mapping
+  ModelWeights w = allocate_weights(test::context(), c);
+  expect_input_error([&] { file.load_into(w); }, {path, "file changed or truncated while loading", "tensor '"});
+  // The guard is gone with the load: the same file, rewritten whole, loads again.
+  write_tensors(hf_tensors(ref, c, ""), DType::F32, "truncated-later.safetensors");
+  check_loaded(load_weights(test::context(), c, path), ref, c, DType::F32);
+}
+
 BOOST_AUTO_TEST_CASE(missing_tensors_are_named) {
   auto& ctx = test::context();
   ModelConfig c = tiny_config();

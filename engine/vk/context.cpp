@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <sstream>
 #if defined(__x86_64__) || defined(__i386__)
@@ -10,6 +11,7 @@
 #endif
 
 #include "engine/error.hpp"
+#include "engine/strict_number.hpp"
 #include "engine/vk/check.hpp"
 #include "engine/vk/pipeline.hpp"
 
@@ -89,20 +91,53 @@ bool has_device_extension(VkPhysicalDevice pd, const char* name) {
   return false;
 }
 
-uint64_t parse_size(const std::string& s) {
-  size_t pos = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(s, &pos);
-  } catch (...) {
-    throw UsageError("bad size '" + s + "' in GPTVK_FORCE (expected e.g. 64M or 16K)");
+// 16384 -> "16K", 1 << 30 -> "1G": the largest unit that divides exactly.
+std::string size_str(uint64_t bytes) {
+  const char* units[] = {"", "K", "M", "G"};
+  int u = 0;
+  while (u < 3 && bytes && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
   }
-  std::string unit = s.substr(pos);
-  if (unit == "K" || unit == "k") v <<= 10;
-  else if (unit == "M" || unit == "m") v <<= 20;
-  else if (unit == "G" || unit == "g") v <<= 30;
-  else if (!unit.empty()) throw UsageError("bad size unit '" + unit + "' in GPTVK_FORCE");
-  return v;
+  return std::to_string(bytes) + units[u];
+}
+
+// "64M" for GPTVK_FORCE's `key`: digits and an optional K/M/G, from `min` to `max` bytes
+// (no sign, no wrap: "-1" or "1K" for a range counted in MiB are errors, not huge or 0).
+uint64_t parse_size(const std::string& key, const std::string& s, uint64_t min, uint64_t max) {
+  size_t digits = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+  std::string unit = s.substr(digits);
+  int shift = unit.empty() ? 0 : unit == "K" || unit == "k" ? 10 : unit == "M" || unit == "m" ? 20
+                                                    : unit == "G" || unit == "g" ? 30 : -1;
+  uint64_t v = 0;
+  if (shift < 0 || !parse_decimal_u64(s.substr(0, digits), v))
+    throw UsageError("bad size '" + s + "' for " + key + " in GPTVK_FORCE (expected e.g. 64M or 16K)");
+  if (v > (max >> shift) || (v << shift) < min)
+    throw UsageError("GPTVK_FORCE: " + key + "=" + s + " is out of range (" + size_str(min) + " to " + size_str(max) + ")");
+  return v << shift;
+}
+
+// GPTVK_VALIDATION: 1/true/yes turn the validation layer on, 0/false/no (or unset) leave it off.
+bool validation_from_env() {
+  const char* v = std::getenv("GPTVK_VALIDATION");
+  if (!v) return false;
+  std::string s = v;
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "1" || s == "true" || s == "yes") return true;
+  if (s == "0" || s == "false" || s == "no") return false;
+  throw UsageError("GPTVK_VALIDATION is 0, 1, true, false, yes or no, not '" + std::string(v) + "'");
+}
+
+// GPTVK_DEVICE: a device index, as --device takes; -1 when unset.
+int device_from_env() {
+  const char* v = std::getenv("GPTVK_DEVICE");
+  if (!v) return -1;
+  uint64_t index = 0;
+  if (!parse_decimal_u64(v, index) || index > 1u << 20)
+    throw UsageError("GPTVK_DEVICE must be a device index (0, 1, ...; see `gpt-vk devices`), not '" + std::string(v) +
+                     "'");
+  return static_cast<int>(index);
 }
 
 VkInstance create_plain_instance() {
@@ -144,8 +179,9 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     if (key == "no_fp16") f.no_fp16 = true;
     else if (key == "no_subgroup") f.no_subgroup = true;
     else if (key == "gpu") f.as_gpu = true;
-    else if (key == "max_range") f.max_storage_buffer_range = parse_size(value);
-    else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(value));
+    // Ranges are reported in MiB, so less than 1M would read "0 MiB"; shared memory is a uint32.
+    else if (key == "max_range") f.max_storage_buffer_range = parse_size(key, value, 1ull << 20, 1ull << 40);
+    else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(key, value, 1ull << 10, 1ull << 31));
     else if (key == "matvec" && (value == "rows" || value == "cols")) f.column_split_matvec = value == "cols";
     else if (key == "matvec") throw UsageError("GPTVK_FORCE: matvec is 'rows' or 'cols', not '" + value + "'");
     else if (key == "chain" && (value.empty() || value == "prefetch" || value == "wait" || value == "timeout")) {
@@ -209,11 +245,10 @@ std::vector<DeviceInfo> Context::list_devices() {
 }
 
 Context::Context(const ContextOptions& options) {
-  const char* env_validation = std::getenv("GPTVK_VALIDATION");
-  bool validation = options.validation || (env_validation && std::strcmp(env_validation, "0") != 0);
+  bool validation = validation_from_env() || options.validation;
   int index = options.device_index;
-  if (index < 0)
-    if (const char* env = std::getenv("GPTVK_DEVICE")) index = std::atoi(env);
+  const bool index_from_env = index < 0 && std::getenv("GPTVK_DEVICE");
+  if (index < 0) index = device_from_env();
   try {
     ForcedLimits forced = options.forced;
     ForcedLimits env_forced = ForcedLimits::from_env();
@@ -231,6 +266,11 @@ Context::Context(const ContextOptions& options) {
     // Synchronization validation cannot see the arrival counters that order chained
     // dispatches (engine/graph.hpp): it would report every chained dispatch as a hazard.
     create_instance(validation, /*sync_validation=*/!forced.chain);
+    // pick_device words a missing index as --device's; one from the environment says so.
+    if (index_from_env && static_cast<size_t>(index) >= enumerate(instance_).size())
+      throw UsageError("GPTVK_DEVICE=" + std::to_string(index) + " names no device: there " +
+                       (enumerate(instance_).size() == 1 ? "is 1" : "are " + std::to_string(enumerate(instance_).size())) +
+                       " (see `gpt-vk devices`)");
     pick_device(index);
     read_caps(forced);
     create_device();

@@ -1,12 +1,13 @@
 #include "engine/vk/pipeline.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <unistd.h>
+#include <functional>
 
+#include "engine/error.hpp"
+#include "engine/files.hpp"
 #include "engine/vk/check.hpp"
 #include "engine/vk/context.hpp"
 #include "engine/vk/shader_registry.hpp"
@@ -17,12 +18,38 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// $GPTVK_CACHE_DIR, else $XDG_CACHE_HOME/gpt-vk, else ~/.cache/gpt-vk; empty if none is usable.
+// Largest cache file read back (lavapipe's for every pipeline of GPT-2 XL is a few MB).
+constexpr uint64_t kMaxCacheBytes = 256ull << 20;
+
+// $GPTVK_CACHE_DIR (set but empty: no cache), else $XDG_CACHE_HOME/gpt-vk, else
+// $HOME/.cache/gpt-vk. XDG_CACHE_HOME and HOME count only as absolute paths (the XDG rule):
+// an empty HOME must not put the cache in ./.cache of whatever directory a run starts in.
+// Without a usable one there is no persistent cache, said once on stderr.
 fs::path cache_dir() {
   if (const char* d = std::getenv("GPTVK_CACHE_DIR")) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME")) return fs::path(x) / "gpt-vk";
-  if (const char* h = std::getenv("HOME")) return fs::path(h) / ".cache" / "gpt-vk";
+  const char* x = std::getenv("XDG_CACHE_HOME");
+  if (x && fs::path(x).is_absolute()) return fs::path(x) / "gpt-vk";
+  const char* h = std::getenv("HOME");
+  if (h && fs::path(h).is_absolute()) return fs::path(h) / ".cache" / "gpt-vk";
+  std::fprintf(stderr,
+               "gpt-vk: warning: no pipeline cache (HOME and XDG_CACHE_HOME are unset or not absolute paths; "
+               "set GPTVK_CACHE_DIR to keep compiled pipelines between runs)\n");
   return {};
+}
+
+// The cache file's bytes; empty when there is none. Anything but a readable regular file
+// (a directory, a FIFO, /dev/zero, a symlink loop) is skipped with one warning: the cache
+// only saves start-up time, so it never stops or blocks a command.
+std::string read_cache_file(const std::string& path, bool& broken) {
+  broken = false;
+  try {
+    if (!files::exists(path, "")) return {};
+    return files::read_regular(path, "", kMaxCacheBytes);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "gpt-vk: warning: ignoring the pipeline cache %s: %s\n", path.c_str(), e.what());
+    broken = true;
+    return {};
+  }
 }
 
 // The file is keyed by device UUID and driver version, so a driver update starts a fresh cache.
@@ -41,7 +68,7 @@ std::string cache_file_name(VkPhysicalDevice pd) {
 
 // Checks the header Vulkan defines for cache data, so a foreign or corrupt file is never
 // handed to the driver.
-bool header_matches(const std::vector<char>& data, VkPhysicalDevice pd) {
+bool header_matches(const std::string& data, VkPhysicalDevice pd) {
   if (data.size() < 32) return false;
   VkPhysicalDeviceProperties p{};
   vkGetPhysicalDeviceProperties(pd, &p);
@@ -57,14 +84,16 @@ bool header_matches(const std::vector<char>& data, VkPhysicalDevice pd) {
 }  // namespace
 
 PipelineCache::PipelineCache(Context& ctx, bool persistent) : ctx_(ctx) {
-  std::vector<char> initial;
+  std::string initial;
   if (persistent) {
     fs::path dir = cache_dir();
     if (!dir.empty()) {
       path_ = (dir / cache_file_name(ctx.physical())).string();
-      std::ifstream in(path_, std::ios::binary);
-      if (in) initial.assign(std::istreambuf_iterator<char>(in), {});
+      bool broken = false;
+      initial = read_cache_file(path_, broken);
+      if (broken) path_.clear();  // warned once; a save would only fail or replace what the user put there
       if (!header_matches(initial, ctx.physical())) initial.clear();
+      saved_hash_ = std::hash<std::string>{}(initial);
     }
   }
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
@@ -91,20 +120,20 @@ void PipelineCache::save() const {
   if (path_.empty() || pipelines_.empty()) return;
   size_t n = 0;
   if (vkGetPipelineCacheData(ctx_.device(), cache_, &n, nullptr) != VK_SUCCESS || n == 0) return;
-  std::vector<char> data(n);
+  std::string data(n, '\0');
   if (vkGetPipelineCacheData(ctx_.device(), cache_, &n, data.data()) != VK_SUCCESS) return;
+  data.resize(n);
+  if (std::hash<std::string>{}(data) == saved_hash_) return;  // nothing new since it was read
   std::error_code ec;
   fs::create_directories(fs::path(path_).parent_path(), ec);
-  // Write then rename, so a concurrent reader never sees half a file.
-  std::string tmp = path_ + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return;
-    out.write(data.data(), static_cast<std::streamsize>(n));
-    if (!out) return;
+  // Atomic (engine/files.hpp): a concurrent reader never sees half a file, and a failed
+  // write (full disk) leaves the previous cache as it was. A failure only costs start-up
+  // time next run, so it is not reported.
+  try {
+    files::write_atomic(path_, {data}, "");
+    saved_hash_ = std::hash<std::string>{}(data);
+  } catch (const InputError&) {
   }
-  fs::rename(tmp, path_, ec);
-  if (ec) fs::remove(tmp, ec);
 }
 
 const Pipeline& PipelineCache::get(const PipelineDesc& desc) {

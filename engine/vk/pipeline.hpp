@@ -63,6 +63,7 @@ class PipelineCache {
   Context& ctx_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::string path_;  // empty: not persistent
+  mutable size_t saved_hash_ = 0;  // of the file's contents as last read or written
   std::map<PipelineDesc, std::unique_ptr<Pipeline>> pipelines_;
 };
 

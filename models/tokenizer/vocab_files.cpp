@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 #include "models/tokenizer/byte_alphabet.hpp"
 #include "models/tokenizer/utf8.hpp"
 
@@ -215,19 +216,9 @@ std::string merge_token(const std::string& path, std::string_view text, size_t f
 
 }  // namespace
 
-std::string read_file_bytes(const std::string& path) {
-  // stdio rather than ifstream: reading a directory then fails with EISDIR instead of
-  // looking like an empty file.
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InputError("cannot read " + path + ": " + std::strerror(errno));
-  std::string data;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
-  int err = std::ferror(f) ? errno : 0;
-  std::fclose(f);
-  if (err) throw InputError("cannot read " + path + ": " + std::strerror(err));
-  return data;
+std::string read_file_bytes(const std::string& path, uint64_t max_bytes) {
+  // Only regular files: a directory, a FIFO or /dev/zero is refused by name (engine/files.hpp).
+  return files::read_regular(path, "cannot read " + path + ": ", max_bytes);
 }
 
 std::vector<std::string> read_vocab(const std::string& path) { return parse_vocab(path, read_file_bytes(path)); }

@@ -30,7 +30,8 @@ std::vector<std::string> parse_vocab(const std::string& path, std::string_view t
 std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
                                 const std::unordered_map<std::string, uint32_t>& ids);
 
-// The whole file, or InputError "cannot read PATH: reason".
-std::string read_file_bytes(const std::string& path);
+// The whole of a regular file of at most `max_bytes` (default: the tokenizer files' limit),
+// or InputError "cannot read PATH: reason".
+std::string read_file_bytes(const std::string& path, uint64_t max_bytes = 64ull << 20);
 
 }  // namespace gptvk::tokenizer

@@ -17,7 +17,8 @@ extern char** environ;
 
 namespace gptvk::test {
 
-CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env, double timeout_s) {
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env, double timeout_s,
+                  const CliOptions& options) {
   CliResult r;
   r.command = GPTVK_BINARY;
   for (const auto& a : args) r.command += " '" + a + "'";
@@ -26,12 +27,15 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   // The caller's environment (sanitizer options, GPTVK_FORCE for the forced-limits run)
   // without other GPTVK_* settings, validation on, then the row's own settings, which
   // replace inherited ones (getenv takes the first match).
-  std::vector<std::string> env_strings = {"GPTVK_VALIDATION=1"};
   auto overridden = [&](const char* var) {
     for (const auto& e : env)
       if (std::strncmp(var, e.c_str(), e.find('=') + 1) == 0) return true;
+    for (const auto& name : options.unset_env)
+      if (std::strncmp(var, name.c_str(), name.size()) == 0 && var[name.size()] == '=') return true;
     return false;
   };
+  std::vector<std::string> env_strings;
+  if (!overridden("GPTVK_VALIDATION=1")) env_strings.push_back("GPTVK_VALIDATION=1");
   for (char** e = environ; *e; ++e) {
     bool ours = std::strncmp(*e, "GPTVK_", 6) == 0;
     bool kept = std::strncmp(*e, "GPTVK_FORCE=", 12) == 0 || std::strncmp(*e, "GPTVK_CACHE_DIR=", 16) == 0;
@@ -44,13 +48,27 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
 
+  int child_stdout = out_pipe[1];
+  if (options.stdout_to == Stdout::DevFull) {
+    child_stdout = open("/dev/full", O_WRONLY | O_CLOEXEC);
+    BOOST_REQUIRE(child_stdout >= 0);
+  } else if (options.stdout_to == Stdout::ClosedPipe) {
+    int dead[2];
+    BOOST_REQUIRE(pipe2(dead, O_CLOEXEC) == 0);
+    close(dead[0]);
+    child_stdout = dead[1];
+  }
   auto start = std::chrono::steady_clock::now();
   pid_t pid = fork();
   BOOST_REQUIRE(pid >= 0);
   if (pid == 0) {
     rlimit no_core{0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
-    dup2(out_pipe[1], STDOUT_FILENO);
+    if (options.file_size_limit >= 0) {
+      rlimit fsize{static_cast<rlim_t>(options.file_size_limit), static_cast<rlim_t>(options.file_size_limit)};
+      setrlimit(RLIMIT_FSIZE, &fsize);
+    }
+    dup2(child_stdout, STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, STDIN_FILENO);
@@ -59,6 +77,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   }
   close(out_pipe[1]);
   close(err_pipe[1]);
+  if (child_stdout != out_pipe[1]) close(child_stdout);
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;

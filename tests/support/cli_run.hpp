@@ -13,9 +13,22 @@ struct CliResult {
   double seconds = 0;
 };
 
+// Where the child's standard output goes, for rows that test writes that fail.
+enum class Stdout {
+  Captured,    // a pipe read into CliResult::out
+  DevFull,     // /dev/full: every write fails with ENOSPC
+  ClosedPipe,  // a pipe whose reading end is closed before the child starts: EPIPE
+};
+
+struct CliOptions {
+  Stdout stdout_to = Stdout::Captured;
+  long file_size_limit = -1;  // RLIMIT_FSIZE in bytes for the child (a full disk); -1: none
+  std::vector<std::string> unset_env;  // variable names removed from the child's environment
+};
+
 // Runs gpt-vk with `args`, the validation layer on and `env` added to the environment;
 // kills it after `timeout_s`. No core files: a crash shows as `signaled` instead.
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
-                  double timeout_s = 10.0);
+                  double timeout_s = 10.0, const CliOptions& options = {});
 
 }  // namespace gptvk::test

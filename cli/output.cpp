@@ -1,0 +1,57 @@
+#include "cli/output.hpp"
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "engine/error.hpp"
+
+namespace gptvk::cli {
+
+namespace {
+
+bool g_wrote = false;  // anything written to stdout by this process
+
+[[noreturn]] void fail(int err) {
+  throw InputError(std::string("cannot write to standard output: ") + std::strerror(err));
+}
+
+}  // namespace
+
+void write_stdout(std::string_view bytes) {
+  g_wrote = g_wrote || !bytes.empty();
+  errno = 0;
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) fail(errno ? errno : EIO);
+  if (std::fflush(stdout) != 0) fail(errno ? errno : EIO);
+}
+
+void print_stdout(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  int n = std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  if (n < 0) fail(EINVAL);
+  if (static_cast<size_t>(n) < sizeof buf) return write_stdout({buf, static_cast<size_t>(n)});
+  std::string big(static_cast<size_t>(n) + 1, '\0');
+  va_start(args, format);
+  std::vsnprintf(big.data(), big.size(), format, args);
+  va_end(args);
+  write_stdout({big.data(), static_cast<size_t>(n)});
+}
+
+void close_stdout() {
+  errno = 0;
+  bool failed = std::ferror(stdout) || std::fflush(stdout) != 0;
+  int err = errno;
+  // A command that wrote nothing may run with stdout closed (`>&-`): EBADF then is no loss.
+  if (std::fclose(stdout) != 0 && !failed && (g_wrote || errno != EBADF)) {
+    failed = true;
+    err = errno;
+  }
+  if (failed) fail(err ? err : EIO);
+}
+
+}  // namespace gptvk::cli

@@ -1,0 +1,165 @@
+#include "engine/files.hpp"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "engine/error.hpp"
+
+namespace gptvk::files {
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+std::string file_kind(unsigned mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    default: return "not a regular file";
+  }
+}
+
+namespace {
+
+std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+Fd open_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes, uint64_t& size) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) throw InputError(prefix + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) throw InputError(prefix + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw InputError(prefix + file_kind(st.st_mode) + ", not a regular file");
+  size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes)
+    throw InputError(prefix + std::to_string(size) + " bytes, more than the " + mib(max_bytes) + " such a file may have");
+  // Regular files never block; reads from here on are ordinary ones.
+  fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes) {
+  uint64_t size = 0;
+  Fd fd = open_regular(path, prefix, max_bytes, size);
+  std::string data(size, '\0');
+  uint64_t got = 0;
+  // Reads what fstat promised and stops there: a file that grows meanwhile cannot make
+  // this read without end; one that shrinks is read as far as it goes.
+  while (got < size) {
+    ssize_t n = ::read(fd.get(), data.data() + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(prefix + std::strerror(errno));
+    if (n == 0) break;
+    got += static_cast<uint64_t>(n);
+  }
+  data.resize(got);
+  return data;
+}
+
+bool exists(const std::string& path, const std::string& prefix) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT) return false;
+  throw InputError(prefix + std::strerror(errno));
+}
+
+namespace {
+
+// "<path>.tmp-<16 random hex digits>": unguessable, so nobody can plant a symlink there
+// first (and O_EXCL | O_NOFOLLOW refuse one anyway).
+std::string temp_name(const std::string& path) {
+  unsigned char r[8] = {};
+  if (getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
+    uint64_t fallback = static_cast<uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ull ^ reinterpret_cast<uintptr_t>(&r);
+    std::memcpy(r, &fallback, sizeof r);
+  }
+  char hex[17];
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
+  return path + ".tmp-" + hex;
+}
+
+// Writes all of `bytes` to `fd`; false with errno set on failure.
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) {
+      errno = EIO;
+      return false;
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Writes into an existing special file (/dev/stdout, /dev/full, a FIFO with a reader): it
+// cannot be replaced by renaming, and must not be (that would put a regular file in /dev).
+void write_in_place(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(prefix + std::strerror(errno));
+  bool ok = true;
+  for (std::string_view part : parts) ok = ok && write_all(fd, part);
+  int err = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) throw InputError(prefix + std::strerror(err));
+}
+
+}  // namespace
+
+void write_atomic(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) throw InputError(prefix + "a directory, not a file");
+    return write_in_place(path, parts, prefix);
+  }
+  std::string tmp = temp_name(path);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) throw InputError(prefix + std::strerror(errno));
+  bool ok = true;
+  for (std::string_view part : parts) ok = ok && write_all(fd, part);
+  int err = ok ? 0 : errno;
+  // close() reports write-back errors some filesystems (NFS, full disks) give only there.
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    throw InputError(prefix + std::strerror(err));
+  }
+}
+
+}  // namespace gptvk::files

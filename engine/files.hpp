@@ -1,0 +1,59 @@
+// Reading input files and writing output files so that nothing hangs and nothing is lost:
+// inputs are opened without blocking and read only when they are regular files of a
+// bounded size (a FIFO, a directory or /dev/zero is refused by name); outputs go to a new,
+// exclusively created file beside the target that replaces it only once complete.
+// Every failure is an InputError (exit 1) that names the path and the system's reason.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace gptvk::files {
+
+// Errors read "<prefix><reason>", e.g. prefix "cannot read /x/vocab.json: " and reason
+// "No such file or directory" or "a directory, not a regular file".
+
+// An open file descriptor, closed with the object.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd();
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { int f = fd_; fd_ = -1; return f; }
+
+ private:
+  int fd_;
+};
+
+// "a directory", "a FIFO", "a character device", ... for a file that is not regular.
+std::string file_kind(unsigned mode);
+
+// Opens `path` read-only (non-blocking, so a FIFO cannot hang the open) and requires a
+// regular file of at most `max_bytes`; `size` receives its size.
+Fd open_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes, uint64_t& size);
+
+// The whole of a regular file of at most `max_bytes`.
+std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes);
+
+// Whether `path` exists: false when it (or a directory on the way) does not; a path that
+// cannot be looked at (a symlink loop, no permission, a name too long) is an InputError.
+bool exists(const std::string& path, const std::string& prefix);
+
+// Replaces `path` with the concatenated `parts` atomically: a new file beside it (random name, O_EXCL, no
+// symlink followed) is written, flushed and closed, with every step checked, then renamed
+// over `path`. On any failure the temporary file is removed, `path` is left as it was and
+// an InputError "<prefix><reason>" is thrown. An existing special file (/dev/stdout, a
+// FIFO) is written in place instead, every write checked; a directory is an error.
+void write_atomic(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix);
+
+// Largest inputs of each kind; far above any real file, low enough to fail fast.
+constexpr uint64_t kMaxConfigBytes = 1ull << 20;      // a TOML config
+constexpr uint64_t kMaxTokenizerBytes = 64ull << 20;  // vocab.json / merges.txt (GPT-2: 1 MB, 0.5 MB)
+constexpr uint64_t kMaxTextBytes = 1ull << 30;        // a text to tokenize or score
+
+}  // namespace gptvk::files
