@@ -18,7 +18,8 @@ namespace gptvk::cli {
 namespace {
 
 struct DetokenizeArgs {
-  std::string config, ids;
+  ModelFlags model;
+  std::string ids;
 };
 
 }  // namespace
@@ -26,13 +27,12 @@ struct DetokenizeArgs {
 Action add_detokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<DetokenizeArgs>();
   auto* cmd = app.add_subcommand("detokenize", "GPT-2 decoding: prints the text of token ids, byte-exact");
-  cmd->add_option("--config", args->config,
-                  "model config (TOML); its [tokenizer] names the vocab and merges files (default: the bundled model)");
+  add_model_source_flags(cmd, args->model, /*bundled_default=*/true);  // --config (its [tokenizer]) or --model
   cmd->add_option("--ids", args->ids, "token ids separated by commas (or spaces), e.g. 464,2068")->required();
   return [args, cmd] {
     reject_device_flags(cmd);
     std::vector<uint32_t> ids = parse_id_list(args->ids);
-    Tokenizer tok = load_tokenizer(load_config(args->config.empty() ? default_config_path() : args->config));
+    Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
     std::string text = tok.decode(ids);
     write_stdout(text);
     return 0;

@@ -23,18 +23,17 @@ namespace gptvk::cli {
 namespace {
 
 struct TokenizeArgs {
-  std::string config, text, file;
+  ModelFlags model;
+  std::string text, file;
   bool special = false, pieces = false;
 };
 
 }  // namespace
 
-// The tokenizer of a model config; shared by tokenize and detokenize.
 Action add_tokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<TokenizeArgs>();
   auto* cmd = app.add_subcommand("tokenize", "GPT-2 byte-level BPE encoding: prints the token ids on one line");
-  cmd->add_option("--config", args->config,
-                  "model config (TOML); its [tokenizer] names the vocab and merges files (default: the bundled model)");
+  add_model_source_flags(cmd, args->model, /*bundled_default=*/true);  // --config (its [tokenizer]) or --model
   auto* text = cmd->add_option("--text", args->text, "the text to encode");
   auto* file = cmd->add_option("--file", args->file, "encode the bytes of this file");
   text->excludes(file);
@@ -51,7 +50,7 @@ Action add_tokenize(CLI::App& app, Common&) {
     reject_device_flags(cmd);
     if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
     std::string input = file->count() ? tokenizer::read_file_bytes(args->file, files::kMaxTextBytes) : args->text;
-    Tokenizer tok = load_tokenizer(load_config(args->config.empty() ? default_config_path() : args->config));
+    Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
     std::vector<uint32_t> ids = tok.encode(input, args->special);
     std::string line;
     line.reserve(ids.size() * 6 + 1);

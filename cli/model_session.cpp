@@ -9,17 +9,52 @@
 #include "engine/error.hpp"
 #include "engine/files.hpp"
 #include "engine/interpose/yielding_waits.hpp"
+#include "models/model_path.hpp"
 #include "models/weights.hpp"
 
 namespace gptvk::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags, bool has_default) {
+  flags.has_default = has_default;
+  auto* config = cmd->add_option("--config", flags.config,
+                                 has_default ? "model config (TOML); default: the bundled model" : "model config (TOML)");
+  auto* model = cmd->add_option("-m,--model", flags.model,
+                                "instead of --config: a GGUF file (llama.cpp's gpt2) or a Hugging Face snapshot folder "
+                                "(config.json of gpt2 or openai-gpt, safetensors weights, vocab.json + merges.txt)");
+  model->excludes(config);
+  cmd->add_option("--dtype", flags.dtype, "device storage of the weights with --model: f32, f16 (default) or bf16 (q8_0 is reserved: 8-bit device kernels are not implemented yet)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}))
+      ->needs(model);
+  return model;
+}
+
+}  // namespace
+
 void add_model_flags(CLI::App* cmd, ModelFlags& flags, const std::string& default_config) {
-  auto* opt = cmd->add_option("--config", flags.config, "model config (TOML)");
-  if (default_config.empty()) opt->required();
-  else opt->description("model config (TOML); default: the bundled model");
-  cmd->add_option("--weights", flags.weights, "safetensors file; overrides the config's [weights] file");
+  auto* model = add_source_flags(cmd, flags, !default_config.empty());
+  cmd->add_option("--weights", flags.weights,
+                  "weights file (safetensors, GGUF or torch.save, told by content); overrides the config's "
+                  "[weights] file")
+      ->excludes(model);
+}
+
+void add_model_source_flags(CLI::App* cmd, ModelFlags& flags, bool bundled_default) {
+  add_source_flags(cmd, flags, bundled_default);
+}
+
+ModelConfig resolve_model_config(const ModelFlags& flags) {
+  if (!flags.model.empty()) {
+    if (flags.dtype == "q8_0")
+      throw UsageError("--dtype q8_0 (8-bit weights on the device) is not implemented yet: use f16, bf16 or f32 "
+                       "(quantized GGUF tensors are dequantized to it at load)");
+    return model_config_for_path(flags.model, flags.dtype.empty() ? DType::F16 : parse_dtype(flags.dtype));
+  }
+  if (flags.config.empty() && !flags.has_default) throw UsageError("needs --config CFG.toml or --model PATH");
+  return load_config(flags.config.empty() ? default_config_path() : flags.config);
 }
 
 std::string default_config_path() {
@@ -48,7 +83,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 ModelSession open_model(const Common& common, const ModelFlags& flags, const OpenOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   ModelSession s;
-  s.cfg = load_config(flags.config.empty() ? default_config_path() : flags.config);
+  s.cfg = resolve_model_config(flags);
   std::string weights = flags.weights.empty() ? s.cfg.weights_file : flags.weights;
   // files::exists: a symlink loop or an unreadable directory is bad input naming the path, not exit 3.
   auto exists = [](const std::string& p) { return files::exists(p, "cannot open weights file " + p + ": "); };
@@ -101,6 +136,10 @@ void ModelSession::load_weights() {
 }
 
 Tokenizer load_tokenizer(const ModelConfig& cfg) {
+  if (!cfg.tokenizer_unsupported.empty()) throw InputError(cfg.tokenizer_unsupported);
+  if (!cfg.tokenizer_vocab_json.empty())
+    return Tokenizer::from_text(cfg.tokenizer_vocab, cfg.tokenizer_vocab_json, cfg.tokenizer_merges,
+                                cfg.tokenizer_merges_text);
   if (cfg.tokenizer_vocab.empty() || cfg.tokenizer_merges.empty())
     throw InputError(cfg.source + ": no [tokenizer] section with vocab and merges (needed to handle text)");
   return Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);

@@ -19,11 +19,22 @@ namespace gptvk::cli {
 struct ModelFlags {
   std::string config;
   std::string weights;  // overrides the config's [weights] file
+  std::string model;    // --model: a GGUF file or a Hugging Face snapshot folder
+  std::string dtype;    // --dtype: device storage with --model ("" = f16)
+  bool has_default = false;  // no --config and no --model means the bundled model
 };
 
-// Adds --config and --weights to a subcommand. `default_config` is used when --config is
-// absent ("" makes --config required).
+// Adds --config, --model (-m), --dtype and --weights to a subcommand. Without a default
+// (`default_config` = "") one of --config and --model is required.
 void add_model_flags(CLI::App* cmd, ModelFlags& flags, const std::string& default_config = "");
+// The same without --weights: commands that read only the tokenizer. With `bundled_default`,
+// neither flag means the bundled model's tokenizer.
+void add_model_source_flags(CLI::App* cmd, ModelFlags& flags, bool bundled_default = false);
+
+// The config the flags name: the TOML of --config (or the bundled model's), or the one
+// --model's file or folder implies. UsageError when neither is given and there is no
+// default.
+ModelConfig resolve_model_config(const ModelFlags& flags);
 
 // The bundled default model's config, found next to the binary's source tree or install.
 std::string default_config_path();

@@ -48,6 +48,12 @@ struct ModelConfig {
   // [tokenizer]; empty when the config has none
   std::string tokenizer_vocab;
   std::string tokenizer_merges;
+  // A tokenizer carried by the model file itself (GGUF metadata), as the text of a
+  // vocab.json and a merges.txt; empty otherwise.
+  std::string tokenizer_vocab_json, tokenizer_merges_text;
+  // Why this model's text cannot be tokenized (GPT-1's BPE is not byte-level); empty when
+  // it can or when there is simply no tokenizer.
+  std::string tokenizer_unsupported;
 };
 
 // Parses and checks a config. Throws InputError naming the file and the key on: malformed

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "engine/error.hpp"
 #include "engine/vk/context.hpp"
@@ -22,9 +24,28 @@ uint64_t vector_bytes(uint64_t n) { return std::max<uint64_t>(4, n * 4); }
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
+// Host memory the kernel could hand out now (MemAvailable), 0 when unknown.
+uint64_t host_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib << 10;
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+// A CPU device's memory is the host's: lavapipe reports a heap of at most 2 GiB whatever the
+// host has, and allocates past it as long as the host can, so there the bound is the
+// host's available memory.
 void check_fits(vk::Context& ctx, const ModelConfig& cfg) {
-  uint64_t need = weights_device_bytes(cfg), have = ctx.caps().device_local_bytes;
-  if (have && need > have) throw DeviceError("model needs " + mib(need) + " of device memory, device has " + mib(have));
+  const uint64_t need = weights_device_bytes(cfg), heap = ctx.caps().device_local_bytes;
+  const bool cpu = ctx.info().is_cpu();
+  const uint64_t have = cpu ? std::max(heap, host_available_bytes()) : heap;
+  if (have && need > have)
+    throw DeviceError("model needs " + mib(need) + " of device memory, device has " + mib(have) +
+                      (cpu ? " (a CPU device: the host memory available now)" : ""));
 }
 
 vk::Buffer zero_buffer(vk::Context& ctx, uint64_t n, const std::string& what) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "engine/vk/buffer.hpp"
 #include "models/config.hpp"
 #include "models/safetensors.hpp"
+#include "models/weights_source.hpp"
 
 namespace gptvk {
 
@@ -65,11 +67,12 @@ struct TensorNames {
   std::string name(const std::string& role, uint32_t layer) const;
 };
 
-// A safetensors file checked against a config, ready to fill weights allocated for it.
+// A weights file (safetensors, GGUF, torch.save zip, or a snapshot folder: told by its
+// content) checked against a config, ready to fill weights allocated for it.
 class WeightsFile {
  public:
-  // Maps `weights_path` (cfg.weights_file when empty) and checks its header against cfg:
-  // every tensor the layout names is present, F32/F16/BF16, and shaped as [model] says.
+  // Opens `weights_path` (cfg.weights_file when empty) and checks its header against cfg:
+  // every tensor the layout names is present, loadable, and shaped as [model] says.
   // Reads no tensor data. Throws InputError naming the file and the tensor.
   static WeightsFile open(const ModelConfig& cfg, const std::string& weights_path = "");
   // Writes every tensor into `w` (from allocate_weights for the same config) in cfg.dtype;
@@ -79,7 +82,7 @@ class WeightsFile {
  private:
   WeightsFile() = default;
   ModelConfig cfg_;
-  SafetensorsFile file_;
+  std::unique_ptr<TensorSource> file_;
   TensorNames names_;
   uint64_t total_bytes_ = 0;
 };
@@ -98,6 +101,8 @@ ModelWeights random_weights(vk::Context& ctx, const ModelConfig& cfg, uint64_t s
 // [rows][m.cols], or [m.cols][rows] when `in_out` (then transposed), converting to m's dtype
 // through at most `block_bytes` of host staging at a time. The building block of
 // load_weights, public for tools and tests (e.g. matrices split into small chunks).
+void write_tensor_rows(Matrix& m, uint32_t row0, const TensorSource& file, const TensorInfo& t, bool in_out,
+                       uint64_t block_bytes = 16ull << 20);
 void write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,
                        uint64_t block_bytes = 16ull << 20);
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "engine/error.hpp"
+#include "models/gguf_source.hpp"
 #include "models/truncation_guard.hpp"
 #include "models/weights.hpp"
 
@@ -32,8 +33,14 @@ std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) 
 
 // HF GPT-2 (GPT2LMHeadModel saves "transformer.h.0..." plus "lm_head.weight"; GPT2Model
 // saves "h.0..."): all linear weights are Conv1D [in][out], q/k/v fused in c_attn.
-TensorNames hf_gpt2_names(const ModelConfig& cfg, const SafetensorsFile& file) {
+TensorNames hf_gpt2_names(const ModelConfig& cfg, const TensorSource& file) {
   std::string prefix;
+  if (file.contains("token_embd.weight")) {  // a GGUF named by a TOML of the default layout
+    TensorNames n;
+    n.roles = gguf_tensor_names(cfg, [&](const std::string& name) { return file.contains(name); });
+    n.roles.erase("linear");
+    return n;
+  }
   if (file.contains("wte.weight"))
     prefix = "";
   else if (file.contains("transformer.wte.weight"))
@@ -69,13 +76,20 @@ TensorNames hf_gpt2_names(const ModelConfig& cfg, const SafetensorsFile& file) {
   return n;
 }
 
-TensorNames custom_names(const ModelConfig& cfg) {
+// [weights.names] as written, except that a name absent from the file but present under
+// the "transformer." prefix (what transformers' *LMHeadModel.save_pretrained writes) is
+// taken with the prefix.
+TensorNames custom_names(const ModelConfig& cfg, const TensorSource& file) {
   TensorNames n;
   for (const auto& [k, v] : cfg.names) {
     if (k == "linear")
       n.in_out = v == "in_out";
     else
       n.roles[k] = v;
+  }
+  for (auto& [role, pattern] : n.roles) {
+    const std::string first = n.name(role, 0);
+    if (!file.contains(first) && file.contains("transformer." + first)) pattern = "transformer." + pattern;
   }
   return n;
 }
@@ -185,53 +199,60 @@ std::vector<Job> plan(const ModelConfig& cfg, const TensorNames& names, ModelWei
 WeightsFile WeightsFile::open(const ModelConfig& cfg, const std::string& weights_path) {
   WeightsFile f;
   f.cfg_ = cfg;
-  f.file_ = SafetensorsFile::open(weights_path.empty() ? cfg.weights_file : weights_path);
-  f.names_ = cfg.layout == "custom" ? custom_names(cfg) : hf_gpt2_names(cfg, f.file_);
+  f.file_ = open_tensor_source(weights_path.empty() ? cfg.weights_file : weights_path);
+  f.names_ = cfg.layout == "custom" ? custom_names(cfg, *f.file_) : hf_gpt2_names(cfg, *f.file_);
   // Every tensor the layout names exists with a loadable dtype...
   for (const auto& [role, pattern] : f.names_.roles) {
     bool per_layer = pattern.find("{i}") != std::string::npos;
     for (uint32_t l = 0; l < (per_layer ? cfg.n_layers : 1u); ++l)
-      f.total_bytes_ += f.file_.get(f.names_.name(role, l)).bytes();
+      f.total_bytes_ += f.file_->get(f.names_.name(role, l)).bytes();
   }
   // ...and has the shape [model] implies.
   ModelWeights shapes_only;
   shapes_only.layers.resize(cfg.n_layers);
   for (const Job& j : plan(cfg, f.names_, shapes_only)) {
     std::string name = f.names_.name(j.role, j.layer);
-    const TensorInfo& t = f.file_.get(name);
+    const TensorInfo& t = f.file_->get(name);
     if (t.shape != j.shape)
-      throw InputError(f.file_.path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
+      throw InputError(f.file_->path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
                        shape_str(j.shape) + " from the config's [model] (" + cfg.source + ")");
   }
+  if (std::string note = f.file_->conversion_note(); !note.empty())
+    std::fprintf(stderr, "gpt-vk: %s: dequantizing its %s tensors to %s at load\n", f.file_->path().c_str(),
+                 note.c_str(), dtype_name(cfg.dtype));
   return f;
 }
 
 void WeightsFile::load_into(ModelWeights& w) const {
   Progress progress(total_bytes_);
   for (const Job& j : plan(cfg_, names_, w)) {
-    const TensorInfo& t = file_.get(names_.name(j.role, j.layer));
+    const TensorInfo& t = file_->get(names_.name(j.role, j.layer));
     // The file is mapped: if it is truncated underneath, reading it faults (SIGBUS).
     bool read = run_catching_sigbus([&] {
       if (j.matrix) {
-        write_tensor_rows(*j.matrix, j.row0, file_, t, j.in_out);
+        write_tensor_rows(*j.matrix, j.row0, *file_, t, j.in_out);
       } else {
         std::vector<std::byte> raw(t.bytes());  // aligned copy: the mapping may not be
-        std::memcpy(raw.data(), file_.data(t).data(), raw.size());
+        std::memcpy(raw.data(), file_->data(t).data(), raw.size());
+        file_->release(t);
         std::vector<float> v(t.elements());
         convert(raw.data(), t.dtype, v.data(), DType::F32, v.size());
         j.vector->upload(v.data(), v.size() * 4, j.offset * 4);
       }
     });
     if (!read)
-      throw InputError(file_.path() + ": file changed or truncated while loading (reading tensor '" + t.name + "')");
+      throw InputError(file_->path() + ": file changed or truncated while loading (reading tensor '" + t.name + "')");
     progress.add(t.bytes());
   }
 }
 
 // ---------------------------------------------------------------- one tensor
 
-void write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,
-                       uint64_t block_bytes) {
+namespace {
+
+template <class File>
+void write_rows_from(Matrix& m, uint32_t row0, const File& file, const TensorInfo& t, bool in_out,
+                     uint64_t block_bytes) {
   const bool is_2d = t.shape.size() == 2;
   const uint64_t want_rows = !is_2d ? 0 : in_out ? t.shape[1] : t.shape[0];
   const uint64_t want_cols = !is_2d ? 0 : in_out ? t.shape[0] : t.shape[1];
@@ -259,6 +280,18 @@ void write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, co
     m.write_rows(row0 + r, n, rows_ptr, t.dtype);
   }
   file.release(t);
+}
+
+}  // namespace
+
+void write_tensor_rows(Matrix& m, uint32_t row0, const TensorSource& file, const TensorInfo& t, bool in_out,
+                       uint64_t block_bytes) {
+  write_rows_from(m, row0, file, t, in_out, block_bytes);
+}
+
+void write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,
+                       uint64_t block_bytes) {
+  write_rows_from(m, row0, file, t, in_out, block_bytes);
 }
 
 }  // namespace gptvk

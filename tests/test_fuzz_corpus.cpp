@@ -76,6 +76,18 @@ BOOST_AUTO_TEST_CASE(tokenizer_corpus) {
   replay("regressions", "tokenizer", gptvk::fuzz::check_tokenizer, false);
 }
 
+BOOST_AUTO_TEST_CASE(gguf_corpus) {
+  size_t seeds = replay("corpus", "gguf", gptvk::fuzz::check_gguf, false);
+  BOOST_TEST(seeds >= 4u, "the seed corpus is missing");
+  replay("regressions", "gguf", gptvk::fuzz::check_gguf, true);
+}
+
+BOOST_AUTO_TEST_CASE(torch_corpus) {
+  size_t seeds = replay("corpus", "torch", gptvk::fuzz::check_torch, false);
+  BOOST_TEST(seeds >= 4u, "the seed corpus is missing");
+  replay("regressions", "torch", gptvk::fuzz::check_torch, true);
+}
+
 // The checks must be able to tell: a valid file is accepted, a lying one rejected.
 BOOST_AUTO_TEST_CASE(checks_tell_good_from_bad) {
   auto good = read_bytes(kFuzz / "corpus/safetensors/f32_matrix");
@@ -86,4 +98,8 @@ BOOST_AUTO_TEST_CASE(checks_tell_good_from_bad) {
   BOOST_TEST(!gptvk::fuzz::check_config(cfg).rejected);
   cfg.insert(cfg.begin(), '[');
   BOOST_TEST(gptvk::fuzz::check_config(cfg).rejected);
+  auto gguf = read_bytes(kFuzz / "corpus/gguf/gpt2_f32");
+  BOOST_TEST(!gptvk::fuzz::check_gguf(gguf).rejected);
+  gguf.resize(gguf.size() - 1);
+  BOOST_TEST(gptvk::fuzz::check_gguf(gguf).rejected);
 }

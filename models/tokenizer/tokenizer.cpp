@@ -30,8 +30,15 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merges_path) {
+  const std::string vocab = tokenizer::read_file_bytes(vocab_path);  // the vocab's errors first
+  const std::string merges = tokenizer::read_file_bytes(merges_path);
+  return from_text(vocab_path, vocab, merges_path, merges);
+}
+
+Tokenizer Tokenizer::from_text(const std::string& vocab_path, std::string_view vocab_json,
+                               const std::string& merges_path, std::string_view merges_text) {
   auto s = std::make_unique<State>();
-  s->tokens = tokenizer::read_vocab(vocab_path);
+  s->tokens = tokenizer::parse_vocab(vocab_path, vocab_json);
   std::unordered_map<std::string, uint32_t> ids;
   ids.reserve(s->tokens.size());
   for (uint32_t id = 0; id < s->tokens.size(); ++id) ids.emplace(s->tokens[id], id);
@@ -48,7 +55,7 @@ Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merg
     byte_ids[b] = it->second;
   }
   if (auto it = ids.find(std::string(kEndOfText)); it != ids.end()) s->eot = it->second;
-  s->bpe.emplace(tokenizer::read_merges(merges_path, ids), byte_ids);
+  s->bpe.emplace(tokenizer::parse_merges(merges_path, merges_text, ids), byte_ids);
   return Tokenizer(std::move(s));
 }
 

@@ -24,6 +24,10 @@ class Tokenizer {
  public:
   // Throws InputError "PATH:LINE:COLUMN: cause" for an unreadable or malformed file.
   static Tokenizer load(const std::string& vocab_path, const std::string& merges_path);
+  // The same from the files' text held in memory (a GGUF file's tokenizer); the paths only
+  // name them in errors.
+  static Tokenizer from_text(const std::string& vocab_path, std::string_view vocab_json,
+                             const std::string& merges_path, std::string_view merges_text);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;

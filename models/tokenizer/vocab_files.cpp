@@ -221,13 +221,18 @@ std::string read_file_bytes(const std::string& path, uint64_t max_bytes) {
   return files::read_regular(path, "cannot read " + path + ": ", max_bytes);
 }
 
-std::vector<std::string> read_vocab(const std::string& path) {
-  std::string text = read_file_bytes(path);
+std::vector<std::string> read_vocab(const std::string& path) { return parse_vocab(path, read_file_bytes(path)); }
+
+std::vector<std::string> parse_vocab(const std::string& path, std::string_view text) {
   return VocabReader(path, text).read();
 }
 
 std::vector<Merge> read_merges(const std::string& path, const std::unordered_map<std::string, uint32_t>& ids) {
-  std::string text = read_file_bytes(path);
+  return parse_merges(path, read_file_bytes(path), ids);
+}
+
+std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
+                                const std::unordered_map<std::string, uint32_t>& ids) {
   std::vector<Merge> merges;
   std::unordered_map<uint64_t, size_t> first_seen;  // (left, right) -> line, to catch duplicates
   size_t line_start = 0, line_no = 0;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -22,6 +23,12 @@ struct Merge {
 // line and blank lines are skipped). Both halves and their concatenation must be tokens
 // of the vocabulary (`ids`: token bytes -> id); a pair listed twice is an error.
 std::vector<Merge> read_merges(const std::string& path, const std::unordered_map<std::string, uint32_t>& ids);
+
+// The same readers over text held in memory (a GGUF file's tokenizer); `path` names it
+// in errors.
+std::vector<std::string> parse_vocab(const std::string& path, std::string_view text);
+std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
+                                const std::unordered_map<std::string, uint32_t>& ids);
 
 // The whole of a regular file of at most `max_bytes` (default: the tokenizer files' limit),
 // or InputError "cannot read PATH: reason".

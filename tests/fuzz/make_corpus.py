@@ -5,6 +5,9 @@ safetensors/: tiny valid files in the shapes the loader meets (every supported d
   unsupported one, 0-d and empty tensors, metadata, an hf-gpt2-like header) plus a few
   near misses, so the fuzzer starts next to the interesting branches.
 config/: the project's model configs (configs/*.toml and the fixtures' config.toml).
+gguf/: tiny GGUF files of llama.cpp's gpt2 architecture (F32; a mix of F16, BF16, Q8_0, Q4_0,
+  Q5_1; the K-quants), version 2 and 3, plus near misses (truncated, misaligned, unknown type).
+torch/: the small torch.save zips of tests/fixtures/formats/torch.
 tokenizer/: short texts: English, contractions, digits, whitespace runs, non-Latin
   scripts, emoji, <|endoftext|>, and bytes that are not UTF-8.
 
@@ -80,6 +83,84 @@ def config_seeds():
         "[tokenizer]\nvocab = \"\"\"v\u00f6cab.json\"\"\"\nmerges = '''m\u00e9rges.txt'''\n").encode())
 
 
+GGUF_BLOCKS = {0: (1, 4), 1: (1, 2), 30: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+               12: (256, 144), 13: (256, 176), 14: (256, 210)}  # ggml type: (values, bytes) per block
+
+
+def gguf_str(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf(kv, tensors, version=3, align=32):
+    """kv: [(key, type, packed value)]; tensors: [(name, ne, ggml type)], data is a counter."""
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kv))
+    for key, vtype, value in kv:
+        out += gguf_str(key) + struct.pack("<I", vtype) + value
+    offset, infos = 0, []
+    for name, ne, t in tensors:
+        n = 1
+        for d in ne:
+            n *= d
+        values, size = GGUF_BLOCKS.get(t, (1, 1))
+        nbytes = n // values * size
+        out += gguf_str(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", t, offset)
+        infos.append(nbytes)
+        offset += (nbytes + align - 1) // align * align
+    out += bytes(-len(out) % align)
+    for nbytes in infos:
+        out += bytes((i * 7 + 3) & 0xFF for i in range(nbytes)) + bytes(-nbytes % align)
+    return out
+
+
+def gpt2_gguf(types, version=3, C=32, V=8, ctx=4):
+    u32 = lambda v: struct.pack("<I", v)  # noqa: E731
+    kv = [("general.architecture", 8, gguf_str("gpt2")), ("general.name", 8, gguf_str("tiny")),
+          ("gpt2.context_length", 4, u32(ctx)), ("gpt2.embedding_length", 4, u32(C)),
+          ("gpt2.feed_forward_length", 4, u32(4 * C)), ("gpt2.block_count", 4, u32(1)),
+          ("gpt2.attention.head_count", 4, u32(2)), ("gpt2.attention.layer_norm_epsilon", 6, struct.pack("<f", 1e-5)),
+          ("tokenizer.ggml.model", 8, gguf_str("gpt2")),
+          ("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, V) + b"".join(gguf_str(c) for c in "abcdefgh"[:V])),
+          ("tokenizer.ggml.merges", 9, struct.pack("<IQ", 8, 1) + gguf_str("a b")),
+          ("tokenizer.ggml.eos_token_id", 4, u32(V - 1))]
+    t = lambda name, ne, default=0: (name, ne, types.get(name.split(".")[-2], default))  # noqa: E731
+    tensors = [t("token_embd.weight", [C, V]), t("position_embd.weight", [C, ctx]),
+               t("blk.0.attn_norm.weight", [C]), t("blk.0.attn_norm.bias", [C]),
+               t("blk.0.attn_qkv.weight", [C, 3 * C]), t("blk.0.attn_qkv.bias", [3 * C]),
+               t("blk.0.attn_output.weight", [C, C]), t("blk.0.attn_output.bias", [C]),
+               t("blk.0.ffn_norm.weight", [C]), t("blk.0.ffn_norm.bias", [C]),
+               t("blk.0.ffn_up.weight", [C, 4 * C]), t("blk.0.ffn_up.bias", [4 * C]),
+               t("blk.0.ffn_down.weight", [4 * C, C]), t("blk.0.ffn_down.bias", [C]),
+               t("output_norm.weight", [C]), t("output_norm.bias", [C])]
+    return gguf(kv, tensors, version)
+
+
+def gguf_seeds():
+    good = gpt2_gguf({})
+    write("gguf", "gpt2_f32", good)
+    write("gguf", "gpt2_v2", gpt2_gguf({}, version=2))
+    write("gguf", "gpt2_mixed", gpt2_gguf({"token_embd": 30, "attn_qkv": 8, "ffn_up": 2, "ffn_down": 1,
+                                           "attn_output": 7}))
+    write("gguf", "kquants", gguf([("general.alignment", 4, struct.pack("<I", 64))],
+                                  [("q4k", [256, 2], 12), ("q5k", [256], 13), ("q6k", [256, 1], 14),
+                                   ("q41", [64], 3), ("q50", [32, 2], 6)], align=64))
+    write("gguf", "arrays", gguf([("nested", 9, struct.pack("<IQ", 9, 1) + struct.pack("<IQ", 4, 2) + bytes(8)),
+                                  ("floats", 9, struct.pack("<IQ", 12, 2) + struct.pack("<dd", 0.5, -1)),
+                                  ("flag", 7, b"\x01")], []))
+    write("gguf", "truncated", good[:len(good) // 2])
+    write("gguf", "other_arch", good.replace(gguf_str("gpt2"), gguf_str("gpt3"), 1))
+    write("gguf", "unknown_type", gguf([], [("x", [4], 99)]))
+
+
+def torch_seeds():
+    """The small torch.save files of tests/fixtures/formats/torch (tools/make_format_fixtures.py
+    writes them with PyTorch: state dicts, a checkpoint, pickles naming os.system and eval)."""
+    for p in sorted((ROOT / "tests" / "fixtures" / "formats" / "torch").glob("*.pt")):
+        if p.stat().st_size <= 8192:
+            write("torch", p.stem, p.read_bytes())
+
+
 def tokenizer_seeds():
     texts = {
         "english": "Hello world! The quick brown fox jumps over the lazy dog.",
@@ -102,5 +183,7 @@ if __name__ == "__main__":
     safetensors_seeds()
     config_seeds()
     tokenizer_seeds()
+    gguf_seeds()
+    torch_seeds()
     total = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
     print(f"wrote {sum(1 for f in OUT.rglob('*') if f.is_file())} files, {total} bytes, under {OUT}")

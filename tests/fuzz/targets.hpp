@@ -22,6 +22,10 @@
 
 #include "engine/error.hpp"
 #include "models/config.hpp"
+#include "models/gguf_dequant.hpp"
+#include "models/gguf_file.hpp"
+#include "models/gguf_source.hpp"
+#include "models/torch_source.hpp"
 #include "models/safetensors.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 
@@ -146,6 +150,79 @@ inline Outcome check_config(std::span<const uint8_t> data) {
   require(c.layout == "custom" ? !c.names.empty() : c.names.empty(), "[weights.names] does not match the layout");
   require(std::isfinite(c.norm_eps) && c.norm_eps > 0, "accepted a non-positive norm_eps");
   require(c.tokenizer_vocab.empty() == c.tokenizer_merges.empty(), "half a [tokenizer] section accepted");
+  return {};
+}
+
+// GgufFile::parse on the bytes (models/gguf_file.cpp). When it accepts, everything it
+// claims must hold: each readable tensor lies inside the input at an aligned offset with
+// as many bytes as its type and dimensions need, names are unique, and its bytes can be
+// read (touched, and small quantized tensors dequantized). A gpt2 config built from it has
+// usable dimensions and a tokenizer the vocabulary holds.
+inline Outcome check_gguf(std::span<const uint8_t> data) {
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data.data()), data.size());
+  GgufFile f;
+  try {
+    f = GgufFile::parse("fuzz.gguf", bytes);
+  } catch (const InputError& e) {
+    return {true, e.what()};
+  }
+  require(f.version() == 2 || f.version() == 3, "accepted GGUF version " + std::to_string(f.version()));
+  std::vector<float> scratch;
+  for (const GgufTensor& t : f.tensors()) {
+    require(f.tensor(t.name) == &t, "tensor() does not return '" + t.name + "'");
+    require(!t.ne.empty() && t.ne.size() <= 4, "tensor '" + t.name + "' has a bad number of dimensions");
+    uint64_t block_values = 0, block_bytes = 0;
+    if (!ggml::block_layout(t.type, block_values, block_bytes)) continue;
+    require(t.bytes == t.elements() / block_values * block_bytes, "tensor '" + t.name + "' size != type x shape");
+    std::span<const std::byte> d = f.data(t);
+    require(d.data() >= bytes.data() && d.data() + d.size() <= bytes.data() + bytes.size(),
+            "tensor '" + t.name + "' outside the input");
+    if (!d.empty()) require(d.front() == d.front() && d.back() == d.back(), "unreadable");
+    if (block_values > 1 && t.elements() <= (1u << 16)) {
+      scratch.resize(t.elements());
+      require(dequantize_ggml(t.type, d.data(), scratch.data(), t.elements()), "cannot dequantize '" + t.name + "'");
+    }
+  }
+  ModelConfig c;
+  try {
+    c = gguf_model_config(f, DType::F16);
+  } catch (const InputError& e) {
+    return {true, e.what()};
+  }
+  require(c.vocab_size > 0 && c.context_length > 0 && c.emb_dim > 0 && c.n_heads > 0 && c.n_layers > 0 &&
+              c.ffn_dim > 0 && c.emb_dim % c.n_heads == 0,
+          "accepted unusable dimensions");
+  require(std::isfinite(c.norm_eps) && c.norm_eps > 0, "accepted a bad layer_norm_epsilon");
+  return {};
+}
+
+// open_torch_source on the bytes as a file (models/zip_archive.cpp, torch_pickle.cpp,
+// torch_source.cpp): a zip of stored entries and a pickle read by the restricted unpickler.
+// When it accepts, every tensor it lists is either refused by get() with an InputError or
+// has exactly shape x dtype bytes inside the file, which can be read.
+inline Outcome check_torch(std::span<const uint8_t> data) {
+  std::string path = write_scratch("model.pt", data);
+  std::unique_ptr<TensorSource> src;
+  try {
+    src = open_torch_source(path);
+  } catch (const InputError& e) {
+    return {true, e.what()};
+  }
+  const std::byte* begin = reinterpret_cast<const std::byte*>(data.data());
+  for (const std::string& name : src->names()) {
+    const TensorInfo* t = src->find(name);
+    require(t != nullptr, "names() lists '" + name + "' but find() has none");
+    try {
+      (void)src->get(name);
+    } catch (const InputError&) {
+      require(!t->supported, "get() refused a loadable tensor '" + name + "'");
+      continue;
+    }
+    std::span<const std::byte> d = src->data(*t);
+    require(d.size() == t->elements() * dtype_bytes(t->dtype), "tensor '" + name + "' size != shape x dtype");
+    require(t->begin + d.size() <= data.size(), "tensor '" + name + "' outside the file");
+    if (!d.empty()) require(d.front() == begin[t->begin] && d.back() == begin[t->begin + d.size() - 1], "bytes differ");
+  }
   return {};
 }
 

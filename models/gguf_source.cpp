@@ -1,0 +1,220 @@
+#include "models/gguf_source.hpp"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "engine/error.hpp"
+#include "models/gguf_dequant.hpp"
+#include "models/gguf_file.hpp"
+
+namespace gptvk {
+
+namespace {
+
+bool native_type(uint32_t t, DType& d) {
+  if (t == ggml::F32) d = DType::F32;
+  else if (t == ggml::F16) d = DType::F16;
+  else if (t == ggml::BF16) d = DType::BF16;
+  else return false;
+  return true;
+}
+
+bool dequantizable(uint32_t t) {
+  return t == ggml::Q8_0 || t == ggml::Q4_0 || t == ggml::Q4_1 || t == ggml::Q5_0 || t == ggml::Q5_1 ||
+         t == ggml::Q4_K || t == ggml::Q5_K || t == ggml::Q6_K;
+}
+
+// Tensors in numpy order (GGUF's ne reversed: ne[0] varies fastest, so a [rows][cols]
+// matrix is ne = {cols, rows}); quantized tensors read as F32.
+class GgufSource : public TensorSource {
+ public:
+  explicit GgufSource(GgufFile f) : file_(std::move(f)) {
+    for (const GgufTensor& g : file_.tensors()) {
+      TensorInfo t;
+      t.name = g.name;
+      t.dtype_name = ggml::type_name(g.type);
+      t.shape.assign(g.ne.rbegin(), g.ne.rend());
+      DType d = DType::F32;
+      t.supported = g.bytes && (native_type(g.type, d) || dequantizable(g.type));
+      t.dtype = d;
+      t.end = g.elements() * dtype_bytes(d);  // the size data() hands out, not the file's
+      infos_.emplace(g.name, std::move(t));
+    }
+  }
+  const std::string& path() const override { return file_.path(); }
+  const TensorInfo* find(std::string_view name) const override {
+    auto it = infos_.find(name);
+    return it == infos_.end() ? nullptr : &it->second;
+  }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> n;
+    for (const auto& [k, v] : infos_) n.push_back(k);
+    return n;
+  }
+  std::span<const std::byte> data(const TensorInfo& t) const override {
+    const GgufTensor& g = *file_.tensor(t.name);
+    DType d;
+    if (native_type(g.type, d)) return file_.data(g);
+    scratch_.resize(g.elements());
+    dequantize_ggml(g.type, file_.data(g).data(), scratch_.data(), g.elements());
+    return {reinterpret_cast<const std::byte*>(scratch_.data()), scratch_.size() * 4};
+  }
+  void release(const TensorInfo&) const override { std::vector<float>().swap(scratch_); }
+  std::string conversion_note() const override {
+    std::set<std::string> types;
+    for (const GgufTensor& g : file_.tensors())
+      if (dequantizable(g.type)) types.insert(ggml::type_name(g.type));
+    const std::vector<std::string> v(types.begin(), types.end());
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
+    return s;
+  }
+
+ private:
+  GgufFile file_;
+  std::map<std::string, TensorInfo, std::less<>> infos_;
+  mutable std::vector<float> scratch_;  // the last dequantized tensor
+};
+
+class KeyReader {
+ public:
+  explicit KeyReader(const GgufFile& f) : f_(f) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw InputError(f_.path() + ": metadata " + key + ": " + what);
+  }
+  const GgufValue& required(const std::string& key) const {
+    const GgufValue* v = f_.find(key);
+    if (!v) throw InputError(f_.path() + ": missing metadata key " + key);
+    return *v;
+  }
+  uint32_t dim(const std::string& key) const {
+    const GgufValue& v = required(key);
+    if (!v.is_integer()) fail(key, "expected an integer");
+    if (v.i <= 0 || v.i > (int64_t(1) << 24)) fail(key, std::to_string(v.i) + " is out of range (1 .. 16777216)");
+    return static_cast<uint32_t>(v.i);
+  }
+  std::string string(const std::string& key) const {
+    const GgufValue& v = required(key);
+    if (v.type != GgufType::String) fail(key, "expected a string");
+    return v.s;
+  }
+  const std::vector<std::string>& strings(const std::string& key) const {
+    const GgufValue& v = required(key);
+    if (v.type != GgufType::Array || v.elem_type != GgufType::String) fail(key, "expected an array of strings");
+    return v.strings;
+  }
+
+ private:
+  const GgufFile& f_;
+};
+
+// tokenizer.ggml.* as the text of a vocab.json and a merges.txt, which spell tokens in the
+// same byte alphabet GGUF's gpt2 tokenizer does.
+void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
+  if (!f.find("tokenizer.ggml.model")) return;
+  const std::string model = k.string("tokenizer.ggml.model");
+  if (model != "gpt2") {
+    cfg.tokenizer_unsupported = f.path() + ": tokenizer.ggml.model is '" + model +
+                                "', not GPT-2's byte-level BPE ('gpt2'): text commands cannot run; use forward --ids";
+    return;
+  }
+  const auto& tokens = k.strings("tokenizer.ggml.tokens");
+  if (tokens.size() > cfg.vocab_size)
+    k.fail("tokenizer.ggml.tokens", std::to_string(tokens.size()) + " tokens, more than the " +
+                                        std::to_string(cfg.vocab_size) + " rows of token_embd.weight");
+  for (const char* id_key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"})
+    if (const GgufValue* v = f.find(id_key); v && (!v->is_integer() || v->i < 0 || uint64_t(v->i) >= tokens.size()))
+      k.fail(id_key, "is not the id of a token (0 .. " + std::to_string(tokens.size() - 1) + ")");
+  nlohmann::json vocab = nlohmann::json::object();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (vocab.contains(tokens[i])) k.fail("tokenizer.ggml.tokens", "token '" + tokens[i] + "' is listed twice");
+    vocab[tokens[i]] = i;
+  }
+  try {
+    cfg.tokenizer_vocab_json = vocab.dump();
+  } catch (const nlohmann::json::exception&) {
+    k.fail("tokenizer.ggml.tokens", "a token is not valid UTF-8");
+  }
+  std::string merges;
+  if (f.find("tokenizer.ggml.merges"))
+    for (const std::string& m : k.strings("tokenizer.ggml.merges")) {
+      if (m.find('\n') != std::string::npos) k.fail("tokenizer.ggml.merges", "a merge contains a line break");
+      merges += m + "\n";
+    }
+  cfg.tokenizer_merges_text = std::move(merges);
+  cfg.tokenizer_vocab = f.path() + " (tokenizer.ggml.tokens)";
+  cfg.tokenizer_merges = f.path() + " (tokenizer.ggml.merges)";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> gguf_tensor_names(const ModelConfig& cfg,
+                                                     const std::function<bool(const std::string&)>& has) {
+  std::map<std::string, std::string> n;
+  n["linear"] = "out_in";  // llama.cpp's converter transposes GPT-2's Conv1D weights
+  n["tok_emb"] = "token_embd.weight";
+  n["pos_emb"] = "position_embd.weight";
+  const std::pair<const char*, const char*> layer[] = {
+      {"ln1_weight", "attn_norm.weight"},    {"ln1_bias", "attn_norm.bias"},    {"qkv_weight", "attn_qkv.weight"},
+      {"qkv_bias", "attn_qkv.bias"},         {"attn_out_weight", "attn_output.weight"},
+      {"attn_out_bias", "attn_output.bias"}, {"ln2_weight", "ffn_norm.weight"}, {"ln2_bias", "ffn_norm.bias"},
+      {"fc_weight", "ffn_up.weight"},        {"fc_bias", "ffn_up.bias"},        {"proj_weight", "ffn_down.weight"},
+      {"proj_bias", "ffn_down.bias"}};
+  for (auto [role, suffix] : layer) {
+    const bool bias = std::string(role).find("bias") != std::string::npos && std::string(role) != "ln1_bias" &&
+                      std::string(role) != "ln2_bias";
+    if (std::string(role) == "qkv_bias" ? cfg.qkv_bias : !bias || has(std::string("blk.0.") + suffix))
+      n[role] = std::string("blk.{i}.") + suffix;
+  }
+  if (cfg.final_norm) {
+    n["lnf_weight"] = "output_norm.weight";
+    n["lnf_bias"] = "output_norm.bias";
+  }
+  if (!cfg.tie_embeddings) n["head_weight"] = "output.weight";
+  return n;
+}
+
+std::unique_ptr<TensorSource> open_gguf_source(const std::string& path) {
+  return std::make_unique<GgufSource>(GgufFile::open(path));
+}
+
+ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
+  KeyReader k(f);
+  const std::string arch = k.string("general.architecture");
+  if (arch != "gpt2")
+    throw InputError(f.path() + ": GGUF architecture '" + arch + "' is not supported (gpt-vk runs 'gpt2')");
+  ModelConfig cfg;
+  cfg.source = f.path();
+  cfg.name = f.find("general.name") && f.find("general.name")->type == GgufType::String ? f.find("general.name")->s
+                                                                                          : "gguf";
+  cfg.context_length = k.dim("gpt2.context_length");
+  cfg.emb_dim = k.dim("gpt2.embedding_length");
+  cfg.n_layers = k.dim("gpt2.block_count");
+  cfg.ffn_dim = k.dim("gpt2.feed_forward_length");
+  cfg.n_heads = k.dim("gpt2.attention.head_count");
+  if (cfg.emb_dim % cfg.n_heads)
+    k.fail("gpt2.attention.head_count", std::to_string(cfg.n_heads) + " does not divide gpt2.embedding_length");
+  const GgufValue& eps = k.required("gpt2.attention.layer_norm_epsilon");
+  const float e = static_cast<float>(eps.f);
+  if (eps.type != GgufType::F32 && eps.type != GgufType::F64) k.fail("gpt2.attention.layer_norm_epsilon", "expected a float");
+  if (!(e > 0 && e < 1)) k.fail("gpt2.attention.layer_norm_epsilon", "must be in (0, 1)");
+  cfg.norm_eps = e;
+  cfg.activation = Activation::GeluTanh;  // llama.cpp's gpt2 graph: LLM_FFN_GELU (tanh form)
+  const GgufTensor* emb = f.tensor("token_embd.weight");
+  if (!emb || emb->ne.size() != 2) throw InputError(f.path() + ": tensor 'token_embd.weight' (2-D) not found");
+  if (emb->ne[1] == 0 || emb->ne[1] > (1u << 24)) throw InputError(f.path() + ": token_embd.weight has a bad vocabulary size");
+  cfg.vocab_size = static_cast<uint32_t>(emb->ne[1]);
+  cfg.qkv_bias = f.tensor("blk.0.attn_qkv.bias") != nullptr;
+  cfg.tie_embeddings = f.tensor("output.weight") == nullptr;
+  cfg.out_bias = false;
+  cfg.weights_file = f.path();
+  cfg.layout = "custom";
+  cfg.dtype = dtype;
+  cfg.names = gguf_tensor_names(cfg, [&](const std::string& name) { return f.tensor(name) != nullptr; });
+  read_tokenizer(f, k, cfg);
+  return cfg;
+}
+
+}  // namespace gptvk

@@ -1,0 +1,31 @@
+// A GGUF file of llama.cpp's `gpt2` architecture as a model: its tensors as a
+// TensorSource (quantized ones dequantized one at a time), its hyperparameters and
+// tokenizer as a ModelConfig, so `--model x.gguf` needs nothing else.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "engine/dtype.hpp"
+#include "models/config.hpp"
+#include "models/weights_source.hpp"
+
+namespace gptvk {
+
+class GgufFile;
+
+std::unique_ptr<TensorSource> open_gguf_source(const std::string& path);
+
+// The config of a `gpt2` GGUF file: [model] from the gpt2.* keys and the tensors' shapes,
+// the custom layout of llama.cpp's tensor names, the tokenizer from tokenizer.ggml.*; the
+// device storage `dtype`. InputError naming the file and key for another architecture or
+// a missing or bad key.
+ModelConfig gguf_model_config(const GgufFile& file, DType dtype);
+
+// [weights.names] (custom layout, "linear" = "out_in") of llama.cpp's gpt2 tensor names for
+// `cfg`, with the optional biases that `has` says the file holds.
+std::map<std::string, std::string> gguf_tensor_names(const ModelConfig& cfg,
+                                                     const std::function<bool(const std::string&)>& has);
+
+}  // namespace gptvk

@@ -1,0 +1,180 @@
+#include "models/hf_snapshot.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "engine/error.hpp"
+#include "models/tokenizer/vocab_files.hpp"
+
+namespace gptvk {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class ConfigJson {
+ public:
+  ConfigJson(std::string path, json j) : path_(std::move(path)), j_(std::move(j)) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw InputError(path_ + ": " + key + ": " + what);
+  }
+  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  uint32_t dim(const std::string& key) const {
+    if (!has(key)) throw InputError(path_ + ": missing key " + key);
+    const json& v = j_.at(key);
+    if (!v.is_number_integer()) fail(key, "expected an integer");
+    const int64_t i = v.get<int64_t>();
+    if (i <= 0 || i > (int64_t(1) << 24)) fail(key, std::to_string(i) + " is out of range (1 .. 16777216)");
+    return static_cast<uint32_t>(i);
+  }
+  uint32_t dim_or(const std::string& key, uint32_t fallback) const { return has(key) ? dim(key) : fallback; }
+  std::string string_or(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_.at(key).is_string()) fail(key, "expected a string");
+    return j_.at(key).get<std::string>();
+  }
+  bool boolean_or(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_.at(key).is_boolean()) fail(key, "expected true or false");
+    return j_.at(key).get<bool>();
+  }
+  float eps_or(const std::string& key, float fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_.at(key).is_number()) fail(key, "expected a number");
+    const float e = static_cast<float>(j_.at(key).get<double>());
+    if (!(std::isfinite(e) && e > 0)) fail(key, "must be a positive number");
+    return e;
+  }
+  Activation activation(const std::string& key, const std::string& fallback) const {
+    const std::string a = string_or(key, fallback);
+    // transformers' ACT2FN: gelu_new, gelu_fast and gelu_pytorch_tanh are the tanh form;
+    // openai-gpt's own table maps "gelu" to gelu_new too (see the caller).
+    if (a == "gelu_new" || a == "gelu_fast" || a == "gelu_pytorch_tanh") return Activation::GeluTanh;
+    if (a == "gelu") return Activation::GeluErf;
+    if (a == "relu") return Activation::Relu;
+    fail(key, "activation '" + a + "' is not supported (gelu_new, gelu_pytorch_tanh, gelu_fast, gelu or relu)");
+  }
+
+ private:
+  std::string path_;
+  json j_;
+};
+
+json read_json(const std::string& path) {
+  try {
+    return json::parse(tokenizer::read_file_bytes(path));
+  } catch (const json::exception& e) {
+    throw InputError(path + ": malformed JSON: " + e.what());
+  }
+}
+
+void read_gpt2(const ConfigJson& c, ModelConfig& cfg) {
+  cfg.vocab_size = c.dim("vocab_size");
+  cfg.context_length = c.has("n_positions") ? c.dim("n_positions") : c.dim("n_ctx");
+  cfg.emb_dim = c.dim("n_embd");
+  cfg.n_layers = c.dim("n_layer");
+  cfg.n_heads = c.dim("n_head");
+  cfg.ffn_dim = c.dim_or("n_inner", 4 * cfg.emb_dim);
+  cfg.activation = c.activation("activation_function", "gelu_new");
+  cfg.norm_eps = c.eps_or("layer_norm_epsilon", 1e-5f);
+  cfg.tie_embeddings = c.boolean_or("tie_word_embeddings", true);
+  if (!c.boolean_or("scale_attn_weights", true)) c.fail("scale_attn_weights", "false is not supported");
+  if (c.boolean_or("scale_attn_by_inverse_layer_idx", false))
+    c.fail("scale_attn_by_inverse_layer_idx", "true is not supported");
+  cfg.layout = "hf-gpt2";
+}
+
+// GPT-1 as transformers' OpenAIGPTModel: post-LN blocks, no final LayerNorm, tied head,
+// Conv1D (in_out) weights.
+void read_openai_gpt(const ConfigJson& c, ModelConfig& cfg) {
+  cfg.vocab_size = c.dim("vocab_size");
+  cfg.context_length = c.dim("n_positions");
+  cfg.emb_dim = c.dim("n_embd");
+  cfg.n_layers = c.dim("n_layer");
+  cfg.n_heads = c.dim("n_head");
+  cfg.ffn_dim = 4 * cfg.emb_dim;
+  const std::string afn = c.string_or("afn", "gelu");
+  // modeling_openai.py's ACT_FNS: "gelu" is gelu_new (the tanh form), unlike ACT2FN.
+  if (afn == "gelu") cfg.activation = Activation::GeluTanh;
+  else if (afn == "relu") cfg.activation = Activation::Relu;
+  else c.fail("afn", "activation '" + afn + "' is not supported (gelu or relu)");
+  cfg.norm_eps = c.eps_or("layer_norm_epsilon", 1e-5f);
+  cfg.norm_position = NormPosition::Post;
+  cfg.final_norm = false;
+  cfg.tie_embeddings = true;
+  cfg.layout = "custom";
+  auto& n = cfg.names;
+  n["linear"] = "in_out";
+  n["tok_emb"] = "tokens_embed.weight";
+  n["pos_emb"] = "positions_embed.weight";
+  for (auto [role, name] : {std::pair{"qkv_weight", "attn.c_attn.weight"}, {"qkv_bias", "attn.c_attn.bias"},
+                            {"attn_out_weight", "attn.c_proj.weight"}, {"attn_out_bias", "attn.c_proj.bias"},
+                            {"ln1_weight", "ln_1.weight"}, {"ln1_bias", "ln_1.bias"},
+                            {"fc_weight", "mlp.c_fc.weight"}, {"fc_bias", "mlp.c_fc.bias"},
+                            {"proj_weight", "mlp.c_proj.weight"}, {"proj_bias", "mlp.c_proj.bias"},
+                            {"ln2_weight", "ln_2.weight"}, {"ln2_bias", "ln_2.bias"}})
+    n[role] = std::string("h.{i}.") + name;
+}
+
+}  // namespace
+
+ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  json j = read_json(path);
+  if (!j.is_object()) throw InputError(path + ": not a JSON object");
+  ConfigJson c(path, j);
+  ModelConfig cfg;
+  cfg.source = path;
+  const std::string type = c.string_or("model_type", "");
+  cfg.name = fs::path(dir).lexically_normal().filename().string();
+  if (cfg.name.empty()) cfg.name = fs::path(dir).lexically_normal().parent_path().filename().string();
+  if (type == "gpt2") read_gpt2(c, cfg);
+  else if (type == "openai-gpt") read_openai_gpt(c, cfg);
+  else
+    c.fail("model_type", type.empty() ? "missing" : "'" + type + "' is not supported (gpt2 or openai-gpt)");
+  if (cfg.emb_dim % cfg.n_heads) c.fail("n_head", std::to_string(cfg.n_heads) + " does not divide n_embd");
+  cfg.weights_file = dir;
+  cfg.dtype = dtype;
+  if (type == "openai-gpt") {
+    cfg.tokenizer_unsupported = dir + ": GPT-1's BPE (openai-gpt) is not GPT-2's byte-level BPE: text commands "
+                                      "cannot run on this model; use forward --ids";
+  } else if (fs::exists(fs::path(dir) / "vocab.json") && fs::exists(fs::path(dir) / "merges.txt")) {
+    cfg.tokenizer_vocab = (fs::path(dir) / "vocab.json").string();
+    cfg.tokenizer_merges = (fs::path(dir) / "merges.txt").string();
+  }
+  return cfg;
+}
+
+std::unique_ptr<TensorSource> open_snapshot_weights(const std::string& dir) {
+  const fs::path d(dir);
+  const fs::path single = d / "model.safetensors", index = d / "model.safetensors.index.json";
+  const fs::path bin = d / "pytorch_model.bin";
+  if (fs::exists(single)) return open_tensor_source(single.string());
+  if (fs::exists(index)) {
+    json j = read_json(index.string());
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+      throw InputError(index.string() + ": no weight_map object");
+    std::set<std::string> shards;
+    for (auto& [name, file] : j["weight_map"].items()) {
+      if (!file.is_string()) throw InputError(index.string() + ": weight_map['" + name + "'] is not a file name");
+      const std::string f = file.get<std::string>();
+      if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
+        throw InputError(index.string() + ": weight_map['" + name + "'] = '" + f + "' is not a file in the folder");
+      shards.insert(f);
+    }
+    if (shards.empty()) throw InputError(index.string() + ": weight_map is empty");
+    std::vector<std::unique_ptr<TensorSource>> parts;
+    for (const std::string& s : shards) {
+      if (!fs::exists(d / s)) throw InputError(index.string() + ": shard " + s + " is not in the folder");
+      parts.push_back(open_tensor_source((d / s).string()));
+    }
+    return joined_source(dir, std::move(parts));
+  }
+  if (fs::exists(bin)) return open_tensor_source(bin.string());
+  throw InputError(dir + ": no model.safetensors, model.safetensors.index.json or pytorch_model.bin in the folder");
+}
+
+}  // namespace gptvk

@@ -1,0 +1,40 @@
+#include "models/model_path.hpp"
+
+#include <filesystem>
+
+#include "engine/error.hpp"
+#include "models/gguf_file.hpp"
+#include "models/gguf_source.hpp"
+#include "models/hf_snapshot.hpp"
+#include "models/weights_source.hpp"
+
+namespace gptvk {
+
+namespace fs = std::filesystem;
+
+ModelConfig model_config_for_path(const std::string& path, DType dtype) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError("model " + path + " not found");
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / "config.json", ec)) return snapshot_model_config(path, dtype);
+    if (fs::exists(fs::path(path) / "config.toml", ec)) return load_config((fs::path(path) / "config.toml").string());
+    throw InputError(path + ": a folder without config.json (a Hugging Face snapshot) or config.toml");
+  }
+  if (!fs::is_regular_file(path, ec)) throw InputError(path + ": not a regular file");
+  switch (sniff_format(path)) {
+    case FileFormat::Gguf:
+      return gguf_model_config(GgufFile::open(path), dtype);
+    case FileFormat::Safetensors:
+    case FileFormat::TorchZip:
+      throw InputError(path + ": " +
+                       (sniff_format(path) == FileFormat::Safetensors ? "a safetensors file" : "a torch.save file") +
+                       " holds no hyperparameters: give its folder with config.json, or --config with a TOML "
+                       "whose [weights] file names it");
+    case FileFormat::Unknown:
+      break;
+  }
+  if (fs::path(path).extension() == ".toml") return load_config(path);
+  throw InputError(path + ": not GGUF, a Hugging Face snapshot folder or a TOML config: " + describe_file_start(path));
+}
+
+}  // namespace gptvk

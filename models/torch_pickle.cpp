@@ -1,0 +1,327 @@
+#include "models/torch_pickle.hpp"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "engine/error.hpp"
+
+namespace gptvk {
+
+namespace {
+
+struct Obj;
+using Ref = std::shared_ptr<Obj>;
+struct Obj {
+  enum class K { Mark, None, Bool, Int, Float, Str, Tuple, List, Dict, Global, Storage, Tensor } k = K::None;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;            // Str; Global: "module.name"
+  std::vector<Ref> items;   // Tuple, List; Dict: key, value, key, value, ...
+  TorchTensorRef tensor;    // Storage (key, dtype, numel) and Tensor
+};
+
+struct StorageType {
+  const char* name;
+  const char* dtype;
+  uint64_t bytes;
+};
+constexpr StorageType kStorages[] = {{"FloatStorage", "F32", 4}, {"HalfStorage", "F16", 2},
+                                     {"BFloat16Storage", "BF16", 2}, {"DoubleStorage", "F64", 8},
+                                     {"LongStorage", "I64", 8}, {"IntStorage", "I32", 4},
+                                     {"ShortStorage", "I16", 2}, {"CharStorage", "I8", 1},
+                                     {"ByteStorage", "U8", 1}, {"BoolStorage", "BOOL", 1}};
+
+const StorageType* storage_type(const std::string& global) {
+  for (const auto& s : kStorages)
+    if (global == std::string("torch.") + s.name) return &s;
+  return nullptr;
+}
+
+bool allowed_global(const std::string& g) {
+  return g == "collections.OrderedDict" || g == "torch._utils._rebuild_tensor_v2" ||
+         g == "torch._utils._rebuild_parameter" || storage_type(g) != nullptr;
+}
+
+class Unpickler {
+ public:
+  Unpickler(const std::string& path, std::span<const std::byte> b) : path_(path), b_(b) {}
+  // Every object lets go of its children first: a pickle may build cycles (a list that
+  // holds itself) or chains too deep to destroy recursively.
+  ~Unpickler() {
+    for (const Ref& o : all_) o->items.clear();
+  }
+
+  Ref run() {
+    for (;;) {
+      const uint8_t op = byte();
+      if (op == '.') break;  // STOP
+      step(op);
+    }
+    if (stack_.size() != 1) fail("the pickle ends with " + std::to_string(stack_.size()) + " objects on its stack");
+    return stack_.back();
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError(path_ + ": data.pkl: " + what);
+  }
+  Ref make(Obj::K k) {
+    auto o = std::make_shared<Obj>();
+    o->k = k;
+    all_.push_back(o);
+    return o;
+  }
+  uint8_t byte() {
+    if (pos_ >= b_.size()) fail("ends without a STOP opcode: truncated");
+    return std::to_integer<uint8_t>(b_[pos_++]);
+  }
+  uint64_t le(int n) {
+    if (uint64_t(n) > b_.size() - pos_) fail("ends inside an opcode's argument: truncated");
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = v << 8 | std::to_integer<uint64_t>(b_[pos_ + uint64_t(i)]);
+    pos_ += uint64_t(n);
+    return v;
+  }
+  std::string bytes(uint64_t n) {
+    if (n > b_.size() - pos_) fail("a string of " + std::to_string(n) + " bytes runs past the end: truncated");
+    std::string s(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  std::string line() {
+    std::string s;
+    for (uint8_t c; (c = byte()) != '\n';) {
+      if (s.size() > 256) fail("a global name is too long");
+      s += char(c);
+    }
+    return s;
+  }
+  Ref pop() {
+    if (stack_.empty() || stack_.back()->k == Obj::K::Mark) fail("pops an empty stack");
+    Ref r = stack_.back();
+    stack_.pop_back();
+    return r;
+  }
+  Ref& top() {
+    if (stack_.empty() || stack_.back()->k == Obj::K::Mark) fail("reads an empty stack");
+    return stack_.back();
+  }
+  // The objects above the topmost mark, removing them and the mark.
+  std::vector<Ref> pop_mark() {
+    size_t m = stack_.size();
+    while (m > 0 && stack_[m - 1]->k != Obj::K::Mark) --m;
+    if (m == 0) fail("no MARK on the stack");
+    std::vector<Ref> items(stack_.begin() + long(m), stack_.end());
+    stack_.resize(m - 1);
+    return items;
+  }
+  void push(Ref r) {
+    if (stack_.size() > (1u << 20)) fail("stack too deep");
+    stack_.push_back(std::move(r));
+  }
+  void push_int(int64_t v) {
+    Ref r = make(Obj::K::Int);
+    r->i = v;
+    push(r);
+  }
+  void push_str(std::string s) {
+    Ref r = make(Obj::K::Str);
+    r->s = std::move(s);
+    push(r);
+  }
+  void push_tuple(std::vector<Ref> items) {
+    Ref r = make(Obj::K::Tuple);
+    r->items = std::move(items);
+    push(r);
+  }
+  void memo_put(uint64_t key) { memo_[key] = top(); }
+  void memo_get(uint64_t key) {
+    auto it = memo_.find(key);
+    if (it == memo_.end()) fail("memo key " + std::to_string(key) + " read before it was written");
+    push(it->second);
+  }
+  void global(const std::string& module, const std::string& name) {
+    const std::string g = module + "." + name;
+    if (!allowed_global(g))
+      fail("refused global '" + g + "': a state dict of tensors never needs it (nothing in the file is run)");
+    Ref r = make(Obj::K::Global);
+    r->s = g;
+    push(r);
+  }
+  void set_items(Ref& dict, const std::vector<Ref>& kv) {
+    if (dict->k != Obj::K::Dict) fail("SETITEMS on something that is not a dict");
+    if (kv.size() % 2) fail("SETITEMS with an odd number of items");
+    dict->items.insert(dict->items.end(), kv.begin(), kv.end());
+  }
+
+  void step(uint8_t op);
+  Ref reduce(const Ref& callable, const Ref& args);
+  Ref persistent_load(const Ref& pid);
+
+  const std::string& path_;
+  std::span<const std::byte> b_;
+  uint64_t pos_ = 0;
+  std::vector<Ref> stack_;
+  std::unordered_map<uint64_t, Ref> memo_;
+  std::vector<Ref> all_;  // every object made: one per opcode at most
+};
+
+void Unpickler::step(uint8_t op) {
+  switch (op) {
+    case 0x80: (void)byte(); break;                               // PROTO
+    case 0x95: (void)le(8); break;                                // FRAME
+    case '(': push(make(Obj::K::Mark)); break;                    // MARK
+    case '}': push(make(Obj::K::Dict)); break;                    // EMPTY_DICT
+    case ']': push(make(Obj::K::List)); break;                    // EMPTY_LIST
+    case ')': push_tuple({}); break;                              // EMPTY_TUPLE
+    case 'N': push(make(Obj::K::None)); break;                    // NONE
+    case 0x88: case 0x89: {                                       // NEWTRUE, NEWFALSE
+      Ref r = make(Obj::K::Bool);
+      r->i = op == 0x88;
+      push(r);
+      break;
+    }
+    case 'K': push_int(int64_t(le(1))); break;                    // BININT1
+    case 'M': push_int(int64_t(le(2))); break;                    // BININT2
+    case 'J': push_int(int64_t(int32_t(uint32_t(le(4))))); break; // BININT
+    case 0x8a: {                                                  // LONG1
+      const uint64_t n = le(1);
+      if (n > 8) fail("an integer wider than 64 bits");
+      uint64_t v = n ? le(int(n)) : 0;
+      if (n && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t(0) << (8 * n);  // sign-extend
+      push_int(int64_t(v));
+      break;
+    }
+    case 'G': {                                                   // BINFLOAT (big-endian)
+      uint64_t v = 0;
+      for (int k = 0; k < 8; ++k) v = v << 8 | byte();
+      Ref r = make(Obj::K::Float);
+      std::memcpy(&r->f, &v, 8);
+      push(r);
+      break;
+    }
+    case 'X': push_str(bytes(le(4))); break;                      // BINUNICODE
+    case 0x8c: push_str(bytes(le(1))); break;                     // SHORT_BINUNICODE
+    case 'q': memo_put(le(1)); break;                             // BINPUT
+    case 'r': memo_put(le(4)); break;                             // LONG_BINPUT
+    case 0x94: memo_put(memo_.size()); break;                     // MEMOIZE
+    case 'h': memo_get(le(1)); break;                             // BINGET
+    case 'j': memo_get(le(4)); break;                             // LONG_BINGET
+    case 'c': {                                                   // GLOBAL
+      std::string module = line();
+      global(module, line());
+      break;
+    }
+    case 0x93: {                                                  // STACK_GLOBAL
+      Ref name = pop(), module = pop();
+      if (name->k != Obj::K::Str || module->k != Obj::K::Str) fail("STACK_GLOBAL without two strings");
+      global(module->s, name->s);
+      break;
+    }
+    case 't': push_tuple(pop_mark()); break;                      // TUPLE
+    case 0x85: { Ref a = pop(); push_tuple({a}); break; }         // TUPLE1
+    case 0x86: { Ref b = pop(), a = pop(); push_tuple({a, b}); break; }
+    case 0x87: { Ref c = pop(), b = pop(), a = pop(); push_tuple({a, b, c}); break; }
+    case 'l': { Ref r = make(Obj::K::List); r->items = pop_mark(); push(r); break; }  // LIST
+    case 'a': { Ref v = pop(); if (top()->k != Obj::K::List) fail("APPEND to a non-list"); top()->items.push_back(v); break; }
+    case 'e': {                                                   // APPENDS
+      std::vector<Ref> v = pop_mark();
+      if (top()->k != Obj::K::List) fail("APPENDS to a non-list");
+      top()->items.insert(top()->items.end(), v.begin(), v.end());
+      break;
+    }
+    case 's': { Ref v = pop(), k = pop(); set_items(top(), {k, v}); break; }  // SETITEM
+    case 'u': { std::vector<Ref> kv = pop_mark(); set_items(top(), kv); break; }  // SETITEMS
+    case 'Q': { Ref pid = pop(); push(persistent_load(pid)); break; }  // BINPERSID
+    case 'R': { Ref args = pop(), callable = pop(); push(reduce(callable, args)); break; }  // REDUCE
+    case 'b': {                                                   // BUILD: only an OrderedDict's metadata
+      Ref state = pop();
+      if (top()->k != Obj::K::Dict || (state->k != Obj::K::Dict && state->k != Obj::K::None))
+        fail("BUILD on something other than a dict's metadata");
+      break;
+    }
+    default: {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", op);
+      fail(std::string("opcode ") + hex + " at byte " + std::to_string(pos_ - 1) +
+           " is not one a state dict of tensors is pickled with: refused");
+    }
+  }
+}
+
+Ref Unpickler::persistent_load(const Ref& pid) {
+  // ('storage', <storage class>, key, location, numel)
+  const auto& t = pid->items;
+  if (pid->k != Obj::K::Tuple || t.size() != 5 || t[0]->k != Obj::K::Str || t[0]->s != "storage" ||
+      t[1]->k != Obj::K::Global || t[2]->k != Obj::K::Str || t[4]->k != Obj::K::Int || t[4]->i < 0)
+    fail("a persistent id that is not ('storage', type, key, location, numel)");
+  const StorageType* st = storage_type(t[1]->s);
+  if (!st) fail("persistent id of '" + t[1]->s + "', not a storage class");
+  Ref r = make(Obj::K::Storage);
+  r->tensor.storage_key = t[2]->s;
+  r->tensor.dtype = st->dtype;
+  r->tensor.element_bytes = st->bytes;
+  r->tensor.storage_numel = uint64_t(t[4]->i);
+  return r;
+}
+
+Ref Unpickler::reduce(const Ref& callable, const Ref& args) {
+  if (callable->k != Obj::K::Global || args->k != Obj::K::Tuple) fail("REDUCE of something that is not a call");
+  const auto& a = args->items;
+  if (callable->s == "collections.OrderedDict") {
+    if (!a.empty()) fail("OrderedDict called with arguments");
+    return make(Obj::K::Dict);
+  }
+  if (callable->s == "torch._utils._rebuild_parameter") {
+    if (a.size() != 3 || a[0]->k != Obj::K::Tensor) fail("_rebuild_parameter without a tensor");
+    return a[0];
+  }
+  if (callable->s == "torch._utils._rebuild_tensor_v2") {
+    // (storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
+    if (a.size() < 6 || a.size() > 7 || a[0]->k != Obj::K::Storage || a[1]->k != Obj::K::Int || a[1]->i < 0 ||
+        a[2]->k != Obj::K::Tuple || a[3]->k != Obj::K::Tuple || a[2]->items.size() != a[3]->items.size())
+      fail("_rebuild_tensor_v2 with arguments that do not describe a tensor");
+    Ref r = make(Obj::K::Tensor);
+    r->tensor = a[0]->tensor;
+    r->tensor.offset = uint64_t(a[1]->i);
+    for (size_t d = 0; d < a[2]->items.size(); ++d) {
+      const Ref& n = a[2]->items[d];
+      const Ref& s = a[3]->items[d];
+      if (n->k != Obj::K::Int || s->k != Obj::K::Int || n->i < 0 || s->i < 0) fail("a tensor with a bad size or stride");
+      r->tensor.size.push_back(uint64_t(n->i));
+      r->tensor.stride.push_back(uint64_t(s->i));
+    }
+    return r;
+  }
+  fail("REDUCE of '" + callable->s + "' is not allowed");  // a storage class called directly
+}
+
+// name -> tensor pairs of a dict (other values ignored).
+std::vector<std::pair<std::string, TorchTensorRef>> tensors_of(const Ref& dict) {
+  std::vector<std::pair<std::string, TorchTensorRef>> out;
+  for (size_t i = 0; i + 1 < dict->items.size(); i += 2)
+    if (dict->items[i]->k == Obj::K::Str && dict->items[i + 1]->k == Obj::K::Tensor)
+      out.emplace_back(dict->items[i]->s, dict->items[i + 1]->tensor);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, TorchTensorRef>> read_state_dict_pickle(const std::string& path,
+                                                                           std::span<const std::byte> pickle) {
+  Unpickler unpickler(path, pickle);
+  Ref root = unpickler.run();
+  if (root->k != Obj::K::Dict) throw InputError(path + ": data.pkl does not hold a dict of tensors (a state dict)");
+  auto out = tensors_of(root);
+  if (out.empty())  // a checkpoint that wraps the state dict: {"model": {...}, ...}
+    for (const char* key : {"state_dict", "model_state_dict", "model"})
+      for (size_t i = 0; out.empty() && i + 1 < root->items.size(); i += 2)
+        if (root->items[i]->k == Obj::K::Str && root->items[i]->s == key && root->items[i + 1]->k == Obj::K::Dict)
+          out = tensors_of(root->items[i + 1]);
+  if (out.empty()) throw InputError(path + ": data.pkl holds no tensors");
+  return out;
+}
+
+}  // namespace gptvk

@@ -1,0 +1,101 @@
+#include "models/torch_source.hpp"
+
+#include <map>
+
+#include "engine/error.hpp"
+#include "models/torch_pickle.hpp"
+#include "models/zip_archive.hpp"
+
+namespace gptvk {
+
+namespace {
+
+// "<name>/data.pkl" with no other '/' (torch names the folder after the file, or "archive").
+std::string pickle_entry(const ZipArchive& z) {
+  for (const auto& [name, bytes] : z.entries())
+    if (name.size() > 9 && name.ends_with("/data.pkl") && name.find('/') == name.size() - 9) return name;
+  return "";
+}
+
+class TorchSource : public TensorSource {
+ public:
+  explicit TorchSource(ZipArchive z) : zip_(std::move(z)) {
+    const std::string pkl = pickle_entry(zip_);
+    if (pkl.empty()) throw InputError(zip_.path() + ": a zip archive without <name>/data.pkl: not a torch.save file");
+    const std::string prefix = pkl.substr(0, pkl.size() - 8);  // "<name>/"
+    std::span<const std::byte> order;
+    if (zip_.find(prefix + "byteorder", order) &&
+        std::string(reinterpret_cast<const char*>(order.data()), order.size()) != "little")
+      throw InputError(zip_.path() + ": a big-endian torch.save file is not supported");
+    std::span<const std::byte> pickle;
+    zip_.find(pkl, pickle);
+    for (auto& [name, ref] : read_state_dict_pickle(zip_.path(), pickle)) add(prefix, name, ref);
+  }
+  const std::string& path() const override { return zip_.path(); }
+  const TensorInfo* find(std::string_view name) const override {
+    auto it = infos_.find(name);
+    return it == infos_.end() ? nullptr : &it->second;
+  }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> n;
+    for (const auto& [k, v] : infos_) n.push_back(k);
+    return n;
+  }
+  const TensorInfo& get(std::string_view name) const override {
+    const TensorInfo* t = find(name);
+    if (t && !t->supported && why_.count(t->name)) throw InputError(path() + ": tensor '" + t->name + "' " + why_.at(t->name));
+    return TensorSource::get(name);
+  }
+  std::span<const std::byte> data(const TensorInfo& t) const override {
+    return zip_.bytes().subspan(t.begin, t.end - t.begin);
+  }
+
+ private:
+  void add(const std::string& prefix, const std::string& name, const TorchTensorRef& r) {
+    auto bad = [&](const std::string& what) { throw InputError(path() + ": tensor '" + name + "': " + what); };
+    std::span<const std::byte> storage;
+    if (!zip_.find(prefix + "data/" + r.storage_key, storage)) bad("its storage data/" + r.storage_key + " is not in the archive");
+    if (r.storage_numel > storage.size() / r.element_bytes)
+      bad("storage data/" + r.storage_key + " holds " + std::to_string(storage.size()) + " bytes, not " +
+          std::to_string(r.storage_numel) + " elements: truncated");
+    TensorInfo t;
+    t.name = name;
+    t.dtype_name = r.dtype;
+    t.shape = r.size;
+    uint64_t n = 1;
+    bool contiguous = true;
+    for (size_t d = r.size.size(); d-- > 0;) {
+      if (r.size[d] != 1 && r.stride[d] != n) contiguous = false;
+      if (__builtin_mul_overflow(n, r.size[d], &n)) bad("its size overflows");
+    }
+    if (n && (r.offset > r.storage_numel || n > r.storage_numel - r.offset))
+      bad("elements [" + std::to_string(r.offset) + ", +" + std::to_string(n) + ") run past its storage of " +
+          std::to_string(r.storage_numel));
+    t.begin = zip_.offset_of(storage) + r.offset * r.element_bytes;
+    t.end = t.begin + n * r.element_bytes;
+    t.supported = contiguous && (r.dtype == "F32" || r.dtype == "F16" || r.dtype == "BF16");
+    t.dtype = r.dtype == "F16" ? DType::F16 : r.dtype == "BF16" ? DType::BF16 : DType::F32;
+    if (!contiguous) why_[name] = "is a non-contiguous view (save tensor.contiguous() instead)";
+    if (!infos_.emplace(name, std::move(t)).second) bad("appears twice in the state dict");
+  }
+
+  ZipArchive zip_;
+  std::map<std::string, TensorInfo, std::less<>> infos_;
+  std::map<std::string, std::string> why_;  // why a tensor of a loadable dtype cannot load
+};
+
+}  // namespace
+
+bool is_torch_zip(const std::string& path) {
+  try {
+    return !pickle_entry(ZipArchive::open(path)).empty();
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+std::unique_ptr<TensorSource> open_torch_source(const std::string& path) {
+  return std::make_unique<TorchSource>(ZipArchive::open(path));
+}
+
+}  // namespace gptvk
