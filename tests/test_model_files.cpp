@@ -18,7 +18,7 @@
 #include "models/model_path.hpp"
 #include "models/npy.hpp"
 #include "models/safetensors.hpp"
-#include "models/safetensors_writer.hpp"
+#include "tests/support/safetensors_writer.hpp"
 #include "models/tokenizer/id_list.hpp"
 #include "models/weights.hpp"
 #include "tests/support/cli_run.hpp"
