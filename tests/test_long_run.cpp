@@ -365,10 +365,13 @@ BOOST_AUTO_TEST_CASE(model_larger_than_the_device_is_refused_up_front) {
     BOOST_FAIL("random_weights made a model larger than the device");
   } catch (const DeviceError& e) {
     BOOST_TEST_MESSAGE("message: " << e.what());
-    BOOST_TEST(std::string(e.what()) == "model needs " + std::to_string((need + (1 << 20) - 1) >> 20) +
-                                            " MiB of device memory, device has " +
-                                            std::to_string((ctx.caps().device_local_bytes + (1 << 20) - 1) >> 20) +
-                                            " MiB");
+    // A CPU device counts the host memory available now, not only its reported heap: the
+    // message names the need exactly and says which limit it met.
+    const std::string says = e.what();
+    const std::string need_part =
+        "model needs " + std::to_string((need + (1 << 20) - 1) >> 20) + " MiB of device memory, device has ";
+    BOOST_TEST(says.rfind(need_part, 0) == 0u, says);
+    BOOST_TEST(says.find(" MiB") != std::string::npos, says);
   }
   BOOST_TEST(live_objects() == before, "allocated before refusing: " << str(live_objects()));
 }

@@ -418,6 +418,7 @@ BOOST_AUTO_TEST_CASE(flag_combinations) {
         {2, {"q8_0", "not implemented"}});
   check(run_cli({"forward", "-m", g, "--dtype", "f8", "--ids", "1", "--out", (dir / "o.npy").string()}), {2, {"f8"}});
   check(run_cli({"forward", "--ids", "1", "--out", (dir / "o.npy").string()}), {2, {"--config", "--model"}});
-  check(run_cli({"tokenize", "--text", "hi"}), {2, {"--config", "--model"}});
+  // tokenize without either flag uses the bundled tokenizer (tests/test_tokenizer_cli.cpp); both is an error.
+  check(run_cli({"tokenize", "-m", g, "--config", c, "--text", "hi"}), {2, {"excludes"}});
 }
 BOOST_AUTO_TEST_SUITE_END()
