@@ -355,18 +355,23 @@ BOOST_AUTO_TEST_CASE(sampling_controls_equal_the_library) {
 // Chat takes the same fields, and logprobs in OpenAI's chat shape.
 BOOST_AUTO_TEST_CASE(chat_controls_and_logprobs_equal_the_library) {
   const int port = shared_server().port();
+  const std::string transcript = "User: Who is Emma?\nAssistant:";
+  GenerationOptions o = options(0, 0, 1, 0, 12);
+  o.stop = {"\nUser:"};
+  const Reference plain = reference(transcript, o);
+  // Ban the plain reply's first token, and penalise repeats.
+  const uint32_t first = plain.tokens.at(0);
   json body{{"messages", {{{"role", "user"}, {"content", "Who is Emma?"}}}},
-            {"max_tokens", 12}, {"temperature", 0}, {"frequency_penalty", 1.0}, {"logit_bias", {{"383", -100}}},
-            {"logprobs", true}, {"top_logprobs", 3}};
+            {"max_tokens", 12}, {"temperature", 0}, {"frequency_penalty", 1.0},
+            {"logit_bias", {{std::to_string(first), -100}}}, {"logprobs", true}, {"top_logprobs", 3}};
   Reply r = post(port, "/v1/chat/completions", body);
   BOOST_TEST_INFO("body: " << r.body.dump());
   BOOST_REQUIRE(r.status == 200);
-  GenerationOptions o = options(0, 0, 1, 0, 12);
-  o.stop = {"\nUser:"};
   o.sampling.frequency_penalty = 1.0f;
-  o.sampling.logit_bias = {{383, -100.0f}};
+  o.sampling.logit_bias = {{first, -100.0f}};
   o.logprobs = 3;
-  const Reference want = reference("User: Who is Emma?\nAssistant:", o);
+  const Reference want = reference(transcript, o);
+  BOOST_TEST(want.tokens.at(0) != first);
   const json& choice = r.body["choices"][0];
   BOOST_TEST(choice["message"]["content"].get<std::string>() ==
              (want.text.rfind(' ', 0) == 0 ? want.text.substr(1) : want.text));
