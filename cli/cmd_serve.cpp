@@ -78,6 +78,13 @@ Action add_serve(CLI::App& app, Common& common) {
   cmd->add_option("--queue", f->queue, "most sequences waiting for a slot when all are busy; beyond, requests get HTTP 429")
       ->capture_default_str()->check(CLI::Range(0u, 100000u));
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->footer(
+      "Request fields (both endpoints; README \"Serving\"): max_tokens, temperature (0..2), top_p,\n"
+      "top_k, seed, stop, n, stream, stream_options.include_usage, presence_penalty and\n"
+      "frequency_penalty (-2..2), logit_bias ({\"<token id>\": -100..100}), repeat_penalty (> 0),\n"
+      "repeat_last_n (-1 = all, 0 = off, default 64), min_p (0..1); the controls apply in\n"
+      "generate's order. /v1/completions: prompt, logprobs (0..5), echo. /v1/chat/completions:\n"
+      "messages, max_completion_tokens, logprobs (true) with top_logprobs (0..20).");
   return [&common, f] {
     const sigset_t stop_signals = block_stop_signals();
     // Every client waiting or generating holds an HTTP thread; a few more answer the rest.

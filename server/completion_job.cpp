@@ -67,7 +67,8 @@ void CompletionJob::take_step(Choice& c, const GenerationStep& s, std::string* p
   }
   c.text += s.text;
   if (piece) *piece += s.text;
-  if (piece_logprobs && req_.logprobs && c.logprobs.size() > from) *piece_logprobs = logprobs_json(c, from, false);
+  if (piece_logprobs && req_.logprobs && c.logprobs.size() > from)
+    *piece_logprobs = chat_ ? chat_logprobs_json(c, from) : logprobs_json(c, from, false);
 }
 
 std::string CompletionJob::finish_reason(const Choice& c) const { return finish_reason_name(c.seq->finish_reason()); }
@@ -103,12 +104,29 @@ json CompletionJob::logprobs_json(const Choice& c, size_t from, bool with_prompt
   return {{"tokens", tokens}, {"token_logprobs", token_lp}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
+json CompletionJob::chat_logprobs_json(const Choice& c, size_t from) const {
+  auto entry = [&](uint32_t token, float logprob) {
+    const std::string bytes = tok_.token_bytes(token);
+    return json{{"token", bytes}, {"logprob", logprob}, {"bytes", std::vector<uint8_t>(bytes.begin(), bytes.end())}};
+  };
+  json content = json::array();
+  const uint32_t k = req_.logprobs.value_or(0);
+  for (size_t i = from; i < c.logprobs.size(); ++i) {
+    const TokenLogprob& lp = c.logprobs[i];
+    json e = entry(lp.token, lp.logprob), top = json::array();
+    for (uint32_t j = 0; j < k && j < lp.top.size(); ++j) top.push_back(entry(lp.top[j].first, lp.top[j].second));
+    e["top_logprobs"] = top;
+    content.push_back(e);
+  }
+  return {{"content", content}};
+}
+
 json CompletionJob::choice_json(const Choice& c) const {
   json fr = finish_reason(c);
   if (chat_)
     return {{"index", c.index},
             {"message", {{"role", "assistant"}, {"content", strip_leading_space(c.text)}}},
-            {"logprobs", nullptr},
+            {"logprobs", req_.logprobs ? chat_logprobs_json(c, 0) : json(nullptr)},
             {"finish_reason", fr}};
   return {{"text", c.text},
           {"index", c.index},
@@ -151,7 +169,7 @@ json CompletionJob::chunk(const Choice& c, const std::string& piece, const json&
   if (chat_) {
     json delta = json::object();
     if (!piece.empty()) delta["content"] = piece;
-    choice = {{"index", c.index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    choice = {{"index", c.index}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", finish}};
   } else {
     choice = {{"text", piece}, {"index", c.index}, {"logprobs", logprobs}, {"finish_reason", finish}};
   }

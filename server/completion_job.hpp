@@ -51,6 +51,8 @@ class CompletionJob {
   void take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs);
   json choice_json(const Choice& c) const;
   json logprobs_json(const Choice& c, size_t from, bool with_prompt) const;
+  // Chat's shape: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}.
+  json chat_logprobs_json(const Choice& c, size_t from) const;
   json chunk(const Choice& c, const std::string& piece, const json& logprobs, const json& finish) const;
   json usage() const;
   std::string finish_reason(const Choice& c) const;

@@ -1,5 +1,6 @@
 #include "server/openai_request.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -12,6 +13,7 @@ constexpr uint32_t kDefaultMaxTokens = 16;  // OpenAI's default for /v1/completi
 constexpr uint32_t kMaxChoices = 16;        // n per prompt
 constexpr size_t kMaxPrompts = 64;          // prompts per request
 constexpr size_t kMaxStops = 4;
+constexpr int64_t kMaxChatTopLogprobs = 20;
 
 ApiError bad(const std::string& field, const std::string& what, const std::string& code = "invalid_value") {
   return ApiError(400, "'" + field + "' " + what, field, code);
@@ -71,24 +73,41 @@ std::vector<std::string> stop_strings(const json& body) {
   return out;
 }
 
-// Fields ops::SamplingParams on this build has no control for: accepted only at the value
-// that changes nothing.
-void refuse_unsupported(const json& body) {
-  auto neutral = [&](const char* key, double value) {
-    if (auto x = number(body, key, -1e9, 1e9); x && *x != value)
-      throw ApiError(400, std::string("'") + key + "' is not supported by this server yet (only " + json(value).dump() +
-                              ")", key, "unsupported_parameter");
-  };
-  neutral("presence_penalty", 0);
-  neutral("frequency_penalty", 0);
-  neutral("repeat_penalty", 1);
-  neutral("min_p", 0);
-  if (const json* b = field(body, "logit_bias")) {
-    if (!b->is_object()) throw bad("logit_bias", "must be an object mapping token ids to numbers", "invalid_type");
-    if (!b->empty())
-      throw ApiError(400, "'logit_bias' is not supported by this server yet (only {})", "logit_bias",
-                     "unsupported_parameter");
+// OpenAI's logit_bias: {"<token id>": bias in -100..100}, each id inside the vocabulary.
+std::vector<std::pair<uint32_t, float>> logit_bias(const json& body, uint32_t vocab) {
+  const json* b = field(body, "logit_bias");
+  if (!b) return {};
+  if (!b->is_object()) throw bad("logit_bias", "must be an object mapping token ids to numbers", "invalid_type");
+  std::vector<std::pair<uint32_t, float>> out;
+  for (const auto& [key, value] : b->items()) {
+    uint64_t id = 0;
+    const char* end = key.data() + key.size();
+    auto [stop, ec] = std::from_chars(key.data(), end, id);
+    if (key.empty() || ec != std::errc() || stop != end)
+      throw bad("logit_bias", "has key \"" + key + "\", which is not a token id", "invalid_type");
+    if (id >= vocab)
+      throw bad("logit_bias", "has token id " + key + " outside the vocabulary of " + std::to_string(vocab));
+    if (!value.is_number()) throw bad("logit_bias", "must map token ids to numbers", "invalid_type");
+    const double x = value.get<double>();
+    if (!std::isfinite(x) || x < -100 || x > 100)
+      throw bad("logit_bias", "values must be between -100 and 100, got " + value.dump() + " for token " + key);
+    out.emplace_back(static_cast<uint32_t>(id), static_cast<float>(x));
   }
+  return out;
+}
+
+// The sampling controls (README "Steering and scripting generation"): OpenAI's penalties
+// and logit_bias, and llama.cpp's repeat_penalty, repeat_last_n and min_p.
+void parse_controls(ops::SamplingParams& p, const json& body, uint32_t vocab) {
+  p.presence_penalty = static_cast<float>(number(body, "presence_penalty", -2, 2).value_or(0.0));
+  p.frequency_penalty = static_cast<float>(number(body, "frequency_penalty", -2, 2).value_or(0.0));
+  p.repeat_penalty =
+      static_cast<float>(number(body, "repeat_penalty", 0, std::numeric_limits<float>::max()).value_or(1.0));
+  if (p.repeat_penalty <= 0) throw bad("repeat_penalty", "must be above 0 (1 = off)");
+  p.repeat_last_n = static_cast<int32_t>(
+      integer(body, "repeat_last_n", -1, std::numeric_limits<int32_t>::max()).value_or(p.repeat_last_n));
+  p.min_p = static_cast<float>(number(body, "min_p", 0, 1).value_or(0.0));
+  p.logit_bias = logit_bias(body, vocab);
 }
 
 std::vector<uint32_t> token_ids(const json& arr, uint32_t vocab) {
@@ -150,8 +169,8 @@ void check_fits(const CompletionRequest& r, uint32_t context) {
   }
 }
 
-void parse_common(CompletionRequest& r, const json& body, bool chat) {
-  r.sampling = generation_options_from_json(body, chat);
+void parse_common(CompletionRequest& r, const json& body, bool chat, uint32_t vocab) {
+  r.sampling = generation_options_from_json(body, chat, vocab);
   r.n = static_cast<uint32_t>(integer(body, "n", 1, kMaxChoices).value_or(1));
   r.stream = boolean(body, "stream").value_or(false);
   if (const json* so = field(body, "stream_options")) {
@@ -172,9 +191,8 @@ json error_body(const ApiError& e) {
             {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
 }
 
-SamplingRequest generation_options_from_json(const json& body, bool chat) {
+SamplingRequest generation_options_from_json(const json& body, bool chat, uint32_t vocab) {
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_type");
-  refuse_unsupported(body);
   SamplingRequest r;
   ops::SamplingParams& p = r.options.sampling;
   p.temperature = static_cast<float>(number(body, "temperature", 0, 2).value_or(1.0));
@@ -185,6 +203,7 @@ SamplingRequest generation_options_from_json(const json& body, bool chat) {
     r.seed_given = true;
     p.seed = static_cast<uint64_t>(*seed);
   }
+  parse_controls(p, body, vocab);
   std::optional<int64_t> max_tokens = integer(body, "max_tokens", 1, std::numeric_limits<uint32_t>::max());
   if (chat && !max_tokens) max_tokens = integer(body, "max_completion_tokens", 1, std::numeric_limits<uint32_t>::max());
   // Chat without a limit: up to the context (parse_chat_request fills in the room left).
@@ -201,7 +220,7 @@ uint64_t choice_seed(const SamplingRequest& s, uint32_t index) {
 
 CompletionRequest parse_completion_request(const json& body, const Tokenizer& tok, uint32_t context) {
   CompletionRequest r;
-  parse_common(r, body, false);
+  parse_common(r, body, false, tok.vocab_size());
   r.echo = boolean(body, "echo").value_or(false);
   if (auto k = integer(body, "logprobs", 0, 5)) r.logprobs = static_cast<uint32_t>(*k);
   if (auto best_of = integer(body, "best_of", 1, kMaxChoices); best_of && *best_of != r.n)
@@ -242,10 +261,11 @@ std::string chat_transcript(const json& messages) {
 
 CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uint32_t context) {
   CompletionRequest r;
-  parse_common(r, body, true);
-  if (boolean(body, "logprobs").value_or(false) || field(body, "top_logprobs"))
-    throw ApiError(400, "'logprobs' is not supported on /v1/chat/completions by this server (use /v1/completions)",
-                   "logprobs", "unsupported_parameter");
+  parse_common(r, body, true, tok.vocab_size());
+  // OpenAI's chat shape: logprobs is a switch, top_logprobs (0..20) the alternatives.
+  const auto top = integer(body, "top_logprobs", 0, kMaxChatTopLogprobs);
+  if (boolean(body, "logprobs").value_or(false)) r.logprobs = static_cast<uint32_t>(top.value_or(0));
+  else if (top) throw bad("top_logprobs", "needs 'logprobs': true");
   const json* messages = field(body, "messages");
   if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
   const std::string transcript = chat_transcript(*messages);

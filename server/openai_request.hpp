@@ -28,16 +28,17 @@ struct ApiError : std::runtime_error {
 // {"error": {"message", "type", "param", "code"}} (param and code null when empty).
 json error_body(const ApiError& e);
 
-// The sampling and stopping fields both endpoints share (temperature, top_p, top_k, seed,
-// stop, max_tokens, logit_bias, the penalties, min_p), mapped into GenerationOptions. The
-// one place to extend when ops::SamplingParams gains a control: fields it cannot honour yet
-// are refused (400 naming them) unless they hold their neutral value. `max_tokens_key` is
-// "max_tokens", or for chat also "max_completion_tokens".
+// The sampling and stopping fields both endpoints share, mapped into GenerationOptions: the
+// one place to extend when ops::SamplingParams gains a control. temperature (0..2), top_p
+// (0, 1], top_k, seed, stop, max_tokens (chat also max_completion_tokens), OpenAI's
+// presence_penalty and frequency_penalty (-2..2) and logit_bias ({"<token id>": -100..100},
+// ids below `vocab`), llama.cpp's repeat_penalty (> 0), repeat_last_n (-1, 0 or more) and
+// min_p (0..1). A bad value is an ApiError 400 whose param names the field.
 struct SamplingRequest {
   GenerationOptions options;
   bool seed_given = false;  // without one each sequence draws a random seed
 };
-SamplingRequest generation_options_from_json(const json& body, bool chat);
+SamplingRequest generation_options_from_json(const json& body, bool chat, uint32_t vocab);
 
 struct CompletionRequest {
   std::vector<std::vector<uint32_t>> prompts;  // token ids, one list per prompt
@@ -45,7 +46,7 @@ struct CompletionRequest {
   SamplingRequest sampling;
   uint32_t n = 1;
   bool stream = false, echo = false;
-  std::optional<uint32_t> logprobs;  // 0..5 alternatives
+  std::optional<uint32_t> logprobs;  // alternatives: 0..5 (completions), 0..20 (chat top_logprobs)
   bool include_usage = false;        // stream_options.include_usage
 };
 

@@ -1,5 +1,6 @@
 // The official `openai` npm client (pinned in tools/package.json) against `gpt-vk serve` on
-// the bundled model: completions plain, streamed, n > 1, stop, logprobs, seed, and chat.
+// the bundled model: completions plain, streamed, n > 1, stop, logprobs, seed, logit_bias,
+// presence and frequency penalties, and chat (with logprobs).
 // Starts the server itself on a free loopback port and stops it with SIGTERM (exit 0).
 //
 //   node tests/openai_client.mjs build/gpt-vk
@@ -105,8 +106,38 @@ async function run(client, model) {
   const chatStream = await collectStream(await client.chat.completions.create({ ...chat, stream: true }), true);
   assert.equal(chatStream.text, reply.choices[0].message.content);
 
+  // Sampling controls through the client's own parameters. logit_bias -100 on the greedy
+  // first token bans it: the first token changes.
+  const base = client.baseURL.replace(/\/v1\/?$/, '');
+  const tokenized = await (await fetch(`${base}/tokenize`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ content: c0.logprobs.tokens[0] }),
+  })).json();
+  assert.equal(tokenized.tokens.length, 1, 'the greedy first token is one token');
+  const banned = await client.completions.create({
+    model, prompt, max_tokens: 20, temperature: 0, logprobs: 0, logit_bias: { [tokenized.tokens[0]]: -100 },
+  });
+  assert.notEqual(banned.choices[0].logprobs.tokens[0], c0.logprobs.tokens[0], 'logit_bias -100 bans the greedy token');
+  // Greedy GPT-2 repeats itself; presence and frequency penalties make it use more distinct tokens.
+  const long = { model, prompt, max_tokens: 48, temperature: 0, logprobs: 0 };
+  const distinct = (r) => new Set(r.choices[0].logprobs.tokens).size;
+  const loops = await client.completions.create(long);
+  const varied = await client.completions.create({ ...long, presence_penalty: 1.0, frequency_penalty: 1.5 });
+  assert.equal(loops.usage.completion_tokens, 48);
+  assert.ok(distinct(varied) > distinct(loops), `penalties: ${distinct(varied)} distinct tokens vs ${distinct(loops)}`);
+
+  // Chat logprobs in OpenAI's chat shape.
+  const withLogprobs = await client.chat.completions.create({ ...chat, logprobs: true, top_logprobs: 2, max_tokens: 6 });
+  const content = withLogprobs.choices[0].logprobs.content;
+  assert.equal(content.length, withLogprobs.usage.completion_tokens);
+  for (const e of content) {
+    assert.equal(e.top_logprobs.length, 2);
+    assert.ok(e.logprob <= 0 && e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob);
+  }
+
   // Errors come back as the client's APIError with the status.
   await assert.rejects(client.completions.create({ model, prompt, temperature: 5 }), (e) => e.status === 400);
+  await assert.rejects(client.completions.create({ model, prompt, presence_penalty: 3 }),
+    (e) => e.status === 400 && e.param === 'presence_penalty');
   console.log(`openai_client: all checks passed (greedy text: ${JSON.stringify(c0.text)})`);
 }
 

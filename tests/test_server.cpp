@@ -1,6 +1,6 @@
 // `gpt-vk serve` end to end on the bundled model: the real binary on a free loopback port,
 // driven with httplib's client. Completions (plain, streamed, n > 1, stop strings, logprobs,
-// echo, chat) equal what the library's Generator makes for the same prompt and settings,
+// echo, chat, the sampling controls) equal what the library's Generator makes for the same prompt and settings,
 // token by token; concurrent requests equal the same requests run alone; bad requests get
 // OpenAI's error body with the right status; an aborted stream frees its slot; a full
 // queue answers 429; SIGTERM exits 0 after finishing the running request. The server runs
@@ -12,6 +12,7 @@
 #include <boost/test/unit_test.hpp>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -292,6 +293,154 @@ BOOST_AUTO_TEST_CASE(chat_streamed_equals_plain_and_the_transcript) {
   BOOST_TEST(streamed == content);
 }
 
+// Each sampling control, and all together, mapped from the request: the server's tokens
+// equal the library's Generator with the same options, and (so that a dropped mapping
+// fails) every case but the neutral one changes the plain run's tokens.
+BOOST_AUTO_TEST_CASE(sampling_controls_equal_the_library) {
+  const int port = shared_server().port();
+  const GenerationOptions plain_greedy = options(0, 0, 1, 0, 24), plain_seeded = options(1.2f, 0, 1, 3, 24);
+  const Reference greedy = reference(kPrompt, plain_greedy), seeded = reference(kPrompt, plain_seeded);
+  const uint32_t first = greedy.tokens.at(0);
+  struct Case {
+    std::string name;
+    json fields;
+    std::function<void(ops::SamplingParams&)> set;
+    bool seeded, changes;
+  };
+  const std::vector<Case> cases = {
+      {"presence_penalty", {{"presence_penalty", 2.0}}, [](auto& p) { p.presence_penalty = 2.0f; }, false, true},
+      {"frequency_penalty", {{"frequency_penalty", 1.5}}, [](auto& p) { p.frequency_penalty = 1.5f; }, false, true},
+      {"repeat_penalty", {{"repeat_penalty", 1.5}, {"repeat_last_n", 16}},
+       [](auto& p) { p.repeat_penalty = 1.5f;
+         p.repeat_last_n = 16; }, false, true},
+      {"repeat_last_n 0 (off)", {{"repeat_penalty", 1.5}, {"repeat_last_n", 0}},
+       [](auto& p) { p.repeat_penalty = 1.5f;
+         p.repeat_last_n = 0; }, false, false},
+      {"logit_bias", {{"logit_bias", {{std::to_string(first), -100}}}},
+       [&](auto& p) { p.logit_bias = {{first, -100.0f}}; }, false, true},
+      {"min_p", {{"min_p", 0.2}}, [](auto& p) { p.min_p = 0.2f; }, true, true},
+      {"all together",
+       {{"presence_penalty", 0.5}, {"frequency_penalty", -0.5}, {"repeat_penalty", 1.2}, {"repeat_last_n", -1},
+        {"min_p", 0.05}, {"logit_bias", {{std::to_string(first), -3}, {"13", 1.5}}}},
+       [&](auto& p) {
+         p.presence_penalty = 0.5f;
+         p.frequency_penalty = -0.5f;
+         p.repeat_penalty = 1.2f;
+         p.repeat_last_n = -1;
+         p.min_p = 0.05f;
+         p.logit_bias = {{first, -3.0f}, {13, 1.5f}};
+       },
+       true, true},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      GenerationOptions o = c.seeded ? plain_seeded : plain_greedy;
+      c.set(o.sampling);
+      o.logprobs = 1;
+      const Reference want = reference(kPrompt, o);
+      json body{{"prompt", kPrompt}, {"max_tokens", 24}, {"logprobs", 0}};
+      body["temperature"] = o.sampling.temperature;
+      if (c.seeded) body["seed"] = o.sampling.seed;
+      body.update(c.fields);
+      Reply r = post(port, "/v1/completions", body);
+      BOOST_TEST_INFO("body: " << r.body.dump());
+      BOOST_REQUIRE(r.status == 200);
+      check_choice(r.body["choices"][0], want, true);
+      const Reference& plain = c.seeded ? seeded : greedy;
+      BOOST_TEST((want.tokens != plain.tokens) == c.changes);
+    }
+  }
+}
+
+// Chat takes the same fields, and logprobs in OpenAI's chat shape.
+BOOST_AUTO_TEST_CASE(chat_controls_and_logprobs_equal_the_library) {
+  const int port = shared_server().port();
+  const std::string transcript = "User: Who is Emma?\nAssistant:";
+  GenerationOptions o = options(0, 0, 1, 0, 12);
+  o.stop = {"\nUser:"};
+  const Reference plain = reference(transcript, o);
+  // Ban the plain reply's first token, and penalise repeats.
+  const uint32_t first = plain.tokens.at(0);
+  json body{{"messages", {{{"role", "user"}, {"content", "Who is Emma?"}}}},
+            {"max_tokens", 12}, {"temperature", 0}, {"frequency_penalty", 1.0},
+            {"logit_bias", {{std::to_string(first), -100}}}, {"logprobs", true}, {"top_logprobs", 3}};
+  Reply r = post(port, "/v1/chat/completions", body);
+  BOOST_TEST_INFO("body: " << r.body.dump());
+  BOOST_REQUIRE(r.status == 200);
+  o.sampling.frequency_penalty = 1.0f;
+  o.sampling.logit_bias = {{first, -100.0f}};
+  o.logprobs = 3;
+  const Reference want = reference(transcript, o);
+  BOOST_TEST(want.tokens.at(0) != first);
+  const json& choice = r.body["choices"][0];
+  BOOST_TEST(choice["message"]["content"].get<std::string>() ==
+             (want.text.rfind(' ', 0) == 0 ? want.text.substr(1) : want.text));
+  const json& content = choice["logprobs"]["content"];
+  BOOST_REQUIRE(content.size() == want.tokens.size());
+  for (size_t i = 0; i < want.tokens.size(); ++i) {
+    const std::string bytes = library().tok.token_bytes(want.tokens[i]);
+    BOOST_TEST(content[i]["token"].get<std::string>() == bytes);
+    BOOST_TEST(content[i]["bytes"].size() == bytes.size());
+    BOOST_TEST(content[i]["logprob"].get<double>() == want.logprobs[i].logprob, boost::test_tools::tolerance(1e-5));
+    BOOST_REQUIRE(content[i]["top_logprobs"].size() == 3u);
+    for (size_t j = 0; j < 3; ++j)
+      BOOST_TEST(content[i]["top_logprobs"][j]["logprob"].get<double>() == want.logprobs[i].top[j].second,
+                 boost::test_tools::tolerance(1e-5));
+  }
+  // Streamed: the same entries, chunk by chunk.
+  Stream s = post_stream(port, "/v1/chat/completions", body);
+  BOOST_TEST(s.done);
+  json streamed = json::array();
+  for (const json& e : s.events)
+    if (e["choices"][0]["logprobs"].is_object())
+      for (const json& entry : e["choices"][0]["logprobs"]["content"]) streamed.push_back(entry);
+  BOOST_TEST(streamed == content);
+}
+
+BOOST_AUTO_TEST_CASE(out_of_range_controls_name_their_param) {
+  const int port = shared_server().port();
+  auto with = [](json fields) {
+    json body{{"prompt", "a"}, {"max_tokens", 2}};
+    body.update(fields);
+    return body;
+  };
+  const std::vector<std::pair<json, std::string>> bad = {
+      {{{"presence_penalty", 2.5}}, "presence_penalty"},
+      {{{"presence_penalty", "high"}}, "presence_penalty"},
+      {{{"frequency_penalty", -2.01}}, "frequency_penalty"},
+      {{{"repeat_penalty", 0}}, "repeat_penalty"},
+      {{{"repeat_penalty", -1.1}}, "repeat_penalty"},
+      {{{"repeat_last_n", -2}}, "repeat_last_n"},
+      {{{"repeat_last_n", 1.5}}, "repeat_last_n"},
+      {{{"min_p", 1.5}}, "min_p"},
+      {{{"min_p", -0.1}}, "min_p"},
+      {{{"logit_bias", "50256"}}, "logit_bias"},
+      {{{"logit_bias", {{"hello", 1}}}}, "logit_bias"},
+      {{{"logit_bias", {{"-1", 1}}}}, "logit_bias"},
+      {{{"logit_bias", {{std::to_string(library().cfg.vocab_size), 1}}}}, "logit_bias"},
+      {{{"logit_bias", {{"50256", -101}}}}, "logit_bias"},
+      {{{"logit_bias", {{"50256", "ban"}}}}, "logit_bias"},
+  };
+  for (const auto& [fields, param] : bad) {
+    BOOST_TEST_CONTEXT(fields.dump()) {
+      check_error(post(port, "/v1/completions", with(fields)), 400, param);
+      json chat = with(fields);
+      chat.erase("prompt");
+      chat["messages"] = {{{"role", "user"}, {"content", "a"}}};
+      check_error(post(port, "/v1/chat/completions", chat), 400, param);
+    }
+  }
+  json chat{{"messages", {{{"role", "user"}, {"content", "a"}}}}, {"max_tokens", 2}, {"top_logprobs", 2}};
+  check_error(post(port, "/v1/chat/completions", chat), 400, "top_logprobs");
+  chat["logprobs"] = true;
+  chat["top_logprobs"] = 21;
+  check_error(post(port, "/v1/chat/completions", chat), 400, "top_logprobs");
+  // The edges are accepted.
+  BOOST_TEST(post(port, "/v1/completions", with({{"presence_penalty", -2}, {"frequency_penalty", 2}, {"min_p", 1},
+                                                 {"repeat_last_n", -1}, {"logit_bias", {{"50256", 100}}}}))
+                 .status == 200);
+}
+
 BOOST_AUTO_TEST_CASE(sixteen_concurrent_requests_equal_each_alone) {
   const int port = shared_server().port();
   auto body = [](int i) {
@@ -307,6 +456,8 @@ BOOST_AUTO_TEST_CASE(sixteen_concurrent_requests_equal_each_alone) {
       cli.set_read_timeout(120, 0);
       auto r = cli.Post("/v1/completions", body(i).dump(), "application/json");
       if (r && r->status == 200) together[i] = json::parse(r->body)["choices"][0]["text"];
+      else if (r) together[i] = "(HTTP " + std::to_string(r->status) + ") " + r->body;
+      else together[i] = "(no response: " + httplib::to_string(r.error()) + ")";
     });
   for (auto& t : clients) t.join();
   for (int i = 0; i < 16; ++i) {
@@ -332,8 +483,6 @@ BOOST_AUTO_TEST_CASE(malformed_requests_get_openai_errors) {
   check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", 0}}), 400, "max_tokens");
   check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"stop", {"a", "b", "c", "d", "e"}}}), 400, "stop");
   check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"stream", "yes"}}), 400, "stream");
-  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"presence_penalty", 0.5}}), 400, "presence_penalty");
-  check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"logit_bias", {{"50256", -100}}}}), 400, "logit_bias");
   Reply too_long = post(port, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", library().cfg.context_length}});
   check_error(too_long, 400, "max_tokens");
   BOOST_TEST(too_long.body["error"]["code"] == "context_length_exceeded");
