@@ -99,36 +99,38 @@ void Graph::add(Dispatch d) {
   nodes_.push_back(std::move(d));
 }
 
-void Graph::record(bool profile) {
-  if (recorded()) throw std::logic_error("Graph::record called twice");
-  VkDevice dev = ctx_.device();
+namespace {
 
+// Writes one descriptor set per dispatch of `nodes` into `sets`, from `pool`, created here
+// sized for exactly these bindings (and the graph's to destroy, even if this throws).
+void write_descriptor_sets(VkDevice dev, const std::vector<Dispatch>& nodes, VkDescriptorPool& pool,
+                           std::vector<VkDescriptorSet>& sets) {
   uint32_t storage = 0, texel = 0;
-  for (const auto& n : nodes_)
+  for (const auto& n : nodes)
     for (const auto& a : n.args) (a.view.texel ? texel : storage) += 1;
   VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(storage, 1u)},
                                    {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, texel}};
   VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  pci.maxSets = std::max<uint32_t>(static_cast<uint32_t>(nodes_.size()), 1);
+  pci.maxSets = std::max<uint32_t>(static_cast<uint32_t>(nodes.size()), 1);
   pci.poolSizeCount = texel ? 2 : 1;
   pci.pPoolSizes = sizes;
-  vk::check(vkCreateDescriptorPool(dev, &pci, nullptr, &pool_), "creating a descriptor pool");
+  vk::check(vkCreateDescriptorPool(dev, &pci, nullptr, &pool), "creating a descriptor pool");
 
   // Descriptor sets are written once here; replaying the graph touches none of them.
-  sets_.resize(nodes_.size());
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const auto& n = nodes_[i];
+  sets.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& n = nodes[i];
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    ai.descriptorPool = pool_;
+    ai.descriptorPool = pool;
     ai.descriptorSetCount = 1;
     ai.pSetLayouts = &n.pipeline->set_layout;
-    vk::check(vkAllocateDescriptorSets(dev, &ai, &sets_[i]), "allocating a descriptor set");
+    vk::check(vkAllocateDescriptorSets(dev, &ai, &sets[i]), "allocating a descriptor set");
     std::vector<VkDescriptorBufferInfo> infos(n.args.size());
     std::vector<VkWriteDescriptorSet> writes(n.args.size());
     for (size_t b = 0; b < n.args.size(); ++b) {
       infos[b] = {n.args[b].view.buffer->handle(), n.args[b].view.offset, n.args[b].view.size()};
       writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-      writes[b].dstSet = sets_[i];
+      writes[b].dstSet = sets[i];
       writes[b].dstBinding = static_cast<uint32_t>(b);
       writes[b].descriptorCount = 1;
       if (n.args[b].view.texel) {
@@ -141,6 +143,55 @@ void Graph::record(bool profile) {
     }
     vkUpdateDescriptorSets(dev, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
   }
+}
+
+// The dispatches in order, with a global barrier wherever one touches what an earlier one
+// since the last barrier wrote (or writes what it read); a timestamp after each when profiling.
+// Returns the number of barriers it recorded.
+size_t record_dispatches(VkCommandBuffer cb, const std::vector<Dispatch>& nodes,
+                         const std::vector<VkDescriptorSet>& sets, VkQueryPool queries, bool timestamps) {
+  std::vector<Range> pending;  // ranges touched since the last barrier
+  size_t barriers = 0;
+  const vk::Pipeline* bound = nullptr;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& n = nodes[i];
+    std::vector<Range> mine;
+    for (const auto& a : n.args)
+      mine.push_back({a.view.buffer->handle(), a.view.offset, a.view.offset + a.view.size(),
+                      a.access != Access::Read});
+    bool hazard = false;
+    for (const auto& m : mine)
+      for (const auto& p : pending) hazard |= conflicts(m, p);
+    if (hazard) {
+      global_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      ++barriers;
+      pending.clear();
+    }
+    pending.insert(pending.end(), mine.begin(), mine.end());
+
+    if (bound != n.pipeline) {
+      vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->pipeline);
+      bound = n.pipeline;
+    }
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->layout, 0, 1, &sets[i], 0, nullptr);
+    if (!n.push.empty())
+      vkCmdPushConstants(cb, n.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                         static_cast<uint32_t>(n.push.size() * 4), n.push.data());
+    vkCmdDispatch(cb, n.groups[0], n.groups[1], n.groups[2]);
+    if (timestamps)
+      vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, static_cast<uint32_t>(i + 1));
+  }
+  return barriers;
+}
+
+}  // namespace
+
+void Graph::record(bool profile) {
+  if (recorded()) throw std::logic_error("Graph::record called twice");
+  VkDevice dev = ctx_.device();
+
+  write_descriptor_sets(dev, nodes_, pool_, sets_);
 
   cb_ = allocate_command_buffer(ctx_);
   VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
@@ -166,38 +217,7 @@ void Graph::record(bool profile) {
                  VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 
-  std::vector<Range> pending;  // ranges touched since the last barrier
-  barriers_ = 0;
-  const vk::Pipeline* bound = nullptr;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const auto& n = nodes_[i];
-    std::vector<Range> mine;
-    for (const auto& a : n.args)
-      mine.push_back({a.view.buffer->handle(), a.view.offset, a.view.offset + a.view.size(),
-                      a.access != Access::Read});
-    bool hazard = false;
-    for (const auto& m : mine)
-      for (const auto& p : pending) hazard |= conflicts(m, p);
-    if (hazard) {
-      global_barrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
-                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-      ++barriers_;
-      pending.clear();
-    }
-    pending.insert(pending.end(), mine.begin(), mine.end());
-
-    if (bound != n.pipeline) {
-      vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->pipeline);
-      bound = n.pipeline;
-    }
-    vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, n.pipeline->layout, 0, 1, &sets_[i], 0, nullptr);
-    if (!n.push.empty())
-      vkCmdPushConstants(cb_, n.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                         static_cast<uint32_t>(n.push.size() * 4), n.push.data());
-    vkCmdDispatch(cb_, n.groups[0], n.groups[1], n.groups[2]);
-    if (timestamps)
-      vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(i + 1));
-  }
+  barriers_ = record_dispatches(cb_, nodes_, sets_, queries_, timestamps);
   // Results become visible to the host, to read-back copies and to the next replay.
   final_barrier(cb_);
   vk::check(vkEndCommandBuffer(cb_), "ending the graph's command buffer");

@@ -89,6 +89,7 @@ class GptModel {
   enum class Head { AllLogits, LastLogits, LastSample, KvOnly };
   Graph& graph(uint32_t T, Head head);
   std::unique_ptr<Graph> build_graph(uint32_t T, Head head);
+  struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_model.cpp)
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
   // Runs ids at [pos, pos + n) in chunks of max_chunk_ tokens: every chunk but the last only
   // fills the KV cache, the last ends with `head`. last_run_ then holds every chunk's graph.

@@ -341,16 +341,16 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
   linear_with(g, x, W, bias, y, T, {.ep = ep, .r = r, .name = name, .norm_after = norm});
 }
 
-bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, const LinearArgs& args) {
-  const LinearKernel kind = args.kernel;
-  const LinearEpilogue ep = args.ep;
-  const View r = args.r;
+namespace {
+
+// Checks x, y, bias and the optional views against T, W and each other (std::invalid_argument
+// naming `args.name` otherwise); returns whether the residual is y itself (added in place).
+bool check_linear_args(View x, const Matrix& W, View bias, View y, uint32_t T, const LinearArgs& args) {
   const std::string& name = args.name;
   const NormAfter* norm = args.norm_after;
   const PickAfter* pick = args.pick_after;
   const NormBefore* norm_before = args.norm_before;
   const uint32_t K = W.cols, N = W.rows;
-  if (T == 0 || N == 0) return false;
   if (norm && pick) throw std::invalid_argument(name + ": a LayerNorm and a pick after the same linear");
   if (norm_before && (norm || pick))
     throw std::invalid_argument(name + ": a LayerNorm before the linear and a LayerNorm or pick after it");
@@ -361,144 +361,188 @@ bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t 
     throw std::invalid_argument(name + ": gamma (16-byte aligned, [in]) or row_gamma ([out]) is too small");
   if (K == 0) throw std::invalid_argument(name + ": weight matrix has no columns");
   const uint64_t x_row = uint64_t(K) * 4, y_row = uint64_t(N) * 4;
-  const bool has_bias = bias.buffer != nullptr;
   if (!x.buffer || !y.buffer || x.size() < T * x_row || y.size() < T * y_row)
     throw std::invalid_argument(name + ": x or y is smaller than [T][in] / [T][out]");
-  if (has_bias && bias.size() < y_row) throw std::invalid_argument(name + ": bias is smaller than [out]");
+  if (bias.buffer != nullptr && bias.size() < y_row) throw std::invalid_argument(name + ": bias is smaller than [out]");
   // Workgroups write y while others still read x (and r, unless r is y itself).
   if (overlaps(x, T * x_row, y, T * y_row)) throw std::invalid_argument(name + ": x overlaps y");
   bool in_place = false;
-  if (ep.residual) {
+  if (args.ep.residual) {
+    const View r = args.r;
     if (!r.buffer || r.size() < T * y_row) throw std::invalid_argument(name + ": residual is smaller than [T][out]");
     in_place = r.buffer == y.buffer && r.offset == y.offset;
     if (!in_place && overlaps(r, T * y_row, y, T * y_row))
       throw std::invalid_argument(name + ": residual partly overlaps y");
   }
+  return in_place;
+}
 
-  vk::Context& ctx = g.context();
+// How one linear_with call splits into dispatches, and which variant of its kernel they run.
+struct LinearLayout {
+  Kernel kernel;
+  uint64_t x_row = 0, y_row = 0;  // bytes of one token's x / y row
+  uint64_t t_block = 0;           // tokens per dispatch
+  uint32_t o_block = 0;           // outputs per dispatch within a chunk
+  bool has_bias = false, in_place = false, fuse_norm = false, fuse_pick = false;
+  uint32_t res_mode = 0;          // linear.comp's: 0 none, 1 r separate, 2 r is y
+  std::string variant;            // "", "_ln", "_pick" or "_lnin"
+  uint32_t bindings = 6;
+};
+
+// Token blocks: x, y and r bindings stay within the storage buffer range, and each block
+// starts at an offset both x and y rows keep aligned. Output blocks within a chunk: at most
+// kMaxGroups workgroups, starting on a multiple of kChunkRowAlign rows so that every column
+// offset stays aligned.
+void choose_blocks(const vk::Context& ctx, LinearLayout& l, uint32_t T, uint32_t N, const std::string& name) {
   const auto& caps = ctx.caps();
-  const Kernel kernel = choose(ctx, kind, T, W, x, norm_before != nullptr);
-  if (norm_before && !kernel.norm_before_variant)
-    throw DeviceError(name + ": only the storage-buffer mat-vec folds a LayerNorm in");
-  const bool mat_vec = kernel.kind == LinearKernel::MatVec;
-
-  // Token blocks: x, y and r bindings stay within the storage buffer range, and each
-  // block starts at an offset both x and y rows keep aligned.
+  const bool mat_vec = l.kernel.kind == LinearKernel::MatVec;
   const uint64_t align = caps.storage_offset_alignment;
-  const uint64_t step = std::lcm(align / std::gcd(align, x_row), align / std::gcd(align, y_row));
-  uint64_t t_block = caps.max_storage_buffer_range / std::max(x_row, y_row);
-  t_block = std::min<uint64_t>(t_block, uint64_t(kMaxGroups) * (mat_vec ? 1 : kernel.tokens_per_group));
+  const uint64_t step = std::lcm(align / std::gcd(align, l.x_row), align / std::gcd(align, l.y_row));
+  uint64_t t_block = caps.max_storage_buffer_range / std::max(l.x_row, l.y_row);
+  t_block = std::min<uint64_t>(t_block, uint64_t(kMaxGroups) * (mat_vec ? 1 : l.kernel.tokens_per_group));
   if (t_block < T) t_block = t_block / step * step;
   if (t_block == 0)
-    throw DeviceError(name + ": one token row (" + std::to_string(std::max(x_row, y_row)) +
+    throw DeviceError(name + ": one token row (" + std::to_string(std::max(l.x_row, l.y_row)) +
                       " bytes) does not fit the device's storage buffer range");
-  // Output blocks within a chunk: at most kMaxGroups workgroups, starting on a multiple of
-  // kChunkRowAlign rows so that every column offset stays aligned.
-  const uint64_t max_groups_rows = uint64_t(kMaxGroups) * kernel.outputs_per_group;
-  const uint32_t o_block = static_cast<uint32_t>(std::min<uint64_t>(max_groups_rows / kChunkRowAlign * kChunkRowAlign, N));
+  l.t_block = t_block;
+  const uint64_t max_groups_rows = uint64_t(kMaxGroups) * l.kernel.outputs_per_group;
+  l.o_block = static_cast<uint32_t>(std::min<uint64_t>(max_groups_rows / kChunkRowAlign * kChunkRowAlign, N));
+}
 
-  // The LayerNorm after rides along when one mat-vec dispatch computes the whole row.
-  const bool one_dispatch = T == 1 && W.chunks.size() == 1 && N <= o_block;
-  const bool fuse_norm = norm && kernel.norm_variant && one_dispatch;
-  if (norm && norm->counter.size() < 4) throw std::invalid_argument(name + ": LayerNorm counter is smaller than a uint");
-  // So does the greedy pick (the caller samples otherwise).
-  const bool fuse_pick = pick && kernel.pick_variant && one_dispatch;
-  if (fuse_pick && (pick->counter.size() < 4 || pick->ids.size() < 4 || pick->step.size() < sizeof(StepState) ||
-                    pick->partials.size() < pick_partials_bytes(N)))
-    throw std::invalid_argument(name + ": a pick view (counter, ids, step or partials) is too small");
-  const std::string variant = fuse_norm ? "_ln" : fuse_pick ? "_pick" : norm_before ? "_lnin" : "";
-  const uint32_t bindings = fuse_norm || fuse_pick ? 10u : norm_before ? 8u : 6u;
+// The LayerNorm after, or the greedy pick, rides along when one mat-vec dispatch computes
+// the whole row (the caller samples otherwise); sets the variant and its binding count.
+void choose_fusions(LinearLayout& l, const Matrix& W, uint32_t T, const LinearArgs& args) {
+  const NormAfter* norm = args.norm_after;
+  const PickAfter* pick = args.pick_after;
+  const uint32_t N = W.rows;
+  const bool one_dispatch = T == 1 && W.chunks.size() == 1 && N <= l.o_block;
+  l.fuse_norm = norm && l.kernel.norm_variant && one_dispatch;
+  if (norm && norm->counter.size() < 4) throw std::invalid_argument(args.name + ": LayerNorm counter is smaller than a uint");
+  l.fuse_pick = pick && l.kernel.pick_variant && one_dispatch;
+  if (l.fuse_pick && (pick->counter.size() < 4 || pick->ids.size() < 4 || pick->step.size() < sizeof(StepState) ||
+                      pick->partials.size() < pick_partials_bytes(N)))
+    throw std::invalid_argument(args.name + ": a pick view (counter, ids, step or partials) is too small");
+  const bool norm_before = args.norm_before != nullptr;
+  l.variant = l.fuse_norm ? "_ln" : l.fuse_pick ? "_pick" : norm_before ? "_lnin" : "";
+  l.bindings = l.fuse_norm || l.fuse_pick ? 10u : norm_before ? 8u : 6u;
+}
 
-  const uint32_t res_mode = !ep.residual ? 0 : in_place ? 2 : 1;
+// One dispatch of a linear: tokens [t0, t0 + tn) of x, rows [r0, r0 + nr) of chunk c of W.
+void add_linear_block(Graph& g, const LinearLayout& l, View x, const Matrix& W, View bias, View y, uint32_t T,
+                      const LinearArgs& args, uint32_t t0, uint32_t tn, size_t c, uint32_t r0, uint32_t nr) {
+  const Kernel& kernel = l.kernel;
+  const NormAfter* norm = args.norm_after;
+  const PickAfter* pick = args.pick_after;
+  const NormBefore* norm_before = args.norm_before;
+  const uint32_t N = W.rows;
+  const View xb = sub_view(x, t0 * l.x_row, tn * l.x_row);
+  const uint64_t col = uint64_t(c) * W.rows_per_chunk + r0;  // first output column
+  // y, r and bias views start at (t0, col); y rows keep their full stride N.
+  const uint64_t out_offset = t0 * l.y_row + col * 4, out_bytes = (uint64_t(tn - 1) * N + nr) * 4;
+  const View wb{&W.chunks[c], uint64_t(r0) * W.row_bytes(), uint64_t(nr) * W.row_bytes()};
+  // The texel kernel sees the whole chunk through its view and starts at texel w_base;
+  // wb's range still tells the graph which bytes it reads.
+  View wt = wb;
+  if (kernel.texel) wt.texel = W.chunks[c].texel_view();
+  const View yb = sub_view(y, out_offset, out_bytes);
+  // Unused bindings get a range this dispatch reads anyway, so they add no hazards.
+  const View bb = l.has_bias ? sub_view(bias, col * 4, uint64_t(nr) * 4) : wb;
+  const View rb = l.res_mode == 1 ? sub_view(args.r, out_offset, out_bytes) : xb;
+  const View sb = row_scales(W, col, nr, wb);
+
+  std::vector<uint32_t> spec = io_constants(kernel.local, W, args.ep.act, l.has_bias, l.res_mode);
+  spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
+  if (l.fuse_norm) spec.push_back(vk::spec_f32(norm->eps));
+  if (norm_before) spec.push_back(vk::spec_f32(norm_before->eps));
+  const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u);
+  const uint32_t texel_bindings = (kernel.x_texel ? 1u << 0 : 0u) | (kernel.texel ? 1u << 1 : 0u);
+  const auto& pipeline =
+      g.context().pipelines().get({kernel.shader + l.variant, spec, l.bindings, push_bytes, texel_bindings});
+  std::vector<uint32_t> push = {tn, nr, N};
+  if (kernel.texel) push.push_back(static_cast<uint32_t>(uint64_t(r0) * W.row_bytes() / 16));
+  // The x texel view covers x's whole buffer; the kernel starts at texel x_base.
+  View xv = xb;
+  if (kernel.x_texel) {
+    xv.texel = x.buffer->texel_view();
+    push.push_back(static_cast<uint32_t>(xb.offset / 16));
+  }
+
+  const uint32_t out_groups = (nr + kernel.outputs_per_group - 1) / kernel.outputs_per_group;
+  std::array<uint32_t, 3> groups{};
+  if (kernel.kind == LinearKernel::MatVec)
+    groups = {out_groups, tn, 1};
+  else
+    groups = {(tn + kernel.tokens_per_group - 1) / kernel.tokens_per_group, out_groups, 1};
+  std::string label = args.name;
+  if (W.chunks.size() > 1 || T > l.t_block || W.chunk_rows(c) > l.o_block)
+    label += "[t" + std::to_string(t0) + ",o" + std::to_string(col) + "]";
+  std::vector<Arg> bound = {{xv, Access::Read},
+                            {wt, Access::Read},
+                            {bb, Access::Read},
+                            {rb, Access::Read},
+                            // fused norm: the last workgroup reads the whole row back
+                            {yb, l.in_place || l.fuse_norm ? Access::ReadWrite : Access::Write},
+                            {sb, Access::Read}};
+  if (l.fuse_norm) {
+    bound.push_back({norm->gamma, Access::Read});
+    bound.push_back({norm->beta, Access::Read});
+    bound.push_back({norm->out, Access::Write});
+    bound.push_back({norm->counter, Access::ReadWrite});
+  }
+  if (norm_before) {
+    bound.push_back({norm_before->gamma, Access::Read});
+    bound.push_back({sub_view(norm_before->row_gamma, col * 4, uint64_t(nr) * 4), Access::Read});
+  }
+  if (l.fuse_pick) {
+    bound.push_back({pick->ids, Access::Write});
+    bound.push_back({pick->step, Access::ReadWrite});
+    bound.push_back({pick->partials, Access::ReadWrite});
+    bound.push_back({pick->counter, Access::ReadWrite});
+  }
+  g.add({label, &pipeline, std::move(bound), groups, push});
+}
+
+}  // namespace
+
+bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, const LinearArgs& args) {
+  const uint32_t K = W.cols, N = W.rows;
+  if (T == 0 || N == 0) return false;
+  LinearLayout l;
+  l.in_place = check_linear_args(x, W, bias, y, T, args);
+  l.x_row = uint64_t(K) * 4;
+  l.y_row = uint64_t(N) * 4;
+  l.has_bias = bias.buffer != nullptr;
+
+  vk::Context& ctx = g.context();
+  l.kernel = choose(ctx, args.kernel, T, W, x, args.norm_before != nullptr);
+  if (args.norm_before && !l.kernel.norm_before_variant)
+    throw DeviceError(args.name + ": only the storage-buffer mat-vec folds a LayerNorm in");
+  choose_blocks(ctx, l, T, N, args.name);
+  choose_fusions(l, W, T, args);
+  l.res_mode = !args.ep.residual ? 0 : l.in_place ? 2 : 1;
+
   // GPUs: a tiled GEMM of few tiles splits its inputs, where x, y, W and the partial sums
   // are each one binding.
-  const uint32_t splits = kernel.kind == LinearKernel::GemmTiled && !ctx.info().is_cpu() && W.chunks.size() == 1 &&
-                                  T <= t_block && N <= o_block
-                              ? split_k(kernel, T, N, K)
+  const uint32_t splits = l.kernel.kind == LinearKernel::GemmTiled && !ctx.info().is_cpu() && W.chunks.size() == 1 &&
+                                  T <= l.t_block && N <= l.o_block
+                              ? split_k(l.kernel, T, N, K)
                               : 1;
-  if (splits > 1 && uint64_t(splits) * T * N * 4 <= caps.max_storage_buffer_range) {
-    add_split_k(g, kernel, splits, sub_view(x, 0, T * x_row), W, has_bias ? sub_view(bias, 0, y_row) : View{},
-                sub_view(y, 0, T * y_row), res_mode == 1 ? sub_view(r, 0, T * y_row) : View{}, T, res_mode, ep.act,
-                name);
+  const NormAfter* norm = args.norm_after;
+  if (splits > 1 && uint64_t(splits) * T * N * 4 <= ctx.caps().max_storage_buffer_range) {
+    add_split_k(g, l.kernel, splits, sub_view(x, 0, T * l.x_row), W, l.has_bias ? sub_view(bias, 0, l.y_row) : View{},
+                sub_view(y, 0, T * l.y_row), l.res_mode == 1 ? sub_view(args.r, 0, T * l.y_row) : View{}, T, l.res_mode,
+                args.ep.act, args.name);
     if (norm) layernorm(g, y, norm->gamma, norm->beta, norm->out, T, N, norm->eps, norm->name);
     return false;
   }
-  for (uint32_t t0 = 0; t0 < T; t0 += static_cast<uint32_t>(t_block)) {
-    const uint32_t tn = static_cast<uint32_t>(std::min<uint64_t>(t_block, T - t0));
-    const View xb = sub_view(x, t0 * x_row, tn * x_row);
-    for (size_t c = 0; c < W.chunks.size(); ++c) {
-      const uint32_t chunk_rows = W.chunk_rows(c);
-      for (uint32_t r0 = 0; r0 < chunk_rows; r0 += o_block) {
-        const uint32_t nr = std::min(o_block, chunk_rows - r0);
-        const uint64_t col = uint64_t(c) * W.rows_per_chunk + r0;  // first output column
-        // y, r and bias views start at (t0, col); y rows keep their full stride N.
-        const uint64_t out_offset = t0 * y_row + col * 4, out_bytes = (uint64_t(tn - 1) * N + nr) * 4;
-        const View wb{&W.chunks[c], uint64_t(r0) * W.row_bytes(), uint64_t(nr) * W.row_bytes()};
-        // The texel kernel sees the whole chunk through its view and starts at texel w_base;
-        // wb's range still tells the graph which bytes it reads.
-        View wt = wb;
-        if (kernel.texel) wt.texel = W.chunks[c].texel_view();
-        const View yb = sub_view(y, out_offset, out_bytes);
-        // Unused bindings get a range this dispatch reads anyway, so they add no hazards.
-        const View bb = has_bias ? sub_view(bias, col * 4, uint64_t(nr) * 4) : wb;
-        const View rb = res_mode == 1 ? sub_view(r, out_offset, out_bytes) : xb;
-        const View sb = row_scales(W, col, nr, wb);
-
-        std::vector<uint32_t> spec = io_constants(kernel.local, W, ep.act, has_bias, res_mode);
-        spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
-        if (fuse_norm) spec.push_back(vk::spec_f32(norm->eps));
-        if (norm_before) spec.push_back(vk::spec_f32(norm_before->eps));
-        const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u);
-        const uint32_t texel_bindings = (kernel.x_texel ? 1u << 0 : 0u) | (kernel.texel ? 1u << 1 : 0u);
-        const auto& pipeline = ctx.pipelines().get(
-            {kernel.shader + variant, spec, bindings, push_bytes, texel_bindings});
-        std::vector<uint32_t> push = {tn, nr, N};
-        if (kernel.texel) push.push_back(static_cast<uint32_t>(uint64_t(r0) * W.row_bytes() / 16));
-        // The x texel view covers x's whole buffer; the kernel starts at texel x_base.
-        View xv = xb;
-        if (kernel.x_texel) {
-          xv.texel = x.buffer->texel_view();
-          push.push_back(static_cast<uint32_t>(xb.offset / 16));
-        }
-
-        const uint32_t out_groups = (nr + kernel.outputs_per_group - 1) / kernel.outputs_per_group;
-        std::array<uint32_t, 3> groups{};
-        if (mat_vec)
-          groups = {out_groups, tn, 1};
-        else
-          groups = {(tn + kernel.tokens_per_group - 1) / kernel.tokens_per_group, out_groups, 1};
-        std::string label = name;
-        if (W.chunks.size() > 1 || T > t_block || chunk_rows > o_block)
-          label += "[t" + std::to_string(t0) + ",o" + std::to_string(col) + "]";
-        std::vector<Arg> args = {{xv, Access::Read},
-                                 {wt, Access::Read},
-                                 {bb, Access::Read},
-                                 {rb, Access::Read},
-                                 // fused norm: the last workgroup reads the whole row back
-                                 {yb, in_place || fuse_norm ? Access::ReadWrite : Access::Write},
-                                 {sb, Access::Read}};
-        if (fuse_norm) {
-          args.push_back({norm->gamma, Access::Read});
-          args.push_back({norm->beta, Access::Read});
-          args.push_back({norm->out, Access::Write});
-          args.push_back({norm->counter, Access::ReadWrite});
-        }
-        if (norm_before) {
-          args.push_back({norm_before->gamma, Access::Read});
-          args.push_back({sub_view(norm_before->row_gamma, col * 4, uint64_t(nr) * 4), Access::Read});
-        }
-        if (fuse_pick) {
-          args.push_back({pick->ids, Access::Write});
-          args.push_back({pick->step, Access::ReadWrite});
-          args.push_back({pick->partials, Access::ReadWrite});
-          args.push_back({pick->counter, Access::ReadWrite});
-        }
-        g.add({label, &pipeline, std::move(args), groups, push});
-      }
-    }
+  for (uint32_t t0 = 0; t0 < T; t0 += static_cast<uint32_t>(l.t_block)) {
+    const uint32_t tn = static_cast<uint32_t>(std::min<uint64_t>(l.t_block, T - t0));
+    for (size_t c = 0; c < W.chunks.size(); ++c)
+      for (uint32_t r0 = 0; r0 < W.chunk_rows(c); r0 += l.o_block)
+        add_linear_block(g, l, x, W, bias, y, T, args, t0, tn, c, r0, std::min(l.o_block, W.chunk_rows(c) - r0));
   }
-  if (norm && !fuse_norm) layernorm(g, y, norm->gamma, norm->beta, norm->out, T, N, norm->eps, norm->name);
-  return fuse_pick;
+  if (norm && !l.fuse_norm) layernorm(g, y, norm->gamma, norm->beta, norm->out, T, N, norm->eps, norm->name);
+  return l.fuse_pick;
 }
 
 }  // namespace gptvk::ops

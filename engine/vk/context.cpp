@@ -5,7 +5,10 @@
 #include <cstdlib>
 #include <cctype>
 #include <cstring>
+#include <optional>
 #include <sstream>
+#include <utility>
+#include <vector>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -340,6 +343,42 @@ void Context::pick_device(int index) {
   info_ = describe(physical_, best);
 }
 
+namespace {
+
+// Whether a memory type is device-local, host-visible and coherent on the heap of
+// `device_local_bytes` (the device's main heap): buffers there need no staging copies.
+bool mappable_device_local(VkPhysicalDevice physical, uint64_t device_local_bytes) {
+  VkPhysicalDeviceMemoryProperties mem{};
+  vkGetPhysicalDeviceMemoryProperties(physical, &mem);
+  bool mappable = false;
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    auto f = mem.memoryTypes[i].propertyFlags;
+    const VkMemoryPropertyFlags want =
+        VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    if ((f & want) == want && mem.memoryHeaps[mem.memoryTypes[i].heapIndex].size == device_local_bytes)
+      mappable = true;
+  }
+  return mappable;
+}
+
+// The queue family to run on, with its properties: a compute queue without graphics (async
+// compute on discrete GPUs) first, else any compute queue; none if the device has none.
+std::optional<std::pair<uint32_t, VkQueueFamilyProperties>> compute_queue_family(VkPhysicalDevice physical) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &n, families.data());
+  for (int pass = 0; pass < 2; ++pass)
+    for (uint32_t i = 0; i < n; ++i) {
+      bool compute = families[i].queueFlags & VK_QUEUE_COMPUTE_BIT;
+      bool graphics = families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT;
+      if (compute && (pass == 1 || !graphics)) return std::pair{i, families[i]};
+    }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void Context::read_caps(const ForcedLimits& forced) {
   VkPhysicalDeviceProperties props{};
   vkGetPhysicalDeviceProperties(physical_, &props);
@@ -389,16 +428,7 @@ void Context::read_caps(const ForcedLimits& forced) {
   caps_.device_local_bytes = info_.device_local_bytes;
   caps_.timestamp_period_ns = props.limits.timestampPeriod;
 
-  VkPhysicalDeviceMemoryProperties mem{};
-  vkGetPhysicalDeviceMemoryProperties(physical_, &mem);
-  bool mappable_device_local = false;
-  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
-    auto f = mem.memoryTypes[i].propertyFlags;
-    auto want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    if ((f & want) == want && mem.memoryHeaps[mem.memoryTypes[i].heapIndex].size == info_.device_local_bytes)
-      mappable_device_local = true;
-  }
-  caps_.unified_memory = mappable_device_local && (info_.is_cpu() ||
+  caps_.unified_memory = mappable_device_local(physical_, info_.device_local_bytes) && (info_.is_cpu() ||
                                                    info_.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU);
   caps_.column_split_matvec = info_.is_cpu() && host_cpu_is_amd();
 
@@ -422,23 +452,10 @@ void Context::read_caps(const ForcedLimits& forced) {
     caps_.shared_memory_bytes = std::min(caps_.shared_memory_bytes, *forced.shared_memory_bytes);
   if (forced.column_split_matvec) caps_.column_split_matvec = *forced.column_split_matvec;
 
-  uint32_t n = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &n, nullptr);
-  std::vector<VkQueueFamilyProperties> families(n);
-  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &n, families.data());
-  bool found = false;
-  // Prefer a compute queue without graphics (async compute on discrete GPUs), else any compute queue.
-  for (int pass = 0; pass < 2 && !found; ++pass)
-    for (uint32_t i = 0; i < n && !found; ++i) {
-      bool compute = families[i].queueFlags & VK_QUEUE_COMPUTE_BIT;
-      bool graphics = families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT;
-      if (compute && (pass == 1 || !graphics)) {
-        queue_family_ = i;
-        found = true;
-        caps_.timestamps = families[i].timestampValidBits > 0 && props.limits.timestampPeriod > 0;
-      }
-    }
-  if (!found) throw DeviceError("device '" + info_.name + "' has no compute queue");
+  const auto queue = compute_queue_family(physical_);
+  if (!queue) throw DeviceError("device '" + info_.name + "' has no compute queue");
+  queue_family_ = queue->first;
+  caps_.timestamps = queue->second.timestampValidBits > 0 && props.limits.timestampPeriod > 0;
 }
 
 void Context::create_device() {

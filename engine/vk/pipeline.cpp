@@ -1,10 +1,12 @@
 #include "engine/vk/pipeline.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 
 #include "engine/error.hpp"
 #include "engine/files.hpp"
@@ -136,9 +138,33 @@ void PipelineCache::save() const {
   }
 }
 
+std::string interface_mismatch(const PipelineDesc& desc) {
+  const ShaderInterface& shader = shader_interface(desc.shader);
+  std::vector<uint32_t> bindings(desc.bindings);
+  for (uint32_t i = 0; i < desc.bindings; ++i) bindings[i] = i;
+  if (shader.bindings != bindings)
+    return desc.shader + " declares " + std::to_string(shader.bindings.size()) + " bindings (numbered " +
+           (shader.bindings.empty() ? "-" : std::to_string(shader.bindings.front()) + ".." +
+                                                std::to_string(shader.bindings.back())) +
+           "), the pipeline binds 0.." + std::to_string(int(desc.bindings) - 1);
+  if (shader.push_bytes != desc.push_bytes)
+    return desc.shader + " takes " + std::to_string(shader.push_bytes) + " push-constant bytes, the pipeline " +
+           std::to_string(desc.push_bytes);
+  // Constants the pipeline leaves out keep the shader's defaults (a variant may not read
+  // them); one the shader lacks means the two disagree on the numbering.
+  for (uint32_t id = 0; id < desc.spec.size(); ++id)
+    if (!std::binary_search(shader.spec_ids.begin(), shader.spec_ids.end(), id))
+      return desc.shader + " has no specialization constant " + std::to_string(id) + ", the pipeline sets 0.." +
+             std::to_string(desc.spec.size() - 1);
+  return "";
+}
+
 const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
   auto it = pipelines_.find(desc);
   if (it != pipelines_.end()) return *it->second;
+  // A pipeline whose layout disagrees with its shader is the caller's bug; caught here, once
+  // per pipeline, instead of as undefined behaviour in the driver.
+  if (std::string why = interface_mismatch(desc); !why.empty()) throw std::logic_error("pipeline: " + why);
 
   auto p = std::make_unique<Pipeline>();
   p->desc = desc;

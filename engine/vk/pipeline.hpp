@@ -46,6 +46,11 @@ struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
 };
 
+// Why `desc` does not fit its shader's interface (shader_registry.hpp: set 0 bindings
+// 0..bindings-1, the push-constant block's size, a constant_id for each of spec), or
+// "" when it does. PipelineCache::get throws std::logic_error with it.
+std::string interface_mismatch(const PipelineDesc& desc);
+
 class PipelineCache {
  public:
   PipelineCache(Context& ctx, bool persistent);
