@@ -1,6 +1,7 @@
 #include "server/http_server.hpp"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <ctime>
 #include <sstream>
@@ -62,10 +63,12 @@ HttpServer::HttpServer(ServerOptions options)
   const size_t threads = opts_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second
-  // server bind a port already in use instead of failing.
-  http_->set_socket_options([](socket_t sock) {
+  // server bind a port already in use instead of failing. The hook only sees the listening
+  // socket; start() widens its backlog.
+  http_->set_socket_options([this](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;
   });
   http_->set_payload_max_length(opts_.max_body_bytes);
   http_->set_read_timeout(opts_.io_timeout_s, 0);
@@ -123,6 +126,11 @@ void HttpServer::routes() {
 int HttpServer::start() {
   int port = opts_.port == 0 ? http_->bind_to_any_port(opts_.host) : (http_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
   if (port <= 0) throw std::runtime_error("cannot listen on " + opts_.host + ":" + std::to_string(opts_.port));
+  // httplib listens with a backlog of 5: a burst of clients connecting at once (more than
+  // --parallel of them is normal) overflows the accept queue while the accepting thread
+  // waits for a CPU, and the kernel drops their handshakes, delaying each by a TCP
+  // retransmission. Linux lets listen() on a listening socket set a new backlog.
+  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   return port;
 }

@@ -68,6 +68,7 @@ class HttpServer {
   ServerOptions opts_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
+  int listen_fd_ = -1;  // the listening socket, seen by httplib's socket-options hook
   std::atomic<bool> ready_{false};
   Scheduler* scheduler_ = nullptr;  // set before ready_
   const Tokenizer* tok_ = nullptr;
