@@ -8,8 +8,8 @@ via stream_options.include_usage). Prints one markdown row per client count: agg
 tok/s (all tokens / wall time of the round), p50/p90 TTFT and inter-token latency, and
 whether every response was complete (ended with data: [DONE] and finish_reason set).
 
-  python3 bench/serve_load.py --binary build/gpt-vk --clients 1,16   # starts the server
-  python3 bench/serve_load.py --url http://127.0.0.1:8080 --clients 4
+  python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 1,16   # starts the server
+  python3 bench/serve/serve_load.py --url http://127.0.0.1:8080 --clients 4
 """
 import argparse
 import http.client
