@@ -118,19 +118,22 @@ bool write_all(int fd, std::string_view bytes) {
 
 namespace {
 
+// Writes every part to fd and closes it; 0, or the errno of the first failure. close()
+// counts: it reports write-back errors some filesystems (NFS, full disks) give only there.
+int write_parts_and_close(int fd, std::initializer_list<std::string_view> parts) {
+  bool ok = true;
+  for (std::string_view part : parts) ok = ok && write_all(fd, part);
+  int err = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) err = errno;
+  return err;
+}
+
 // Writes into an existing special file (/dev/stdout, /dev/full, a FIFO with a reader): it
 // cannot be replaced by renaming, and must not be (that would put a regular file in /dev).
 void write_in_place(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(prefix + std::strerror(errno));
-  bool ok = true;
-  for (std::string_view part : parts) ok = ok && write_all(fd, part);
-  int err = ok ? 0 : errno;
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) throw InputError(prefix + std::strerror(err));
+  if (int err = write_parts_and_close(fd, parts)) throw InputError(prefix + std::strerror(err));
 }
 
 }  // namespace
@@ -144,14 +147,8 @@ void write_atomic(const std::string& path, std::initializer_list<std::string_vie
   std::string tmp = temp_name(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) throw InputError(prefix + std::strerror(errno));
-  bool ok = true;
-  for (std::string_view part : parts) ok = ok && write_all(fd, part);
-  int err = ok ? 0 : errno;
-  // close() reports write-back errors some filesystems (NFS, full disks) give only there.
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
+  int err = write_parts_and_close(fd, parts);
+  bool ok = err == 0;
   if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
     ok = false;
     err = errno;

@@ -28,7 +28,7 @@ bool dequantizable(uint32_t t) {
 
 // Tensors in numpy order (GGUF's ne reversed: ne[0] varies fastest, so a [rows][cols]
 // matrix is ne = {cols, rows}); quantized tensors read as F32.
-class GgufSource : public TensorSource {
+class GgufSource : public MappedTensorSource {
  public:
   explicit GgufSource(GgufFile f) : file_(std::move(f)) {
     for (const GgufTensor& g : file_.tensors()) {
@@ -44,15 +44,6 @@ class GgufSource : public TensorSource {
     }
   }
   const std::string& path() const override { return file_.path(); }
-  const TensorInfo* find(std::string_view name) const override {
-    auto it = infos_.find(name);
-    return it == infos_.end() ? nullptr : &it->second;
-  }
-  std::vector<std::string> names() const override {
-    std::vector<std::string> n;
-    for (const auto& [k, v] : infos_) n.push_back(k);
-    return n;
-  }
   std::span<const std::byte> data(const TensorInfo& t) const override {
     const GgufTensor& g = *file_.tensor(t.name);
     DType d;
@@ -74,7 +65,6 @@ class GgufSource : public TensorSource {
 
  private:
   GgufFile file_;
-  std::map<std::string, TensorInfo, std::less<>> infos_;
   mutable std::vector<float> scratch_;  // the last dequantized tensor
 };
 

@@ -17,7 +17,7 @@ std::string pickle_entry(const ZipArchive& z) {
   return "";
 }
 
-class TorchSource : public TensorSource {
+class TorchSource : public MappedTensorSource {
  public:
   explicit TorchSource(ZipArchive z) : zip_(std::move(z)) {
     const std::string pkl = pickle_entry(zip_);
@@ -32,15 +32,6 @@ class TorchSource : public TensorSource {
     for (auto& [name, ref] : read_state_dict_pickle(zip_.path(), pickle)) add(prefix, name, ref);
   }
   const std::string& path() const override { return zip_.path(); }
-  const TensorInfo* find(std::string_view name) const override {
-    auto it = infos_.find(name);
-    return it == infos_.end() ? nullptr : &it->second;
-  }
-  std::vector<std::string> names() const override {
-    std::vector<std::string> n;
-    for (const auto& [k, v] : infos_) n.push_back(k);
-    return n;
-  }
   const TensorInfo& get(std::string_view name) const override {
     const TensorInfo* t = find(name);
     if (t && !t->supported && why_.count(t->name)) throw InputError(path() + ": tensor '" + t->name + "' " + why_.at(t->name));
@@ -80,7 +71,6 @@ class TorchSource : public TensorSource {
   }
 
   ZipArchive zip_;
-  std::map<std::string, TensorInfo, std::less<>> infos_;
   std::map<std::string, std::string> why_;  // why a tensor of a loadable dtype cannot load
 };
 

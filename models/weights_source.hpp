@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,6 +39,24 @@ class TensorSource {
   bool contains(std::string_view name) const { return find(name) != nullptr; }
   // The tensor, or an InputError naming it when it is absent or of an unloadable type.
   virtual const TensorInfo& get(std::string_view name) const;
+};
+
+// A source whose tensors are listed in a name -> TensorInfo map filled at opening (GGUF,
+// torch.save): find() and names() read the map.
+class MappedTensorSource : public TensorSource {
+ public:
+  const TensorInfo* find(std::string_view name) const override {
+    auto it = infos_.find(name);
+    return it == infos_.end() ? nullptr : &it->second;
+  }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> n;
+    for (const auto& [k, v] : infos_) n.push_back(k);
+    return n;
+  }
+
+ protected:
+  std::map<std::string, TensorInfo, std::less<>> infos_;
 };
 
 // What the first bytes of a file say it is.
