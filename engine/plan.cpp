@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "engine/ops/attention.hpp"
+#include "engine/ops/linear_coopmat.hpp"
 #include "engine/vk/context.hpp"
 
 namespace gptvk {
@@ -52,7 +53,10 @@ std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan) {
   s << "  prompt products: "
     << (plan.cpu_kernels ? "gemm register tiles (the wide tile from " + std::to_string(ops::kWideTileMinTokens) +
                                " tokens)"
-                         : std::string("gemm_tiled (split over the inputs when tiles are few)"))
+        : ops::coopmat_available(ctx, DType::F16)
+            ? "gemm_coopmat on matrix units, " + ctx.caps().coopmat.describe() +
+                  " (f16 weights; split over the inputs when tiles are few)"
+            : std::string("gemm_tiled (split over the inputs when tiles are few)"))
     << "\n";
   s << "  decode attention: " << attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 1)) << "\n";
   s << "  prompt attention: "

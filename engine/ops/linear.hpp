@@ -78,7 +78,10 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // does not fit throws std::invalid_argument. On CPU devices GemmRegisters reads W, and x,
 // through their texel views when they have them; with 16-bit weights Auto gives chunks of
 // kWideTileMinTokens or more its wide tile, GemmRegistersWide, which can be asked for at
-// any T (the same pipeline for a chunk's last row: auto_kernel).
+// any T (the same pipeline for a chunk's last row: auto_kernel). GemmCoopMat is the GEMM on
+// matrix units (engine/ops/linear_coopmat.hpp): x rounded to f16, f32 sums; Auto picks it
+// over GemmTiled on GPUs that have it, for f16 weights; forcing it elsewhere throws
+// DeviceError.
 enum class LinearKernel {
   Auto,
   MatVec,
@@ -89,7 +92,8 @@ enum class LinearKernel {
   MatVecCols,
   GemmRegisters,
   GemmRegistersWide,
-  GemmTiled
+  GemmTiled,
+  GemmCoopMat
 };
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
 constexpr uint32_t kMaxColumnSplitTexels = 256;  // shaders/common/linear_matvec_cols.glsl, XC_MAX

@@ -1,0 +1,37 @@
+// Launch shapes of the linear layer's cooperative-matrix GEMM (shaders/linear_coopmat.comp,
+// GPUs with matrix units): the device's matrix shape and the tile a workgroup computes.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/dtype.hpp"
+
+namespace gptvk::vk {
+class Context;
+}
+
+namespace gptvk::ops {
+
+struct CoopMatTiles {
+  uint32_t bm = 0, bn = 0, bk = 0;  // the workgroup's tile: tokens x outputs, inputs staged per step
+  uint32_t tm = 0, tn = 0;          // accumulators per subgroup along tokens and outputs
+  uint32_t cm = 0, cn = 0, ck = 0;  // the device's matrix shape
+  uint32_t local = 0;               // invocations per workgroup
+  std::string shader;               // "linear_coopmat.gemm_nv" or "linear_coopmat.gemm_khr"
+  // Specialization constants 7-11 (tile) and 13-15 (matrix shape) of the shader; 12 is split-K.
+  std::vector<uint32_t> tile_constants() const { return {bm, bn, bk, tm, tn}; }
+  std::vector<uint32_t> shape_constants() const { return {cm, cn, ck}; }
+};
+
+// Whether this device runs the cooperative-matrix GEMM on W of this dtype (f16 only: the
+// shader copies W's halves as they are).
+bool coopmat_available(const vk::Context& ctx, DType w_dtype);
+
+// The tiles for a T x N product on this device: a thin tile (one matrix row of tokens) for
+// batches of a few tokens, else 64 x 64 or 128 x 64 tiles by how many tiles the product
+// makes. Empty where coopmat_available is false or no tile fits shared memory.
+std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T, uint32_t N);
+
+}  // namespace gptvk::ops
