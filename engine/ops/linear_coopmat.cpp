@@ -34,6 +34,9 @@ std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T, ui
   struct Option {
     uint32_t wm, wn, tm, tn;  // subgroups along tokens and outputs, accumulators per subgroup
   };
+  // With 256-token prompt chunks, GPT-2 XL's products make 100-400 square tiles, a few per
+  // multiprocessor of an H100: each step's loads are issued before the previous step's
+  // multiplies (common/linear_coopmat.glsl), which hides their latency without more tiles.
   // Thin: 4 subgroups side by side over 8 output matrices, for a batch of decode rows.
   // Square: 2 x 2 subgroups of 2 x 2 accumulators. Tall: 2 x 2 subgroups of 4 x 2, where the
   // product still makes two workgroups per multiprocessor of a large GPU (264 on an H100).
@@ -51,10 +54,11 @@ std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T, ui
   t.tn = pick.tn;
   t.bm = pick.wm * pick.tm * t.cm;
   t.bn = pick.wn * pick.tn * t.cn;
-  t.bk = t.ck % 32 == 0 || 32 % t.ck == 0 ? std::max(32u, t.ck) : 2 * t.ck;
-  t.local = pick.wm * pick.wn * caps.subgroup_size;
-  const uint64_t lds = t.bk + 8;
-  const uint64_t shared = (t.bm + t.bn) * lds * 2 + uint64_t(pick.wm) * pick.wn * t.cm * t.cn * 4;
+  t.bk = 64 % t.ck == 0 ? 64 : 2 * t.ck;  // whole W words and matrix steps
+  t.subgroup = caps.subgroup_size;
+  t.local = pick.wm * pick.wn * t.subgroup;
+  // x and W staged as f16 in rows of bk halves and 8 of padding, and one accumulator per subgroup.
+  const uint64_t shared = uint64_t(t.bm + t.bn) * (t.bk + 8) * 2 + uint64_t(pick.wm) * pick.wn * t.cm * t.cn * 4;
   if (shared > caps.shared_memory_bytes || t.local > caps.max_workgroup_invocations) return std::nullopt;
   t.shader = caps.coopmat.api == vk::CoopMatApi::Khr ? "linear_coopmat.gemm_khr" : "linear_coopmat.gemm_nv";
   return t;

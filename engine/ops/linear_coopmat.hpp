@@ -18,11 +18,13 @@ struct CoopMatTiles {
   uint32_t bm = 0, bn = 0, bk = 0;  // the workgroup's tile: tokens x outputs, inputs staged per step
   uint32_t tm = 0, tn = 0;          // accumulators per subgroup along tokens and outputs
   uint32_t cm = 0, cn = 0, ck = 0;  // the device's matrix shape
+  uint32_t subgroup = 0;            // invocations per subgroup
   uint32_t local = 0;               // invocations per workgroup
   std::string shader;               // "linear_coopmat.gemm_nv" or "linear_coopmat.gemm_khr"
-  // Specialization constants 7-11 (tile) and 13-15 (matrix shape) of the shader; 12 is split-K.
+  // Specialization constants 7-11 (tile) and 13-16 (matrix shape, subgroup size) of the
+  // shader; 12 is split-K.
   std::vector<uint32_t> tile_constants() const { return {bm, bn, bk, tm, tn}; }
-  std::vector<uint32_t> shape_constants() const { return {cm, cn, ck}; }
+  std::vector<uint32_t> shape_constants() const { return {cm, cn, ck, subgroup}; }
 };
 
 // Whether this device runs the cooperative-matrix GEMM on W of this dtype (f16 only: the

@@ -243,6 +243,7 @@ Context::Context(const ContextOptions& options) {
     ForcedLimits env_forced = ForcedLimits::from_env();
     forced.no_fp16 |= env_forced.no_fp16;
     forced.no_subgroup |= env_forced.no_subgroup;
+    forced.no_coopmat |= env_forced.no_coopmat;
     forced.as_gpu |= env_forced.as_gpu;
     if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
     if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;

@@ -17,13 +17,15 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
   return false;
 }
 
-// The features both APIs' shaders need besides the matrices: the Vulkan memory model.
+// The features both APIs' shaders need besides the matrices: the Vulkan memory model, at
+// device scope too (once the model is enabled, every shader is held to it, and the other
+// kernels' memoryBarrier() is a device-scope barrier).
 bool memory_model_supported(VkPhysicalDevice pd) {
   VkPhysicalDeviceVulkanMemoryModelFeatures mm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f.pNext = &mm;
   vkGetPhysicalDeviceFeatures2(pd, &f);
-  return mm.vulkanMemoryModel;
+  return mm.vulkanMemoryModel && mm.vulkanMemoryModelDeviceScope;
 }
 
 std::vector<CoopMatShape> nv_shapes(VkInstance instance, VkPhysicalDevice pd) {
@@ -112,6 +114,7 @@ CoopMatSupport query_coopmat(VkInstance instance, VkPhysicalDevice physical, boo
 void* CoopMatFeatures::chain(const CoopMatSupport& support, void* next) {
   if (support.api == CoopMatApi::None) return next;
   memory_model.vulkanMemoryModel = VK_TRUE;
+  memory_model.vulkanMemoryModelDeviceScope = VK_TRUE;
   memory_model.pNext = next;
   void* head = &memory_model;
   if (support.api == CoopMatApi::Nv) {
