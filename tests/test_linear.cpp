@@ -71,7 +71,7 @@ bool runs(vk::Context& ctx, LinearKernel k, bool x_view, uint32_t K, DType dt) {
 // for prompts where the device has it).
 double tol(vk::Context& ctx, LinearKernel k, DType dt, uint32_t T, uint32_t N) {
   const bool coop = k == LinearKernel::GemmCoopMat ||
-                    (k == LinearKernel::Auto && T > 1 && ops::coopmat_available(ctx, dt) && ops::coopmat_tiles(ctx, T, N));
+                    (k == LinearKernel::Auto && T > 1 && ops::coopmat_available(ctx, dt) && ops::coopmat_tiles(ctx, T));
   return coop ? kCoopMatTol : kTol;
 }
 

@@ -208,8 +208,10 @@ Kernel gemm_tiled(const vk::Context& ctx) {
   throw DeviceError("linear: the device has too little shared memory for the tiled GEMM");
 }
 
-Kernel gemm_coopmat(const vk::Context& ctx, uint32_t T, const Matrix& W) {
-  const auto tiles = coopmat_available(ctx, W.dtype) ? coopmat_tiles(ctx, T, W.rows) : std::nullopt;
+Kernel gemm_coopmat(const vk::Context& ctx, uint32_t T, const Matrix& W, const CoopMatTiles* forced) {
+  const auto tiles = !coopmat_available(ctx, W.dtype) ? std::nullopt
+                     : forced                         ? std::optional<CoopMatTiles>(*forced)
+                                                      : coopmat_tiles(ctx, T);
   if (!tiles) throw DeviceError("linear: the cooperative-matrix GEMM needs f16 weights and a device with matrix units");
   Kernel k;
   k.kind = LinearKernel::GemmCoopMat;
@@ -243,14 +245,15 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
                                                                                  : LinearKernel::MatVecRows;
   if (T == 1) return LinearKernel::MatVec;
   if (!ctx.info().is_cpu())
-    return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T, W.rows) ? LinearKernel::GemmCoopMat
+    return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat
                                                                              : LinearKernel::GemmTiled;
   return T >= kWideTileMinTokens ? LinearKernel::GemmRegistersWide : LinearKernel::GemmRegisters;
 }
 
 namespace {
 
-Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before) {
+Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before,
+              const CoopMatTiles* coopmat) {
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   if (want == LinearKernel::Auto && norm_before) want = LinearKernel::MatVec;  // the one kernel with it
@@ -274,7 +277,7 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
              : rows                                ? mat_vec_rows(ctx, W.rows, want == LinearKernel::MatVecRowsHeld)
              : want == LinearKernel::GemmRegisters || want == LinearKernel::GemmRegistersWide
                  ? gemm_registers(ctx, W.dtype, want == LinearKernel::GemmRegistersWide, w_texel, x_texel)
-             : want == LinearKernel::GemmCoopMat ? gemm_coopmat(ctx, T, W)
+             : want == LinearKernel::GemmCoopMat ? gemm_coopmat(ctx, T, W, coopmat)
                                                    : gemm_tiled(ctx);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
   if (K % 4 != 0) k.shader += "_xs";
@@ -538,7 +541,7 @@ bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t 
   l.has_bias = bias.buffer != nullptr;
 
   vk::Context& ctx = g.context();
-  l.kernel = choose(ctx, args.kernel, T, W, x, args.norm_before != nullptr);
+  l.kernel = choose(ctx, args.kernel, T, W, x, args.norm_before != nullptr, args.coopmat_tiles);
   if (args.norm_before && !l.kernel.norm_before_variant)
     throw DeviceError(args.name + ": only the storage-buffer mat-vec folds a LayerNorm in");
   choose_blocks(ctx, l, T, N, args.name);
