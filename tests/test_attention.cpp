@@ -473,7 +473,7 @@ BOOST_AUTO_TEST_CASE(texel_kernel_needs_aligned_texel_views) {
                                         rig.v_view, out, 1, s, "a"),
                     std::logic_error);  // more queries per workgroup than the shader holds
   BOOST_TEST(g.size() == 0u);
-  bool cpu = ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  bool cpu = ctx.cpu_kernels();
   BOOST_TEST(ops::attention_kernel(ctx, s, true).texel == cpu);
   BOOST_TEST(!ops::attention_kernel(ctx, s, false).texel);
   // Short steps share the decode step's one-query pipeline; long ones serve four queries.

@@ -40,7 +40,7 @@ inline RowReduce row_reduce_shape(const vk::Context& ctx, uint32_t cols, uint32_
   const uint32_t cap = std::min(caps.max_workgroup_invocations, caps.shared_memory_bytes / 4);
   RowReduce r;
   r.subgroup = caps.subgroup_arithmetic;
-  if (ctx.info().is_cpu()) {
+  if (ctx.cpu_kernels()) {
     r.local = sg;
     while (row_loop_iterations(cols, passes, r.local) > kCpuLoopBudget && r.local * 2 <= cap) r.local *= 2;
   } else {
