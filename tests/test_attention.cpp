@@ -259,9 +259,12 @@ BOOST_AUTO_TEST_CASE(decode_replays_one_graph) {
     AttentionShape s;
     uint32_t chunk, chunks, steps;
   };
+  // f16 caches on shapes whose pipelines the other cases compile too (chunked_prefill_at_
+  // nonzero_pos's f16 kHd32): a fused f16 kernel of a new shape is up to a minute of
+  // lavapipe compiling.
   const Case cases[] = {{kHd128, 0, 0, 40},           {kHd48, 7, 1, 30},
                         {kHd64, 100, 10, 24},          {kHeads25, 120, 1, 20},
-                        {f16_cache(kHd64), 100, 10, 24}, {f16_cache(kHeads25), 120, 1, 20}};
+                        {f16_cache(kHd64), 100, 10, 24}, {f16_cache(kHd32), 120, 1, 20}};
   for (auto [label, ctx] : test::all_contexts())
     for (const auto& c : cases)
       for (const auto& mode : modes_for(*ctx, c.s)) check_sequence(*ctx, label, c.s, mode, c.chunk, c.chunks, c.steps);
@@ -331,6 +334,10 @@ BOOST_AUTO_TEST_CASE(every_kernel_path) {
         for (size_t si : {first % std::size(shapes), (first + 1) % std::size(shapes)}) {
           const AttentionShape& s = shapes[si];
           if ((k.vec4 && s.head_dim % 4) || (s.kv_f16 && !k.vec4)) continue;
+          // Two or three queries per texel workgroup are no product path's (the caps pick one,
+          // or four from 128 tokens; prefill_matches_cpu runs both with f16 caches), and their
+          // fused f16 kernel alone is a minute of lavapipe compiling: f32 caches only.
+          if (k.texel && k.queries != 1 && s.kv_f16) continue;
           check_sequence(*ctx, label, s, mode, 37, 2, 5);
         }
       }
