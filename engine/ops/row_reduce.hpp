@@ -62,6 +62,7 @@ inline void check_row_reduce_shape(const vk::Context& ctx, const RowReduce& shap
     throw std::logic_error(name + ": subgroup reduction needs a workgroup of whole subgroups");
   if (shape.local == 0 || shape.local > caps.max_workgroup_invocations || shape.local * 4ull > caps.shared_memory_bytes)
     throw std::logic_error(name + ": workgroup size " + std::to_string(shape.local) + " does not fit the device");
+  // The loop limit is lavapipe's, whichever kernel family runs on it: the device type decides.
   if (ctx.info().is_cpu() && row_loop_iterations(cols, passes, shape.local) > kCpuLoopBudget)
     throw std::logic_error(name + ": workgroup size " + std::to_string(shape.local) + " leaves each invocation " +
                            std::to_string(row_loop_iterations(cols, passes, shape.local)) +
