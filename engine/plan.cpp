@@ -21,6 +21,18 @@ ops::LinearKernel ExecutionPlan::linear_kernel(const vk::Context& ctx, uint32_t 
   return last_row_on_chunk_pipelines && rows < T ? ops::auto_kernel(ctx, T, W, x) : ops::LinearKernel::Auto;
 }
 
+ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, bool exact_rows, const Matrix& W,
+                                                     View x) const {
+  return exact_rows ? ops::auto_kernel(ctx, 1, W, x) : ops::LinearKernel::Auto;
+}
+
+bool ExecutionPlan::batch_norm_in_lanes(const vk::Context& ctx, const Matrix& W, View x) const {
+  const ops::LinearKernel k = ops::auto_kernel(ctx, 1, W, x);
+  const bool row_kernel = k == ops::LinearKernel::MatVecRows || k == ops::LinearKernel::MatVecRowsHeld ||
+                          k == ops::LinearKernel::MatVecCols;
+  return row_kernel && ctx.caps().subgroup_arithmetic && W.chunks.size() == 1;
+}
+
 namespace {
 
 // The decode mat-vec ops::auto_kernel picks for GPT-2 small's 768 inputs in f16, where the

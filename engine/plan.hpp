@@ -54,6 +54,15 @@ struct ExecutionPlan {
   bool last_row_only(uint32_t T) const {
     return T > 1 && (!last_row_on_chunk_pipelines || tiled_attention(T));
   }
+  // A batched decode step's products (one row per sequence, models/decode_batch.hpp): the
+  // B-row GEMM (each weight read once for all rows), or with `exact_rows` each row through
+  // the one-token step's mat-vec, so that every row's sums are those of a sequence decoding
+  // alone, bit for bit (the weights then read once per row).
+  ops::LinearKernel batch_linear_kernel(const vk::Context& ctx, bool exact_rows, const Matrix& W, View x) const;
+  // Whether a one-token step computes the LayerNorm after W's product in the mat-vec's last
+  // workgroup (ops::NormAfter), whose order a batched step with exact rows then follows
+  // (ops::layernorm_in_lanes).
+  bool batch_norm_in_lanes(const vk::Context& ctx, const Matrix& W, View x) const;
   // The kernel for `rows` rows of a T-token chunk's product (rows < T: the last row alone).
   ops::LinearKernel linear_kernel(const vk::Context& ctx, uint32_t T, uint32_t rows, const Matrix& W, View x) const;
 };

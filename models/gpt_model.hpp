@@ -88,7 +88,11 @@ class GptModel {
   // cache: no final norm of its own, no LM head).
   enum class Head { AllLogits, LastLogits, LastSample, KvOnly };
   Graph& graph(uint32_t T, Head head);
-  std::unique_ptr<Graph> build_graph(uint32_t T, Head head);
+  // `seqs` not empty: a batched decode step of T = seqs.size() rows, one token of each of
+  // those models' sequences (DecodeBatch), on this model's activation buffers.
+  std::unique_ptr<Graph> build_graph(uint32_t T, Head head, std::span<GptModel* const> seqs = {},
+                                     bool exact_rows = false);
+  friend class DecodeBatch;
   struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_model.cpp)
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
   // Runs ids at [pos, pos + n) in chunks of max_chunk_ tokens: every chunk but the last only
@@ -112,6 +116,7 @@ class GptModel {
   uint32_t max_chunk_;
   ExecutionPlan plan_;  // the device-dependent kernel and fusion choices (engine/plan.hpp)
   ops::SamplingParams sampling_;
+  uint64_t sampling_version_ = 0;  // set_sampling calls so far: batched graphs recorded before are stale
   bool profile_ = false;
   uint32_t pos_ = 0;
 

@@ -21,10 +21,10 @@ void check_views(const std::string& name, const View& x, const View& gamma, cons
 
 // `inputs` are the views the row is read from: {x} or {a, b}.
 void add_norm(Graph& g, const std::vector<View>& inputs, View gamma, View beta, View y, uint32_t rows, uint32_t C,
-              float eps, const RowReduce& shape, const std::string& name) {
+              float eps, const RowReduce& shape, const std::string& name, bool allow_vec4 = true) {
   for (const auto& in : inputs) check_views(name, in, gamma, beta, y, rows, C);
   // 4-wide accesses need rows of whole vec4s and 16-byte aligned bindings.
-  bool vec4 = C % 4 == 0;
+  bool vec4 = allow_vec4 && C % 4 == 0;
   for (const View& v : inputs) vec4 &= v.offset % 16 == 0;
   for (const View& v : {gamma, beta, y}) vec4 &= v.offset % 16 == 0;
   check_row_reduce_shape(g.context(), shape, vec4 ? C / 4 : C, kPasses, name);
@@ -56,6 +56,12 @@ void add_layernorm(Graph& g, View a, View b, View gamma, View beta, View y, uint
 void layernorm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
                const RowReduce& shape, const std::string& name) {
   add_norm(g, {x}, gamma, beta, y, rows, C, eps, shape, name);
+}
+
+void layernorm_in_lanes(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
+                        const std::string& name) {
+  const RowReduce lanes{std::max(g.context().caps().subgroup_size, 1u), true};
+  add_norm(g, {x}, gamma, beta, y, rows, C, eps, lanes, name, false);
 }
 
 void add_layernorm(Graph& g, View a, View b, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
