@@ -21,9 +21,11 @@ ops::LinearKernel ExecutionPlan::linear_kernel(const vk::Context& ctx, uint32_t 
   return last_row_on_chunk_pipelines && rows < T ? ops::auto_kernel(ctx, T, W, x) : ops::LinearKernel::Auto;
 }
 
-ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, bool exact_rows, const Matrix& W,
-                                                     View x) const {
-  return exact_rows ? ops::auto_kernel(ctx, 1, W, x) : ops::LinearKernel::Auto;
+ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows,
+                                                     const Matrix& W, View x) const {
+  if (exact_rows) return ops::auto_kernel(ctx, 1, W, x);
+  (void)rows;
+  return ops::LinearKernel::Auto;
 }
 
 bool ExecutionPlan::batch_norm_in_lanes(const vk::Context& ctx, const Matrix& W, View x) const {

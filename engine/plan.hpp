@@ -58,7 +58,8 @@ struct ExecutionPlan {
   // B-row GEMM (each weight read once for all rows), or with `exact_rows` each row through
   // the one-token step's mat-vec, so that every row's sums are those of a sequence decoding
   // alone, bit for bit (the weights then read once per row).
-  ops::LinearKernel batch_linear_kernel(const vk::Context& ctx, bool exact_rows, const Matrix& W, View x) const;
+  ops::LinearKernel batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows, const Matrix& W,
+                                        View x) const;
   // Whether a one-token step computes the LayerNorm after W's product in the mat-vec's last
   // workgroup (ops::NormAfter), whose order a batched step with exact rows then follows
   // (ops::layernorm_in_lanes).

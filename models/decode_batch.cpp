@@ -56,13 +56,15 @@ std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) 
   check(seqs);
   // Each row embeds its sequence's last sampled token at its position, and its sampler
   // writes the next one there and advances the position: as decode_next() does.
-  graph_for(seqs).run();
+  Graph& g = graph_for(seqs);
+  g.run();
   std::vector<uint32_t> ids;
   for (GptModel* m : seqs) {
     ++m->pos_;
     m->last_run_.clear();
     ids.push_back(static_cast<const uint32_t*>(m->ids_.mapped())[0]);
   }
+  seqs[0]->last_run_ = {&g};  // the graph runs on its activations: its profile_summary() is the step's
   return ids;
 }
 

@@ -35,7 +35,8 @@ class DecodeBatch {
   // One decode step of every model in `seqs` (distinct, sharing weights and config, each
   // started by prefill_and_sample, its context not full; at most seqs[0]->max_chunk()
   // rows): the same as each one's decode_next(). Returns their next token ids, in order.
-  // The models must outlive this object.
+  // The models must outlive this object. seqs[0]->profile_summary() then times the step
+  // (graphs recorded after its set_profile(true)).
   std::vector<uint32_t> decode_next(std::span<GptModel* const> seqs);
 
   size_t cached_graphs() const { return graphs_.size(); }

@@ -98,7 +98,7 @@ struct GptModel::GraphBuild {
   void batch_linear(View in, const Matrix& W, View bias, View y, ops::LinearEpilogue ep, View r,
                     const std::string& name, const ops::NormAfter* norm) {
     ops::linear_with(*g, in, W, bias, y, T,
-                     {.kernel = m.plan_.batch_linear_kernel(m.ctx_, exact_rows, W, in), .ep = ep, .r = r, .name = name});
+                     {.kernel = m.plan_.batch_linear_kernel(m.ctx_, T, exact_rows, W, in), .ep = ep, .r = r, .name = name});
     if (!norm) return;
     if (exact_rows && m.plan_.batch_norm_in_lanes(m.ctx_, W, in))
       ops::layernorm_in_lanes(*g, y, norm->gamma, norm->beta, norm->out, T, W.rows, eps, norm->name);
