@@ -23,9 +23,10 @@ ops::LinearKernel ExecutionPlan::linear_kernel(const vk::Context& ctx, uint32_t 
 
 ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows,
                                                      const Matrix& W, View x) const {
-  if (exact_rows) return ops::auto_kernel(ctx, 1, W, x);
-  (void)rows;
-  return ops::LinearKernel::Auto;
+  const ops::LinearKernel one = ops::auto_kernel(ctx, 1, W, x);
+  const bool row_kernel = one == ops::LinearKernel::MatVecRows || one == ops::LinearKernel::MatVecRowsHeld;
+  if (!exact_rows) return ops::LinearKernel::Auto;
+  return row_kernel && rows > 1 ? ops::LinearKernel::MatVecRowsBatch : one;
 }
 
 bool ExecutionPlan::batch_norm_in_lanes(const vk::Context& ctx, const Matrix& W, View x) const {

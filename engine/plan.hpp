@@ -54,10 +54,13 @@ struct ExecutionPlan {
   bool last_row_only(uint32_t T) const {
     return T > 1 && (!last_row_on_chunk_pipelines || tiled_attention(T));
   }
-  // A batched decode step's products (one row per sequence, models/decode_batch.hpp): the
-  // B-row GEMM (each weight read once for all rows), or with `exact_rows` each row through
-  // the one-token step's mat-vec, so that every row's sums are those of a sequence decoding
-  // alone, bit for bit (the weights then read once per row).
+  // A batched decode step's products (one row per sequence, models/decode_batch.hpp). With
+  // `exact_rows`, every row's sums are those of a sequence decoding alone, bit for bit:
+  // where the one-token step takes the row mat-vec (CPU devices), its batched form
+  // (ops::LinearKernel::MatVecRowsBatch: each weight decoded once for up to 16 rows, each
+  // row summed in the same order); elsewhere the one-token kernel itself, row by row (the
+  // weights read once per row). Otherwise the B-row GEMM of prompt chunks (each weight read
+  // once for all rows; the last bits of a row's logits then differ from a lone step's).
   ops::LinearKernel batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows, const Matrix& W,
                                         View x) const;
   // Whether a one-token step computes the LayerNorm after W's product in the mat-vec's last

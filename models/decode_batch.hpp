@@ -26,11 +26,11 @@ namespace gptvk {
 
 class DecodeBatch {
  public:
-  // `exact_rows`: each row's arithmetic that of the sequence's one-token step, bit for bit
-  // (ExecutionPlan::batch_linear_kernel); otherwise the rows' products are B-row GEMMs,
-  // which read each weight once for the batch, and a row's logits may differ from the
-  // one-token step's in the last bits (summation order).
-  explicit DecodeBatch(bool exact_rows = false) : exact_rows_(exact_rows) {}
+  // `exact_rows` (the default): each row's arithmetic that of the sequence's one-token
+  // step, bit for bit (ExecutionPlan::batch_linear_kernel); otherwise the rows' products
+  // are the prompt chunks' B-row GEMMs, and a row's logits may differ from the one-token
+  // step's in the last bits (summation order).
+  explicit DecodeBatch(bool exact_rows = true) : exact_rows_(exact_rows) {}
 
   // One decode step of every model in `seqs` (distinct, sharing weights and config, each
   // started by prefill_and_sample, its context not full; at most seqs[0]->max_chunk()
