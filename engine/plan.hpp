@@ -56,11 +56,11 @@ struct ExecutionPlan {
   }
   // A batched decode step's products (one row per sequence, models/decode_batch.hpp). With
   // `exact_rows`, every row's sums are those of a sequence decoding alone, bit for bit:
-  // where the one-token step takes the row mat-vec (CPU devices), its batched form
-  // (ops::LinearKernel::MatVecRowsBatch: each weight decoded once for up to 16 rows, each
-  // row summed in the same order); elsewhere the one-token kernel itself, row by row (the
-  // weights read once per row). Otherwise the B-row GEMM of prompt chunks (each weight read
-  // once for all rows; the last bits of a row's logits then differ from a lone step's).
+  // where the one-token step takes the row mat-vec (CPU devices), the prompt chunks' CPU
+  // GEMM, whose broadcast kernel sums each output in the same order, or without subgroup
+  // arithmetic the batched row mat-vec (ops::LinearKernel::MatVecRowsBatch); elsewhere the
+  // one-token kernel itself, row by row (the weights read once per row). Otherwise the
+  // prompt chunks' GEMM as Auto picks it (GPUs: the tiled GEMM, another order).
   ops::LinearKernel batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows, const Matrix& W,
                                         View x) const;
   // Whether a one-token step computes the LayerNorm after W's product in the mat-vec's last

@@ -1,9 +1,11 @@
-// ops::LinearKernel::MatVecRowsBatch, the row mat-vec over several tokens per workgroup
-// (batched decode steps): every token row of its output is bit-identical to the one-token
-// row mat-vec's (MatVecRows and, where x fits, MatVecRowsHeld) on that row alone, for every
-// dtype, with inputs that end in a partial weight word, tokens that do not fill the last
-// workgroup, more tokens than one workgroup takes, and the fused epilogue (bias, GELU,
-// residual). Equality to the row kernels carries their CPU-reference checks (test_linear).
+// Batched decode steps count on this (ExecutionPlan::batch_linear_kernel): every token row
+// of the batched row mat-vec (ops::LinearKernel::MatVecRowsBatch) and of the CPU GEMMs that
+// broadcast weights over the lanes (GemmRegisters, GemmRegistersWide) is bit-identical to
+// the one-token row mat-vec's (MatVecRows and, where x fits, MatVecRowsHeld) on that row
+// alone: for every dtype, with inputs that end in a partial weight word, tokens that do not
+// fill the last workgroup, more tokens than one workgroup takes, and the fused epilogue
+// (bias, GELU, residual). Equality to the row kernels carries their CPU-reference checks
+// (test_linear).
 #define BOOST_TEST_MODULE linear_rows_batch
 #include <boost/test/unit_test.hpp>
 
@@ -56,18 +58,28 @@ BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit)
       const auto x = test::random_floats(size_t(s.T) * s.K, seed++);
       const auto bias = test::random_floats(s.N, seed++);
       const auto r = test::random_floats(size_t(s.T) * s.N, seed++);
-      const auto batched = run(ctx, LinearKernel::MatVecRowsBatch, W, x, bias, r, s.T);
       std::vector<LinearKernel> singles = {LinearKernel::MatVecRows};
       if (ops::held_x_fits(s.K, s.dt)) singles.push_back(LinearKernel::MatVecRowsHeld);
-      for (LinearKernel one : singles)
+      std::vector<std::vector<float>> alone;  // [t]: token t through the row kernel, alone
+      for (uint32_t t = 0; t < s.T; ++t) {
+        const std::vector<float> xt(x.begin() + size_t(t) * s.K, x.begin() + size_t(t + 1) * s.K);
+        const std::vector<float> rt(r.begin() + size_t(t) * s.N, r.begin() + size_t(t + 1) * s.N);
+        alone.push_back(run(ctx, LinearKernel::MatVecRows, W, xt, bias, rt, 1));
+        if (ops::held_x_fits(s.K, s.dt))
+          BOOST_TEST((run(ctx, LinearKernel::MatVecRowsHeld, W, xt, bias, rt, 1) == alone[t]), "held x, token " << t);
+      }
+      // The batched row kernel, and the CPU GEMMs where they broadcast the weights (subgroup
+      // arithmetic): ExecutionPlan::batch_linear_kernel counts on their order.
+      std::vector<LinearKernel> batched_kernels = {LinearKernel::MatVecRowsBatch};
+      if (ctx.caps().subgroup_arithmetic)
+        batched_kernels.insert(batched_kernels.end(), {LinearKernel::GemmRegisters, LinearKernel::GemmRegistersWide});
+      for (LinearKernel k : batched_kernels) {
+        const auto batched = run(ctx, k, W, x, bias, r, s.T);
         for (uint32_t t = 0; t < s.T; ++t) {
-          const std::vector<float> xt(x.begin() + size_t(t) * s.K, x.begin() + size_t(t + 1) * s.K);
-          const std::vector<float> rt(r.begin() + size_t(t) * s.N, r.begin() + size_t(t + 1) * s.N);
-          const auto alone = run(ctx, one, W, xt, bias, rt, 1);
           const std::vector<float> row(batched.begin() + size_t(t) * s.N, batched.begin() + size_t(t + 1) * s.N);
-          BOOST_TEST_INFO("token " << t << (one == LinearKernel::MatVecRows ? ", row kernel" : ", held-x kernel"));
-          BOOST_TEST((row == alone));
+          BOOST_TEST((row == alone[t]), "kernel " << int(k) << ", token " << t);
         }
+      }
     }
   }
 }
