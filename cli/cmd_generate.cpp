@@ -1,6 +1,8 @@
 // `gpt-vk generate`: prints the prompt, then the generated text as each token arrives (or,
 // with --json, one JSON object per completion). The loop is runtime/generator's; sampling
 // and its controls run on the device, and per token only the chosen id comes back.
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -15,6 +17,7 @@
 #include "cli/output.hpp"
 #include "cli/strict_flags.hpp"
 #include "engine/error.hpp"
+#include "models/decode_batch.hpp"
 #include "runtime/generator.hpp"
 
 namespace gptvk::cli {
@@ -103,32 +106,89 @@ void add_flags(CLI::App* cmd, Flags& f) {
   cmd->add_flag("--special", f.special, "treat <|endoftext|> in the prompt as the special token, not text");
 }
 
-// Runs every sample; returns the process's exit code.
+// Samples that decode together: each batched step gives every unfinished one its next token
+// (models/decode_batch.hpp: the same tokens each would get alone).
+constexpr uint32_t kSamplesPerBatch = 16;
+
+void print_summary(const Generator& gen, const ModelSession& s) {
+  const auto& t = gen.timings();
+  std::fprintf(stderr, "gpt-vk: %s; load %.2f s, prompt %u tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
+               finish_message(gen.finish_reason(), s.cfg.context_length).c_str(), s.load_seconds, t.prompt_tokens,
+               t.prefill_tok_s(), t.generated_tokens, t.decode_tok_s());
+}
+
+// Samples [first, first + models.size()) of the prompt, one per model, decoding as one
+// batch. The first streams its text as it comes; the others' output follows it, in order,
+// so stdout reads as if they ran one after another.
+void run_sample_batch(ModelSession& s, const Tokenizer& tok, const std::vector<uint32_t>& prompt,
+                      const std::string& prompt_text, const Flags& f, uint64_t seed, uint32_t first,
+                      const std::vector<GptModel*>& models) {
+  std::vector<std::unique_ptr<Generator>> gens;
+  std::vector<std::string> texts(models.size());
+  std::vector<uint64_t> seeds;
+  for (size_t i = 0; i < models.size(); ++i) {
+    GenerationOptions run;
+    run.sampling = f.sampling;
+    run.sampling.seed = seed + first + i;  // sample i uses seed + i, batched or not
+    run.max_tokens = f.max_tokens;
+    run.stop = f.stop;
+    run.logprobs = f.logprobs;
+    if (i == 0 && !f.json && !f.no_echo) emit(prompt_text);
+    gens.push_back(std::make_unique<Generator>(*models[i], tok));
+    gens.back()->start(prompt, run);
+    seeds.push_back(run.sampling.seed);
+  }
+  DecodeBatch batch;
+  for (bool running = true; running;) {
+    std::vector<GptModel*> rows;
+    std::vector<Generator*> due;
+    for (size_t i = 0; i < gens.size(); ++i) {
+      if (g_interrupted && !gens[i]->finished()) gens[i]->cancel();
+      if (gens[i]->decode_due()) rows.push_back(models[i]), due.push_back(gens[i].get());
+    }
+    if (!rows.empty()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::vector<uint32_t> next = batch.decode_next(rows);
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (size_t b = 0; b < due.size(); ++b) due[b]->decoded(next[b], dt);
+    }
+    running = false;
+    for (size_t i = 0; i < gens.size(); ++i) {
+      if (gens[i]->finished()) continue;
+      std::string piece = gens[i]->next().text;
+      if (i == 0 && !f.json) emit(piece);
+      else texts[i] += piece;
+      running = running || !gens[i]->finished();
+    }
+  }
+  for (size_t i = 0; i < gens.size(); ++i) {
+    if (f.json) {
+      emit(completion_json(*gens[i], tok, first + static_cast<uint32_t>(i), seeds[i], f.logprobs > 0) + "\n");
+    } else {
+      if (i > 0 && !f.no_echo) emit(prompt_text);
+      emit(texts[i] + "\n");
+    }
+    print_summary(*gens[i], s);
+  }
+}
+
+// Runs every sample, kSamplesPerBatch at a time; returns the process's exit code.
 int run_samples(ModelSession& s, const Tokenizer& tok, const std::vector<uint32_t>& prompt,
                 const std::string& prompt_text, const Flags& f, uint64_t seed) {
   g_interrupted = 0;
   auto previous = std::signal(SIGINT, on_sigint);
-  Generator gen(*s.model, tok);
-  for (uint32_t i = 0; i < f.num_samples && !g_interrupted; ++i) {
-    GenerationOptions run;
-    run.sampling = f.sampling;
-    run.sampling.seed = seed + i;
-    run.max_tokens = f.max_tokens;
-    run.stop = f.stop;
-    run.logprobs = f.logprobs;
-    if (!f.json && !f.no_echo) emit(prompt_text);
-    gen.start(prompt, run);
-    while (!gen.finished()) {
-      if (g_interrupted) gen.cancel();
-      std::string piece = gen.next().text;
-      if (!f.json) emit(piece);
-    }
-    emit(f.json ? completion_json(gen, tok, i, run.sampling.seed, f.logprobs > 0) + "\n" : "\n");
-    const auto& t = gen.timings();
-    std::fprintf(stderr,
-                 "gpt-vk: %s; load %.2f s, prompt %u tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
-                 finish_message(gen.finish_reason(), s.cfg.context_length).c_str(), s.load_seconds, t.prompt_tokens,
-                 t.prefill_tok_s(), t.generated_tokens, t.decode_tok_s());
+  // Sample 0 runs on the session's model; the others on models sharing its weights.
+  std::vector<std::unique_ptr<GptModel>> extra;
+  std::vector<GptModel*> models = {s.model.get()};
+  const uint32_t width = std::min(f.num_samples, kSamplesPerBatch);
+  for (uint32_t i = 1; i < width; ++i) {
+    extra.push_back(std::make_unique<GptModel>(*s.ctx, s.cfg, s.model->shared_weights(), s.model->max_chunk()));
+    extra.back()->set_sampling(f.sampling);
+    models.push_back(extra.back().get());
+  }
+  for (uint32_t first = 0; first < f.num_samples && !g_interrupted; first += width) {
+    const uint32_t n = std::min(width, f.num_samples - first);
+    run_sample_batch(s, tok, prompt, prompt_text, f, seed, first, {models.begin(), models.begin() + n});
   }
   std::signal(SIGINT, previous);
   return g_interrupted ? 130 : 0;
