@@ -1,5 +1,6 @@
 // A GPT model on the device: its weights, KV cache and activation buffers, and the one
-// piece of code that turns a config into a graph of ops (build_graph). Prefill runs a
+// piece of code that turns a config into a graph of ops (build_graph, models/gpt_graph.cpp;
+// also a batched decode step's over several models, models/decode_batch.hpp). Prefill runs a
 // prompt chunk by chunk through the GEMM path; decode replays one recorded graph per token
 // (mat-vec path) whose sampler leaves the next token id on the device.
 #pragma once
