@@ -2,12 +2,42 @@
 # embeds it in a static library, so the binary needs no shader files beside it.
 #
 # A shader declares the variants it is built in with lines of the form
-#   //! variant NAME [DEFINE[=VALUE] ...]
+#   //! variant NAME [requires:FEATURE] [DEFINE[=VALUE] ...]
 # Each variant is embedded as "<file stem>.<NAME>"; a shader without such lines is built
-# once and embedded as "<file stem>". glslang writes a depfile, so editing a shader or an
+# once and embedded as "<file stem>". A variant that requires a GLSL FEATURE this build's
+# glslang cannot compile (gptvk_probe_glsl_features) is left out, and configure says so. glslang writes a depfile, so editing a shader or an
 # included .glsl rebuilds only the variants that use it.
 
+# Which optional GLSL extensions this glslang compiles to valid SPIR-V: each feature is
+# a small shader compiled and validated at configure time. Sets GPTVK_GLSL_FEATURES.
+function(gptvk_probe_glsl_features)
+  set(dir ${CMAKE_BINARY_DIR}/glsl-probes)
+  file(MAKE_DIRECTORY ${dir})
+  set(head "#version 450\n#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n#extension GL_KHR_memory_scope_semantics : require\nlayout(local_size_x = 32) in;\nshared float16_t a[256];\nshared float c[256];\n")
+  set(coopmat_nv "${head}#extension GL_NV_cooperative_matrix : require\nvoid main() {\n  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> x, y;\n  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> z = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);\n  coopMatLoadNV(x, a, 0, 16, false);\n  coopMatLoadNV(y, a, 0, 16, true);\n  z = coopMatMulAddNV(x, y, z);\n  coopMatStoreNV(z, c, 0, 16, false);\n}\n")
+  set(coopmat_khr "${head}#extension GL_KHR_cooperative_matrix : require\nvoid main() {\n  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> x;\n  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> y;\n  coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> z = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);\n  coopMatLoad(x, a, 0, 16, gl_CooperativeMatrixLayoutRowMajor);\n  coopMatLoad(y, a, 0, 16, gl_CooperativeMatrixLayoutColumnMajor);\n  z = coopMatMulAdd(x, y, z);\n  coopMatStore(z, c, 0, 16, gl_CooperativeMatrixLayoutRowMajor);\n}\n")
+  set(features "")
+  foreach(feature coopmat_nv coopmat_khr)
+    file(WRITE ${dir}/${feature}.comp "${${feature}}")
+    execute_process(COMMAND ${GLSLANG} --quiet --target-env vulkan1.1 -o ${dir}/${feature}.spv ${dir}/${feature}.comp
+                    RESULT_VARIABLE compiled OUTPUT_QUIET ERROR_QUIET)
+    set(valid 1)
+    if(compiled EQUAL 0)
+      execute_process(COMMAND ${SPIRV_VAL} --target-env vulkan1.1 ${dir}/${feature}.spv
+                      RESULT_VARIABLE valid OUTPUT_QUIET ERROR_QUIET)
+    endif()
+    if(compiled EQUAL 0 AND valid EQUAL 0)
+      list(APPEND features ${feature})
+      message(STATUS "gpt-vk shaders: ${feature} variants built (this glslang compiles the extension)")
+    else()
+      message(STATUS "gpt-vk shaders: ${feature} variants left out (this glslang does not compile the extension)")
+    endif()
+  endforeach()
+  set(GPTVK_GLSL_FEATURES ${features} PARENT_SCOPE)
+endfunction()
+
 function(gptvk_embed_shaders target shader_dir)
+  gptvk_probe_glsl_features()
   file(GLOB shader_files CONFIGURE_DEPENDS ${shader_dir}/*.comp)
   set(out_dir ${CMAKE_BINARY_DIR}/shaders)
   file(MAKE_DIRECTORY ${out_dir})
@@ -26,14 +56,24 @@ function(gptvk_embed_shaders target shader_dir)
       string(REGEX REPLACE "^//! variant *" "" spec "${line}")
       separate_arguments(words UNIX_COMMAND "${spec}")
       set(defines "")
+      set(missing "")
       if(words)
         list(POP_FRONT words variant)
         set(name "${stem}.${variant}")
         foreach(d ${words})
-          list(APPEND defines "-D${d}")
+          if(d MATCHES "^requires:(.*)$")
+            if(NOT CMAKE_MATCH_1 IN_LIST GPTVK_GLSL_FEATURES)
+              set(missing ${CMAKE_MATCH_1})
+            endif()
+          else()
+            list(APPEND defines "-D${d}")
+          endif()
         endforeach()
       else()
         set(name "${stem}")
+      endif()
+      if(missing)
+        continue()
       endif()
       string(MAKE_C_IDENTIFIER "spv_${name}" symbol)
       set(spv ${out_dir}/${name}.spv)

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "engine/ops/attention.hpp"
+#include "engine/ops/linear_coopmat.hpp"
 #include "engine/vk/context.hpp"
 
 namespace gptvk {
@@ -25,7 +26,9 @@ ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uin
                                                      const Matrix& W, View x) const {
   const ops::LinearKernel one = ops::auto_kernel(ctx, 1, W, x);
   const bool row_kernel = one == ops::LinearKernel::MatVecRows || one == ops::LinearKernel::MatVecRowsHeld;
-  if (!exact_rows) return ops::LinearKernel::Auto;
+  // GPUs fold the one-token step's LayerNorms into its mat-vecs (fold_norms), which no
+  // B-row step matches bit for bit: their batched steps take the GEMM whatever is asked.
+  if (!exact_rows || !cpu_kernels) return ops::LinearKernel::Auto;
   if (!row_kernel || rows == 1) return one;
   // The CPU GEMM that broadcasts weights over the lanes (gemm_bcast, which Auto picks where
   // the row kernels run and the device has subgroup arithmetic) sums each output in the row
@@ -72,7 +75,10 @@ std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan) {
   s << "  prompt products: "
     << (plan.cpu_kernels ? "gemm register tiles (the wide tile from " + std::to_string(ops::kWideTileMinTokens) +
                                " tokens)"
-                         : std::string("gemm_tiled (split over the inputs when tiles are few)"))
+        : ops::coopmat_available(ctx, DType::F16)
+            ? "gemm_coopmat on matrix units, " + ctx.caps().coopmat.describe() +
+                  " (f16 weights; split over the inputs when tiles are few)"
+            : std::string("gemm_tiled (split over the inputs when tiles are few)"))
     << "\n";
   s << "  decode attention: " << attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 1)) << "\n";
   s << "  prompt attention: "

@@ -59,8 +59,9 @@ struct ExecutionPlan {
   // where the one-token step takes the row mat-vec (CPU devices), the prompt chunks' CPU
   // GEMM, whose broadcast kernel sums each output in the same order, or without subgroup
   // arithmetic the batched row mat-vec (ops::LinearKernel::MatVecRowsBatch); elsewhere the
-  // one-token kernel itself, row by row (the weights read once per row). Otherwise the
-  // prompt chunks' GEMM as Auto picks it (GPUs: the tiled GEMM, another order).
+  // one-token kernel itself, row by row (the weights read once per row). Otherwise, and
+  // always on GPUs (whose one-token step folds its LayerNorms: no B-row step matches it bit
+  // for bit), the prompt chunks' GEMM as Auto picks it (the tiled or cooperative-matrix GEMM).
   ops::LinearKernel batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows, const Matrix& W,
                                         View x) const;
   // Whether a one-token step computes the LayerNorm after W's product in the mat-vec's last

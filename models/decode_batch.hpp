@@ -27,11 +27,10 @@ namespace gptvk {
 class DecodeBatch {
  public:
   // `exact_rows` (the default): each row's arithmetic that of the sequence's one-token
-  // step on CPU devices, bit for bit (ExecutionPlan::batch_linear_kernel; on GPUs the
-  // one-token step folds its LayerNorms into its mat-vecs, which a batched step does not,
-  // so rows agree there within f32 rounding only); otherwise the products are the prompt
-  // chunks' GEMMs and the LayerNorms their own kernel's, which may differ from the
-  // one-token step's in the last bits (summation order).
+  // step on CPU devices, bit for bit (ExecutionPlan::batch_linear_kernel). Otherwise, and
+  // on GPUs (whose one-token step folds its LayerNorms into its mat-vecs, which a batched
+  // step does not), the products are the prompt chunks' GEMMs, and a row's logits may
+  // differ from the one-token step's in the last bits (summation order).
   explicit DecodeBatch(bool exact_rows = true) : exact_rows_(exact_rows) {}
 
   // One decode step of every model in `seqs` (distinct, sharing weights and config, each

@@ -28,7 +28,7 @@ std::vector<std::pair<std::string, vk::Context*>> contexts() {
 const LinearKernel kKernels[] = {LinearKernel::Auto,          LinearKernel::MatVec,         LinearKernel::MatVecWide,
                                  LinearKernel::MatVecTexel,   LinearKernel::MatVecRows,     LinearKernel::MatVecRowsHeld,
                                  LinearKernel::MatVecCols,    LinearKernel::GemmRegisters,  LinearKernel::GemmRegistersWide,
-                                 LinearKernel::GemmTiled};
+                                 LinearKernel::GemmTiled,     LinearKernel::GemmCoopMat};
 
 // Buffers for one linear of T tokens, K inputs, N outputs with every optional view (each
 // its own buffer: every offset is 0, aligned on any device).

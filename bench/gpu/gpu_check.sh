@@ -8,11 +8,17 @@
 # ab_bench's tables to $OUT/ab-<depth>.md, the llama.cpp table to $OUT/vs-llama-cpp.md.
 #
 # Usage: bash bench/gpu/gpu_check.sh [VARIANT...]
-#   VARIANT: ab_bench.py's BINARY[:VAR=VALUE,...], the first being the baseline. Default:
-#   the build against its opt-in GPU decode features (bench/PERFORMANCE.md, GPUs).
-# Environment: TESTS=0 skips the tests; DEPTHS (prompt tokens, default "128 960"); SHAPES
-#   (default gpt2-small,gpt2-xl); ROUNDS (default 1); LLAMA=0 skips llama.cpp; TABLE=1 also
-#   runs gpu_bench.py's table of every GPT-2 size against PyTorch (several minutes).
+#   VARIANT: ab_bench.py's BINARY[:VAR=VALUE,...], the first being the baseline. Default: the
+#   build against itself without the matrix units (GPTVK_FORCE=no_coopmat).
+# Environment (each stage can be left out, so a rerun spends the lent minutes on what is left):
+#   TESTS=0 skips the suite; TESTS_R=REGEX runs only those tests;
+#   DEPTHS (prompt tokens of the A/B, default "512"); SHAPES (default gpt2-small,gpt2-xl);
+#   ROUNDS (default 1); AB=0 skips the A/B;
+#   LLAMA=0 skips llama.cpp; LLAMA_SHAPES (default gpt2-small,gpt2-medium,gpt2-large,gpt2-xl),
+#   at pp512 / tg128 as issue 36 measures;
+#   BATCH="1 16 64" runs `gpt-vk bench --batch B` on BATCH_SHAPES (default gpt2-small,gpt2-xl)
+#   when the build has it; PROFILE=0 skips the per-op profile of GPT-2 XL (512-token prompt);
+#   TABLE=1 also runs gpu_bench.py's table of every GPT-2 size against PyTorch (minutes).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/gpu_check}
@@ -48,32 +54,54 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format
 
 status=0
 if [ "${TESTS:-1}" != 0 ]; then
-  say "test suite (validation layer on)"
+  say "test suite (validation layer on)${TESTS_R:+, tests matching $TESTS_R}"
   if command -v ctest >/dev/null; then
-    ctest --test-dir "$src/build" -j 8 --timeout 300 --output-on-failure || status=1
+    ctest --test-dir "$src/build" -j 8 --timeout 300 --output-on-failure ${TESTS_R:+-R "$TESTS_R"} || status=1
   else
     for t in "$src"/build/tests/test_*; do
+      [ -n "${TESTS_R:-}" ] && ! [[ $(basename "$t") =~ $TESTS_R ]] && continue
       (cd "$src/build" && timeout 300 "$t" --report_level=short) || { echo "FAILED: $t"; status=1; }
     done
   fi
 fi
 
+build/gpt-vk devices -v 2>&1 | sed -n '/^plan/,$p'
+
 if [ $# -eq 0 ]; then
-  set -- build/gpt-vk
+  set -- build/gpt-vk build/gpt-vk:GPTVK_FORCE=no_coopmat
 fi
-for depth in ${DEPTHS:-128 960}; do
-  say "A/B at a ${depth}-token prompt"
-  PYTHONUNBUFFERED=1 python3 bench/sweeps/ab_bench.py "$@" --shapes "${SHAPES:-gpt2-small,gpt2-xl}" \
-    --rounds "${ROUNDS:-1}" --prompt-tokens "$depth" --timeout 150 | tee "$OUT/ab-$depth.txt" || status=1
-  sed -n '/^| shape/,$p' "$OUT/ab-$depth.txt" >"$OUT/ab-$depth.md"
-done
+if [ "${AB:-1}" != 0 ]; then
+  for depth in ${DEPTHS:-512}; do
+    say "A/B at a ${depth}-token prompt"
+    PYTHONUNBUFFERED=1 python3 bench/sweeps/ab_bench.py "$@" --shapes "${SHAPES:-gpt2-small,gpt2-xl}" \
+      --rounds "${ROUNDS:-1}" --prompt-tokens "$depth" --timeout 150 | tee "$OUT/ab-$depth.txt" || status=1
+    sed -n '/^| shape/,$p' "$OUT/ab-$depth.txt" >"$OUT/ab-$depth.md"
+  done
+fi
+
+if [ -n "${BATCH:-}" ] && build/gpt-vk bench --help 2>&1 | grep -q -- --batch; then
+  say "batched decode: gpt-vk bench --batch"
+  PYTHONUNBUFFERED=1 python3 bench/gpu/batch_bench.py --gptvk build/gpt-vk --batches "$BATCH" \
+    --shapes "${BATCH_SHAPES:-gpt2-small,gpt2-xl}" --timeout 150 | tee "$OUT/batch.md" || status=1
+fi
+
+if [ "${PROFILE:-1}" != 0 ]; then
+  say "per-op profile, GPT-2 XL f16, 512-token prompt"
+  python3 - <<'PY' >/tmp/xl.toml
+import sys; sys.path.insert(0, "bench")
+from make_random_model import config_text, shape_dims
+print(config_text("gpt2-xl", shape_dims("gpt2-xl"), "f16", "absent-gpt2-xl.safetensors"))
+PY
+  timeout 150 build/gpt-vk bench --config /tmp/xl.toml --prompt-tokens 512 --gen-tokens 32 --profile \
+    | tee "$OUT/profile-xl.txt" || status=1
+fi
 
 if [ "${LLAMA:-1}" != 0 ] && [ -f .gpu/llama-bench.tar.xz ]; then
-  say "llama.cpp's Vulkan backend (llama-bench) against gpt-vk"
+  say "llama.cpp's Vulkan backend (llama-bench) against gpt-vk, pp512 / tg128"
   tar -C build -xJf .gpu/llama-bench.tar.xz
   PYTHONUNBUFFERED=1 python3 bench/llama_cpp/vs_llama_bench.py --gptvk build/gpt-vk \
-    --llama-bench build/llama-bench/llama-bench --shapes "${SHAPES:-gpt2-small,gpt2-xl}" \
-    --models-dir /tmp/gptvk-gguf --timeout 150 --out "$OUT/vs-llama-cpp.md" || status=1
+    --llama-bench build/llama-bench/llama-bench --shapes "${LLAMA_SHAPES:-gpt2-small,gpt2-medium,gpt2-large,gpt2-xl}" \
+    --prompt-tokens 512 --gen-tokens 128 --models-dir /tmp/gptvk-gguf --timeout 150 --out "$OUT/vs-llama-cpp.md" || status=1
 fi
 
 if [ "${TABLE:-0}" = 1 ]; then

@@ -8,6 +8,7 @@
 
 #include "engine/error.hpp"
 #include "engine/ops/layernorm.hpp"
+#include "engine/ops/linear_coopmat.hpp"
 #include "engine/ops/step.hpp"
 #include "engine/vk/context.hpp"
 
@@ -26,6 +27,7 @@ struct Kernel {
   std::string shader;
   uint32_t local = 1;               // invocations per workgroup
   std::vector<uint32_t> tile;       // spec constants 7.. (see the kernel's .glsl)
+  std::vector<uint32_t> after_split;  // constants after the split-K count (the matrix shape)
   uint32_t tokens_per_group = 1;    // workgroup grid: x over tokens ...
   uint32_t outputs_per_group = 1;   // ... y over outputs (mat-vec: x over outputs, y over tokens)
   bool texel = false;               // W binding is a uniform texel buffer (push constant w_base)
@@ -219,6 +221,22 @@ Kernel gemm_tiled(const vk::Context& ctx) {
   throw DeviceError("linear: the device has too little shared memory for the tiled GEMM");
 }
 
+Kernel gemm_coopmat(const vk::Context& ctx, uint32_t T, const Matrix& W, const CoopMatTiles* forced) {
+  const auto tiles = !coopmat_available(ctx, W.dtype) ? std::nullopt
+                     : forced                         ? std::optional<CoopMatTiles>(*forced)
+                                                      : coopmat_tiles(ctx, T);
+  if (!tiles) throw DeviceError("linear: the cooperative-matrix GEMM needs f16 weights and a device with matrix units");
+  Kernel k;
+  k.kind = LinearKernel::GemmCoopMat;
+  k.shader = tiles->shader;
+  k.local = tiles->local;
+  k.tile = tiles->tile_constants();
+  k.after_split = tiles->shape_constants();
+  k.tokens_per_group = tiles->bm;
+  k.outputs_per_group = tiles->bn;
+  return k;
+}
+
 // x can be read through its buffer's texel view: one exists and token rows start on whole
 // 16-byte texels.
 bool x_texel_ok(View x, uint32_t K) {
@@ -239,13 +257,16 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
            : held_x_fits(K, W.dtype)                                            ? LinearKernel::MatVecRowsHeld
                                                                                  : LinearKernel::MatVecRows;
   if (T == 1) return LinearKernel::MatVec;
-  if (!ctx.info().is_cpu()) return LinearKernel::GemmTiled;
+  if (!ctx.info().is_cpu())
+    return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat
+                                                                             : LinearKernel::GemmTiled;
   return T >= kWideTileMinTokens ? LinearKernel::GemmRegistersWide : LinearKernel::GemmRegisters;
 }
 
 namespace {
 
-Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before) {
+Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before,
+              const CoopMatTiles* coopmat) {
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   if (want == LinearKernel::Auto && norm_before) want = LinearKernel::MatVec;  // the one kernel with it
@@ -271,6 +292,7 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
              : rows                                ? mat_vec_rows(ctx, W.rows, want == LinearKernel::MatVecRowsHeld)
              : want == LinearKernel::GemmRegisters || want == LinearKernel::GemmRegistersWide
                  ? gemm_registers(ctx, W.dtype, want == LinearKernel::GemmRegistersWide, w_texel, x_texel)
+             : want == LinearKernel::GemmCoopMat ? gemm_coopmat(ctx, T, W, coopmat)
                                                    : gemm_tiled(ctx);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
   if (K % 4 != 0) k.shader += "_xs";
@@ -327,6 +349,7 @@ void add_split_k(Graph& g, const Kernel& k, uint32_t splits, View x, const Matri
   std::vector<uint32_t> spec = io_constants(k.local, W, Activation::None, false, 0);  // no epilogue yet
   spec.insert(spec.end(), k.tile.begin(), k.tile.end());
   spec.push_back(splits);
+  spec.insert(spec.end(), k.after_split.begin(), k.after_split.end());
   const auto& gemm = ctx.pipelines().get({k.shader, spec, 6, 12, 0});
   g.add({name, &gemm,
          {{x, Access::Read}, {w, Access::Read}, {w, Access::Read}, {x, Access::Read}, {partials, Access::Write},
@@ -467,6 +490,10 @@ void add_linear_block(Graph& g, const LinearLayout& l, View x, const Matrix& W, 
 
   std::vector<uint32_t> spec = io_constants(kernel.local, W, args.ep.act, l.has_bias, l.res_mode);
   spec.insert(spec.end(), kernel.tile.begin(), kernel.tile.end());
+  if (!kernel.after_split.empty()) {
+    spec.push_back(1);  // no split-K
+    spec.insert(spec.end(), kernel.after_split.begin(), kernel.after_split.end());
+  }
   if (l.fuse_norm) spec.push_back(vk::spec_f32(norm->eps));
   if (norm_before) spec.push_back(vk::spec_f32(norm_before->eps));
   const uint32_t push_bytes = 12u + (kernel.texel ? 4u : 0u) + (kernel.x_texel ? 4u : 0u);
@@ -531,7 +558,7 @@ bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t 
   l.has_bias = bias.buffer != nullptr;
 
   vk::Context& ctx = g.context();
-  l.kernel = choose(ctx, args.kernel, T, W, x, args.norm_before != nullptr);
+  l.kernel = choose(ctx, args.kernel, T, W, x, args.norm_before != nullptr, args.coopmat_tiles);
   if (args.norm_before && !l.kernel.norm_before_variant)
     throw DeviceError(args.name + ": only the storage-buffer mat-vec folds a LayerNorm in");
   choose_blocks(ctx, l, T, N, args.name);
@@ -540,7 +567,8 @@ bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t 
 
   // GPUs: a tiled GEMM of few tiles splits its inputs, where x, y, W and the partial sums
   // are each one binding.
-  const uint32_t splits = l.kernel.kind == LinearKernel::GemmTiled && !ctx.info().is_cpu() && W.chunks.size() == 1 &&
+  const bool tiles = l.kernel.kind == LinearKernel::GemmTiled || l.kernel.kind == LinearKernel::GemmCoopMat;
+  const uint32_t splits = tiles && !ctx.info().is_cpu() && W.chunks.size() == 1 &&
                                   T <= l.t_block && N <= l.o_block
                               ? split_k(l.kernel, T, N, K)
                               : 1;

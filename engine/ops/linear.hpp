@@ -6,6 +6,7 @@
 
 #include "engine/graph.hpp"
 #include "engine/ops/activation.hpp"
+#include "engine/ops/linear_coopmat.hpp"
 #include "engine/tensor.hpp"
 
 namespace gptvk::ops {
@@ -78,7 +79,10 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // does not fit throws std::invalid_argument. On CPU devices GemmRegisters reads W, and x,
 // through their texel views when they have them; with 16-bit weights Auto gives chunks of
 // kWideTileMinTokens or more its wide tile, GemmRegistersWide, which can be asked for at
-// any T (the same pipeline for a chunk's last row: auto_kernel).
+// any T (the same pipeline for a chunk's last row: auto_kernel). GemmCoopMat is the GEMM on
+// matrix units (engine/ops/linear_coopmat.hpp): x rounded to f16, f32 sums; Auto picks it
+// over GemmTiled on GPUs that have it, for f16 weights; forcing it elsewhere throws
+// DeviceError.
 enum class LinearKernel {
   Auto,
   MatVec,
@@ -90,6 +94,7 @@ enum class LinearKernel {
   GemmRegisters,
   GemmRegistersWide,
   GemmTiled,
+  GemmCoopMat,
   // MatVecRows over several tokens per workgroup (batched decode steps,
   // shaders/common/linear_matvec_rows_batch.glsl): each weight word decoded once for up to
   // kRowsBatchTokens tokens, each token's sum bit-identical to MatVecRows' and
@@ -128,6 +133,7 @@ struct LinearArgs {
   const NormAfter* norm_after = nullptr;     // at most one of these three
   const PickAfter* pick_after = nullptr;
   const NormBefore* norm_before = nullptr;
+  const CoopMatTiles* coopmat_tiles = nullptr;  // GemmCoopMat's tiles, not its own choice (micro-benchmarks)
 };
 
 // linear() with the optional parts; returns whether it added the pick (args.pick_after).

@@ -13,6 +13,7 @@
 #include <cpuid.h>
 #endif
 
+#include "engine/vk/shader_registry.hpp"
 #include "engine/error.hpp"
 #include "engine/strict_number.hpp"
 #include "engine/vk/check.hpp"
@@ -181,6 +182,7 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (key == "no_fp16") f.no_fp16 = true;
     else if (key == "no_subgroup") f.no_subgroup = true;
+    else if (key == "no_coopmat") f.no_coopmat = true;
     else if (key == "gpu") f.as_gpu = true;
     // Ranges are reported in MiB, so less than 1M would read "0 MiB"; shared memory is a uint32.
     else if (key == "max_range") f.max_storage_buffer_range = parse_size(key, value, 1ull << 20, 1ull << 40);
@@ -189,7 +191,7 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     else if (key == "matvec") throw UsageError("GPTVK_FORCE: matvec is 'rows' or 'cols', not '" + value + "'");
     else
       throw UsageError("unknown limit '" + key +
-                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, gpu, max_range=SIZE, shared=SIZE, "
+                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, no_coopmat, gpu, max_range=SIZE, shared=SIZE, "
                        "matvec=rows|cols)");
   }
   return f;
@@ -201,7 +203,7 @@ ForcedLimits ForcedLimits::from_env() {
 }
 
 bool ForcedLimits::any() const {
-  return no_fp16 || no_subgroup || as_gpu || max_storage_buffer_range || shared_memory_bytes || column_split_matvec;
+  return no_fp16 || no_subgroup || no_coopmat || as_gpu || max_storage_buffer_range || shared_memory_bytes || column_split_matvec;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -241,6 +243,7 @@ Context::Context(const ContextOptions& options) {
     ForcedLimits env_forced = ForcedLimits::from_env();
     forced.no_fp16 |= env_forced.no_fp16;
     forced.no_subgroup |= env_forced.no_subgroup;
+    forced.no_coopmat |= env_forced.no_coopmat;
     forced.as_gpu |= env_forced.as_gpu;
     if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
     if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
@@ -436,9 +439,16 @@ void Context::read_caps(const ForcedLimits& forced) {
   enable_16bit_storage_ = caps_.fp16_storage;
   enable_fp16_ = caps_.fp16_arithmetic;
   enable_subgroup_ops_ = caps_.subgroup_arithmetic;
+  // The cooperative-matrix GEMM also needs f16 arithmetic and subgroups; what is enabled
+  // for it follows the device, like the rest, and forcing only hides it from the ops.
+  if (caps_.fp16_arithmetic && caps_.subgroup_arithmetic)
+    caps_.coopmat = query_coopmat(instance_, physical_, shader_table().count("linear_coopmat.gemm_nv") > 0,
+                                  shader_table().count("linear_coopmat.gemm_khr") > 0);
+  enabled_coopmat_ = caps_.coopmat;
 
   if (forced.no_fp16) caps_.fp16_storage = caps_.fp16_arithmetic = false;
   if (forced.no_subgroup) caps_.subgroup_arithmetic = caps_.subgroup_shuffle = false;
+  if (forced.no_coopmat || forced.no_fp16 || forced.no_subgroup) caps_.coopmat = {};
   // The GPU paths (kernel choices, staging uploads) on any device, so that a machine
   // without a GPU can test them on whole models (tests/test_models.cpp).
   if (forced.as_gpu && info_.type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
@@ -476,8 +486,13 @@ void Context::create_device() {
     storage16.pNext = &f16;
     if (VK_API_VERSION_MINOR(props.apiVersion) < 2) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   }
+  CoopMatFeatures coopmat;
+  if (enabled_coopmat_.api != CoopMatApi::None) {
+    extensions.push_back(enabled_coopmat_.extension_name());
+    extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+  }
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  ci.pNext = &storage16;
+  ci.pNext = coopmat.chain(enabled_coopmat_, &storage16);
   ci.queueCreateInfoCount = 1;
   ci.pQueueCreateInfos = &qci;
   ci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
@@ -499,7 +514,8 @@ std::string Context::summary() const {
     << ", fp16 storage " << (caps_.fp16_storage ? "yes" : "no") << ", fp16 math " << (caps_.fp16_arithmetic ? "yes" : "no")
     << ", subgroup " << caps_.subgroup_size << (caps_.subgroup_arithmetic ? " arith" : " no-arith")
     << ", shared " << (caps_.shared_memory_bytes >> 10) << " KiB, max binding "
-    << (caps_.max_binding_bytes() >> 20) << " MiB)";
+    << (caps_.max_binding_bytes() >> 20) << " MiB"
+    << (caps_.coopmat.api != CoopMatApi::None ? ", " + caps_.coopmat.describe() : std::string()) << ")";
   return s.str();
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/vk/coopmat.hpp"
+
 namespace gptvk::vk {
 
 class PipelineCache;
@@ -51,6 +53,9 @@ struct Caps {
   // per workgroup) rather than take a row each (engine/ops/linear.cpp). Measured faster on
   // AMD Zen 5, slower on Intel Xeon, so set where the host CPU is AMD's.
   bool column_split_matvec = false;
+  // Matrix units through cooperative matrices (engine/vk/coopmat.hpp); api None: none, or
+  // GPTVK_FORCE=no_coopmat.
+  CoopMatSupport coopmat;
   // The largest single binding any op may use: min of the storage range, allocation and buffer caps.
   uint64_t max_binding_bytes() const;
 };
@@ -61,6 +66,7 @@ struct Caps {
 struct ForcedLimits {
   bool no_fp16 = false;
   bool no_subgroup = false;
+  bool no_coopmat = false;  // "no_coopmat": the GEMMs of the FP32 units, not the matrix units
   bool as_gpu = false;  // "gpu": a CPU device takes the kernels and memory paths of a discrete GPU
   std::optional<uint64_t> max_storage_buffer_range;
   std::optional<uint32_t> shared_memory_bytes;
@@ -132,6 +138,7 @@ class Context {
   Caps caps_;
   DeviceInfo info_;
   bool enable_fp16_ = false, enable_16bit_storage_ = false, enable_subgroup_ops_ = false;
+  CoopMatSupport enabled_coopmat_;
   std::atomic<uint64_t> validation_messages_{0};
   std::string last_validation_message_;
   std::unique_ptr<PipelineCache> pipelines_;

@@ -1,0 +1,151 @@
+// Cooperative-matrix GEMM (shaders/linear_coopmat.comp): a workgroup computes a BM x BN
+// tile of y (tokens by outputs) from BK inputs at a time staged in shared memory as f16
+// (x converted from f32, W's f16 words copied as they are); each step's loads from memory
+// are issued before the matrix units work on the step staged before it. Each subgroup owns a
+// (TM * CM) x (TN * CN) part of the tile: TM x TN accumulators of the device's CM x CN
+// shape, multiplied CK inputs at a time. Workgroup size: (BM / (TM * CM)) * (BN / (TN * CN))
+// subgroups of SUBGROUP invocations. W must be f16 (DT 1); x rows may hold any K (zero
+// padded to BK); BK is a multiple of 8 and of CK.
+layout(constant_id = 7) const uint BM = 64;
+layout(constant_id = 8) const uint BN = 64;
+layout(constant_id = 9) const uint BK = 32;
+layout(constant_id = 10) const uint TM = 2;
+layout(constant_id = 11) const uint TN = 2;
+// Split-K as in common/linear_gemm_tiled.glsl: workgroup z sums its share of the inputs into
+// token rows z * T + t, for the split_sum pass to add up with the epilogue.
+layout(constant_id = 12) const uint SPLIT_K = 1;
+layout(constant_id = 13) const uint CM = 16;
+layout(constant_id = 14) const uint CN = 16;
+layout(constant_id = 15) const uint CK = 16;
+
+layout(constant_id = 16) const uint SUBGROUP = 32;  // invocations per subgroup (the device's)
+
+const uint K_PER_SPLIT = (K + SPLIT_K * BK - 1) / (SPLIT_K * BK) * BK;
+const uint WM = BM / (TM * CM);  // subgroups along tokens
+const uint WN = BN / (TN * CN);  // subgroups along outputs
+const uint LOCAL = WM * WN * SUBGROUP;
+// Staged rows are uvec4s of 8 halves: BK inputs and one uvec4 of padding, so that the
+// matrix loads' rows start on different shared-memory banks. The matrix loads and stores
+// count offsets and strides in the array's elements (uvec4s), as the extensions define.
+const uint Q = BK / 8u;        // uvec4s of inputs per staged row
+const uint LDS = Q + 1u;       // uvec4s per staged row
+const uint X_WORDS = BM * Q;   // uvec4s of x (8 inputs each, as f16) per step
+const uint W_WORDS = BN * Q;   // W's words per step
+const uint X_PER = (X_WORDS + LOCAL - 1u) / LOCAL;
+const uint W_PER = (W_WORDS + LOCAL - 1u) / LOCAL;
+
+shared uvec4 x_tile[BM * LDS];  // [token][k]
+shared uvec4 w_tile[BN * LDS];  // [output][k]
+shared float out_tile[WM * WN * CM * CN];  // each subgroup's accumulator, one at a time
+
+// The next step's x and W, loaded from memory while the matrix units work on this one.
+uvec4 x_next[X_PER], w_next[W_PER];
+
+#if defined(COOPMAT_KHR)
+#extension GL_KHR_cooperative_matrix : require
+#define ACC_T coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator>
+#define A_T coopmat<float16_t, gl_ScopeSubgroup, CM, CK, gl_MatrixUseA>
+#define B_T coopmat<float16_t, gl_ScopeSubgroup, CK, CN, gl_MatrixUseB>
+#define LOAD_ROWS(m, a, e, s) coopMatLoad(m, a, e, s, gl_CooperativeMatrixLayoutRowMajor)
+#define LOAD_COLS(m, a, e, s) coopMatLoad(m, a, e, s, gl_CooperativeMatrixLayoutColumnMajor)
+#define STORE_ROWS(m, a, e, s) coopMatStore(m, a, e, s, gl_CooperativeMatrixLayoutRowMajor)
+#define MUL_ADD(a, b, c) coopMatMulAdd(a, b, c)
+#else
+#extension GL_NV_cooperative_matrix : require
+#define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>
+#define A_T fcoopmatNV<16, gl_ScopeSubgroup, CM, CK>
+#define B_T fcoopmatNV<16, gl_ScopeSubgroup, CK, CN>
+#define LOAD_ROWS(m, a, e, s) coopMatLoadNV(m, a, e, s, false)
+#define LOAD_COLS(m, a, e, s) coopMatLoadNV(m, a, e, s, true)
+#define STORE_ROWS(m, a, e, s) coopMatStoreNV(m, a, e, s, false)
+#define MUL_ADD(a, b, c) coopMatMulAddNV(a, b, c)
+#endif
+
+uint pack_f16(vec2 v) { return packFloat2x16(f16vec2(v)); }
+
+// Loads x[tile_t.., k0..k0+BK) as f16 and W[tile_o.., k0..k0+BK) into registers; zeros past
+// T, K and N (inputs past K within W's last word are the row's zero padding).
+void fetch(uint tid, uint tile_t, uint tile_o, uint k0) {
+  [[unroll]] for (uint i = 0u; i < X_PER; ++i) {
+    const uint e = tid + i * LOCAL, t = tile_t + e / Q, k = k0 + (e % Q) * 8u;
+    vec4 lo = vec4(0.0), hi = vec4(0.0);
+    if (e < X_WORDS && t < TOKENS) {
+      if (k + 8u <= K) {
+        lo = load_x4(t * K + k);
+        hi = load_x4(t * K + k + 4u);
+      } else {
+        for (uint c = 0u; c < 4u; ++c) {
+          if (k + c < K) lo[c] = load_x1(t * K + k + c);
+          if (k + 4u + c < K) hi[c] = load_x1(t * K + k + 4u + c);
+        }
+      }
+    }
+    x_next[i] = uvec4(pack_f16(lo.xy), pack_f16(lo.zw), pack_f16(hi.xy), pack_f16(hi.zw));
+  }
+  [[unroll]] for (uint i = 0u; i < W_PER; ++i) {
+    const uint e = tid + i * LOCAL, o = tile_o + e / Q, q = k0 / 8u + e % Q;
+    w_next[i] = (e < W_WORDS && o < ROWS && q < K_WORDS) ? w[o * W_STRIDE + q] : uvec4(0u);
+  }
+}
+
+void stage(uint tid) {
+  [[unroll]] for (uint i = 0u; i < X_PER; ++i) {
+    const uint e = tid + i * LOCAL;
+    if (e < X_WORDS) x_tile[(e / Q) * LDS + e % Q] = x_next[i];
+  }
+  [[unroll]] for (uint i = 0u; i < W_PER; ++i) {
+    const uint e = tid + i * LOCAL;
+    if (e < W_WORDS) w_tile[(e / Q) * LDS + e % Q] = w_next[i];
+  }
+}
+
+void main() {
+  read_push_constants();
+  const uint tid = gl_LocalInvocationID.x;
+  const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint sg_m = sg / WN, sg_n = sg % WN;  // this subgroup's place in the tile
+  const uint tile_t = gl_WorkGroupID.x * BM, tile_o = gl_WorkGroupID.y * BN;
+
+  ACC_T acc[TM][TN];
+  [[unroll]] for (uint i = 0u; i < TM; ++i)
+    [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = ACC_T(0.0);
+
+  const uint k_begin = gl_WorkGroupID.z * K_PER_SPLIT, k_end = min(K, k_begin + K_PER_SPLIT);
+  if (k_begin < k_end) {
+    fetch(tid, tile_t, tile_o, k_begin);
+    stage(tid);
+  }
+  barrier();
+  for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+    const bool more = k0 + BK < k_end;
+    if (more) fetch(tid, tile_t, tile_o, k0 + BK);
+    [[unroll]] for (uint kk = 0u; kk < BK; kk += CK) {
+      A_T a[TM];
+      B_T b[TN];
+      [[unroll]] for (uint i = 0u; i < TM; ++i) LOAD_ROWS(a[i], x_tile, (sg_m * TM + i) * CM * LDS + kk / 8u, LDS);
+      // B[k][n] = W[n][k]: W's staged rows are B's columns.
+      [[unroll]] for (uint j = 0u; j < TN; ++j) LOAD_COLS(b[j], w_tile, (sg_n * TN + j) * CN * LDS + kk / 8u, LDS);
+      [[unroll]] for (uint i = 0u; i < TM; ++i)
+        [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = MUL_ADD(a[i], b[j], acc[i][j]);
+    }
+    barrier();
+    if (more) {
+      stage(tid);
+      barrier();
+    }
+  }
+
+  // Through shared memory, one accumulator at a time, into the epilogue.
+  const uint scratch = sg * CM * CN;
+  [[unroll]] for (uint i = 0u; i < TM; ++i)
+    [[unroll]] for (uint j = 0u; j < TN; ++j) {
+      STORE_ROWS(acc[i][j], out_tile, scratch, CN);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      for (uint e = lane; e < CM * CN; e += gl_SubgroupSize) {
+        uint t = tile_t + (sg_m * TM + i) * CM + e / CN, o = tile_o + (sg_n * TN + j) * CN + e % CN;
+        if (t < TOKENS && o < ROWS) store_y(gl_WorkGroupID.z * TOKENS + t, o, out_tile[scratch + e]);
+      }
+      subgroupBarrier();
+    }
+}

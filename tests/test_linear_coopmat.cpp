@@ -1,0 +1,120 @@
+#define BOOST_TEST_MODULE linear_coopmat
+// The linear layer's GEMM on matrix units (ops::LinearKernel::GemmCoopMat): on shapes that
+// are no multiple of any tile (T, K and N odd), both tiles (2 and 4 accumulators per
+// subgroup), K not a multiple of 4 (scalar x loads), split-K, every epilogue. The kernel rounds x to f16, so
+// the reference multiplies x rounded the same way: then only the order of the f32 sums
+// differs, and the tolerance is the f32 kernels' (tests/test_linear.cpp, kTol). The whole
+// test is skipped, saying why, on devices without cooperative matrices (lavapipe).
+#include <sstream>
+
+#include "engine/dtype.hpp"
+#include "engine/error.hpp"
+#include "engine/ops/linear.hpp"
+#include "engine/ops/linear_coopmat.hpp"
+#include "tests/reference/linear.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+using namespace gptvk::ops;
+namespace utf = boost::unit_test;
+
+
+namespace {
+
+constexpr double kTol = 1e-4;
+
+struct HasMatrixUnits {
+  boost::test_tools::assertion_result operator()(utf::test_unit_id) {
+    boost::test_tools::assertion_result r(ops::coopmat_available(test::context(), DType::F16));
+    if (!r) r.message() << test::context().info().name << " has no cooperative matrices for f16 (or this build no such shader)";
+    return r;
+  }
+};
+
+std::vector<float> round_through(const std::vector<float>& v, DType dt) {
+  std::vector<char> stored(v.size() * dtype_bytes(dt));
+  convert(v.data(), DType::F32, stored.data(), dt, v.size());
+  std::vector<float> back(v.size());
+  convert(stored.data(), dt, back.data(), DType::F32, v.size());
+  return back;
+}
+
+struct Case {
+  uint32_t T, K, N;
+  bool bias;
+  Activation act;
+  int residual;  // 0 none, 1 separate, 2 in place
+  const char* why;
+};
+
+void check(vk::Context& ctx, const Case& c) {
+  auto wv = test::random_floats(size_t(c.N) * c.K, c.K + c.N);
+  Matrix W = Matrix::create(ctx, DType::F16, c.N, c.K, "w");
+  W.write_rows(0, c.N, wv.data(), DType::F32);
+  const auto x = test::random_floats(size_t(c.T) * c.K, c.T * 7 + c.K, -2.0f, 2.0f);
+  const auto bias = c.bias ? test::random_floats(c.N, 3) : std::vector<float>{};
+  const auto r = c.residual ? test::random_floats(size_t(c.T) * c.N, 5) : std::vector<float>{};
+  std::vector<float> want(size_t(c.T) * c.N);
+  cpu::linear(round_through(x, DType::F16), round_through(wv, DType::F16), bias, r, want, c.T, c.K, c.N, c.act);
+
+  auto dx = test::upload(ctx, x);
+  vk::Buffer dy(ctx, uint64_t(c.T) * c.N * 4, vk::Memory::Device, "y"), db, dr;
+  View vb{}, vr{};
+  if (c.bias) vb = whole(db = test::upload(ctx, bias));
+  if (c.residual == 1) vr = whole(dr = test::upload(ctx, r));
+  if (c.residual == 2) {
+    dy.upload(r.data(), r.size() * 4);
+    vr = whole(dy);
+  }
+  Graph g(ctx);
+  ops::linear_with(g, whole(dx), W, vb, whole(dy), c.T,
+                   {.kernel = ops::LinearKernel::GemmCoopMat, .ep = {c.act, c.residual != 0}, .r = vr});
+  g.record();
+  g.run();
+  std::ostringstream what;
+  what << c.why << ": T=" << c.T << " K=" << c.K << " N=" << c.N << " (" << g.size() << " dispatches)";
+  BOOST_TEST(test::max_rel_error(test::download(dy, want.size()), want) <= kTol, what.str());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *utf::precondition(HasMatrixUnits())) {
+  auto& ctx = test::context();
+  const uint64_t messages = ctx.validation_messages();
+  BOOST_TEST_MESSAGE(ctx.info().name << ": " << ctx.caps().coopmat.describe());
+  const Case cases[] = {
+      {3, 100, 70, true, Activation::None, 0, "a batch of decode rows (2 accumulators a subgroup)"},
+      {13, 1600, 96, false, Activation::GeluTanh, 1, "a batch, split over K"},
+      {70, 301, 50, true, Activation::GeluErf, 2, "K not a multiple of 4 (scalar x), partial last word"},
+      {130, 768, 2304, true, Activation::None, 0, "4 accumulators a subgroup, partial last tile of tokens"},
+      {129, 1024, 770, true, Activation::Relu, 1, "outputs not a multiple of any tile"},
+      {520, 64, 4800, false, Activation::GeluTanh, 2, "many tiles"},
+      {16, 3072, 768, true, Activation::None, 2, "GPT-2 small's fc-proj for 16 rows, split over K"},
+  };
+  for (const Case& c : cases) check(ctx, c);
+  BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
+}
+
+// The plan's choice: f16 prompts take the matrix units where the device has them; f32 and
+// bf16 weights, and single tokens, keep the other kernels.
+BOOST_AUTO_TEST_CASE(auto_picks_coopmat_for_f16_prompts_only, *utf::precondition(HasMatrixUnits())) {
+  auto& ctx = test::context();
+  vk::Buffer x(ctx, 64 * 768 * 4, vk::Memory::Device, "x");
+  for (DType dt : {DType::F16, DType::F32, DType::BF16}) {
+    Matrix W = Matrix::create(ctx, dt, 768, 768, "w");
+    const bool f16 = dt == DType::F16;
+    BOOST_TEST((ops::auto_kernel(ctx, 64, W, whole(x)) == ops::LinearKernel::GemmCoopMat) == f16, dtype_name(dt));
+    BOOST_TEST((ops::auto_kernel(ctx, 1, W, whole(x)) == ops::LinearKernel::MatVec), dtype_name(dt));
+  }
+}
+
+// Where the device has no matrix units, forcing the kernel is a clear error.
+BOOST_AUTO_TEST_CASE(forcing_coopmat_without_matrix_units_throws) {
+  auto& ctx = test::fallback_context();  // no f16 arithmetic: never cooperative matrices
+  BOOST_TEST_REQUIRE(!ops::coopmat_available(ctx, DType::F16));
+  Matrix W = Matrix::create(ctx, DType::F16, 64, 64, "w");
+  vk::Buffer x(ctx, 4 * 64 * 4), y(ctx, 4 * 64 * 4);
+  Graph g(ctx);
+  BOOST_CHECK_THROW(ops::linear_with(g, whole(x), W, View{}, whole(y), 4, {.kernel = ops::LinearKernel::GemmCoopMat}),
+                    DeviceError);
+}
