@@ -54,6 +54,13 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs) {
 
 std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) {
   check(seqs);
+  if (exact_rows_ && !seqs[0]->plan_.cpu_kernels) {
+    // A GPU's one-token step folds its LayerNorms into its mat-vecs, which no B-row step
+    // matches bit for bit: exact rows there are each sequence's own step.
+    std::vector<uint32_t> ids;
+    for (GptModel* m : seqs) ids.push_back(m->decode_next());
+    return ids;
+  }
   // Each row embeds its sequence's last sampled token at its position, and its sampler
   // writes the next one there and advances the position: as decode_next() does.
   Graph& g = graph_for(seqs);

@@ -27,10 +27,12 @@ namespace gptvk {
 class DecodeBatch {
  public:
   // `exact_rows` (the default): each row's arithmetic that of the sequence's one-token
-  // step on CPU devices, bit for bit (ExecutionPlan::batch_linear_kernel). Otherwise, and
-  // on GPUs (whose one-token step folds its LayerNorms into its mat-vecs, which a batched
-  // step does not), the products are the prompt chunks' GEMMs, and a row's logits may
-  // differ from the one-token step's in the last bits (summation order).
+  // step, bit for bit: on CPU devices in one batched graph (ExecutionPlan::
+  // batch_linear_kernel); on GPUs, whose one-token step folds its LayerNorms into its
+  // mat-vecs, which no B-row step matches, as each sequence's own decode_next(). Otherwise
+  // one batched graph whose products are the prompt chunks' GEMMs: a row's logits may
+  // differ from the one-token step's in the last bits (summation order; on GPUs the
+  // cooperative-matrix GEMM rounds x to f16).
   explicit DecodeBatch(bool exact_rows = true) : exact_rows_(exact_rows) {}
 
   // One decode step of every model in `seqs` (distinct, sharing weights and config, each
