@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "cli/bench_batch.hpp"
 #include "cli/commands.hpp"
 #include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
@@ -34,6 +35,7 @@ Action add_bench(CLI::App& app, Common& common) {
     ModelFlags model;
     uint32_t prompt_tokens = 128, gen_tokens = 64, repeats = 5;
     bool profile = false;
+    std::vector<uint32_t> batches = {1};
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
@@ -48,6 +50,10 @@ Action add_bench(CLI::App& app, Common& common) {
   cmd->add_option("--repeats", f->repeats, "measured runs after one warm-up run")
       ->capture_default_str()->check(at_least_one());
   cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
+  cmd->add_option("--batch", f->batches,
+                  "B sequences decoding together (a list such as 1,8,16 measures each in turn); "
+                  "decode_tok_s is the aggregate of the last B")
+      ->delimiter(',')->check(whole_number_in(1, 256));
   return [&common, f] {
     auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;
@@ -63,6 +69,13 @@ Action add_bench(CLI::App& app, Common& common) {
     std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s, loaded in %.2f s\n", cfg.name.c_str(),
                  s.ctx->info().name.c_str(), dtype_name(cfg.dtype), cfg.kv_f16() ? ", f16 KV cache" : "", waits,
                  s.load_seconds);
+    if (f->batches != std::vector<uint32_t>{1}) {
+      const uint32_t most = *std::max_element(f->batches.begin(), f->batches.end());
+      if (most > s.model->max_chunk())
+        throw UsageError("--batch " + std::to_string(most) + " exceeds the " + std::to_string(s.model->max_chunk()) +
+                         " rows a step takes");
+      return run_batch_bench(s, {f->prompt_tokens, f->gen_tokens, f->repeats, f->batches, true, f->profile});
+    }
     std::mt19937 rng(42);
     std::vector<uint32_t> prompt(f->prompt_tokens);
     for (auto& t : prompt) t = rng() % cfg.vocab_size;

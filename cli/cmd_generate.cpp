@@ -1,11 +1,14 @@
 // `gpt-vk generate`: prints the prompt, then the generated text as each token arrives (or,
 // with --json, one JSON object per completion). The loop is runtime/generator's; sampling
 // and its controls run on the device, and per token only the chosen id comes back.
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 
 #include "cli/commands.hpp"
 #include "cli/generate_io.hpp"
@@ -15,6 +18,7 @@
 #include "cli/output.hpp"
 #include "cli/strict_flags.hpp"
 #include "engine/error.hpp"
+#include "models/decode_batch.hpp"
 #include "runtime/generator.hpp"
 
 namespace gptvk::cli {
@@ -40,7 +44,8 @@ std::string finish_message(FinishReason r, uint32_t context) {
 
 struct Flags {
   ModelFlags model;
-  std::string prompt, prompt_file;
+  std::vector<std::string> prompts;  // --prompt, repeatable
+  std::string prompt_file;
   uint32_t max_tokens = 100;
   ops::SamplingParams sampling{0.8f, 40, 0.95f, 0};
   std::optional<uint64_t> seed;  // none: random
@@ -59,7 +64,10 @@ constexpr const char* kHelp =
     "most likely token after the penalties and bias.";
 
 void add_flags(CLI::App* cmd, Flags& f) {
-  cmd->add_option("--prompt", f.prompt, "text to continue (UTF-8; invalid bytes are encoded byte by byte); - reads stdin");
+  cmd->add_option("--prompt", f.prompts,
+                  "text to continue (UTF-8; invalid bytes are encoded byte by byte); - reads stdin; repeat it for "
+                  "several prompts, which run as one batch and print in order")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--prompt-file", f.prompt_file, "read the prompt from this file (its bytes as they are)");
   cmd->add_option("--max-tokens", f.max_tokens, "most tokens to generate (at most the context length)")
       ->capture_default_str()->check(whole_number_in(1, 1 << 30));
@@ -103,35 +111,131 @@ void add_flags(CLI::App* cmd, Flags& f) {
   cmd->add_flag("--special", f.special, "treat <|endoftext|> in the prompt as the special token, not text");
 }
 
-// Runs every sample; returns the process's exit code.
-int run_samples(ModelSession& s, const Tokenizer& tok, const std::vector<uint32_t>& prompt,
-                const std::string& prompt_text, const Flags& f, uint64_t seed) {
-  g_interrupted = 0;
-  auto previous = std::signal(SIGINT, on_sigint);
-  Generator gen(*s.model, tok);
-  for (uint32_t i = 0; i < f.num_samples && !g_interrupted; ++i) {
+// One completion to run: a prompt (ids and text) and its sample's seed and output index.
+struct Job {
+  std::vector<uint32_t> prompt;
+  std::string text;
+  uint64_t seed = 0;
+  uint32_t index = 0;
+};
+
+// Completions that decode together: each batched step gives every unfinished one its next
+// token (models/decode_batch.hpp: the same tokens each would get alone).
+constexpr uint32_t kSamplesPerBatch = 16;
+
+void print_summary(const Generator& gen, const ModelSession& s) {
+  const auto& t = gen.timings();
+  std::fprintf(stderr, "gpt-vk: %s; load %.2f s, prompt %u tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
+               finish_message(gen.finish_reason(), s.cfg.context_length).c_str(), s.load_seconds, t.prompt_tokens,
+               t.prefill_tok_s(), t.generated_tokens, t.decode_tok_s());
+}
+
+// Decodes until every generator has finished, one batched step for all that are due; each
+// step's text goes to `out(i, piece)`.
+template <typename Out>
+void decode_together(std::vector<std::unique_ptr<Generator>>& gens, const std::vector<GptModel*>& models, Out out) {
+  DecodeBatch batch;
+  for (bool running = true; running;) {
+    std::vector<GptModel*> rows;
+    std::vector<Generator*> due;
+    for (size_t i = 0; i < gens.size(); ++i) {
+      if (g_interrupted && !gens[i]->finished()) gens[i]->cancel();
+      if (gens[i]->decode_due()) rows.push_back(models[i]), due.push_back(gens[i].get());
+    }
+    if (!rows.empty()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::vector<uint32_t> next = batch.decode_next(rows);
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (size_t b = 0; b < due.size(); ++b) due[b]->decoded(next[b], dt);
+    }
+    running = false;
+    for (size_t i = 0; i < gens.size(); ++i) {
+      if (gens[i]->finished()) continue;
+      out(i, gens[i]->next().text);
+      running = running || !gens[i]->finished();
+    }
+  }
+}
+
+// `jobs`, one per model, decoding as one batch. The first streams its text as it comes; the
+// others' output follows it, in order, so stdout reads as if they ran one after another.
+void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs, const Flags& f,
+               const std::vector<GptModel*>& models) {
+  std::vector<std::unique_ptr<Generator>> gens;
+  std::vector<std::string> texts(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
     GenerationOptions run;
     run.sampling = f.sampling;
-    run.sampling.seed = seed + i;
+    run.sampling.seed = jobs[i].seed;
     run.max_tokens = f.max_tokens;
     run.stop = f.stop;
     run.logprobs = f.logprobs;
-    if (!f.json && !f.no_echo) emit(prompt_text);
-    gen.start(prompt, run);
-    while (!gen.finished()) {
-      if (g_interrupted) gen.cancel();
-      std::string piece = gen.next().text;
-      if (!f.json) emit(piece);
+    if (i == 0 && !f.json && !f.no_echo) emit(jobs[i].text);
+    gens.push_back(std::make_unique<Generator>(*models[i], tok));
+    gens.back()->start(jobs[i].prompt, run);
+  }
+  decode_together(gens, models, [&](size_t i, const std::string& piece) {
+    if (i == 0 && !f.json) emit(piece);
+    else texts[i] += piece;
+  });
+  for (size_t i = 0; i < gens.size(); ++i) {
+    if (f.json) {
+      emit(completion_json(*gens[i], tok, jobs[i].index, jobs[i].seed, f.logprobs > 0) + "\n");
+    } else {
+      if (i > 0 && !f.no_echo) emit(jobs[i].text);
+      emit(texts[i] + "\n");
     }
-    emit(f.json ? completion_json(gen, tok, i, run.sampling.seed, f.logprobs > 0) + "\n" : "\n");
-    const auto& t = gen.timings();
-    std::fprintf(stderr,
-                 "gpt-vk: %s; load %.2f s, prompt %u tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
-                 finish_message(gen.finish_reason(), s.cfg.context_length).c_str(), s.load_seconds, t.prompt_tokens,
-                 t.prefill_tok_s(), t.generated_tokens, t.decode_tok_s());
+    print_summary(*gens[i], s);
+  }
+}
+
+// Runs every job, kSamplesPerBatch at a time; returns the process's exit code.
+int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs, const Flags& f) {
+  g_interrupted = 0;
+  auto previous = std::signal(SIGINT, on_sigint);
+  // The first job of a batch runs on the session's model; the others on models sharing its weights.
+  std::vector<std::unique_ptr<GptModel>> extra;
+  std::vector<GptModel*> models = {s.model.get()};
+  const size_t width = std::min<size_t>(jobs.size(), kSamplesPerBatch);
+  for (size_t i = 1; i < width; ++i) {
+    extra.push_back(std::make_unique<GptModel>(*s.ctx, s.cfg, s.model->shared_weights(), s.model->max_chunk()));
+    extra.back()->set_sampling(f.sampling);
+    models.push_back(extra.back().get());
+  }
+  for (size_t first = 0; first < jobs.size() && !g_interrupted; first += width) {
+    const size_t n = std::min(width, jobs.size() - first);
+    run_batch(s, tok, std::span<const Job>(jobs).subspan(first, n), f, {models.begin(), models.begin() + n});
   }
   std::signal(SIGINT, previous);
   return g_interrupted ? 130 : 0;
+}
+
+// The prompts' texts: each --prompt (- reads stdin), or the --prompt-file's bytes.
+std::vector<std::string> prompt_texts(const Flags& f, bool has_prompt, bool has_file) {
+  if (!has_prompt || has_file)
+    return {read_prompt(has_prompt ? &f.prompts[0] : nullptr, has_file ? &f.prompt_file : nullptr)};
+  std::vector<std::string> texts;
+  for (const std::string& p : f.prompts) texts.push_back(read_prompt(&p, nullptr));
+  return texts;
+}
+
+// Each prompt's ids (an empty one starts from <|endoftext|>) and each of its --num-samples
+// samples, sample i seeded seed + i; output indices in that order.
+std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<std::string>& texts, const Flags& f,
+                           uint64_t seed, uint32_t context) {
+  std::vector<Job> jobs;
+  for (const std::string& text : texts) {
+    auto ids = tok.encode(text, f.special);
+    // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
+    if (ids.empty()) {
+      if (!tok.eot_id()) throw InputError("the prompt is empty and the vocabulary has no <|endoftext|> to start from");
+      ids.push_back(*tok.eot_id());
+    }
+    require_context_room(ids.size(), 1, context, "the prompt");
+    for (uint32_t i = 0; i < f.num_samples; ++i)
+      jobs.push_back({ids, text, seed + i, static_cast<uint32_t>(jobs.size())});
+  }
+  return jobs;
 }
 
 }  // namespace
@@ -144,7 +248,7 @@ Action add_generate(CLI::App& app, Common& common) {
   return [&common, f, cmd] {
     const bool has_prompt = cmd->get_option("--prompt")->count() > 0;
     const bool has_file = cmd->get_option("--prompt-file")->count() > 0;
-    const std::string text = read_prompt(has_prompt ? &f->prompt : nullptr, has_file ? &f->prompt_file : nullptr);
+    const std::vector<std::string> texts = prompt_texts(*f, has_prompt, has_file);
     if (f->logprobs > 0 && !f->json) throw UsageError("--logprobs needs --json (the log-probabilities are JSON fields)");
     for (const auto& b : f->logit_bias) f->sampling.logit_bias.push_back(parse_logit_bias(b));
     const uint64_t seed = f->seed ? *f->seed : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
@@ -163,22 +267,15 @@ Action add_generate(CLI::App& app, Common& common) {
                        std::to_string(cfg.context_length) + " tokens");
     Tokenizer tok = load_tokenizer(cfg);
     require_tokenizer_fits(tok, cfg);
-    auto prompt = tok.encode(text, f->special);
-    auto eot = tok.eot_id();
-    // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
-    if (prompt.empty()) {
-      if (!eot) throw InputError("the prompt is empty and the vocabulary has no <|endoftext|> to start from");
-      prompt.push_back(*eot);
-    }
-    require_context_room(prompt.size(), 1, cfg.context_length, "the prompt");
+    const std::vector<Job> jobs = make_jobs(tok, texts, *f, seed, cfg.context_length);
     // The seed matters only when sampling draws (greedy decoding never does).
     if (!f->seed && f->sampling.temperature > 0)
       std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
     s.model->set_sampling(f->sampling);
     // The prompt's pipelines compile (on lavapipe, most of a cold start) while the weights load.
-    s.model->warm_up(static_cast<uint32_t>(prompt.size()));
+    s.model->warm_up(static_cast<uint32_t>(jobs[0].prompt.size()));
     s.load_weights();
-    return run_samples(s, tok, prompt, text, *f, seed);
+    return run_jobs(s, tok, jobs, *f);
   };
 }
 

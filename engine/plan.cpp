@@ -22,6 +22,28 @@ ops::LinearKernel ExecutionPlan::linear_kernel(const vk::Context& ctx, uint32_t 
   return last_row_on_chunk_pipelines && rows < T ? ops::auto_kernel(ctx, T, W, x) : ops::LinearKernel::Auto;
 }
 
+ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows,
+                                                     const Matrix& W, View x) const {
+  const ops::LinearKernel one = ops::auto_kernel(ctx, 1, W, x);
+  const bool row_kernel = one == ops::LinearKernel::MatVecRows || one == ops::LinearKernel::MatVecRowsHeld;
+  // GPUs fold the one-token step's LayerNorms into its mat-vecs (fold_norms), which no
+  // B-row step matches bit for bit: their batched steps take the GEMM whatever is asked.
+  if (!exact_rows || !cpu_kernels) return ops::LinearKernel::Auto;
+  if (!row_kernel || rows == 1) return one;
+  // The CPU GEMM that broadcasts weights over the lanes (gemm_bcast, which Auto picks where
+  // the row kernels run and the device has subgroup arithmetic) sums each output in the row
+  // kernels' order too, and took less CPU time than the batched row kernel: GPT-2 small on
+  // lavapipe, 16 rows x 24 tokens, 12.4 and 15.1 CPU-s against 15.6 and 17.3.
+  return ctx.caps().subgroup_arithmetic ? ops::LinearKernel::Auto : ops::LinearKernel::MatVecRowsBatch;
+}
+
+bool ExecutionPlan::batch_norm_in_lanes(const vk::Context& ctx, const Matrix& W, View x) const {
+  const ops::LinearKernel k = ops::auto_kernel(ctx, 1, W, x);
+  const bool row_kernel = k == ops::LinearKernel::MatVecRows || k == ops::LinearKernel::MatVecRowsHeld ||
+                          k == ops::LinearKernel::MatVecCols;
+  return row_kernel && ctx.caps().subgroup_arithmetic && W.chunks.size() == 1;
+}
+
 namespace {
 
 // The decode mat-vec ops::auto_kernel picks for GPT-2 small's 768 inputs in f16, where the

@@ -54,6 +54,20 @@ struct ExecutionPlan {
   bool last_row_only(uint32_t T) const {
     return T > 1 && (!last_row_on_chunk_pipelines || tiled_attention(T));
   }
+  // A batched decode step's products (one row per sequence, models/decode_batch.hpp). With
+  // `exact_rows`, every row's sums are those of a sequence decoding alone, bit for bit:
+  // where the one-token step takes the row mat-vec (CPU devices), the prompt chunks' CPU
+  // GEMM, whose broadcast kernel sums each output in the same order, or without subgroup
+  // arithmetic the batched row mat-vec (ops::LinearKernel::MatVecRowsBatch); elsewhere the
+  // one-token kernel itself, row by row (the weights read once per row). Otherwise, and
+  // always on GPUs (whose one-token step folds its LayerNorms: no B-row step matches it bit
+  // for bit), the prompt chunks' GEMM as Auto picks it (the tiled or cooperative-matrix GEMM).
+  ops::LinearKernel batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows, const Matrix& W,
+                                        View x) const;
+  // Whether a one-token step computes the LayerNorm after W's product in the mat-vec's last
+  // workgroup (ops::NormAfter), whose order a batched step with exact rows then follows
+  // (ops::layernorm_in_lanes).
+  bool batch_norm_in_lanes(const vk::Context& ctx, const Matrix& W, View x) const;
   // The kernel for `rows` rows of a T-token chunk's product (rows < T: the last row alone).
   ops::LinearKernel linear_kernel(const vk::Context& ctx, uint32_t T, uint32_t rows, const Matrix& W, View x) const;
 };

@@ -1,5 +1,6 @@
 // A GPT model on the device: its weights, KV cache and activation buffers, and the one
-// piece of code that turns a config into a graph of ops (build_graph). Prefill runs a
+// piece of code that turns a config into a graph of ops (build_graph, models/gpt_graph.cpp;
+// also a batched decode step's over several models, models/decode_batch.hpp). Prefill runs a
 // prompt chunk by chunk through the GEMM path; decode replays one recorded graph per token
 // (mat-vec path) whose sampler leaves the next token id on the device.
 #pragma once
@@ -88,7 +89,11 @@ class GptModel {
   // cache: no final norm of its own, no LM head).
   enum class Head { AllLogits, LastLogits, LastSample, KvOnly };
   Graph& graph(uint32_t T, Head head);
-  std::unique_ptr<Graph> build_graph(uint32_t T, Head head);
+  // `seqs` not empty: a batched decode step of T = seqs.size() rows, one token of each of
+  // those models' sequences (DecodeBatch), on this model's activation buffers.
+  std::unique_ptr<Graph> build_graph(uint32_t T, Head head, std::span<GptModel* const> seqs = {},
+                                     bool exact_rows = false);
+  friend class DecodeBatch;
   struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_model.cpp)
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
   // Runs ids at [pos, pos + n) in chunks of max_chunk_ tokens: every chunk but the last only
@@ -112,6 +117,7 @@ class GptModel {
   uint32_t max_chunk_;
   ExecutionPlan plan_;  // the device-dependent kernel and fusion choices (engine/plan.hpp)
   ops::SamplingParams sampling_;
+  uint64_t sampling_version_ = 0;  // set_sampling calls so far: batched graphs recorded before are stale
   bool profile_ = false;
   uint32_t pos_ = 0;
 

@@ -82,6 +82,14 @@ void Generator::start(std::span<const uint32_t> prompt, const GenerationOptions&
   if (opts_.logprobs) pending_logprob_ = logprob_of(pending_);
 }
 
+void Generator::decoded(uint32_t token, double seconds) {
+  if (!decode_due()) throw std::logic_error("Generator::decoded() without a decode due");
+  pending_ = token;
+  timings_.decode_s += seconds;
+  if (opts_.logprobs) pending_logprob_ = logprob_of(pending_);
+  decode_due_ = false;
+}
+
 TokenLogprob Generator::logprob_of(uint32_t token) const {
   return log_softmax_top(model_.last_step_logits(), token, opts_.logprobs);
 }

@@ -84,6 +84,13 @@ class Generator {
   // The next token and the text it makes final. The step with `last` set carries the rest of
   // the text. Throws std::logic_error when finished (or not started).
   GenerationStep next();
+  // Whether the next next() runs a model step first (the token handed out last is not yet
+  // decoded). A caller that decodes several sequences at once (models/decode_batch.hpp)
+  // does that step itself and hands its token over with decoded() before calling next().
+  bool decode_due() const { return decode_due_ && !cancel_ && !finished(); }
+  // The token the model's decode step sampled outside this generator, which took `seconds`
+  // (counted as decode time); next() then hands it out without running the model.
+  void decoded(uint32_t token, double seconds);
   // The next next() ends generation (FinishReason::Cancelled) without running the model.
   void cancel() { cancel_ = true; }
 

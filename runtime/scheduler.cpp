@@ -60,8 +60,9 @@ uint64_t slot_device_bytes(const ModelConfig& cfg, uint32_t max_chunk) {
   return kv + activations;
 }
 
-Scheduler::Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue)
-    : tok_(tokenizer), max_queue_(max_queue) {
+Scheduler::Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue,
+                     bool exact_rows)
+    : tok_(tokenizer), max_queue_(max_queue), batch_(exact_rows) {
   for (auto& m : slots) {
     Slot s;
     s.gen = std::make_unique<Generator>(*m, tok_);
@@ -139,18 +140,11 @@ void Scheduler::loop() {
         for (auto& q : queue_) q->cancel();
       }
     }
-    // Before each slot's step, queued sequences take any free slot and get their first token
-    // at once: a new request waits for at most one step of another sequence, not a whole
-    // round of them (time to first token), and a running sequence still moves every round.
+    // Before each step, queued sequences take any free slot and get their first token at
+    // once: a new request waits for at most one batched step (time to first token).
     auto t0 = Clock::now();
-    uint64_t made = 0;
-    for (Slot& s : slots_) {
-      made += admit_waiting();
-      if (s.seq) {
-        step(s);
-        ++made;
-      }
-    }
+    uint64_t made = admit_waiting();
+    made += step_all();
     std::lock_guard lock(mu_);
     stats_.step_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     stats_.step_tokens += made;
@@ -170,6 +164,35 @@ size_t Scheduler::admit_waiting() {
     }
   }
   return admitted;
+}
+
+uint64_t Scheduler::step_all() {
+  std::vector<Slot*> due;
+  std::vector<GptModel*> rows;
+  for (Slot& s : slots_)
+    if (s.seq) {
+      if (s.seq->cancelled()) s.gen->cancel();
+      if (s.gen->decode_due()) due.push_back(&s), rows.push_back(s.model.get());
+    }
+  if (!rows.empty()) {
+    const auto t0 = Clock::now();
+    std::vector<uint32_t> next;
+    try {
+      next = batch_.decode_next(rows);
+    } catch (const std::exception& e) {
+      for (Slot* s : due) release(*s, e.what());
+      return 0;
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    for (size_t b = 0; b < due.size(); ++b) due[b]->gen->decoded(next[b], seconds);
+  }
+  uint64_t made = 0;
+  for (Slot& s : slots_)
+    if (s.seq) {
+      step(s);  // hands out the token decoded above (or finishes a cancelled sequence)
+      ++made;
+    }
+  return made;
 }
 
 void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {

@@ -1,11 +1,13 @@
 // Several sequences at once over a pool of KV slots: each slot is a GptModel of its own (KV
 // cache, activations, graphs) over weights the slots share. One thread, the scheduler's,
 // does all the Vulkan work: it admits queued sequences into free slots (prefill and first
-// token, sent at once) and steps every running sequence by one token, round-robin; queued
-// sequences are admitted before each step, so a new one waits for at most one step.
+// token, sent at once) and steps every running sequence by one token, all of them in one
+// batched decode step (models/decode_batch.hpp); queued sequences are admitted before each
+// step, so a new one waits for at most one step.
 // Sequences join and leave between steps; a cancelled one leaves at the next step. Each slot runs its
 // sequence exactly as a lone Generator would, so a sequence's tokens do not depend on what
-// else runs (greedy and seeded sampling alike).
+// else runs (greedy and seeded sampling alike): with exact rows (the default) the batched
+// step computes each row as the one-token step does, bit for bit, logits included.
 //
 // Other threads (an HTTP server's) submit Sequences and read their steps as they come:
 //
@@ -13,8 +15,6 @@
 //   scheduler.submit({seq});                     // throws QueueFull when the queue is full
 //   std::vector<GenerationStep> steps;
 //   while (!seq->wait_steps(steps, 100ms)) ...;   // steps arrive in order
-//
-// This is not batched decoding: a step of B sequences runs B one-token graphs.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "models/decode_batch.hpp"
 #include "models/gpt_model.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 #include "runtime/generator.hpp"
@@ -106,7 +107,10 @@ class Scheduler {
   // `slots`: models sharing one set of loaded weights, from now on used only by the
   // scheduler's thread (started here). Beyond the free slots, at most `max_queue` sequences
   // wait for one.
-  Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue);
+  // `exact_rows`: DecodeBatch's bit-identical rows; false: its B-row GEMMs (each weight read
+  // once a step; logits then differ from a lone sequence's in the last bits).
+  Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue,
+            bool exact_rows = true);
   ~Scheduler();  // shutdown(0)
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -132,6 +136,9 @@ class Scheduler {
   size_t admit_waiting();
   void admit(Slot& slot, std::shared_ptr<Sequence> seq);
   void step(Slot& slot);
+  // One batched decode step of every running sequence that is due one; each then hands out
+  // its token (step). Returns the tokens handed out.
+  uint64_t step_all();
   void release(Slot& slot, std::string error = {});
   std::shared_ptr<Sequence> next_queued();  // null when none
   bool cancel_due() const;
@@ -139,6 +146,7 @@ class Scheduler {
   const Tokenizer& tok_;
   const size_t max_queue_;
   std::vector<Slot> slots_;
+  DecodeBatch batch_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Sequence>> queue_;

@@ -33,6 +33,7 @@
 //! variant matvec_rows_held_ln MATVEC_ROWS TEXEL X_TEXEL X_HELD LN_AFTER
 //! variant matvec_rows_pick MATVEC_ROWS TEXEL X_TEXEL PICK_AFTER
 //! variant matvec_rows_held_pick MATVEC_ROWS TEXEL X_TEXEL X_HELD PICK_AFTER
+//! variant matvec_rows_batch MATVEC_ROWS TEXEL X_TEXEL ROWS_BATCH
 //! variant matvec_cols MATVEC_COLS TEXEL X_TEXEL
 //! variant matvec_cols_ln MATVEC_COLS TEXEL X_TEXEL LN_AFTER
 //! variant matvec_cols_pick MATVEC_COLS TEXEL X_TEXEL PICK_AFTER
@@ -62,6 +63,8 @@
 
 #if defined(MATVEC)
 #include "common/linear_matvec.glsl"
+#elif defined(MATVEC_ROWS) && defined(ROWS_BATCH)
+#include "common/linear_matvec_rows_batch.glsl"
 #elif defined(MATVEC_ROWS)
 #include "common/linear_matvec_rows.glsl"
 #elif defined(MATVEC_COLS)

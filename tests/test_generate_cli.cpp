@@ -172,6 +172,31 @@ BOOST_AUTO_TEST_CASE(json_text_equals_plain_output) {
   BOOST_TEST(generate(lone).out == objs[1]["text"].get<std::string>() + "\n");
 }
 
+// Several --prompt flags run as one batch (with --num-samples 2: six completions decoding
+// together) and print what separate runs of each prompt print, in order; --json indexes
+// them prompt-major.
+BOOST_AUTO_TEST_CASE(several_prompts_equal_separate_runs) {
+  const std::vector<std::string> common = {"--max-tokens", "12", "--temperature", "0.9", "--seed", "3",
+                                           "--num-samples", "2"};
+  const std::vector<std::string> prompts = {kPrompt, "Emma", ""};
+  std::vector<std::string> all = common;
+  std::string want;
+  for (const auto& p : prompts) {
+    all.insert(all.end(), {"--prompt", p});
+    auto one = common;
+    one.insert(one.end(), {"--prompt", p});
+    want += generate(one).out;
+  }
+  BOOST_TEST(generate(all).out == want);
+  all.push_back("--json");
+  auto objs = json_lines(generate(all).out);
+  BOOST_REQUIRE(objs.size() == 6u);
+  for (size_t i = 0; i < objs.size(); ++i) {
+    BOOST_TEST(objs[i]["index"] == i);
+    BOOST_TEST(objs[i]["seed"] == 3 + i % 2);
+  }
+}
+
 // The prompt from a file and from stdin give what --prompt gives.
 BOOST_AUTO_TEST_CASE(prompt_from_file_and_stdin) {
   const fs::path file = fs::temp_directory_path() / "gptvk_test_prompt.txt";

@@ -450,11 +450,11 @@ BOOST_AUTO_TEST_CASE(sixteen_concurrent_requests_equal_each_alone) {
   };
   std::vector<std::string> alone(16), together(16);
   for (int i = 0; i < 16; ++i) alone[i] = post(port, "/v1/completions", body(i)).body["choices"][0]["text"];
-  // The scheduler steps its slots one after another, so the last of the 16 answers only
-  // after about the sum of all 16 generations: on a loaded 2-core machine that took up to
-  // 111 s (a single request 3.5-7.6 s), near the 120 s this client once allowed, and a read
-  // timeout reads as httplib's "Read" error, the same as a dropped connection. The timeout
-  // bounds a hang, not the speed; each failure says after how long it came.
+  // On a loaded 2-core machine the last of the 16 answered after up to 111 s when the
+  // scheduler stepped its slots one after another (a single request 3.5-7.6 s), near the
+  // 120 s this client once allowed; the batched step shortens that, but a read timeout reads
+  // as httplib's "Read" error, the same as a dropped connection. The timeout bounds a hang,
+  // not the speed; each failure says after how long it came.
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> clients;
   for (int i = 0; i < 16; ++i)

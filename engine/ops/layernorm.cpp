@@ -1,5 +1,6 @@
 #include "engine/ops/layernorm.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/vk/context.hpp"
@@ -20,10 +21,10 @@ void check_views(const std::string& name, const View& x, const View& gamma, cons
 }
 
 void norm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
-          const RowReduce& shape, const std::string& name) {
+          const RowReduce& shape, const std::string& name, bool allow_vec4 = true) {
   check_views(name, x, gamma, beta, y, rows, C);
   // 4-wide accesses need rows of whole vec4s and 16-byte aligned bindings.
-  bool vec4 = C % 4 == 0;
+  bool vec4 = allow_vec4 && C % 4 == 0;
   for (const View& v : {x, gamma, beta, y}) vec4 &= v.offset % 16 == 0;
   check_row_reduce_shape(g.context(), shape, vec4 ? C / 4 : C, kPasses, name);
   if (rows == 0) return;
@@ -47,6 +48,12 @@ void layernorm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, u
 void layernorm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
                const RowReduce& shape, const std::string& name) {
   norm(g, x, gamma, beta, y, rows, C, eps, shape, name);
+}
+
+void layernorm_in_lanes(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
+                        const std::string& name) {
+  const RowReduce lanes{std::max(g.context().caps().subgroup_size, 1u), true};
+  norm(g, x, gamma, beta, y, rows, C, eps, lanes, name, false);
 }
 
 }  // namespace gptvk::ops

@@ -17,5 +17,11 @@ void layernorm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, u
 // workgroups on a CPU device this way). Throws std::logic_error if the device cannot run it.
 void layernorm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
                const RowReduce& shape, const std::string& name = "layernorm");
+// layernorm with the order of the CPU mat-vecs' fused LayerNorm (ops::NormAfter,
+// shaders/common/linear_norm_after.glsl): one subgroup per row, each lane summing every
+// LOCAL-th float, then subgroupAdd. Rows of a batched decode step get the same bits as a
+// one-token step whose mat-vec did the norm. Needs subgroup arithmetic.
+void layernorm_in_lanes(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
+                        const std::string& name = "layernorm");
 
 }  // namespace gptvk::ops

@@ -138,6 +138,19 @@ Kernel mat_vec_cols(const vk::Context& ctx, uint32_t rows) {
   return k;
 }
 
+// The row kernel over several tokens at once (LinearKernel::MatVecRowsBatch): its tokens
+// spread over workgroups of up to kRowsBatchTokens.
+Kernel mat_vec_rows_batch(const vk::Context& ctx, uint32_t rows, uint32_t T) {
+  Kernel k = mat_vec_rows(ctx, rows, false);
+  k.kind = LinearKernel::MatVecRowsBatch;
+  k.shader = "linear.matvec_rows_batch";
+  k.norm_variant = k.pick_variant = false;
+  const uint32_t groups = (T + kRowsBatchTokens - 1) / kRowsBatchTokens;
+  k.tokens_per_group = (T + groups - 1) / groups;
+  k.tile.push_back(k.tokens_per_group);
+  return k;
+}
+
 Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool w_texel, bool x_texel) {
   const auto& caps = ctx.caps();
   Kernel k;
@@ -258,7 +271,8 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   if (want == LinearKernel::Auto && norm_before) want = LinearKernel::MatVec;  // the one kernel with it
   if (want == LinearKernel::Auto) want = auto_kernel(ctx, T, W, x);
-  const bool rows = want == LinearKernel::MatVecRows || want == LinearKernel::MatVecRowsHeld || want == LinearKernel::MatVecCols;
+  const bool rows = want == LinearKernel::MatVecRows || want == LinearKernel::MatVecRowsHeld ||
+                    want == LinearKernel::MatVecCols || want == LinearKernel::MatVecRowsBatch;
   if ((want == LinearKernel::MatVecTexel || rows) && !w_texel)
     throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
   if (rows && !(x_texel && one_subgroup_shuffles(ctx)))
@@ -274,6 +288,7 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
              : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true, false, norm_before)
              : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true, false)
              : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, W.rows)
+             : want == LinearKernel::MatVecRowsBatch ? mat_vec_rows_batch(ctx, W.rows, T)
              : rows                                ? mat_vec_rows(ctx, W.rows, want == LinearKernel::MatVecRowsHeld)
              : want == LinearKernel::GemmRegisters || want == LinearKernel::GemmRegistersWide
                  ? gemm_registers(ctx, W.dtype, want == LinearKernel::GemmRegistersWide, w_texel, x_texel)
@@ -498,6 +513,8 @@ void add_linear_block(Graph& g, const LinearLayout& l, View x, const Matrix& W, 
   std::array<uint32_t, 3> groups{};
   if (kernel.kind == LinearKernel::MatVec)
     groups = {out_groups, tn, 1};
+  else if (kernel.kind == LinearKernel::MatVecRowsBatch)  // x over outputs, y over token groups
+    groups = {out_groups, (tn + kernel.tokens_per_group - 1) / kernel.tokens_per_group, 1};
   else
     groups = {(tn + kernel.tokens_per_group - 1) / kernel.tokens_per_group, out_groups, 1};
   std::string label = args.name;

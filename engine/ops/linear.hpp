@@ -94,8 +94,14 @@ enum class LinearKernel {
   GemmRegisters,
   GemmRegistersWide,
   GemmTiled,
-  GemmCoopMat
+  GemmCoopMat,
+  // MatVecRows over several tokens per workgroup (batched decode steps,
+  // shaders/common/linear_matvec_rows_batch.glsl): each weight word decoded once for up to
+  // kRowsBatchTokens tokens, each token's sum bit-identical to MatVecRows' and
+  // MatVecRowsHeld's. Same needs as MatVecRows; never picked by Auto.
+  MatVecRowsBatch
 };
+constexpr uint32_t kRowsBatchTokens = 16;  // shaders/common/linear_matvec_rows_batch.glsl, NB_MAX
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
 constexpr uint32_t kMaxColumnSplitTexels = 256;  // shaders/common/linear_matvec_cols.glsl, XC_MAX
 // Prompt chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights,

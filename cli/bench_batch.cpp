@@ -1,0 +1,95 @@
+#include "cli/bench_batch.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "cli/output.hpp"
+#include "cli/profile_table.hpp"
+#include "models/decode_batch.hpp"
+
+namespace gptvk::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Rates {
+  std::vector<double> prefill, decode;  // tok/s of each measured repeat; decode: all rows together
+};
+
+// One repeat at batch size B over models[0..B): every prompt prefilled (and its first token
+// sampled), then gen_tokens decode steps of all B sequences.
+void run_once(std::vector<GptModel*> rows, const std::vector<std::vector<uint32_t>>& prompts, uint32_t gen_tokens,
+              DecodeBatch& batch, Rates* out) {
+  const auto t0 = Clock::now();
+  for (size_t b = 0; b < rows.size(); ++b) rows[b]->prefill_and_sample(prompts[b]);
+  const auto t1 = Clock::now();
+  for (uint32_t i = 0; i < gen_tokens; ++i) {
+    if (rows.size() == 1) rows[0]->decode_next();  // B = 1: the one-sequence step, as plain bench
+    else batch.decode_next(rows);
+  }
+  const auto t2 = Clock::now();
+  if (!out) return;
+  out->prefill.push_back(double(prompts[0].size()) * rows.size() / seconds(t0, t1));
+  if (gen_tokens) out->decode.push_back(double(gen_tokens) * rows.size() / seconds(t1, t2));
+}
+
+}  // namespace
+
+int run_batch_bench(ModelSession& s, const BatchBenchFlags& f) {
+  const ModelConfig& cfg = s.cfg;
+  const uint32_t most = *std::max_element(f.batches.begin(), f.batches.end());
+  // Sequence 0 is the session's model; the others share its weights, each its own KV cache.
+  std::vector<std::unique_ptr<GptModel>> extra;
+  std::vector<GptModel*> models = {s.model.get()};
+  for (uint32_t b = 1; b < most; ++b) {
+    extra.push_back(std::make_unique<GptModel>(*s.ctx, cfg, s.model->shared_weights(), s.model->max_chunk()));
+    models.push_back(extra.back().get());
+  }
+  std::mt19937 rng(42);
+  std::vector<std::vector<uint32_t>> prompts(most, std::vector<uint32_t>(f.prompt_tokens));
+  for (auto& p : prompts)
+    for (auto& t : p) t = rng() % cfg.vocab_size;
+  for (GptModel* m : models) m->set_sampling({0.0f, 0, 1.0f, 0});
+  // Exact rows on CPU devices (one batched graph either way there); a GPU's exact rows
+  // would be one step per sequence, so it measures the batched GEMM graph.
+  DecodeBatch batch(f.exact_rows && s.ctx->info().is_cpu());
+  std::vector<Rates> rates(f.batches.size());
+  s.model->set_profile(f.profile);
+  for (uint32_t r = 0; r <= f.repeats; ++r)  // repeat 0 warms up; batch sizes alternate within a repeat
+    for (size_t i = 0; i < f.batches.size(); ++i) {
+      std::vector<GptModel*> rows(models.begin(), models.begin() + f.batches[i]);
+      run_once(rows, prompts, f.gen_tokens, batch, r ? &rates[i] : nullptr);
+    }
+  double prefill = 0, decode = 0;
+  for (size_t i = 0; i < f.batches.size(); ++i) {
+    const uint32_t B = f.batches[i];
+    prefill = median(rates[i].prefill);
+    decode = median(rates[i].decode);
+    const auto [lo, hi] = std::minmax_element(rates[i].decode.begin(), rates[i].decode.end());
+    if (f.gen_tokens)
+      std::fprintf(stderr,
+                   "batch %u: decode %u tokens each at depth %u: aggregate median %.2f tok/s (min %.2f, max %.2f), "
+                   "per sequence %.2f tok/s; prefill %.1f tok/s\n",
+                   B, f.gen_tokens, f.prompt_tokens, decode, *lo, *hi, decode / B, prefill);
+    else
+      std::fprintf(stderr, "batch %u: prefill %.1f tok/s; decode not measured (--gen-tokens 0)\n", B, prefill);
+  }
+  if (f.profile) print_profile_table("decode step of batch " + std::to_string(f.batches.back()), s.model->profile_summary());
+  print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", prefill, decode);
+  return 0;
+}
+
+}  // namespace gptvk::cli

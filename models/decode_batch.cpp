@@ -1,0 +1,78 @@
+#include "models/decode_batch.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/error.hpp"
+
+namespace gptvk {
+
+void DecodeBatch::check(std::span<GptModel* const> seqs) const {
+  if (seqs.empty()) throw std::invalid_argument("DecodeBatch: no sequences");
+  const GptModel& first = *seqs[0];
+  if (seqs.size() > first.max_chunk())
+    throw std::invalid_argument("DecodeBatch: " + std::to_string(seqs.size()) + " sequences, more than the " +
+                                std::to_string(first.max_chunk()) + " rows of the first one's activations");
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const GptModel& m = *seqs[i];
+    if (&m.context() != &first.context() || m.shared_weights() != first.shared_weights())
+      throw std::invalid_argument("DecodeBatch: the sequences do not share one device and one set of weights");
+    for (size_t j = 0; j < i; ++j)
+      if (seqs[j] == seqs[i]) throw std::invalid_argument("DecodeBatch: a sequence appears twice");
+    if (m.position() == 0) throw std::logic_error("DecodeBatch: a sequence was not started (prefill_and_sample)");
+    if (m.position() >= m.config().context_length)
+      throw InputError("the context of " + std::to_string(m.config().context_length) + " tokens is full");
+  }
+}
+
+Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs) {
+  std::vector<uint64_t> versions;
+  for (const GptModel* m : seqs) versions.push_back(m->sampling_version_);
+  ++steps_;
+  for (Entry& e : graphs_)
+    if (std::equal(e.seqs.begin(), e.seqs.end(), seqs.begin(), seqs.end()) && e.sampling_versions == versions) {
+      e.last_used = steps_;
+      return *e.graph;
+    }
+  // A graph with a model whose sampling changed since is never used again: drop those first.
+  std::erase_if(graphs_, [&](const Entry& e) {
+    for (size_t i = 0; i < e.seqs.size(); ++i)
+      for (size_t j = 0; j < seqs.size(); ++j)
+        if (e.seqs[i] == seqs[j] && e.sampling_versions[i] != versions[j]) return true;
+    return false;
+  });
+  if (graphs_.size() >= kMaxGraphs)
+    graphs_.erase(std::min_element(graphs_.begin(), graphs_.end(),
+                                   [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; }));
+  Entry e{{seqs.begin(), seqs.end()}, std::move(versions), nullptr, steps_};
+  GptModel& builder = *seqs[0];
+  e.graph = builder.build_graph(static_cast<uint32_t>(seqs.size()), GptModel::Head::LastSample, seqs, exact_rows_);
+  graphs_.push_back(std::move(e));
+  return *graphs_.back().graph;
+}
+
+std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) {
+  check(seqs);
+  if (exact_rows_ && !seqs[0]->plan_.cpu_kernels) {
+    // A GPU's one-token step folds its LayerNorms into its mat-vecs, which no B-row step
+    // matches bit for bit: exact rows there are each sequence's own step.
+    std::vector<uint32_t> ids;
+    for (GptModel* m : seqs) ids.push_back(m->decode_next());
+    return ids;
+  }
+  // Each row embeds its sequence's last sampled token at its position, and its sampler
+  // writes the next one there and advances the position: as decode_next() does.
+  Graph& g = graph_for(seqs);
+  g.run();
+  std::vector<uint32_t> ids;
+  for (GptModel* m : seqs) {
+    ++m->pos_;
+    m->last_run_.clear();
+    ids.push_back(static_cast<const uint32_t*>(m->ids_.mapped())[0]);
+  }
+  seqs[0]->last_run_ = {&g};  // the graph runs on its activations: its profile_summary() is the step's
+  return ids;
+}
+
+}  // namespace gptvk

@@ -1,0 +1,63 @@
+// Batched decoding: one submit decodes the next token of several sequences. Each sequence
+// is a GptModel over the same weights (a slot: its KV cache, position, sampling parameters,
+// seed and token history), started as usual by prefill_and_sample; a batched step does for
+// each what its decode_next() would, in one graph whose products run over all the rows at
+// once (models/gpt_graph.cpp: GraphBuild with one row per sequence), and returns one id a
+// sequence. A sequence may take single and batched steps in any order.
+//
+//   DecodeBatch batch;
+//   for (auto* m : models) m->prefill_and_sample(prompt_of(m));
+//   std::vector<uint32_t> next = batch.decode_next(models);  // one token each
+//
+// Graphs are recorded per composition (which models, in which rows, with which sampling
+// parameters: a model's set_sampling makes its graphs stale) and kept for the most recent
+// few, so a steady batch replays one graph; a sequence joining or leaving records a new
+// one (milliseconds; the pipelines are those of the one-token and prompt steps).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/graph.hpp"
+#include "models/gpt_model.hpp"
+
+namespace gptvk {
+
+class DecodeBatch {
+ public:
+  // `exact_rows` (the default): each row's arithmetic that of the sequence's one-token
+  // step, bit for bit: on CPU devices in one batched graph (ExecutionPlan::
+  // batch_linear_kernel); on GPUs, whose one-token step folds its LayerNorms into its
+  // mat-vecs, which no B-row step matches, as each sequence's own decode_next(). Otherwise
+  // one batched graph whose products are the prompt chunks' GEMMs: a row's logits may
+  // differ from the one-token step's in the last bits (summation order; on GPUs the
+  // cooperative-matrix GEMM rounds x to f16).
+  explicit DecodeBatch(bool exact_rows = true) : exact_rows_(exact_rows) {}
+
+  // One decode step of every model in `seqs` (distinct, sharing weights and config, each
+  // started by prefill_and_sample, its context not full; at most seqs[0]->max_chunk()
+  // rows): the same as each one's decode_next(). Returns their next token ids, in order.
+  // The models must outlive this object. seqs[0]->profile_summary() then times the step
+  // (graphs recorded after its set_profile(true)).
+  std::vector<uint32_t> decode_next(std::span<GptModel* const> seqs);
+
+  size_t cached_graphs() const { return graphs_.size(); }
+
+ private:
+  struct Entry {
+    std::vector<GptModel*> seqs;
+    std::vector<uint64_t> sampling_versions;
+    std::unique_ptr<Graph> graph;
+    uint64_t last_used = 0;
+  };
+  static constexpr size_t kMaxGraphs = 8;
+  Graph& graph_for(std::span<GptModel* const> seqs);
+  void check(std::span<GptModel* const> seqs) const;
+
+  bool exact_rows_;
+  std::vector<Entry> graphs_;
+  uint64_t steps_ = 0;
+};
+
+}  // namespace gptvk

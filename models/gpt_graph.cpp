@@ -1,0 +1,272 @@
+// GptModel::build_graph: the one piece of code that turns a config into a graph of ops,
+// for a step of T tokens of the model's own sequence, or one token each of several
+// sequences (a batched decode step, models/decode_batch.hpp).
+#include <optional>
+
+#include "engine/error.hpp"
+#include "engine/ops/attention.hpp"
+#include "engine/ops/copy_rows.hpp"
+#include "engine/ops/embed.hpp"
+#include "engine/ops/layernorm.hpp"
+#include "engine/ops/linear.hpp"
+#include "engine/ops/sample_controls.hpp"
+#include "engine/vk/context.hpp"
+#include "models/gpt_model.hpp"
+
+namespace gptvk {
+
+namespace {
+
+// The first `rows` rows of a [*][cols] float buffer.
+View rows_of(const vk::Buffer& b, uint32_t rows, uint32_t cols) { return View{&b, 0, uint64_t(rows) * cols * 4}; }
+
+View none() { return View{}; }
+
+View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
+
+}  // namespace
+// The whole model as a graph for a step of T tokens. Everything the config decides
+// (pre/post norm, activation, biases, tying, final norm) is decided here, once.
+// The state one build_graph call shares between its steps: the graph being recorded, the
+// step's views and the plan's choices for this T and head.
+// A batched decode step (`seqs` not empty) has one row per sequence: row b is the next
+// token of seqs[b], a model over the same weights whose own buffers hold its sequence's
+// state (ids, step, KV cache, sampler). The products run over all rows at once, on this
+// model's activation buffers; only what belongs to one sequence goes row by row: the
+// embedding at its position, attention over its KV cache, its sampler.
+struct GptModel::GraphBuild {
+  GraphBuild(GptModel& m, uint32_t T, Head head, std::span<GptModel* const> seqs = {}, bool exact_rows = false)
+      : m(m), cfg(m.cfg_), w(m.w_), g(std::make_unique<Graph>(m.ctx_)), T(T), head(head), n(T),
+        seqs(seqs), batch(!seqs.empty()), exact_rows(exact_rows),
+        C(cfg.emb_dim), eps(cfg.norm_eps), shape(m.attention_shape()),
+        x(rows_of(m.x_, T, C)), h(rows_of(m.h_, T, C)), qkv(rows_of(m.qkv_, T, 3 * C)),
+        att(rows_of(m.att_, T, C)), ff(rows_of(m.ff_, T, cfg.ffn_dim)), ids(whole(m.ids_)), step(whole(m.step_)),
+        pre(cfg.norm_position == NormPosition::Pre),
+        act{cfg.activation, false},
+        counter_stride(m.ctx_.caps().storage_offset_alignment),
+        // Where a step needs the logits of its last position only (or none: a chunk that
+        // fills the KV cache), its last layer computes keys and values for every position
+        // and the rest for the last one alone, as llama.cpp does: that position's query and
+        // residual rows move to row 0, and the layer goes on with one row. GPT-2 small: 9 of
+        // the 144 C^2-sized products of the layers' GEMMs left out, prefill +7-8% on lavapipe
+        // at 128 and 992 tokens (f16, A/B in the same minutes). Which steps do it:
+        // ExecutionPlan::last_row_only.
+        last_row_only(!batch && head != Head::AllLogits && cfg.n_layers > 0 && m.plan_.last_row_only(T)),
+        // With folded LayerNorms (the plan's, one token) the linears after a pre-LN
+        // LayerNorm normalise the residual stream x themselves (after_norm).
+        fold(!batch && m.plan_.fold_norms && T == 1) {}
+
+  GptModel& m;
+  const ModelConfig& cfg;
+  ModelWeights& w;
+  std::unique_ptr<Graph> g;
+  const uint32_t T;
+  const Head head;
+  uint32_t n;  // rows past attention: T, or 1 in a last_row_only step's last layer
+  const std::span<GptModel* const> seqs;  // a batched decode step's sequences, one per row
+  // batch: a step of seqs.size() rows; exact_rows: each row's arithmetic that of a one-token
+  // step (ExecutionPlan::batch_linear_kernel).
+  const bool batch, exact_rows;
+  const uint32_t C;
+  const float eps;
+  const ops::AttentionShape shape;
+  const View x, h, qkv, att, ff, ids, step;
+  const bool pre;
+  const ops::LinearEpilogue plain{}, residual{Activation::None, true}, act;
+  const uint64_t counter_stride;
+  const bool last_row_only, fold;
+
+  // Every LayerNorm that follows a residual add goes to the linear that does the add
+  // (ops::NormAfter): for one token on CPU devices its last workgroup computes it, saving
+  // the norm a dispatch; counter `site` is that dispatch's own (offsets stay aligned).
+  ops::NormAfter norm_after(View gamma, View beta, View out, uint32_t site, const std::string& name) const {
+    return ops::NormAfter{gamma, beta, out, View{&m.arrival_counters_, site * counter_stride, 4}, eps, name};
+  }
+
+  // The linears after attention, on `rows` rows: T, or the last row alone (rows = 1 < T).
+  void linear(View in, const Matrix& W, View bias, View y, uint32_t rows, ops::LinearEpilogue ep, View r,
+              const std::string& name, const ops::NormAfter* norm = nullptr) {
+    if (batch) return batch_linear(in, W, bias, y, ep, r, name, norm);
+    ops::linear_with(*g, in, W, bias, y, rows,
+                     {.kernel = m.plan_.linear_kernel(m.ctx_, T, rows, W, in), .ep = ep, .r = r, .name = name,
+                      .norm_after = norm});
+  }
+
+  // A batched step's product over its T rows, and the LayerNorm after it: with exact rows,
+  // in the order a one-token step's mat-vec computes it in its last workgroup where that
+  // step does (ExecutionPlan::batch_norm_in_lanes).
+  void batch_linear(View in, const Matrix& W, View bias, View y, ops::LinearEpilogue ep, View r,
+                    const std::string& name, const ops::NormAfter* norm) {
+    ops::linear_with(*g, in, W, bias, y, T,
+                     {.kernel = m.plan_.batch_linear_kernel(m.ctx_, T, exact_rows, W, in), .ep = ep, .r = r, .name = name});
+    if (!norm) return;
+    if (exact_rows && m.plan_.batch_norm_in_lanes(m.ctx_, W, in))
+      ops::layernorm_in_lanes(*g, y, norm->gamma, norm->beta, norm->out, T, W.rows, eps, norm->name);
+    else
+      ops::layernorm(*g, y, norm->gamma, norm->beta, norm->out, T, W.rows, eps, norm->name);
+  }
+
+  // Row b of a [T][cols] float buffer.
+  static View row(const vk::Buffer& buf, uint32_t b, uint32_t cols) {
+    return View{&buf, uint64_t(b) * cols * 4, uint64_t(cols) * 4};
+  }
+
+  // A linear after a pre-LN LayerNorm (qkv, fc, the LM head) reads h, which the linear
+  // before it normalised (ops::NormAfter); with folded LayerNorms it reads x and normalises
+  // it itself, its bias folded into the shift of folded_[site], and nothing writes h.
+  void after_norm(size_t site, View gamma, const Matrix& W, View bias, View y, uint32_t rows,
+                  ops::LinearEpilogue ep, const std::string& name) {
+    if (!fold) return linear(h, W, bias, y, rows, ep, none(), name);
+    const ops::NormBefore ln{gamma, whole(m.folded_[site].row_gamma), eps};
+    ops::linear_with(*g, x, W, whole(m.folded_[site].shift), y, rows, {.ep = ep, .name = name, .norm_before = &ln});
+  }
+
+  // Token and position embeddings into x; a pre-LN model's first LayerNorm into h.
+  void embed() {
+    if (batch) {
+      for (uint32_t b = 0; b < T; ++b)  // each sequence's last token at its own position
+        ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb, row(m.x_, b, C), 1,
+                   "embed");
+    } else {
+      ops::embed(*g, ids, step, w.tok_emb, w.pos_emb, x, T, "embed");
+    }
+    if (pre && cfg.n_layers > 0 && !fold)
+      ops::layernorm(*g, x, whole(w.layers[0].ln1_g), whole(w.layers[0].ln1_b), h, T, C, eps, "L0.ln1");
+  }
+
+  // Attention of layer l's T queries; returns how many rows go on past it (0: none).
+  uint32_t attend(uint32_t l, const std::string& p) {
+    if (batch) {  // each row over its own sequence's KV cache, as that sequence's one-token step does
+      for (uint32_t b = 0; b < T; ++b) {
+        GptModel& s = *seqs[b];
+        ops::kv_append_attention(*g, row(m.qkv_, b, 3 * C), whole(s.step_), whole(s.k_cache_[l]),
+                                 whole(s.v_cache_[l]), row(m.att_, b, C), 1, shape, p + "attention", maybe(s.scores_));
+      }
+      return T;
+    }
+    const View k_cache = whole(m.k_cache_[l]), v_cache = whole(m.v_cache_[l]);
+    if (!last_row_only || l + 1 < cfg.n_layers) {
+      ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention", maybe(m.scores_));
+      return T;
+    }
+    ops::kv_append(*g, qkv, step, k_cache, v_cache, T, shape, p + "attention.kv_append");
+    if (head == Head::KvOnly) return 0;
+    ops::copy_rows(*g, qkv, rows_of(m.qkv_, 1, 3 * C), T - 1, 1, 3 * C, p + "last_qkv");
+    ops::copy_rows(*g, x, rows_of(m.x_, 1, C), T - 1, 1, C, p + "last_x");
+    const View last_step = whole(m.step_last_);  // its pos: the last token's
+    if (m.plan_.tiled_attention(T))
+      ops::attention_tiled(*g, qkv, last_step, k_cache, v_cache, whole(m.scores_), att, 1, shape, p + "attention");
+    else
+      ops::attention(*g, qkv, last_step, k_cache, v_cache, att, 1, shape, p + "attention");
+    return 1;
+  }
+
+  // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x)). Each LayerNorm rides on the linear
+  // before it: LN2 on attn_out, LN1 of the next layer (or the final norm) on proj. Returns
+  // false where nothing past the KV cache is needed.
+  bool pre_ln_layer(uint32_t l) {
+    const LayerWeights& L = w.layers[l];
+    const std::string p = "L" + std::to_string(l) + ".";
+    after_norm(2 * l, whole(L.ln1_g), L.qkv, whole(L.qkv_b), qkv, T, plain, p + "qkv");
+    if ((n = attend(l, p)) == 0) return false;
+    const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), h, 2 * l, p + "ln2");
+    linear(att, L.attn_out, whole(L.attn_out_b), x, n, residual, x, p + "attn_out", fold ? nullptr : &ln2);
+    after_norm(2 * l + 1, whole(L.ln2_g), L.fc, whole(L.fc_b), ff, n, act, p + "fc");
+    std::optional<ops::NormAfter> next;  // none when folded: the next linear normalises x
+    if (!fold && l + 1 < cfg.n_layers) {
+      const LayerWeights& N = w.layers[l + 1];
+      next = norm_after(whole(N.ln1_g), whole(N.ln1_b), h, 2 * l + 1, "L" + std::to_string(l + 1) + ".ln1");
+    } else if (!fold && cfg.final_norm) {
+      next = norm_after(whole(w.lnf_g), whole(w.lnf_b), h, 2 * l + 1, "ln_f");
+    }
+    linear(ff, L.proj, whole(L.proj_b), x, n, residual, x, p + "proj", next ? &*next : nullptr);
+    return true;
+  }
+
+  // Original Transformer / GPT-1: x = LN1(x + attn(x)); x = LN2(x + mlp(x)).
+  bool post_ln_layer(uint32_t l) {
+    const LayerWeights& L = w.layers[l];
+    const std::string p = "L" + std::to_string(l) + ".";
+    linear(x, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
+    if ((n = attend(l, p)) == 0) return false;
+    const auto ln1 = norm_after(whole(L.ln1_g), whole(L.ln1_b), x, 2 * l, p + "ln1");
+    linear(att, L.attn_out, whole(L.attn_out_b), h, n, residual, x, p + "attn_out", &ln1);
+    linear(x, L.fc, whole(L.fc_b), ff, n, act, none(), p + "fc");
+    const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), x, 2 * l + 1, p + "ln2");
+    linear(ff, L.proj, whole(L.proj_b), h, n, residual, x, p + "proj", &ln2);
+    return true;
+  }
+
+  // Final norm (or none; pre-norm models with layers had it from the last linear), then
+  // the LM head over every position or only the last one, and the sampler.
+  void lm_head() {
+    const uint32_t V = cfg.vocab_size;
+    View normed = x;
+    if (cfg.final_norm) {
+      if (!(pre && cfg.n_layers > 0)) ops::layernorm(*g, x, whole(w.lnf_g), whole(w.lnf_b), h, n, C, eps, "ln_f");
+      normed = h;
+    }
+    const View head_bias = cfg.out_bias ? maybe(w.head_b) : none();
+    if (batch) {
+      batch_head(normed, head_bias);
+    } else if (fold && cfg.final_norm) {
+      // One token: the LM head normalises x itself and there is only the last position.
+      const View logits = head == Head::AllLogits ? rows_of(m.logits_all(), 1, V) : whole(m.logits_last_);
+      after_norm(m.folded_.size() - 1, whole(w.lnf_g), w.lm_head(), head_bias, logits, 1, plain, "lm_head");
+      if (head == Head::LastSample)
+        ops::sample(*g, logits, ids, step, whole(m.sample_scratch_), V, m.sampling_, "sample", m.sampling_state_.get());
+    } else if (head == Head::AllLogits) {
+      ops::linear(*g, normed, w.lm_head(), head_bias, rows_of(m.logits_all(), T, V), T, plain, none(), "lm_head");
+    } else {
+      last_row_head(normed);
+    }
+  }
+
+  // The LM head of the last position only (row 0 of `normed` after a last_row_only step).
+  // Greedy decoding: the LM head's last workgroup picks the token where it can (CPU
+  // devices), saving the sampler its dispatch.
+  void last_row_head(View normed) {
+    const uint32_t V = cfg.vocab_size;
+    const View head_bias = cfg.out_bias ? maybe(w.head_b) : none();
+    View last = normed;
+    if (n > 1) {
+      ops::copy_rows(*g, normed, whole(m.h_last_), n - 1, 1, C, "last_row");
+      last = whole(m.h_last_);
+    }
+    const ops::PickAfter pick{ids, step, whole(m.pick_partials_),
+                              View{&m.arrival_counters_, 2 * uint64_t(cfg.n_layers) * counter_stride, 4}};
+    const bool greedy = head == Head::LastSample && m.sampling_.temperature == 0.0f && !m.sampling_.controls_on();
+    const bool picked = ops::linear_with(*g, last, w.lm_head(), head_bias, whole(m.logits_last_), 1,
+                                         {.ep = plain, .name = "lm_head", .pick_after = greedy ? &pick : nullptr});
+    if (head == Head::LastSample && !picked)
+      ops::sample(*g, whole(m.logits_last_), ids, step, whole(m.sample_scratch_), V, m.sampling_, "sample",
+                  m.sampling_state_.get());
+  }
+
+  // A batched step's LM head over every row, then each row's logits to its sequence (where
+  // its log-probabilities are read) and its own sampler: parameters, seed, history.
+  void batch_head(View normed, View head_bias) {
+    const uint32_t V = cfg.vocab_size;
+    linear(normed, w.lm_head(), head_bias, rows_of(m.logits_all(), T, V), T, plain, none(), "lm_head");
+    for (uint32_t b = 0; b < T; ++b) {
+      GptModel& s = *seqs[b];
+      ops::copy_rows(*g, whole(m.logits_all()), whole(s.logits_last_), b, 1, V, "row_logits");
+      ops::sample(*g, whole(s.logits_last_), whole(s.ids_), whole(s.step_), whole(s.sample_scratch_), V, s.sampling_,
+                  "sample", s.sampling_state_.get());
+    }
+  }
+};
+
+// embed -> per layer (LayerNorm, attention, LayerNorm, MLP) -> final norm and LM head.
+std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head, std::span<GptModel* const> seqs,
+                                             bool exact_rows) {
+  GraphBuild b(*this, T, head, seqs, exact_rows);
+  b.embed();
+  for (uint32_t l = 0; l < cfg_.n_layers; ++l)
+    if (!(b.pre ? b.pre_ln_layer(l) : b.post_ln_layer(l))) break;  // nothing past the KV cache
+  if (head != Head::KvOnly) b.lm_head();
+  b.g->record(profile_);
+  return std::move(b.g);
+}
+
+}  // namespace gptvk

@@ -1,0 +1,87 @@
+// Batched decode steps count on this (ExecutionPlan::batch_linear_kernel): every token row
+// of the batched row mat-vec (ops::LinearKernel::MatVecRowsBatch) and of the CPU GEMMs that
+// broadcast weights over the lanes (GemmRegisters, GemmRegistersWide) is bit-identical to
+// the one-token row mat-vec's (MatVecRows and, where x fits, MatVecRowsHeld) on that row
+// alone: for every dtype, with inputs that end in a partial weight word, tokens that do not
+// fill the last workgroup, more tokens than one workgroup takes, and the fused epilogue
+// (bias, GELU, residual). Equality to the row kernels carries their CPU-reference checks
+// (test_linear).
+#define BOOST_TEST_MODULE linear_rows_batch
+#include <boost/test/unit_test.hpp>
+
+#include <vector>
+
+#include "engine/ops/linear.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+using ops::LinearKernel;
+
+namespace {
+
+// y = x W^T + b, GELU, plus r, for T tokens through `kernel`; x gets a texel view.
+std::vector<float> run(vk::Context& ctx, LinearKernel kernel, const Matrix& W, const std::vector<float>& x,
+                       const std::vector<float>& bias, const std::vector<float>& r, uint32_t T) {
+  auto dx = test::upload(ctx, x);
+  dx.try_create_texel_view();
+  auto db = test::upload(ctx, bias);
+  auto dy = test::upload(ctx, r);  // the residual, added in place
+  Graph g(ctx);
+  ops::linear_with(g, whole(dx), W, whole(db), whole(dy), T,
+                   {.kernel = kernel, .ep = {Activation::GeluTanh, true}, .r = whole(dy)});
+  g.record();
+  g.run();
+  return test::download(dy, size_t(T) * W.rows);
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(linear_rows_batch, test::NoValidationMessages)
+
+BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit) {
+  vk::Context& ctx = test::context();
+  if (!ops::row_matvec_supported(ctx) || ctx.caps().texel_uvec4 == false) {
+    BOOST_TEST_MESSAGE("no row mat-vec on this device: nothing to compare");
+    return;
+  }
+  struct Shape {
+    DType dt;
+    uint32_t K, N, T;
+  } shapes[] = {{DType::F16, 768, 200, 8},  {DType::F16, 3072, 77, 16}, {DType::BF16, 132, 130, 5},
+                {DType::F32, 516, 64, 21},  {DType::F16, 36, 9, 2},     {DType::F16, 256, 1000, 40}};
+  uint32_t seed = 1;
+  for (const Shape& s : shapes) {
+    BOOST_TEST_CONTEXT(dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T) {
+      Matrix W = Matrix::create(ctx, s.dt, s.N, s.K, "test weights");
+      const std::vector<float> w = test::random_floats(size_t(s.N) * s.K, seed++);
+      W.write_rows(0, s.N, w.data(), DType::F32);
+      const auto x = test::random_floats(size_t(s.T) * s.K, seed++);
+      const auto bias = test::random_floats(s.N, seed++);
+      const auto r = test::random_floats(size_t(s.T) * s.N, seed++);
+      std::vector<LinearKernel> singles = {LinearKernel::MatVecRows};
+      if (ops::held_x_fits(s.K, s.dt)) singles.push_back(LinearKernel::MatVecRowsHeld);
+      std::vector<std::vector<float>> alone;  // [t]: token t through the row kernel, alone
+      for (uint32_t t = 0; t < s.T; ++t) {
+        const std::vector<float> xt(x.begin() + size_t(t) * s.K, x.begin() + size_t(t + 1) * s.K);
+        const std::vector<float> rt(r.begin() + size_t(t) * s.N, r.begin() + size_t(t + 1) * s.N);
+        alone.push_back(run(ctx, LinearKernel::MatVecRows, W, xt, bias, rt, 1));
+        if (ops::held_x_fits(s.K, s.dt))
+          BOOST_TEST((run(ctx, LinearKernel::MatVecRowsHeld, W, xt, bias, rt, 1) == alone[t]), "held x, token " << t);
+      }
+      // The batched row kernel, and the CPU GEMMs where they broadcast the weights (subgroup
+      // arithmetic): ExecutionPlan::batch_linear_kernel counts on their order.
+      std::vector<LinearKernel> batched_kernels = {LinearKernel::MatVecRowsBatch};
+      if (ctx.caps().subgroup_arithmetic)
+        batched_kernels.insert(batched_kernels.end(), {LinearKernel::GemmRegisters, LinearKernel::GemmRegistersWide});
+      for (LinearKernel k : batched_kernels) {
+        const auto batched = run(ctx, k, W, x, bias, r, s.T);
+        for (uint32_t t = 0; t < s.T; ++t) {
+          const std::vector<float> row(batched.begin() + size_t(t) * s.N, batched.begin() + size_t(t + 1) * s.N);
+          BOOST_TEST((row == alone[t]), "kernel " << int(k) << ", token " << t);
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
