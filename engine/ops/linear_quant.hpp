@@ -1,0 +1,30 @@
+// The linear kernels over Q8_0 / Q4_0 weights (shaders/linear_q.comp): which one a product
+// takes, and its launch shape. engine/ops/linear.cpp asks here for every quantized W and
+// dispatches the result like its float kernels (same bindings, epilogue, chunks, split-K).
+//
+// Auto: decode (T == 1) on CPU devices takes the column-split mat-vec (W and x through
+// texel views, subgroup shuffles; also its _ln / _pick fusions) where it fits
+// (quant_cols_fits), else the split-K mat-vec on W's texel view, else storage loads; on
+// GPUs the 256-wide mat-vec. Prompts (T > 1) take the register GEMM on CPU devices (the
+// broadcast kernel with subgroups, texel views where they exist) and the tiled GEMM on
+// GPUs. Forced kernels: MatVec, MatVecWide, MatVecTexel, MatVecCols, GemmRegisters (and
+// GemmRegistersWide, the same kernel) and GemmTiled; the row mat-vecs and the
+// cooperative-matrix GEMM have no quantized form and throw DeviceError, as does a forced
+// kernel whose needs (texel views, shuffles) the device lacks.
+#pragma once
+#include <cstdint>
+
+#include "engine/ops/linear_kernel.hpp"
+
+namespace gptvk::ops {
+
+// Most texels of x one lane of the column-split kernel holds (linear_matvec_qcols.glsl, XQ_MAX).
+constexpr uint32_t kMaxQuantColumnTexels = 256;
+
+// Whether the column-split quantized mat-vec holds K inputs per lane on this device.
+bool quant_cols_fits(const vk::Context& ctx, uint32_t K);
+
+LinearKernel quant_auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x);
+Kernel choose_quant_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x);
+
+}  // namespace gptvk::ops
