@@ -5,8 +5,10 @@
 // (engine/ops/linear_quant.cpp picks one):
 //   matvec_*     decode on GPUs and the fallback elsewhere: outputs per workgroup, the
 //                inputs split by blocks across invocations (subgroupAdd or shared memory);
-//   matvec_cols  decode on CPU devices: lanes split each row's blocks, x held, W and x
-//                through texel views; _ln / _pick as linear.comp's;
+//   matvec_rows  decode on CPU devices: rows per lane, W and x through texel views, x
+//                handed out by shuffles; _ln / _pick as linear.comp's;
+//   matvec_cols  the same with lanes splitting each row's blocks, x held (CPUs that the
+//                host says prefer it, Caps::column_split_matvec);
 //   gemm_bcast   T > 1 on CPU devices with subgroups, x broadcast by shuffles;
 //   gemm_reg     the same without subgroup operations;
 //   gemm_tiled   T > 1 on GPUs: shared-memory tiles, W dequantized as it is staged.
@@ -18,6 +20,9 @@
 //! variant matvec_cols MATVEC_QCOLS TEXEL X_TEXEL
 //! variant matvec_cols_ln MATVEC_QCOLS TEXEL X_TEXEL LN_AFTER
 //! variant matvec_cols_pick MATVEC_QCOLS TEXEL X_TEXEL PICK_AFTER
+//! variant matvec_rows MATVEC_QROWS TEXEL X_TEXEL
+//! variant matvec_rows_ln MATVEC_QROWS TEXEL X_TEXEL LN_AFTER
+//! variant matvec_rows_pick MATVEC_QROWS TEXEL X_TEXEL PICK_AFTER
 //! variant gemm_reg GEMM_QREG
 //! variant gemm_reg_texel GEMM_QREG TEXEL
 //! variant gemm_bcast GEMM_QBCAST
@@ -31,7 +36,7 @@
 #ifdef TEXEL
 #extension GL_EXT_samplerless_texture_functions : require
 #endif
-#if defined(GEMM_QBCAST) || defined(MATVEC_QCOLS)
+#if defined(GEMM_QBCAST) || defined(MATVEC_QCOLS) || defined(MATVEC_QROWS)
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #extension GL_EXT_control_flow_attributes : require
@@ -41,6 +46,8 @@
 
 #if defined(MATVEC_Q)
 #include "common/linear_matvec_q.glsl"
+#elif defined(MATVEC_QROWS)
+#include "common/linear_matvec_qrows.glsl"
 #elif defined(MATVEC_QCOLS)
 #include "common/linear_matvec_qcols.glsl"
 #elif defined(GEMM_QREG)

@@ -1,6 +1,7 @@
 #include "engine/ops/linear_quant.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include "engine/error.hpp"
 #include "engine/vk/context.hpp"
@@ -28,6 +29,23 @@ Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel) {
   const uint32_t rows = cpu_shape ? 16 : 2;
   k.tile = {rows};
   k.outputs_per_group = rows;
+  return k;
+}
+
+// Decode on CPU devices, a lane per row: 16 rows per lane where the matrix still gives every
+// CPU thread two workgroups or more, else 8 (the float row kernel's choice).
+Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows) {
+  Kernel k;
+  k.kind = LinearKernel::MatVec;  // grid: x over outputs, y over tokens
+  k.shader = "linear_q.matvec_rows";
+  k.texel = k.x_texel = true;
+  k.norm_variant = k.pick_variant = ctx.caps().subgroup_arithmetic;
+  k.local = ctx.caps().subgroup_size;
+  const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t groups_of_16 = (uint64_t(rows) + 16 * k.local - 1) / (16 * k.local);
+  const uint32_t per_lane = groups_of_16 >= 2 * threads ? 16 : 8;
+  k.tile = {per_lane};
+  k.outputs_per_group = per_lane * k.local;
   return k;
 }
 
@@ -112,9 +130,10 @@ LinearKernel quant_auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix&
   if (T > 1) return cpu ? LinearKernel::GemmRegisters : LinearKernel::GemmTiled;
   if (!cpu) return LinearKernel::MatVec;
   const bool w_texel = W.has_texel_views();
-  if (w_texel && x_texel_ok(x, W.cols) && row_matvec_supported(ctx) && quant_cols_fits(ctx, W.cols))
-    return LinearKernel::MatVecCols;
-  return w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec;
+  if (!(w_texel && x_texel_ok(x, W.cols) && row_matvec_supported(ctx)))
+    return w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec;
+  return ctx.caps().column_split_matvec && quant_cols_fits(ctx, W.cols) ? LinearKernel::MatVecCols
+                                                                         : LinearKernel::MatVecRows;
 }
 
 Kernel choose_quant_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x) {
@@ -129,6 +148,11 @@ Kernel choose_quant_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T
     case LinearKernel::MatVecTexel:
       if (!w_texel) throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
       return mat_vec(ctx, false, true);
+    case LinearKernel::MatVecRows:
+    case LinearKernel::MatVecRowsHeld:
+      if (!(w_texel && x_texel && row_matvec_supported(ctx)))
+        throw DeviceError("linear: the " + dt + " row mat-vec needs W and x with texel views and subgroup shuffles");
+      return mat_vec_rows(ctx, W.rows);
     case LinearKernel::MatVecCols:
       if (!(w_texel && x_texel && row_matvec_supported(ctx)))
         throw DeviceError("linear: the " + dt + " column-split mat-vec needs W and x with texel views and subgroup shuffles");
@@ -142,7 +166,7 @@ Kernel choose_quant_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T
     case LinearKernel::GemmTiled: return gemm_tiled(ctx);
     default:
       throw DeviceError("linear: " + dt + " weights have no " +
-                        (want == LinearKernel::GemmCoopMat ? "cooperative-matrix GEMM" : "row mat-vec") +
+                        "cooperative-matrix GEMM" +
                         " (engine/ops/linear_quant.hpp lists their kernels)");
   }
 }

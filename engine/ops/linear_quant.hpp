@@ -2,15 +2,17 @@
 // takes, and its launch shape. engine/ops/linear.cpp asks here for every quantized W and
 // dispatches the result like its float kernels (same bindings, epilogue, chunks, split-K).
 //
-// Auto: decode (T == 1) on CPU devices takes the column-split mat-vec (W and x through
-// texel views, subgroup shuffles; also its _ln / _pick fusions) where it fits
-// (quant_cols_fits), else the split-K mat-vec on W's texel view, else storage loads; on
-// GPUs the 256-wide mat-vec. Prompts (T > 1) take the register GEMM on CPU devices (the
-// broadcast kernel with subgroups, texel views where they exist) and the tiled GEMM on
-// GPUs. Forced kernels: MatVec, MatVecWide, MatVecTexel, MatVecCols, GemmRegisters (and
-// GemmRegistersWide, the same kernel) and GemmTiled; the row mat-vecs and the
-// cooperative-matrix GEMM have no quantized form and throw DeviceError, as does a forced
-// kernel whose needs (texel views, shuffles) the device lacks.
+// Auto: decode (T == 1) on CPU devices takes the row mat-vec (a lane per row, W and x
+// through texel views, subgroup shuffles; also its _ln / _pick fusions), or the
+// column-split one where the device prefers it (Caps::column_split_matvec) and it fits
+// (quant_cols_fits); without x's texel view or shuffles the split-K mat-vec on W's texel
+// view, else storage loads. GPUs: the 256-wide mat-vec. Prompts (T > 1) take the register
+// GEMM on CPU devices (the broadcast kernel with subgroups, texel views where they exist)
+// and the tiled GEMM on GPUs. Forced kernels: MatVec, MatVecWide, MatVecTexel, MatVecRows
+// (and MatVecRowsHeld, the same kernel: x is not held), MatVecCols, GemmRegisters (and
+// GemmRegistersWide, the same kernel) and GemmTiled; the cooperative-matrix GEMM has no
+// quantized form and throws DeviceError, as does a forced kernel whose needs (texel views,
+// shuffles) the device lacks.
 #pragma once
 #include <cstdint>
 
