@@ -6,7 +6,8 @@
 //   matvec_*     decode on GPUs and the fallback elsewhere: outputs per workgroup, the
 //                inputs split by blocks across invocations (subgroupAdd or shared memory);
 //   matvec_rows  decode on CPU devices: rows per lane, W and x through texel views, x
-//                handed out by shuffles; _ln / _pick as linear.comp's;
+//                handed out by shuffles; _held: x fetched once (K <= 1024); _ln / _pick
+//                as linear.comp's;
 //   matvec_cols  the same with lanes splitting each row's blocks, x held (CPUs that the
 //                host says prefer it, Caps::column_split_matvec);
 //   gemm_bcast   T > 1 on CPU devices with subgroups, x broadcast by shuffles;
@@ -23,6 +24,9 @@
 //! variant matvec_rows MATVEC_QROWS TEXEL X_TEXEL
 //! variant matvec_rows_ln MATVEC_QROWS TEXEL X_TEXEL LN_AFTER
 //! variant matvec_rows_pick MATVEC_QROWS TEXEL X_TEXEL PICK_AFTER
+//! variant matvec_rows_held MATVEC_QROWS TEXEL X_TEXEL X_HELD
+//! variant matvec_rows_held_ln MATVEC_QROWS TEXEL X_TEXEL X_HELD LN_AFTER
+//! variant matvec_rows_held_pick MATVEC_QROWS TEXEL X_TEXEL X_HELD PICK_AFTER
 //! variant gemm_reg GEMM_QREG
 //! variant gemm_reg_texel GEMM_QREG TEXEL
 //! variant gemm_bcast GEMM_QBCAST

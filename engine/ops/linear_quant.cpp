@@ -33,11 +33,12 @@ Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel) {
 }
 
 // Decode on CPU devices, a lane per row: 16 rows per lane where the matrix still gives every
-// CPU thread two workgroups or more, else 8 (the float row kernel's choice).
-Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows) {
+// CPU thread two workgroups or more, else 8 (the float row kernel's choice). `held`: x
+// fetched once per workgroup (K <= kMaxHeldInputs), not once per row.
+Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows, bool held) {
   Kernel k;
   k.kind = LinearKernel::MatVec;  // grid: x over outputs, y over tokens
-  k.shader = "linear_q.matvec_rows";
+  k.shader = held ? "linear_q.matvec_rows_held" : "linear_q.matvec_rows";
   k.texel = k.x_texel = true;
   k.norm_variant = k.pick_variant = ctx.caps().subgroup_arithmetic;
   k.local = ctx.caps().subgroup_size;
@@ -152,7 +153,7 @@ Kernel choose_quant_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T
     case LinearKernel::MatVecRowsHeld:
       if (!(w_texel && x_texel && row_matvec_supported(ctx)))
         throw DeviceError("linear: the " + dt + " row mat-vec needs W and x with texel views and subgroup shuffles");
-      return mat_vec_rows(ctx, W.rows);
+      return mat_vec_rows(ctx, W.rows, W.cols <= kMaxHeldInputs);
     case LinearKernel::MatVecCols:
       if (!(w_texel && x_texel && row_matvec_supported(ctx)))
         throw DeviceError("linear: the " + dt + " column-split mat-vec needs W and x with texel views and subgroup shuffles");

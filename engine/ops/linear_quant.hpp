@@ -9,7 +9,7 @@
 // view, else storage loads. GPUs: the 256-wide mat-vec. Prompts (T > 1) take the register
 // GEMM on CPU devices (the broadcast kernel with subgroups, texel views where they exist)
 // and the tiled GEMM on GPUs. Forced kernels: MatVec, MatVecWide, MatVecTexel, MatVecRows
-// (and MatVecRowsHeld, the same kernel: x is not held), MatVecCols, GemmRegisters (and
+// (and MatVecRowsHeld, the same kernel: either holds x for K <= kMaxHeldInputs), MatVecCols, GemmRegisters (and
 // GemmRegistersWide, the same kernel) and GemmTiled; the cooperative-matrix GEMM has no
 // quantized form and throws DeviceError, as does a forced kernel whose needs (texel views,
 // shuffles) the device lacks.

@@ -34,18 +34,25 @@ void main() {
 
   for (uint b = 0u; b < QB; ++b) {
     float d[TN];
-    uvec4 p[TN][2];
-    for (uint j = 0u; j < TN; ++j) {
-      d[j] = q_scale(load_w(wr[j] + b / 8u), b);
-      q_block(wr[j], b, p[j]);
-    }
-    for (uint h = 0u; h < 8u; ++h) {
-      vec4 xq[XT];
-      for (uint s = 0u; s < XT; ++s) xq[s] = load_x4(xr[s] + b * 32u + h * 4u);
-      vec4 wq[TN];
-      for (uint j = 0u; j < TN; ++j) wq[j] = q_quad(p[j], h) * d[j];
-      TOKEN(0u) TOKEN(1u) TOKEN(2u) TOKEN(3u) TOKEN(4u) TOKEN(5u) TOKEN(6u) TOKEN(7u)
-      TOKEN(8u) TOKEN(9u) TOKEN(10u) TOKEN(11u) TOKEN(12u) TOKEN(13u) TOKEN(14u) TOKEN(15u)
+    for (uint j = 0u; j < TN; ++j) d[j] = q_scale(load_w(wr[j] + b / 8u), b);
+    // One data word of each row at a time (Q8_0: weights 16 hw .. 16 hw + 15; Q4_0: the
+    // block's one word, its low nibbles then its high ones), so fewer values stay live.
+    [[unroll]] for (uint hw = 0u; hw < 2u; ++hw) {
+      uvec4 p[TN][2];
+      for (uint j = 0u; j < TN; ++j) {
+        p[j][0] = Q4 ? load_w(wr[j] + QSW + b) : uvec4(0u);
+        p[j][1] = Q4 ? p[j][0] : load_w(wr[j] + QSW + b * 2u + hw);
+        if (!Q4) p[j][0] = p[j][1];
+      }
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        uint h = hw * 4u + c;
+        vec4 xq[XT];
+        for (uint s = 0u; s < XT; ++s) xq[s] = load_x4(xr[s] + b * 32u + h * 4u);
+        vec4 wq[TN];
+        for (uint j = 0u; j < TN; ++j) wq[j] = q_quad(p[j], h) * d[j];
+        TOKEN(0u) TOKEN(1u) TOKEN(2u) TOKEN(3u) TOKEN(4u) TOKEN(5u) TOKEN(6u) TOKEN(7u)
+        TOKEN(8u) TOKEN(9u) TOKEN(10u) TOKEN(11u) TOKEN(12u) TOKEN(13u) TOKEN(14u) TOKEN(15u)
+      }
     }
   }
 

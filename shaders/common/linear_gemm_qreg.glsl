@@ -27,7 +27,7 @@ void main() {
       d[j] = q_scale(load_w(wr[j] + b / 8u), b);
       q_block(wr[j], b, p[j]);
     }
-    for (uint h = 0u; h < 8u; ++h) {
+    [[unroll]] for (uint h = 0u; h < 8u; ++h) {
       vec4 xq[TM];
       for (uint i = 0u; i < TM; ++i) xq[i] = load_x4(xr[i] + b * 32u + h * 4u);
       for (uint j = 0u; j < TN; ++j) {

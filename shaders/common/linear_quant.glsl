@@ -8,9 +8,14 @@ const uint QB = K / 32u;            // blocks per row
 const uint QSW = (QB + 7u) / 8u;    // scale words at the start of a row
 const uint QWB = Q4 ? 1u : 2u;      // data words per block
 
+// Component i of a word by selects: a vector indexed by a value the compiler cannot fold
+// goes to per-lane scratch memory on lavapipe (every access a loop over the lanes); with
+// a constant index the selects fold away.
+uint q_component(uvec4 v, uint i) { return i == 0u ? v.x : i == 1u ? v.y : i == 2u ? v.z : v.w; }
+
 // The scale of block b from the scale word that holds it (word b / 8 of the row).
 float q_scale(uvec4 sw, uint b) {
-  uint u = sw[(b >> 1) & 3u];
+  uint u = q_component(sw, (b >> 1) & 3u);
   return unpackHalf2x16((b & 1u) != 0u ? u >> 16 : u).x;
 }
 
@@ -24,10 +29,10 @@ void q_block(uint wrow, uint b, out uvec4 p[2]) {
 // top of a lane and an arithmetic shift brings it down sign-extended (Q4_0: less 8).
 vec4 q_quad(uvec4 p[2], uint h) {
   if (Q4) {
-    uvec4 u = uvec4(p[0][h & 3u]) >> (uvec4(0u, 8u, 16u, 24u) + (h >= 4u ? 4u : 0u));
+    uvec4 u = uvec4(q_component(p[0], h & 3u)) >> (uvec4(0u, 8u, 16u, 24u) + (h >= 4u ? 4u : 0u));
     return vec4(ivec4(u & 15u) - 8);
   }
-  uint u = p[h >> 2][h & 3u];
+  uint u = q_component(h >= 4u ? p[1] : p[0], h & 3u);
   return vec4(ivec4(u << 24, u << 16, u << 8, u) >> 24);
 }
 
