@@ -24,7 +24,8 @@ constexpr double kTol = 1e-4;
 
 const LinearKernel kKernels[] = {LinearKernel::Auto,       LinearKernel::MatVec,        LinearKernel::MatVecWide,
                                  LinearKernel::MatVecTexel, LinearKernel::MatVecRows,   LinearKernel::MatVecCols,
-                                 LinearKernel::GemmRegisters, LinearKernel::GemmTiled};
+                                 LinearKernel::GemmRegisters, LinearKernel::GemmRegistersWide,
+                                 LinearKernel::GemmTiled};
 const char* kernel_name(LinearKernel k) {
   switch (k) {
     case LinearKernel::Auto: return "auto";
@@ -34,6 +35,7 @@ const char* kernel_name(LinearKernel k) {
     case LinearKernel::MatVecRows: return "matvec_rows";
     case LinearKernel::MatVecCols: return "matvec_cols";
     case LinearKernel::GemmRegisters: return "gemm_reg";
+    case LinearKernel::GemmRegistersWide: return "gemm_reg_wide";
     case LinearKernel::GemmTiled: return "gemm_tiled";
     default: return "?";
   }

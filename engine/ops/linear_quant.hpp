@@ -7,10 +7,11 @@
 // column-split one where the device prefers it (Caps::column_split_matvec) and it fits
 // (quant_cols_fits); without x's texel view or shuffles the split-K mat-vec on W's texel
 // view, else storage loads. GPUs: the 256-wide mat-vec. Prompts (T > 1) take the register
-// GEMM on CPU devices (the broadcast kernel with subgroups, texel views where they exist)
-// and the tiled GEMM on GPUs. Forced kernels: MatVec, MatVecWide, MatVecTexel, MatVecRows
-// (and MatVecRowsHeld, the same kernel: either holds x for K <= kMaxHeldInputs), MatVecCols, GemmRegisters (and
-// GemmRegistersWide, the same kernel) and GemmTiled; the cooperative-matrix GEMM has no
+// GEMM on CPU devices (the broadcast kernel with subgroups, texel views where they exist;
+// from kWideTileMinTokens tokens its wide tile, GemmRegistersWide: 2 tokens x 3 outputs a
+// lane, as the float kernel's) and the tiled GEMM on GPUs. Forced kernels: MatVec, MatVecWide, MatVecTexel, MatVecRows
+// (and MatVecRowsHeld, the same kernel: either holds x for K <= kMaxHeldInputs), MatVecCols, GemmRegisters,
+// GemmRegistersWide and GemmTiled; the cooperative-matrix GEMM has no
 // quantized form and throws DeviceError, as does a forced kernel whose needs (texel views,
 // shuffles) the device lacks.
 #pragma once
