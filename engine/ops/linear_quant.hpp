@@ -9,11 +9,12 @@
 // view, else storage loads. GPUs: the 256-wide mat-vec. Prompts (T > 1) take the register
 // GEMM on CPU devices (the broadcast kernel with subgroups, texel views where they exist;
 // from kWideTileMinTokens tokens its wide tile, GemmRegistersWide: 2 tokens x 3 outputs a
-// lane, as the float kernel's) and the tiled GEMM on GPUs. Forced kernels: MatVec, MatVecWide, MatVecTexel, MatVecRows
-// (and MatVecRowsHeld, the same kernel: either holds x for K <= kMaxHeldInputs), MatVecCols, GemmRegisters,
-// GemmRegistersWide and GemmTiled; the cooperative-matrix GEMM has no
-// quantized form and throws DeviceError, as does a forced kernel whose needs (texel views,
-// shuffles) the device lacks.
+// lane, as the float kernel's) and the tiled GEMM on GPUs.
+// Forced kernels: MatVec, MatVecWide, MatVecTexel, MatVecRows (and MatVecRowsHeld, the
+// same kernel: either holds x for K <= kMaxHeldInputs), MatVecCols, GemmRegisters,
+// GemmRegistersWide and GemmTiled. The cooperative-matrix GEMM has no quantized form and
+// throws DeviceError, as does a forced kernel whose needs (texel views, shuffles) the
+// device lacks.
 #pragma once
 #include <cstdint>
 
