@@ -36,10 +36,17 @@ function(gptvk_probe_glsl_features)
   set(GPTVK_GLSL_FEATURES ${features} PARENT_SCOPE)
 endfunction()
 
-function(gptvk_embed_shaders target shader_dir)
-  gptvk_probe_glsl_features()
+# gptvk_embed_shaders(target shader_dir out_subdir table_function): the library `target`
+# holds every shaders/*.comp of `shader_dir`, compiled into ${CMAKE_BINARY_DIR}/out_subdir,
+# and defines gptvk::vk::table_function() returning their table. Shaders include from
+# `shader_dir` and from shaders/ (its common/*.glsl).
+function(gptvk_embed_shaders target shader_dir out_subdir table_function)
+  if(NOT DEFINED GPTVK_GLSL_FEATURES)
+    gptvk_probe_glsl_features()
+    set(GPTVK_GLSL_FEATURES ${GPTVK_GLSL_FEATURES} PARENT_SCOPE)
+  endif()
   file(GLOB shader_files CONFIGURE_DEPENDS ${shader_dir}/*.comp)
-  set(out_dir ${CMAKE_BINARY_DIR}/shaders)
+  set(out_dir ${CMAKE_BINARY_DIR}/${out_subdir})
   file(MAKE_DIRECTORY ${out_dir})
   set(sources "")
   set(registry_decls "")
@@ -83,7 +90,7 @@ function(gptvk_embed_shaders target shader_dir)
       add_custom_command(
         OUTPUT ${spv} ${cpp}
         COMMAND ${GLSLANG} --quiet --target-env vulkan1.1 ${defines}
-                -I${shader_dir} --depfile ${spv}.d -o ${spv} ${shader}
+                -I${shader_dir} -I${CMAKE_SOURCE_DIR}/shaders --depfile ${spv}.d -o ${spv} ${shader}
         COMMAND ${SPIRV_VAL} --target-env vulkan1.1 ${spv}
         COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DOUT=${cpp} -DSYMBOL=${symbol}
                 -P ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake
@@ -104,7 +111,7 @@ function(gptvk_embed_shaders target shader_dir)
 #include <string>
 @registry_decls@
 namespace gptvk::vk {
-const std::map<std::string, std::span<const uint32_t>>& shader_table() {
+const std::map<std::string, std::span<const uint32_t>>& @table_function@() {
   static const std::map<std::string, std::span<const uint32_t>> table = {
 @registry_entries@  };
   return table;

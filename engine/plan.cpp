@@ -10,7 +10,7 @@ namespace gptvk {
 
 ExecutionPlan make_plan(const vk::Context& ctx, const PlanModel& model) {
   ExecutionPlan p;
-  p.cpu_kernels = ctx.info().is_cpu();
+  p.cpu_kernels = ctx.cpu_kernels();
   p.fold_norms = !p.cpu_kernels && model.pre_norm && model.n_layers > 0 && model.norms_foldable;
   p.tiled_prompt_attention = p.cpu_kernels && model.max_chunk >= ops::kTiledMinTokens;
   p.last_row_on_chunk_pipelines = p.cpu_kernels;

@@ -157,6 +157,9 @@ class Unpickler {
   }
 
   void step(uint8_t op);
+  void push_long1();
+  void push_binfloat();
+  [[noreturn]] void refuse(uint8_t op) const;
   Ref reduce(const Ref& callable, const Ref& args);
   Ref persistent_load(const Ref& pid);
 
@@ -186,22 +189,8 @@ void Unpickler::step(uint8_t op) {
     case 'K': push_int(int64_t(le(1))); break;                    // BININT1
     case 'M': push_int(int64_t(le(2))); break;                    // BININT2
     case 'J': push_int(int64_t(int32_t(uint32_t(le(4))))); break; // BININT
-    case 0x8a: {                                                  // LONG1
-      const uint64_t n = le(1);
-      if (n > 8) fail("an integer wider than 64 bits");
-      uint64_t v = n ? le(int(n)) : 0;
-      if (n && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t(0) << (8 * n);  // sign-extend
-      push_int(int64_t(v));
-      break;
-    }
-    case 'G': {                                                   // BINFLOAT (big-endian)
-      uint64_t v = 0;
-      for (int k = 0; k < 8; ++k) v = v << 8 | byte();
-      Ref r = make(Obj::K::Float);
-      std::memcpy(&r->f, &v, 8);
-      push(r);
-      break;
-    }
+    case 0x8a: push_long1(); break;                               // LONG1
+    case 'G': push_binfloat(); break;                             // BINFLOAT
     case 'X': push_str(bytes(le(4))); break;                      // BINUNICODE
     case 0x8c: push_str(bytes(le(1))); break;                     // SHORT_BINUNICODE
     case 'q': memo_put(le(1)); break;                             // BINPUT
@@ -242,13 +231,33 @@ void Unpickler::step(uint8_t op) {
         fail("BUILD on something other than a dict's metadata");
       break;
     }
-    default: {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02x", op);
-      fail(std::string("opcode ") + hex + " at byte " + std::to_string(pos_ - 1) +
-           " is not one a state dict of tensors is pickled with: refused");
-    }
+    default: refuse(op);
   }
+}
+
+// LONG1: a length byte, then that many little-endian two's-complement bytes.
+void Unpickler::push_long1() {
+  const uint64_t n = le(1);
+  if (n > 8) fail("an integer wider than 64 bits");
+  uint64_t v = n ? le(int(n)) : 0;
+  if (n && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t(0) << (8 * n);  // sign-extend
+  push_int(int64_t(v));
+}
+
+// BINFLOAT: an IEEE double, big-endian.
+void Unpickler::push_binfloat() {
+  uint64_t v = 0;
+  for (int k = 0; k < 8; ++k) v = v << 8 | byte();
+  Ref r = make(Obj::K::Float);
+  std::memcpy(&r->f, &v, 8);
+  push(r);
+}
+
+void Unpickler::refuse(uint8_t op) const {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", op);
+  fail(std::string("opcode ") + hex + " at byte " + std::to_string(pos_ - 1) +
+       " is not one a state dict of tensors is pickled with: refused");
 }
 
 Ref Unpickler::persistent_load(const Ref& pid) {

@@ -4,17 +4,13 @@
 // the biased variance. Two passes over the row (mean, then the sum of squared deviations)
 // so a large mean cannot cancel the variance as E[x^2] - mean^2 would. One workgroup per
 // row; each invocation strides over the row and only ever touches its own elements, so y
-// may alias the input. FUSED_ADD: the input is a + b (post-LN blocks: x = LN(x + f(x))).
+// may alias the input.
 // VEC4 (C a multiple of 4): each invocation moves 4 floats per access, which on lavapipe
 // (per-lane gathers) halves the time.
 //! variant subgroup USE_SUBGROUP
 //! variant shared
-//! variant add_subgroup USE_SUBGROUP FUSED_ADD
-//! variant add_shared FUSED_ADD
 //! variant subgroup_vec4 USE_SUBGROUP VEC4
 //! variant shared_vec4 VEC4
-//! variant add_subgroup_vec4 USE_SUBGROUP FUSED_ADD VEC4
-//! variant add_shared_vec4 FUSED_ADD VEC4
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint C = 1;
 layout(constant_id = 2) const float EPS = 1e-5;
@@ -34,20 +30,11 @@ const uint N = C / WIDTH;  // VT elements per row
 
 layout(push_constant) uniform Push { uint rows; } pc;
 
-#ifdef FUSED_ADD
-layout(std430, binding = 0) readonly buffer A { VT a[]; };
-layout(std430, binding = 1) readonly buffer B { VT b[]; };
-layout(std430, binding = 2) readonly buffer Gamma { VT gamma[]; };
-layout(std430, binding = 3) readonly buffer Beta { VT beta[]; };
-layout(std430, binding = 4) writeonly buffer Y { VT y[]; };
-VT load(uint i) { return a[i] + b[i]; }
-#else
 layout(std430, binding = 0) readonly buffer X { VT x[]; };
 layout(std430, binding = 1) readonly buffer Gamma { VT gamma[]; };
 layout(std430, binding = 2) readonly buffer Beta { VT beta[]; };
 layout(std430, binding = 3) writeonly buffer Y { VT y[]; };
 VT load(uint i) { return x[i]; }
-#endif
 
 void main() {
   uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;

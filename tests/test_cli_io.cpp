@@ -270,6 +270,18 @@ BOOST_AUTO_TEST_CASE(gptvk_force_sizes) {
   check(devices("max_range=1K"), {2, {"max_range=1K is out of range (1M to 1024G)"}, 2});
   check(devices("max_range=99999999999999G"), {2, {"out of range"}, 2});
 }
+// GPTVK_FORCE=gpu picks a GPU's kernels; the device stays the type it is.
+BOOST_AUTO_TEST_CASE(gptvk_force_gpu_keeps_the_device_type) {
+  auto chosen = [](const std::string& out) {
+    const size_t c = out.find("chosen: ");
+    return c == std::string::npos ? std::string() : out.substr(c, out.find(" MiB", c) - c);
+  };
+  CliResult plain = run_cli({"devices", "-v"}), gpu = run_cli({"devices", "-v"}, {"GPTVK_FORCE=gpu"});
+  BOOST_TEST(gpu.exit_code == 0);
+  BOOST_TEST(!chosen(plain.out).empty(), plain.out);
+  BOOST_TEST(chosen(gpu.out) == chosen(plain.out));
+  BOOST_TEST(gpu.out.find("plan: a GPU's kernels") != std::string::npos, gpu.out);
+}
 BOOST_AUTO_TEST_CASE(temperature_and_device_bounds_are_readable) {
   CliResult t = run_cli({"generate", "--prompt", "x", "--temperature", "-1"});
   check(t, {2, {"--temperature", "must be a number >= 0, got -1"}});

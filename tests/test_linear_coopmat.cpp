@@ -1,7 +1,7 @@
 #define BOOST_TEST_MODULE linear_coopmat
 // The linear layer's GEMM on matrix units (ops::LinearKernel::GemmCoopMat): on shapes that
-// are no multiple of any tile (T, K and N odd), the thin, square and tall tiles, K not a
-// multiple of 4 (scalar x loads), split-K, every epilogue. The kernel rounds x to f16, so
+// are no multiple of any tile (T, K and N odd), both tiles (2 and 4 accumulators per
+// subgroup), K not a multiple of 4 (scalar x loads), split-K, every epilogue. The kernel rounds x to f16, so
 // the reference multiplies x rounded the same way: then only the order of the f32 sums
 // differs, and the tolerance is the f32 kernels' (tests/test_linear.cpp, kTol). The whole
 // test is skipped, saying why, on devices without cooperative matrices (lavapipe).
@@ -83,12 +83,12 @@ BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *utf::precondition(
   const uint64_t messages = ctx.validation_messages();
   BOOST_TEST_MESSAGE(ctx.info().name << ": " << ctx.caps().coopmat.describe());
   const Case cases[] = {
-      {3, 100, 70, true, Activation::None, 0, "thin tile, a batch of decode rows"},
-      {13, 1600, 96, false, Activation::GeluTanh, 1, "thin tile, split over K"},
+      {3, 100, 70, true, Activation::None, 0, "a batch of decode rows (2 accumulators a subgroup)"},
+      {13, 1600, 96, false, Activation::GeluTanh, 1, "a batch, split over K"},
       {70, 301, 50, true, Activation::GeluErf, 2, "K not a multiple of 4 (scalar x), partial last word"},
-      {130, 768, 2304, true, Activation::None, 0, "square tiles, partial last tile of tokens"},
+      {130, 768, 2304, true, Activation::None, 0, "4 accumulators a subgroup, partial last tile of tokens"},
       {129, 1024, 770, true, Activation::Relu, 1, "outputs not a multiple of any tile"},
-      {520, 64, 4800, false, Activation::GeluTanh, 2, "tall tiles (many tiles)"},
+      {520, 64, 4800, false, Activation::GeluTanh, 2, "many tiles"},
       {16, 3072, 768, true, Activation::None, 2, "GPT-2 small's fc-proj for 16 rows, split over K"},
   };
   for (const Case& c : cases) check(ctx, c);

@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
         // fallback device, nor on GPUs); Auto takes it for one token on CPU devices.
         const bool rows_ok = ops::row_matvec_supported(*ctx) && ctx->caps().subgroup_arithmetic;
         if (kernel != LinearKernel::Auto && !rows_ok) continue;
-        const bool rows_kernel = rows_ok && (kernel != LinearKernel::Auto || ctx->info().is_cpu());
+        const bool rows_kernel = rows_ok && (kernel != LinearKernel::Auto || ctx->cpu_kernels());
         for (const Case& c : cases) {
           auto x = test::random_floats(K, K + 1);
           auto w = test::random_floats(size_t(N) * K, K + 2, -0.5f, 0.5f);
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
 // A pick view too small for the dispatch is refused when the graph is built, not overrun.
 BOOST_AUTO_TEST_CASE(rejects_short_pick_views) {
   auto& ctx = test::context();
-  if (!ctx.info().is_cpu() || !ops::row_matvec_supported(ctx)) return;  // only the row mat-vec picks
+  if (!ctx.cpu_kernels() || !ops::row_matvec_supported(ctx)) return;  // only the row mat-vec picks
   const uint32_t N = 2500, K = 96;
   Matrix m = Matrix::create(ctx, DType::F16, N, K, "pick weights");
   auto w = test::random_floats(size_t(N) * K, 1);

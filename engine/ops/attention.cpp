@@ -60,7 +60,7 @@ bool texel_views_ok(View qkv, View k_cache, View v_cache) {
 
 AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool texel_views, uint32_t T) {
   const auto& caps = ctx.caps();
-  bool cpu = ctx.info().is_cpu();
+  bool cpu = ctx.cpu_kernels();
   uint32_t sg = std::max(caps.subgroup_size, 1u);
   AttentionKernel k;
   if (cpu && texel_views && s.head_dim % 4 == 0 && caps.subgroup_arithmetic && sg <= caps.max_workgroup_invocations) {

@@ -19,22 +19,18 @@ void check_views(const std::string& name, const View& x, const View& gamma, cons
     throw std::logic_error(name + ": gamma/beta hold fewer than C floats");
 }
 
-// `inputs` are the views the row is read from: {x} or {a, b}.
-void add_norm(Graph& g, const std::vector<View>& inputs, View gamma, View beta, View y, uint32_t rows, uint32_t C,
-              float eps, const RowReduce& shape, const std::string& name) {
-  for (const auto& in : inputs) check_views(name, in, gamma, beta, y, rows, C);
+void norm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
+          const RowReduce& shape, const std::string& name) {
+  check_views(name, x, gamma, beta, y, rows, C);
   // 4-wide accesses need rows of whole vec4s and 16-byte aligned bindings.
   bool vec4 = C % 4 == 0;
-  for (const View& v : inputs) vec4 &= v.offset % 16 == 0;
-  for (const View& v : {gamma, beta, y}) vec4 &= v.offset % 16 == 0;
+  for (const View& v : {x, gamma, beta, y}) vec4 &= v.offset % 16 == 0;
   check_row_reduce_shape(g.context(), shape, vec4 ? C / 4 : C, kPasses, name);
   if (rows == 0) return;
-  std::string shader = std::string(inputs.size() == 2 ? "layernorm.add_" : "layernorm.") + shape.variant() +
-                       (vec4 ? "_vec4" : "");
-  uint32_t bindings = static_cast<uint32_t>(inputs.size()) + 3;
-  const auto& p = g.context().pipelines().get({shader, {shape.local, C, vk::spec_f32(eps)}, bindings, 4});
+  std::string shader = "layernorm." + shape.variant() + (vec4 ? "_vec4" : "");
+  const auto& p = g.context().pipelines().get({shader, {shape.local, C, vk::spec_f32(eps)}, 4, 4});
   Dispatch d{name, &p, {}, row_groups(rows), {rows}};
-  for (const auto& in : inputs) d.args.push_back({in, Access::Read});
+  d.args.push_back({x, Access::Read});
   d.args.push_back({gamma, Access::Read});
   d.args.push_back({beta, Access::Read});
   d.args.push_back({y, Access::Write});
@@ -45,22 +41,12 @@ void add_norm(Graph& g, const std::vector<View>& inputs, View gamma, View beta, 
 
 void layernorm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
                const std::string& name) {
-  add_norm(g, {x}, gamma, beta, y, rows, C, eps, row_reduce_shape(g.context(), C, kPasses), name);
-}
-
-void add_layernorm(Graph& g, View a, View b, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
-                   const std::string& name) {
-  add_norm(g, {a, b}, gamma, beta, y, rows, C, eps, row_reduce_shape(g.context(), C, kPasses), name);
+  norm(g, x, gamma, beta, y, rows, C, eps, row_reduce_shape(g.context(), C, kPasses), name);
 }
 
 void layernorm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
                const RowReduce& shape, const std::string& name) {
-  add_norm(g, {x}, gamma, beta, y, rows, C, eps, shape, name);
-}
-
-void add_layernorm(Graph& g, View a, View b, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
-                   const RowReduce& shape, const std::string& name) {
-  add_norm(g, {a, b}, gamma, beta, y, rows, C, eps, shape, name);
+  norm(g, x, gamma, beta, y, rows, C, eps, shape, name);
 }
 
 }  // namespace gptvk::ops

@@ -13,16 +13,9 @@ namespace gptvk::ops {
 void layernorm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
                const std::string& name = "layernorm");
 
-// y = LayerNorm(a + b) in one dispatch (post-LN blocks: x = LN(x + sublayer(x))). The sum is
-// not stored. y may alias a or b.
-void add_layernorm(Graph& g, View a, View b, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
-                   const std::string& name = "add_layernorm");
-
 // The same with the launch shape given instead of chosen from the caps (tests run GPU-sized
 // workgroups on a CPU device this way). Throws std::logic_error if the device cannot run it.
 void layernorm(Graph& g, View x, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
                const RowReduce& shape, const std::string& name = "layernorm");
-void add_layernorm(Graph& g, View a, View b, View gamma, View beta, View y, uint32_t rows, uint32_t C, float eps,
-                   const RowReduce& shape, const std::string& name = "add_layernorm");
 
 }  // namespace gptvk::ops

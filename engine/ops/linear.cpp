@@ -35,7 +35,7 @@ Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel, bool norm_before) 
   k.texel = texel;
   k.norm_before_variant = !texel;
   uint32_t rows;
-  if (ctx.info().is_cpu() && !wide) {
+  if (ctx.cpu_kernels() && !wide) {
     // One SIMD vector per workgroup (more invocations add no parallelism on lavapipe), 16
     // rows per workgroup so one load of x serves 16 rows of W: 3.6 GB/s of f16 weights,
     // against 4.4 GB/s for a kernel that only loads W (loads are the bound, not math).
@@ -134,7 +134,7 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
   // for the best plain register tiles. It needs subgroupShuffle; GPUs never get here
   // unless a test forces this kernel.
   // Weights through texel views: 46 GFLOP/s; inputs too: 55.
-  if (ctx.info().is_cpu() && caps.subgroup_arithmetic && one_subgroup_shuffles(ctx)) {
+  if (ctx.cpu_kernels() && caps.subgroup_arithmetic && one_subgroup_shuffles(ctx)) {
     k.shader = "linear.gemm_bcast";
     if (w_texel) {
       k.shader += "_texel";
@@ -196,8 +196,10 @@ Kernel gemm_tiled(const vk::Context& ctx) {
   throw DeviceError("linear: the device has too little shared memory for the tiled GEMM");
 }
 
-Kernel gemm_coopmat(const vk::Context& ctx, uint32_t T, const Matrix& W) {
-  const auto tiles = coopmat_available(ctx, W.dtype) ? coopmat_tiles(ctx, T, W.rows) : std::nullopt;
+Kernel gemm_coopmat(const vk::Context& ctx, uint32_t T, const Matrix& W, const CoopMatTiles* forced) {
+  const auto tiles = !coopmat_available(ctx, W.dtype) ? std::nullopt
+                     : forced                         ? std::optional<CoopMatTiles>(*forced)
+                                                      : coopmat_tiles(ctx, T);
   if (!tiles) throw DeviceError("linear: the cooperative-matrix GEMM needs f16 weights and a device with matrix units");
   Kernel k;
   k.kind = LinearKernel::GemmCoopMat;
@@ -225,21 +227,22 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
   // CPU devices read through texel views where they can: decode with rows per invocation
   // (both views), else the split-K texel mat-vec (W's view only: f32 1.7x, f16 1.3x over
   // storage loads on GPT-2's MLP shapes).
-  if (T == 1 && ctx.info().is_cpu())
+  if (T == 1 && ctx.cpu_kernels())
     return !(w_texel && x_texel && one_subgroup_shuffles(ctx)) ? (w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec)
            : ctx.caps().column_split_matvec && column_split_fits(ctx, K, W.dtype) ? LinearKernel::MatVecCols
            : held_x_fits(K, W.dtype)                                            ? LinearKernel::MatVecRowsHeld
                                                                                  : LinearKernel::MatVecRows;
   if (T == 1) return LinearKernel::MatVec;
-  if (!ctx.info().is_cpu())
-    return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T, W.rows) ? LinearKernel::GemmCoopMat
+  if (!ctx.cpu_kernels())
+    return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat
                                                                              : LinearKernel::GemmTiled;
   return T >= kWideTileMinTokens ? LinearKernel::GemmRegistersWide : LinearKernel::GemmRegisters;
 }
 
 namespace {
 
-Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before) {
+Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before,
+              const CoopMatTiles* coopmat) {
   if (is_quantized(W.dtype)) return choose_quant_kernel(ctx, want, T, W, x);
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
@@ -264,7 +267,7 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
              : rows                                ? mat_vec_rows(ctx, W.rows, want == LinearKernel::MatVecRowsHeld)
              : want == LinearKernel::GemmRegisters || want == LinearKernel::GemmRegistersWide
                  ? gemm_registers(ctx, W.dtype, want == LinearKernel::GemmRegistersWide, w_texel, x_texel)
-             : want == LinearKernel::GemmCoopMat ? gemm_coopmat(ctx, T, W)
+             : want == LinearKernel::GemmCoopMat ? gemm_coopmat(ctx, T, W, coopmat)
                                                    : gemm_tiled(ctx);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
   if (K % 4 != 0) k.shader += "_xs";
@@ -528,7 +531,7 @@ bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t 
   l.has_bias = bias.buffer != nullptr;
 
   vk::Context& ctx = g.context();
-  l.kernel = choose(ctx, args.kernel, T, W, x, args.norm_before != nullptr);
+  l.kernel = choose(ctx, args.kernel, T, W, x, args.norm_before != nullptr, args.coopmat_tiles);
   if (args.norm_before && !l.kernel.norm_before_variant)
     throw DeviceError(args.name + ": only the storage-buffer mat-vec folds a LayerNorm in");
   choose_blocks(ctx, l, T, N, args.name);
@@ -538,7 +541,7 @@ bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t 
   // GPUs: a tiled GEMM of few tiles splits its inputs, where x, y, W and the partial sums
   // are each one binding.
   const bool tiles = l.kernel.kind == LinearKernel::GemmTiled || l.kernel.kind == LinearKernel::GemmCoopMat;
-  const uint32_t splits = tiles && !ctx.info().is_cpu() && W.chunks.size() == 1 &&
+  const uint32_t splits = tiles && !ctx.cpu_kernels() && W.chunks.size() == 1 &&
                                   T <= l.t_block && N <= l.o_block
                               ? split_k(l.kernel, T, N, K)
                               : 1;

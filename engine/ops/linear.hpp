@@ -6,6 +6,7 @@
 
 #include "engine/graph.hpp"
 #include "engine/ops/activation.hpp"
+#include "engine/ops/linear_coopmat.hpp"
 #include "engine/tensor.hpp"
 
 namespace gptvk::ops {
@@ -126,6 +127,7 @@ struct LinearArgs {
   const NormAfter* norm_after = nullptr;     // at most one of these three
   const PickAfter* pick_after = nullptr;
   const NormBefore* norm_before = nullptr;
+  const CoopMatTiles* coopmat_tiles = nullptr;  // GemmCoopMat's tiles, not its own choice (micro-benchmarks)
 };
 
 // linear() with the optional parts; returns whether it added the pick (args.pick_after).

@@ -8,12 +8,16 @@ namespace gptvk::ops {
 
 namespace {
 
-// The device's f16 shape the kernel uses: 16 x 16 x 16 where listed (NVIDIA's and AMD's
-// common one), else the first whose sides are multiples of 8 (the staged rows are padded
-// to 16 bytes, and BK below is a multiple of 8 and of the shape's K).
+// The device's f16 shape the kernel uses: 16 x 8 x 8 where listed, else 16 x 16 x 16, else
+// the first whose sides are multiples of 8 (the staged rows are uvec4s of 8 halves). On an
+// H100 (VK_NV_cooperative_matrix lists 16x16x16, 16x8x16 and 16x8x8), GPT-2 XL's prompt
+// products with the tiles below, TFLOP/s (bench/micro/coopmat_bench.cpp, one run): qkv of
+// a 256-token chunk 36.5 / 16.2 / 16.0, fc of 512 tokens 41.9 / 26.0 / 20.8, proj 49.1 /
+// 19.7 / 24.9; the FP32 tiled GEMM 23.4, 6.1, 4.9.
 std::optional<vk::CoopMatShape> pick_shape(const vk::CoopMatSupport& s) {
-  for (const auto& sh : s.shapes)
-    if (sh.m == 16 && sh.n == 16 && sh.k == 16) return sh;
+  for (const vk::CoopMatShape want : {vk::CoopMatShape{16, 8, 8}, vk::CoopMatShape{16, 16, 16}})
+    for (const auto& sh : s.shapes)
+      if (sh.m == want.m && sh.n == want.n && sh.k == want.k) return sh;
   for (const auto& sh : s.shapes)
     if (sh.m % 8 == 0 && sh.n % 8 == 0 && sh.k % 8 == 0 && sh.m <= 32 && sh.n <= 32 && sh.k <= 32) return sh;
   return std::nullopt;
@@ -26,42 +30,41 @@ bool coopmat_available(const vk::Context& ctx, DType w_dtype) {
   return w_dtype == DType::F16 && s.api != vk::CoopMatApi::None && pick_shape(s).has_value();
 }
 
-std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T, uint32_t N) {
+std::optional<CoopMatTiles> coopmat_tiles_of(const vk::Context& ctx, vk::CoopMatShape shape, uint32_t wm, uint32_t wn,
+                                             uint32_t tm, uint32_t tn) {
   const auto& caps = ctx.caps();
   if (caps.coopmat.api == vk::CoopMatApi::None) return std::nullopt;
-  const auto shape = pick_shape(caps.coopmat);
-  if (!shape) return std::nullopt;
-  struct Option {
-    uint32_t wm, wn, tm, tn;  // subgroups along tokens and outputs, accumulators per subgroup
-  };
-  // With 256-token prompt chunks, GPT-2 XL's products make 100-400 square tiles, a few per
-  // multiprocessor of an H100: each step's loads are issued before the previous step's
-  // multiplies (common/linear_coopmat.glsl), which hides their latency without more tiles.
-  // Thin: 4 subgroups side by side over 8 output matrices, for a batch of decode rows.
-  // Square: 2 x 2 subgroups of 2 x 2 accumulators. Tall: 2 x 2 subgroups of 4 x 2, where the
-  // product still makes two workgroups per multiprocessor of a large GPU (264 on an H100).
-  const Option thin{1, 4, 1, 2}, square{2, 2, 2, 2}, tall{2, 2, 4, 2};
-  auto tiles_of = [&](const Option& o) {
-    const uint64_t bm = uint64_t(o.wm) * o.tm * shape->m, bn = uint64_t(o.wn) * o.tn * shape->n;
-    return ((T + bm - 1) / bm) * ((N + bn - 1) / bn);
-  };
-  const Option pick = T <= shape->m ? thin : tiles_of(tall) >= 264 ? tall : square;
   CoopMatTiles t;
-  t.cm = shape->m;
-  t.cn = shape->n;
-  t.ck = shape->k;
-  t.tm = pick.tm;
-  t.tn = pick.tn;
-  t.bm = pick.wm * pick.tm * t.cm;
-  t.bn = pick.wn * pick.tn * t.cn;
+  t.cm = shape.m;
+  t.cn = shape.n;
+  t.ck = shape.k;
+  t.tm = tm;
+  t.tn = tn;
+  t.bm = wm * tm * t.cm;
+  t.bn = wn * tn * t.cn;
   t.bk = 64 % t.ck == 0 ? 64 : 2 * t.ck;  // whole W words and matrix steps
   t.subgroup = caps.subgroup_size;
-  t.local = pick.wm * pick.wn * t.subgroup;
+  t.local = wm * wn * t.subgroup;
   // x and W staged as f16 in rows of bk halves and 8 of padding, and one accumulator per subgroup.
-  const uint64_t shared = uint64_t(t.bm + t.bn) * (t.bk + 8) * 2 + uint64_t(pick.wm) * pick.wn * t.cm * t.cn * 4;
+  const uint64_t shared = uint64_t(t.bm + t.bn) * (t.bk + 8) * 2 + uint64_t(wm) * wn * t.cm * t.cn * 4;
   if (shared > caps.shared_memory_bytes || t.local > caps.max_workgroup_invocations) return std::nullopt;
   t.shader = caps.coopmat.api == vk::CoopMatApi::Khr ? "linear_coopmat.gemm_khr" : "linear_coopmat.gemm_nv";
   return t;
+}
+
+std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T) {
+  const auto shape = ctx.caps().coopmat.api == vk::CoopMatApi::None ? std::nullopt : pick_shape(ctx.caps().coopmat);
+  if (!shape) return std::nullopt;
+  // One matrix row of tokens per workgroup, 4 subgroups side by side, each with 4 (a batch
+  // of up to one matrix row of tokens: 2) accumulators along the outputs. Taller tiles
+  // (2 x 2 subgroups of 2 x 2 to 4 x 4 accumulators) measured slower on every product
+  // above on the H100, by 1.2x to 3x, and 1.6x for a batch of 16 tokens (GPT-2 XL's fc:
+  // 6.9 TFLOP/s with 2 accumulators, 4.3 with 4).
+  struct Option {
+    uint32_t wm, wn, tm, tn;  // subgroups along tokens and outputs, accumulators per subgroup
+  };
+  const Option pick = T <= shape->m ? Option{1, 4, 1, 2} : Option{1, 4, 1, 4};
+  return coopmat_tiles_of(ctx, *shape, pick.wm, pick.wn, pick.tm, pick.tn);
 }
 
 }  // namespace gptvk::ops

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/dtype.hpp"
+#include "engine/vk/coopmat.hpp"
 
 namespace gptvk::vk {
 class Context;
@@ -31,9 +32,14 @@ struct CoopMatTiles {
 // shader copies W's halves as they are).
 bool coopmat_available(const vk::Context& ctx, DType w_dtype);
 
-// The tiles for a T x N product on this device: a thin tile (one matrix row of tokens) for
-// batches of a few tokens, else 64 x 64 or 128 x 64 tiles by how many tiles the product
-// makes. Empty where coopmat_available is false or no tile fits shared memory.
-std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T, uint32_t N);
+// The tiles of `wm` x `wn` subgroups, each with tm x tn accumulators of the device's
+// `shape`; empty where they exceed the device's shared memory or workgroup size.
+std::optional<CoopMatTiles> coopmat_tiles_of(const vk::Context& ctx, vk::CoopMatShape shape, uint32_t wm, uint32_t wn,
+                                             uint32_t tm, uint32_t tn);
+
+// The tiles for a product of T tokens on this device: one matrix row of tokens by 4 subgroups'
+// accumulators (engine/ops/linear_coopmat.cpp says why). Empty where coopmat_available is
+// false or the tile does not fit the device's shared memory.
+std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T);
 
 }  // namespace gptvk::ops

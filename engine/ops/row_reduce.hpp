@@ -40,7 +40,7 @@ inline RowReduce row_reduce_shape(const vk::Context& ctx, uint32_t cols, uint32_
   const uint32_t cap = std::min(caps.max_workgroup_invocations, caps.shared_memory_bytes / 4);
   RowReduce r;
   r.subgroup = caps.subgroup_arithmetic;
-  if (ctx.info().is_cpu()) {
+  if (ctx.cpu_kernels()) {
     r.local = sg;
     while (row_loop_iterations(cols, passes, r.local) > kCpuLoopBudget && r.local * 2 <= cap) r.local *= 2;
   } else {
@@ -62,6 +62,7 @@ inline void check_row_reduce_shape(const vk::Context& ctx, const RowReduce& shap
     throw std::logic_error(name + ": subgroup reduction needs a workgroup of whole subgroups");
   if (shape.local == 0 || shape.local > caps.max_workgroup_invocations || shape.local * 4ull > caps.shared_memory_bytes)
     throw std::logic_error(name + ": workgroup size " + std::to_string(shape.local) + " does not fit the device");
+  // The loop limit is lavapipe's, whichever kernel family runs on it: the device type decides.
   if (ctx.info().is_cpu() && row_loop_iterations(cols, passes, shape.local) > kCpuLoopBudget)
     throw std::logic_error(name + ": workgroup size " + std::to_string(shape.local) + " leaves each invocation " +
                            std::to_string(row_loop_iterations(cols, passes, shape.local)) +

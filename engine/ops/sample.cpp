@@ -37,7 +37,7 @@ SamplerShape sampler_shape(const vk::Context& ctx, uint32_t n) {
   uint32_t sg = std::max(caps.subgroup_size, 1u);
   SamplerShape s;
   s.subgroup = caps.subgroup_arithmetic && sg <= caps.max_workgroup_invocations;
-  bool cpu = ctx.info().is_cpu();
+  bool cpu = ctx.cpu_kernels();
   uint32_t need = cpu ? (n + kCpuElementsPerInvocation - 1) / kCpuElementsPerInvocation : 1;
   if (cpu) {
     s.local = std::min(std::max(sg, (need + sg - 1) / sg * sg), caps.max_workgroup_invocations);

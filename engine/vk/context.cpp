@@ -183,7 +183,7 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     if (key == "no_fp16") f.no_fp16 = true;
     else if (key == "no_subgroup") f.no_subgroup = true;
     else if (key == "no_coopmat") f.no_coopmat = true;
-    else if (key == "gpu") f.as_gpu = true;
+    else if (key == "gpu") f.gpu_kernels = true;
     // Ranges are reported in MiB, so less than 1M would read "0 MiB"; shared memory is a uint32.
     else if (key == "max_range") f.max_storage_buffer_range = parse_size(key, value, 1ull << 20, 1ull << 40);
     else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(key, value, 1ull << 10, 1ull << 31));
@@ -203,7 +203,7 @@ ForcedLimits ForcedLimits::from_env() {
 }
 
 bool ForcedLimits::any() const {
-  return no_fp16 || no_subgroup || no_coopmat || as_gpu || max_storage_buffer_range || shared_memory_bytes || column_split_matvec;
+  return no_fp16 || no_subgroup || no_coopmat || gpu_kernels || max_storage_buffer_range || shared_memory_bytes || column_split_matvec;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -244,7 +244,7 @@ Context::Context(const ContextOptions& options) {
     forced.no_fp16 |= env_forced.no_fp16;
     forced.no_subgroup |= env_forced.no_subgroup;
     forced.no_coopmat |= env_forced.no_coopmat;
-    forced.as_gpu |= env_forced.as_gpu;
+    forced.gpu_kernels |= env_forced.gpu_kernels;
     if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
     if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
     if (env_forced.column_split_matvec) forced.column_split_matvec = env_forced.column_split_matvec;
@@ -446,26 +446,29 @@ void Context::read_caps(const ForcedLimits& forced) {
                                   shader_table().count("linear_coopmat.gemm_khr") > 0);
   enabled_coopmat_ = caps_.coopmat;
 
-  if (forced.no_fp16) caps_.fp16_storage = caps_.fp16_arithmetic = false;
-  if (forced.no_subgroup) caps_.subgroup_arithmetic = caps_.subgroup_shuffle = false;
-  if (forced.no_coopmat || forced.no_fp16 || forced.no_subgroup) caps_.coopmat = {};
-  // The GPU paths (kernel choices, staging uploads) on any device, so that a machine
-  // without a GPU can test them on whole models (tests/test_models.cpp).
-  if (forced.as_gpu && info_.type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
-    info_.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
-    caps_.unified_memory = false;
-    info_.name += " [GPTVK_FORCE=gpu]";
-  }
-  if (forced.max_storage_buffer_range)
-    caps_.max_storage_buffer_range = std::min(caps_.max_storage_buffer_range, *forced.max_storage_buffer_range);
-  if (forced.shared_memory_bytes)
-    caps_.shared_memory_bytes = std::min(caps_.shared_memory_bytes, *forced.shared_memory_bytes);
-  if (forced.column_split_matvec) caps_.column_split_matvec = *forced.column_split_matvec;
+  apply_forced(forced);
 
   const auto queue = compute_queue_family(physical_);
   if (!queue) throw DeviceError("device '" + info_.name + "' has no compute queue");
   queue_family_ = queue->first;
   caps_.timestamps = queue->second.timestampValidBits > 0 && props.limits.timestampPeriod > 0;
+}
+
+// Hides what `forced` says the device lacks from the ops (Caps only: what the device was
+// created with stays enabled), and picks the kernel family (cpu_kernels_).
+void Context::apply_forced(const ForcedLimits& forced) {
+  if (forced.no_fp16) caps_.fp16_storage = caps_.fp16_arithmetic = false;
+  if (forced.no_subgroup) caps_.subgroup_arithmetic = caps_.subgroup_shuffle = false;
+  if (forced.no_coopmat || forced.no_fp16 || forced.no_subgroup) caps_.coopmat = {};
+  // A GPU's kernels and staging uploads on any device, so that a machine without a GPU can
+  // test them on whole models (tests/test_models.cpp); the device stays what it is.
+  cpu_kernels_ = info_.is_cpu() && !forced.gpu_kernels;
+  if (forced.gpu_kernels) caps_.unified_memory = false;
+  if (forced.max_storage_buffer_range)
+    caps_.max_storage_buffer_range = std::min(caps_.max_storage_buffer_range, *forced.max_storage_buffer_range);
+  if (forced.shared_memory_bytes)
+    caps_.shared_memory_bytes = std::min(caps_.shared_memory_bytes, *forced.shared_memory_bytes);
+  if (forced.column_split_matvec) caps_.column_split_matvec = *forced.column_split_matvec;
 }
 
 void Context::create_device() {
@@ -515,7 +518,8 @@ std::string Context::summary() const {
     << ", subgroup " << caps_.subgroup_size << (caps_.subgroup_arithmetic ? " arith" : " no-arith")
     << ", shared " << (caps_.shared_memory_bytes >> 10) << " KiB, max binding "
     << (caps_.max_binding_bytes() >> 20) << " MiB"
-    << (caps_.coopmat.api != CoopMatApi::None ? ", " + caps_.coopmat.describe() : std::string()) << ")";
+    << (caps_.coopmat.api != CoopMatApi::None ? ", " + caps_.coopmat.describe() : std::string())
+    << (info_.is_cpu() && !cpu_kernels_ ? ", a GPU's kernels (GPTVK_FORCE=gpu)" : "") << ")";
   return s.str();
 }
 

@@ -22,7 +22,8 @@ struct DeviceInfo {
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint64_t device_local_bytes = 0;  // size of the largest device-local heap
   std::string type_name() const;
-  // A CPU implementation (lavapipe): the ops pick their CPU kernels for it.
+  // A CPU implementation (lavapipe). A fact of the device, true whatever kernels run on it:
+  // which kernel family the ops pick is Context::cpu_kernels().
   bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
 };
 
@@ -67,7 +68,9 @@ struct ForcedLimits {
   bool no_fp16 = false;
   bool no_subgroup = false;
   bool no_coopmat = false;  // "no_coopmat": the GEMMs of the FP32 units, not the matrix units
-  bool as_gpu = false;  // "gpu": a CPU device takes the kernels and memory paths of a discrete GPU
+  // "gpu": a CPU device runs a GPU's kernels and staging uploads (Context::cpu_kernels() false,
+  // Caps::unified_memory off); the device type stays what it is.
+  bool gpu_kernels = false;
   std::optional<uint64_t> max_storage_buffer_range;
   std::optional<uint32_t> shared_memory_bytes;
   std::optional<bool> column_split_matvec;
@@ -101,6 +104,12 @@ class Context {
   VkCommandPool command_pool() const { return pool_; }
   const Caps& caps() const { return caps_; }
   const DeviceInfo& info() const { return info_; }
+  // Which kernel family the ops pick: a CPU device's (texel-view mat-vecs, register-blocked
+  // GEMMs, SIMD-wide workgroups) or a GPU's. A policy, not a device fact: it follows
+  // info().is_cpu() unless GPTVK_FORCE=gpu runs a GPU's kernels on a CPU device, so that a
+  // machine without a GPU tests them. Limits of the device itself (lavapipe's loop-iteration
+  // cap, its host-backed heap) follow info().is_cpu().
+  bool cpu_kernels() const { return cpu_kernels_; }
   std::string summary() const;  // one line: device, type, memory, capabilities
 
   // Validation messages (warnings and errors) seen so far; tests require zero.
@@ -125,6 +134,7 @@ class Context {
   void create_instance(bool validation);
   void pick_device(int index);
   void read_caps(const ForcedLimits& forced);
+  void apply_forced(const ForcedLimits& forced);
   void create_device();
 
   VkInstance instance_ = VK_NULL_HANDLE;
@@ -137,6 +147,7 @@ class Context {
   VkFence fence_ = VK_NULL_HANDLE;
   Caps caps_;
   DeviceInfo info_;
+  bool cpu_kernels_ = false;
   bool enable_fp16_ = false, enable_16bit_storage_ = false, enable_subgroup_ops_ = false;
   CoopMatSupport enabled_coopmat_;
   std::atomic<uint64_t> validation_messages_{0};

@@ -8,11 +8,27 @@
 
 namespace gptvk::vk {
 
+namespace {
+std::vector<const std::map<std::string, std::span<const uint32_t>>*>& added_tables() {
+  static std::vector<const std::map<std::string, std::span<const uint32_t>>*> tables;
+  return tables;
+}
+}  // namespace
+
+void add_shader_table(const std::map<std::string, std::span<const uint32_t>>& table) {
+  for (const auto& [name, words] : table)
+    if (shader_table().count(name)) throw std::logic_error("shader '" + name + "' is embedded twice");
+  if (std::find(added_tables().begin(), added_tables().end(), &table) == added_tables().end())
+    added_tables().push_back(&table);
+}
+
 std::span<const uint32_t> shader_spirv(const std::string& name) {
   const auto& table = shader_table();
   auto it = table.find(name);
-  if (it == table.end()) throw std::logic_error("no embedded shader named '" + name + "'");
-  return it->second;
+  if (it != table.end()) return it->second;
+  for (const auto* added : added_tables())
+    if (auto a = added->find(name); a != added->end()) return a->second;
+  throw std::logic_error("no embedded shader named '" + name + "'");
 }
 
 namespace {

@@ -12,6 +12,10 @@ namespace gptvk::vk {
 // Generated at build time: every embedded module by name ("<shader>" or "<shader>.<variant>").
 const std::map<std::string, std::span<const uint32_t>>& shader_table();
 
+// Adds modules built outside the library (the tests' own shaders, tests/shaders/), looked
+// up after the embedded ones. Call before the first lookup; a name already known is an error.
+void add_shader_table(const std::map<std::string, std::span<const uint32_t>>& table);
+
 // The module called `name`; throws std::logic_error if the build did not embed it.
 std::span<const uint32_t> shader_spirv(const std::string& name);
 

@@ -5,6 +5,15 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <span>
+#include <string>
+
+#include "engine/vk/shader_registry.hpp"
+
+namespace gptvk::vk {
+// Generated from tests/shaders/ (tests/CMakeLists.txt): the shaders of the test-only ops.
+const std::map<std::string, std::span<const uint32_t>>& test_shader_table();
+}  // namespace gptvk::vk
 
 namespace gptvk::test {
 
@@ -12,6 +21,8 @@ namespace {
 std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu, g_other_matvec;
 
 vk::ContextOptions options() {
+  static const bool test_shaders_added = (vk::add_shader_table(vk::test_shader_table()), true);
+  (void)test_shaders_added;
   vk::ContextOptions o;
   // GPTVK_TEST_VALIDATION=0 turns the layer off (for timing runs only; CI keeps it on).
   const char* v = std::getenv("GPTVK_TEST_VALIDATION");

@@ -21,8 +21,8 @@ vk::Context& context();
 // The same device pretending to lack fp16, subgroup arithmetic, and with 16 KiB shared
 // memory and a 64 MiB binding range: exercises every fallback shader path.
 vk::Context& fallback_context();
-// The same device taking a discrete GPU's paths (GPTVK_FORCE=gpu): its kernel choices and
-// staging uploads, on whole models where no GPU is at hand. Its validation messages are
+// The same device running a GPU's kernels and staging uploads (GPTVK_FORCE=gpu:
+// cpu_kernels() false, the device type unchanged), on whole models where no GPU is at hand. Its validation messages are
 // the caller's to check (NoValidationMessages watches the two above).
 vk::Context& gpu_paths_context();
 // The device as it is, but with the CPU decode mat-vec it does not choose by itself

@@ -1,4 +1,4 @@
-// Residual add of two float vectors.
+// Elementwise add of two float vectors (tests/shaders/add.comp): the tests drive the graph with it.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-// Bias add and activation over a float matrix (shaders/bias_act.comp): the unfused path;
+// Bias add and activation over a float matrix (tests/shaders/bias_act.comp): the unfused path;
 // linear layers fuse the same epilogue into their GEMM.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Softmax over the rows of a float matrix (shaders/softmax.comp).
+// Softmax over the rows of a float matrix (tests/shaders/softmax.comp).
 #pragma once
 #include <cstdint>
 #include <string>
