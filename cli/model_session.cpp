@@ -26,8 +26,10 @@ CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags, bool has_default
                                 "instead of --config: a GGUF file (llama.cpp's gpt2) or a Hugging Face snapshot folder "
                                 "(config.json of gpt2 or openai-gpt, safetensors weights, vocab.json + merges.txt)");
   model->excludes(config);
-  cmd->add_option("--dtype", flags.dtype, "device storage of the weights with --model: f32, f16 (default) or bf16 (q8_0 is reserved: 8-bit device kernels are not implemented yet)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}))
+  cmd->add_option("--dtype", flags.dtype,
+                  "device storage of the weights with --model: f32, f16, bf16, q8_0 or q4_0 (8 or 4-bit blocks); "
+                  "default: a GGUF file's own Q8_0 or Q4_0, else f16")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}))
       ->needs(model);
   return model;
 }
@@ -48,10 +50,8 @@ void add_model_source_flags(CLI::App* cmd, ModelFlags& flags, bool bundled_defau
 
 ModelConfig resolve_model_config(const ModelFlags& flags) {
   if (!flags.model.empty()) {
-    if (flags.dtype == "q8_0")
-      throw UsageError("--dtype q8_0 (8-bit weights on the device) is not implemented yet: use f16, bf16 or f32 "
-                       "(quantized GGUF tensors are dequantized to it at load)");
-    return model_config_for_path(flags.model, flags.dtype.empty() ? DType::F16 : parse_dtype(flags.dtype));
+    return model_config_for_path(flags.model, flags.dtype.empty() ? default_dtype_for_path(flags.model)
+                                                                  : parse_dtype(flags.dtype));
   }
   if (flags.config.empty() && !flags.has_default) throw UsageError("needs --config CFG.toml or --model PATH");
   return load_config(flags.config.empty() ? default_config_path() : flags.config);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -17,6 +18,8 @@ const char* dtype_name(DType t) {
     case DType::F32: return "f32";
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
+    case DType::Q8_0: return "q8_0";
+    case DType::Q4_0: return "q4_0";
   }
   return "?";
 }
@@ -25,7 +28,9 @@ DType parse_dtype(const std::string& s) {
   if (s == "f32") return DType::F32;
   if (s == "f16") return DType::F16;
   if (s == "bf16") return DType::BF16;
-  throw InputError("unknown dtype '" + s + "' (expected f32, f16 or bf16)");
+  if (s == "q8_0") return DType::Q8_0;
+  if (s == "q4_0") return DType::Q4_0;
+  throw InputError("unknown dtype '" + s + "' (expected f32, f16, bf16, q8_0 or q4_0)");
 }
 
 uint16_t f32_to_f16(float f) {
@@ -92,6 +97,8 @@ bool cpu_has_f16c() { return false; }
 #endif
 
 void convert(const void* src, DType from, void* dst, DType to, size_t n) {
+  if (is_quantized(from) || is_quantized(to))
+    throw std::logic_error("convert: quantized types convert by rows (engine/quant.hpp)");
   if (from == to) {
     std::memcpy(dst, src, n * dtype_bytes(from));
     return;
@@ -112,6 +119,8 @@ void convert(const void* src, DType from, void* dst, DType to, size_t n) {
     case DType::BF16:
       if (to == DType::F32) return convert_loop<uint16_t, float>(src, dst, n, bf16_to_f32);
       return convert_loop<uint16_t, uint16_t>(src, dst, n, [](uint16_t h) { return f32_to_f16(bf16_to_f32(h)); });
+    default:
+      return;
   }
 }
 

@@ -6,11 +6,17 @@
 
 namespace gptvk {
 
-enum class DType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
+// Q8_0 and Q4_0 are block-quantized device storage (engine/quant.hpp): blocks of 32
+// weights sharing one f16 scale, 8 or 4 bits a weight. They hold matrices only; host data
+// and every other tensor stay in the float types.
+enum class DType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, Q8_0 = 3, Q4_0 = 4 };
 
+inline bool is_quantized(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+// Bytes per value of a float type (a quantized type's rows are sized by engine/quant.hpp).
 inline uint32_t dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
 const char* dtype_name(DType t);
-DType parse_dtype(const std::string& s);  // "f32" | "f16" | "bf16"; throws InputError otherwise
+// "f32" | "f16" | "bf16" | "q8_0" | "q4_0"; throws InputError otherwise.
+DType parse_dtype(const std::string& s);
 
 inline uint32_t f32_bits(float f) {
   uint32_t u;

@@ -18,7 +18,10 @@ Matrix Matrix::create(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t col
   m.dtype = dtype;
   m.rows = rows;
   m.cols = cols;
-  m.row_stride = (cols + kRowAlign - 1) / kRowAlign * kRowAlign;
+  if (is_quantized(dtype) && cols % kQuantBlock != 0)
+    throw InputError(what + ": " + dtype_name(dtype) + " storage needs a multiple of " + std::to_string(kQuantBlock) +
+                     " columns, not " + std::to_string(cols));
+  m.row_stride = is_quantized(dtype) ? cols : (cols + kRowAlign - 1) / kRowAlign * kRowAlign;
   uint64_t limit = max_chunk_bytes ? max_chunk_bytes : ctx.caps().max_binding_bytes();
   uint64_t fit = limit / m.row_bytes();
   if (fit >= rows) {
@@ -127,6 +130,18 @@ void transpose_convert(const char* src, uint64_t stride, DType from, uint32_t fi
   }
 }
 
+// Quantized rows: each source row to f32 (unless it is), then into blocks.
+void quantize_rows(const char* in, uint64_t src_row, DType from, uint32_t count, uint32_t cols, char* out,
+                   uint64_t out_row, DType to) {
+  std::vector<float> row(from == DType::F32 ? 0 : cols);
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* src = in + i * src_row;
+    if (from != DType::F32) convert(src, from, row.data(), DType::F32, cols);
+    const float* values = from == DType::F32 ? reinterpret_cast<const float*>(src) : row.data();
+    quantize_row(values, cols, to, reinterpret_cast<std::byte*>(out + i * out_row));
+  }
+}
+
 }  // namespace
 
 void Matrix::write_rows(uint32_t row0, uint32_t n, const void* src, DType from) {
@@ -134,8 +149,20 @@ void Matrix::write_rows(uint32_t row0, uint32_t n, const void* src, DType from) 
   const uint64_t src_row = uint64_t(cols) * dtype_bytes(from), out_row = row_bytes();
   const uint32_t per_task = static_cast<uint32_t>(std::max<uint64_t>(1, (1u << 18) / std::max(1u, cols)));
   fill_rows(*this, row0, n, per_task, [&](uint32_t first, uint32_t count, char* out) {
+    if (is_quantized(dtype))
+      return quantize_rows(in + uint64_t(first) * src_row, src_row, from, count, cols, out, out_row, dtype);
     for (uint32_t i = 0; i < count; ++i)
       convert(in + uint64_t(first + i) * src_row, from, out + i * out_row, dtype, cols);
+  });
+}
+
+void Matrix::write_rows_ggml(uint32_t row0, uint32_t n, const void* blocks) {
+  if (!is_quantized(dtype)) throw std::logic_error("Matrix::write_rows_ggml: not a quantized matrix");
+  const auto* in = static_cast<const std::byte*>(blocks);
+  const uint64_t src_row = uint64_t(cols / kQuantBlock) * ggml_block_bytes(dtype), out_row = row_bytes();
+  fill_rows(*this, row0, n, 256, [&](uint32_t first, uint32_t count, char* out) {
+    for (uint32_t i = 0; i < count; ++i)
+      repack_ggml_row(in + uint64_t(first + i) * src_row, cols, dtype, reinterpret_cast<std::byte*>(out + i * out_row));
   });
 }
 
@@ -143,6 +170,15 @@ void Matrix::write_rows_transposed(uint32_t row0, uint32_t n, const void* src, u
   const auto* in = static_cast<const char*>(src);
   const uint64_t out_row = row_bytes();
   fill_rows(*this, row0, n, 4 * kTileRows, [&](uint32_t first, uint32_t count, char* out) {
+    if (is_quantized(dtype)) {  // transposed to f32 rows first, then quantized
+      std::vector<float> rows(uint64_t(count) * cols);
+      char* staged = reinterpret_cast<char*>(rows.data());
+      if (dtype_bytes(from) == 4)
+        transpose_convert<uint32_t>(in, src_stride, from, first, count, cols, staged, uint64_t(cols) * 4, DType::F32);
+      else
+        transpose_convert<uint16_t>(in, src_stride, from, first, count, cols, staged, uint64_t(cols) * 4, DType::F32);
+      return quantize_rows(staged, uint64_t(cols) * 4, DType::F32, count, cols, out, out_row, dtype);
+    }
     if (dtype_bytes(from) == 4)
       transpose_convert<uint32_t>(in, src_stride, from, first, count, cols, out, out_row, dtype);
     else
@@ -158,6 +194,10 @@ std::vector<float> Matrix::read_rows_f32(uint32_t row0, uint32_t n) const {
     uint32_t c = r / rows_per_chunk;
     chunks[c].download(raw.data(), row_bytes(), uint64_t(r - c * rows_per_chunk) * row_bytes());
     float* row = out.data() + uint64_t(i) * cols;
+    if (is_quantized(dtype)) {
+      dequantize_row(reinterpret_cast<const std::byte*>(raw.data()), cols, dtype, row);
+      continue;
+    }
     convert(raw.data(), dtype, row, DType::F32, cols);
     if (dtype == DType::F16)
       for (uint32_t j = 0; j < cols; ++j) row[j] *= row_scale[r];

@@ -5,12 +5,15 @@
 // into row chunks, each its own buffer; ops dispatch once per chunk.
 // f16 rows are stored scaled by a power of two (engine/f16_rows.hpp) and row_scales holds
 // each row's 2^-shift, which every reader of an f16 matrix multiplies its results by.
+// Q8_0 / Q4_0 matrices (cols a multiple of 32) store each row as its block scales then its
+// blocks (engine/quant.hpp): row_stride is cols, row_bytes() the quantized row's size.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "engine/dtype.hpp"
+#include "engine/quant.hpp"
 #include "engine/vk/buffer.hpp"
 
 namespace gptvk {
@@ -37,7 +40,9 @@ struct Matrix {
   // device's largest binding.
   static Matrix create(vk::Context& ctx, DType dtype, uint32_t rows, uint32_t cols, const std::string& what,
                        uint64_t max_chunk_bytes = 0);
-  uint64_t row_bytes() const { return uint64_t(row_stride) * dtype_bytes(dtype); }
+  uint64_t row_bytes() const {
+    return is_quantized(dtype) ? quant_row_bytes(dtype, cols) : uint64_t(row_stride) * dtype_bytes(dtype);
+  }
   uint32_t chunk_rows(size_t chunk) const;  // rows held by chunk `chunk`
   uint64_t bytes() const;                   // device bytes over all chunks
   // Every chunk has a uvec4 texel view (Buffer::texel_view), made by create() when the device allows.
@@ -50,6 +55,9 @@ struct Matrix {
   // c * src_stride + r of `src` (e.g. a slice of a Conv1D [in][out] weight). Transposes and
   // converts in one pass, in cache-sized tiles, straight into the device memory when mapped.
   void write_rows_transposed(uint32_t row0, uint32_t n, const void* src, uint64_t src_stride, DType from);
+  // Q8_0 / Q4_0 matrices only: rows [row0, row0 + n) from ggml blocks of this dtype (a
+  // GGUF tensor's data, cols / 32 blocks a row), repacked without arithmetic.
+  void write_rows_ggml(uint32_t row0, uint32_t n, const void* blocks);
   // Reads back rows converted to f32, storage scaling undone (tests, debugging).
   std::vector<float> read_rows_f32(uint32_t row0, uint32_t n) const;
 };

@@ -408,7 +408,7 @@ ModelConfig load_config(const std::string& path) {
   TableReader w(path, "weights", weights);
   cfg.weights_file = resolve(dir, w.required_string("file"));
   cfg.layout = w.choice("layout", {"hf-gpt2", "custom"}).value_or("hf-gpt2");
-  if (auto d = w.choice("dtype", {"f32", "f16", "bf16"})) cfg.dtype = parse_dtype(*d);
+  if (auto d = w.choice("dtype", {"f32", "f16", "bf16", "q8_0", "q4_0"})) cfg.dtype = parse_dtype(*d);
   if (auto d = w.choice("kv_dtype", {"f32", "f16"})) {
     cfg.kv_dtype = parse_dtype(*d);
     if (cfg.kv_f16() && cfg.head_dim() % 8)

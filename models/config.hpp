@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "engine/dtype.hpp"
@@ -36,6 +37,11 @@ struct ModelConfig {
   std::string weights_file;  // absolute or resolved path; may not exist (bench fills random weights)
   std::string layout = "hf-gpt2";  // "hf-gpt2" | "custom"
   DType dtype = DType::F32;        // storage on the device
+  // The token embedding's and LM head's storage when it differs from dtype: a quantized
+  // GGUF file whose token_embd is in the other block type (llama-quantize's Q4_0 keeps it
+  // Q8_0 where rows are too short for K-quants) loads it in that type, not requantized.
+  std::optional<DType> embedding_dtype;
+  DType table_dtype() const { return embedding_dtype.value_or(dtype); }
   // kv_dtype: storage of the KV cache on the device, f32 (the default: attention exactly as
   // in f32) or f16 (half the memory and half the bytes a decode step reads from the cache;
   // needs head_dim % 8 == 0).

@@ -53,10 +53,17 @@ class GgufSource : public MappedTensorSource {
     return {reinterpret_cast<const std::byte*>(scratch_.data()), scratch_.size() * 4};
   }
   void release(const TensorInfo&) const override { std::vector<float>().swap(scratch_); }
-  std::string conversion_note() const override {
+  std::span<const std::byte> ggml_blocks(const TensorInfo& t, DType want) const override {
+    const GgufTensor& g = *file_.tensor(t.name);
+    const bool native = (want == DType::Q8_0 && g.type == ggml::Q8_0) || (want == DType::Q4_0 && g.type == ggml::Q4_0);
+    return native ? file_.data(g) : std::span<const std::byte>{};
+  }
+  std::string conversion_note(DType target) const override {
     std::set<std::string> types;
     for (const GgufTensor& g : file_.tensors())
-      if (dequantizable(g.type)) types.insert(ggml::type_name(g.type));
+      if (dequantizable(g.type) && !(target == DType::Q8_0 && g.type == ggml::Q8_0) &&
+          !(target == DType::Q4_0 && g.type == ggml::Q4_0))
+        types.insert(ggml::type_name(g.type));
     const std::vector<std::string> v(types.begin(), types.end());
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
@@ -202,9 +209,21 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
   cfg.weights_file = f.path();
   cfg.layout = "custom";
   cfg.dtype = dtype;
+  if (is_quantized(dtype)) {
+    const GgufTensor* table = f.tensor(cfg.tie_embeddings ? "token_embd.weight" : "output.weight");
+    if (table && table->type == ggml::Q8_0) cfg.embedding_dtype = DType::Q8_0;
+    if (table && table->type == ggml::Q4_0) cfg.embedding_dtype = DType::Q4_0;
+  }
   cfg.names = gguf_tensor_names(cfg, [&](const std::string& name) { return f.tensor(name) != nullptr; });
   read_tokenizer(f, k, cfg);
   return cfg;
+}
+
+DType gguf_native_dtype(const GgufFile& f) {
+  const GgufTensor* t = f.tensor("blk.0.attn_qkv.weight");
+  if (t && t->type == ggml::Q8_0) return DType::Q8_0;
+  if (t && t->type == ggml::Q4_0) return DType::Q4_0;
+  return DType::F16;
 }
 
 }  // namespace gptvk

@@ -23,6 +23,10 @@ std::unique_ptr<TensorSource> open_gguf_source(const std::string& path);
 // a missing or bad key.
 ModelConfig gguf_model_config(const GgufFile& file, DType dtype);
 
+// The device storage that runs a GGUF file's matrices in their own format: Q8_0 or Q4_0
+// when its first block's qkv weight is of that type, else f16.
+DType gguf_native_dtype(const GgufFile& file);
+
 // [weights.names] (custom layout, "linear" = "out_in") of llama.cpp's gpt2 tensor names for
 // `cfg`, with the optional biases that `has` says the file holds.
 std::map<std::string, std::string> gguf_tensor_names(const ModelConfig& cfg,

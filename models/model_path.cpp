@@ -12,6 +12,12 @@ namespace gptvk {
 
 namespace fs = std::filesystem;
 
+DType default_dtype_for_path(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || sniff_format(path) != FileFormat::Gguf) return DType::F16;
+  return gguf_native_dtype(GgufFile::open(path));
+}
+
 ModelConfig model_config_for_path(const std::string& path, DType dtype) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw InputError("model " + path + " not found");

@@ -17,9 +17,15 @@ namespace {
 // Host memory one conversion/transposition step may stage.
 constexpr uint64_t kBlockBytes = 16ull << 20;
 
-uint64_t matrix_bytes(const ModelConfig& cfg, uint64_t rows, uint64_t cols) {
-  return rows * ((cols + kRowAlign - 1) / kRowAlign * kRowAlign) * dtype_bytes(cfg.dtype);
+uint64_t matrix_bytes(DType dtype, uint64_t rows, uint64_t cols) {
+  if (is_quantized(dtype)) return rows * quant_row_bytes(dtype, static_cast<uint32_t>(cols));
+  return rows * ((cols + kRowAlign - 1) / kRowAlign * kRowAlign) * dtype_bytes(dtype);
 }
+uint64_t matrix_bytes(const ModelConfig& cfg, uint64_t rows, uint64_t cols) { return matrix_bytes(cfg.dtype, rows, cols); }
+
+// The position table stays f16 when the matrices are quantized: it is small, and read
+// one row a token by the embedding, never by a mat-vec.
+DType position_dtype(const ModelConfig& cfg) { return is_quantized(cfg.dtype) ? DType::F16 : cfg.dtype; }
 uint64_t vector_bytes(uint64_t n) { return std::max<uint64_t>(4, n * 4); }
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
@@ -112,9 +118,10 @@ uint64_t weights_device_bytes(const ModelConfig& cfg) {
   const uint64_t V = cfg.vocab_size, C = cfg.emb_dim, F = cfg.ffn_dim;
   uint64_t layer = matrix_bytes(cfg, 3 * C, C) + matrix_bytes(cfg, C, C) + matrix_bytes(cfg, F, C) +
                    matrix_bytes(cfg, C, F) + 6 * vector_bytes(C) + vector_bytes(3 * C) + vector_bytes(F);
-  uint64_t total = matrix_bytes(cfg, V, C) + matrix_bytes(cfg, cfg.context_length, C) + cfg.n_layers * layer;
+  uint64_t total = matrix_bytes(cfg.table_dtype(), V, C) + matrix_bytes(position_dtype(cfg), cfg.context_length, C) +
+                   cfg.n_layers * layer;
   if (cfg.final_norm) total += 2 * vector_bytes(C);
-  if (!cfg.tie_embeddings) total += matrix_bytes(cfg, V, C);
+  if (!cfg.tie_embeddings) total += matrix_bytes(cfg.table_dtype(), V, C);
   if (cfg.out_bias) total += vector_bytes(V);
   return total;
 }
@@ -149,8 +156,8 @@ ModelWeights allocate_weights(vk::Context& ctx, const ModelConfig& cfg) {
   };
   auto vector = [&](uint32_t n, const std::string& what) { return zero_buffer(ctx, n, what); };
   ModelWeights w;
-  w.tok_emb = matrix(V, C, "token embedding");
-  w.pos_emb = matrix(cfg.context_length, C, "position embedding");
+  w.tok_emb = Matrix::create(ctx, cfg.table_dtype(), V, C, "token embedding");
+  w.pos_emb = Matrix::create(ctx, position_dtype(cfg), cfg.context_length, C, "position embedding");
   for (uint32_t l = 0; l < cfg.n_layers; ++l) {
     LayerWeights lw;
     lw.ln1_g = vector(C, layer_what(l, "ln1 gain"));
@@ -171,7 +178,7 @@ ModelWeights allocate_weights(vk::Context& ctx, const ModelConfig& cfg) {
     w.lnf_g = vector(C, "final norm gain");
     w.lnf_b = vector(C, "final norm bias");
   }
-  if (!cfg.tie_embeddings) w.head = matrix(V, C, "LM head");
+  if (!cfg.tie_embeddings) w.head = Matrix::create(ctx, cfg.table_dtype(), V, C, "LM head");
   if (cfg.out_bias) w.head_b = vector(V, "LM head bias");
   return w;
 }

@@ -217,7 +217,7 @@ WeightsFile WeightsFile::open(const ModelConfig& cfg, const std::string& weights
       throw InputError(f.file_->path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
                        shape_str(j.shape) + " from the config's [model] (" + cfg.source + ")");
   }
-  if (std::string note = f.file_->conversion_note(); !note.empty())
+  if (std::string note = f.file_->conversion_note(cfg.dtype); !note.empty())
     std::fprintf(stderr, "gpt-vk: %s: dequantizing its %s tensors to %s at load\n", f.file_->path().c_str(),
                  note.c_str(), dtype_name(cfg.dtype));
   return f;
@@ -286,6 +286,12 @@ void write_rows_from(Matrix& m, uint32_t row0, const File& file, const TensorInf
 
 void write_tensor_rows(Matrix& m, uint32_t row0, const TensorSource& file, const TensorInfo& t, bool in_out,
                        uint64_t block_bytes) {
+  // A GGUF tensor already in the matrix's block format goes up as it is (repacked, no arithmetic).
+  const auto blocks = is_quantized(m.dtype) && !in_out ? file.ggml_blocks(t, m.dtype) : std::span<const std::byte>{};
+  if (!blocks.empty() && t.shape.size() == 2 && t.shape[1] == m.cols && row0 + t.shape[0] <= m.rows) {
+    m.write_rows_ggml(row0, static_cast<uint32_t>(t.shape[0]), blocks.data());
+    return;
+  }
   write_rows_from(m, row0, file, t, in_out, block_bytes);
 }
 

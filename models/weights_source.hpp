@@ -33,8 +33,12 @@ class TensorSource {
   // The caller is done with the tensor's values.
   virtual void release(const TensorInfo&) const {}
 
+  // The tensor's data as ggml blocks of `want` (Q8_0 or Q4_0) when the file stores it so
+  // (a GGUF tensor: loaded without dequantizing), else empty.
+  virtual std::span<const std::byte> ggml_blocks(const TensorInfo&, DType /*want*/) const { return {}; }
+
   // The types this source converts in data() ("Q4_K and Q6_K"), to say so once; "" if none.
-  virtual std::string conversion_note() const { return ""; }
+  virtual std::string conversion_note(DType /*target*/) const { return ""; }
 
   bool contains(std::string_view name) const { return find(name) != nullptr; }
   // The tensor, or an InputError naming it when it is absent or of an unloadable type.

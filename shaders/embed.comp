@@ -10,7 +10,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint C = 1;           // embedding width
 layout(constant_id = 2) const uint TOK_DT = 0;      // engine/dtype.hpp DType
-layout(constant_id = 3) const uint TOK_STRIDE = 8;  // elements per stored token row
+layout(constant_id = 3) const uint TOK_STRIDE = 8;  // elements per stored token row (q8_0/q4_0: uint words)
 layout(constant_id = 4) const uint VOCAB = 1;       // token rows over all chunks
 layout(constant_id = 5) const uint POS_DT = 0;
 layout(constant_id = 6) const uint POS_STRIDE = 8;
@@ -45,6 +45,26 @@ float unpack(uint dt, uint word, uint i) {
   return uintBitsToFloat(bits << 16);  // bf16: the high half of an f32
 }
 
+// Element c of the Q8_0 (dt 3) or Q4_0 (dt 4) row starting at uint word `base` of a table
+// read through `word(i)` (engine/quant.hpp: the row's f16 block scales in whole 16-byte
+// words, then its blocks).
+#define QUANT_VALUE(word, dt, base, c, out)                                                   \
+  {                                                                                           \
+    uint qb = (c) / 32u, data = (base) + ((C / 32u + 7u) / 8u) * 4u;                         \
+    uint sw = word((base) + qb / 2u);                                                         \
+    float d = unpackHalf2x16((qb & 1u) != 0u ? sw >> 16 : sw).x;                              \
+    if ((dt) == 3u) {                                                                         \
+      uint byte_i = (c);                                                                      \
+      out = float(int(word(data + byte_i / 4u) << (24u - 8u * (byte_i & 3u))) >> 24) * d;    \
+    } else {                                                                                  \
+      uint j = (c) % 32u, byte_i = qb * 16u + (j & 15u);                                      \
+      uint nib = (word(data + byte_i / 4u) >> (8u * (byte_i & 3u) + (j >= 16u ? 4u : 0u))) & 15u; \
+      out = float(int(nib) - 8) * d;                                                          \
+    }                                                                                         \
+  }
+#define TOK_WORD(i) tok[i]
+#define POS_WORD(i) pos[i]
+
 void main() {
   uint c = gl_GlobalInvocationID.x;
   if (c >= C) return;
@@ -56,8 +76,11 @@ void main() {
     if (id - pc.tok_row0 >= pc.tok_rows || p - pc.pos_row0 >= pc.pos_rows) continue;  // another chunk's row
     uint ti = (id - pc.tok_row0) * TOK_STRIDE + c;
     uint pi = (p - pc.pos_row0) * POS_STRIDE + c;
-    float tv = unpack(TOK_DT, tok[word_index(TOK_DT, ti)], ti);
-    float pv = unpack(POS_DT, pos[word_index(POS_DT, pi)], pi);
+    float tv, pv;
+    if (TOK_DT >= 3u) QUANT_VALUE(TOK_WORD, TOK_DT, (id - pc.tok_row0) * TOK_STRIDE, c, tv)
+    else tv = unpack(TOK_DT, tok[word_index(TOK_DT, ti)], ti);
+    if (POS_DT >= 3u) QUANT_VALUE(POS_WORD, POS_DT, (p - pc.pos_row0) * POS_STRIDE, c, pv)
+    else pv = unpack(POS_DT, pos[word_index(POS_DT, pi)], pi);
     if (TOK_DT == 1u) tv *= tok_scale[id];
     if (POS_DT == 1u) pv *= pos_scale[p];
     x[t * C + c] = tv + pv;

@@ -45,6 +45,26 @@ BOOST_AUTO_TEST_CASE(perplexity_matches_pytorch) {
   BOOST_TEST(std::abs(r.perplexity - want) / want <= 0.005);
 }
 
+// 8-bit (and 4-bit) weights on the device: Q8_0 perplexity within 1% of f16's (the issue's
+// bound; measured 176.12 against 176.11), Q4_0 within 3% (measured 177.75, +0.9%). Whole
+// models through the quantized decode and prompt kernels, with the fusions the plan picks.
+BOOST_AUTO_TEST_CASE(quantized_perplexity_near_f16) {
+  auto ref = nlohmann::json::parse(read_file(kDir / "reference.json"));
+  auto& ctx = test::context();
+  ModelConfig cfg = load_config((kDir / "config.toml").string());
+  Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+  auto ids = tok.encode(read_file(kDir / ref["heldout"].get<std::string>()));
+  auto ppl = [&](DType dt) {
+    cfg.dtype = dt;
+    GptModel model(ctx, cfg, load_weights(ctx, cfg));
+    return perplexity(model, ids, ref["context"].get<uint32_t>(), ref["stride"].get<uint32_t>()).perplexity;
+  };
+  const double f16 = ppl(DType::F16), q8 = ppl(DType::Q8_0), q4 = ppl(DType::Q4_0);
+  BOOST_TEST_MESSAGE("perplexity f16 " << f16 << ", q8_0 " << q8 << ", q4_0 " << q4);
+  BOOST_TEST(std::abs(q8 - f16) / f16 <= 0.01);
+  BOOST_TEST(std::abs(q4 - f16) / f16 <= 0.03);
+}
+
 BOOST_AUTO_TEST_CASE(greedy_generation_is_deterministic_text) {
   auto& ctx = test::context();
   ModelConfig cfg = load_config((kDir / "config.toml").string());

@@ -81,6 +81,25 @@ BOOST_AUTO_TEST_CASE(llama_quantize_files_match_dequantized_weights) {
   }
 }
 
+// Q8_0 and Q4_0 files run in their own format (their default storage, gguf_native_dtype):
+// the matrices go to the device as the file's blocks, repacked, and the int8 / 4-bit
+// kernels multiply them. Within 3e-2 of the largest logit of the dequantized weights'
+// logits (the bound); the weights are the file's values exactly, so the error left
+// is f32 arithmetic and the position table's f16 rounding.
+BOOST_AUTO_TEST_CASE(q8_0_and_q4_0_files_run_in_their_own_format) {
+  const auto files = expected()["files"];
+  for (std::string file : {"small-Q8_0.gguf", "small-Q4_0.gguf"}) {
+    BOOST_TEST_CONTEXT(file) {
+      const DType native = default_dtype_for_path((kDir / file).string());
+      BOOST_TEST(std::string(dtype_name(native)) == (file == "small-Q8_0.gguf" ? "q8_0" : "q4_0"));
+      const NpyArray want = read_npy((kDir / (file.substr(0, file.size() - 5) + ".logits.npy")).string());
+      const double err = max_rel(logits_at_rows(file, files[file], native), want.data);
+      BOOST_TEST_MESSAGE(file << " in " << dtype_name(native) << ": max |gpt-vk - dequantized reference| / max |logit| = " << err);
+      BOOST_TEST(err <= 3e-2);
+    }
+  }
+}
+
 // The small model's F16 and BF16 files hold tests/fixtures/models/hf_gpt2's weights: their
 // logits are PyTorch's for those weights up to the rounding of the weights (measured with
 // gguf-py: 1.7e-3 of the largest logit for F16, 1.1e-2 for BF16).

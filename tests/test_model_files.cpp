@@ -414,8 +414,10 @@ BOOST_AUTO_TEST_CASE(flag_combinations) {
   check(run_cli({"forward", "-m", g, "--config", c, "--ids", "1", "--out", (dir / "o.npy").string()}), {2, {"excludes"}});
   check(run_cli({"forward", "--config", c, "--dtype", "f16", "--ids", "1", "--out", (dir / "o.npy").string()}),
         {2, {"--dtype", "--model"}});
-  check(run_cli({"forward", "-m", g, "--dtype", "q8_0", "--ids", "1", "--out", (dir / "o.npy").string()}),
-        {2, {"q8_0", "not implemented"}});
+  for (const char* dt : {"q8_0", "q4_0"}) {  // 8 and 4-bit blocks on the device
+    CliResult q = run_cli({"forward", "-m", g, "--dtype", dt, "--ids", "1", "--out", (dir / "o.npy").string()});
+    BOOST_TEST(q.exit_code == 0, dt << ": " << q.err);
+  }
   check(run_cli({"forward", "-m", g, "--dtype", "f8", "--ids", "1", "--out", (dir / "o.npy").string()}), {2, {"f8"}});
   check(run_cli({"forward", "--ids", "1", "--out", (dir / "o.npy").string()}), {2, {"--config", "--model"}});
   // tokenize without either flag uses the bundled tokenizer (tests/test_tokenizer_cli.cpp); both is an error.

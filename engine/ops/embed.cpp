@@ -12,6 +12,10 @@ namespace {
 // The per-row factors of an f16 table (engine/f16_rows.hpp); other dtypes have none and
 // bind their first chunk, which the shader then never reads.
 View row_scales(const Matrix& m) { return whole(m.dtype == DType::F16 ? m.row_scales : m.chunks.front()); }
+// The shader's row stride: elements, or uint words for a quantized table.
+uint32_t row_stride(const Matrix& m) {
+  return is_quantized(m.dtype) ? static_cast<uint32_t>(m.row_bytes() / 4) : m.row_stride;
+}
 }  // namespace
 
 void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& pos_emb, View x, uint32_t T,
@@ -29,8 +33,8 @@ void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& p
   constexpr uint32_t local = 64;
   const auto& p = g.context().pipelines().get(
       {"embed",
-       {local, C, static_cast<uint32_t>(tok_emb.dtype), tok_emb.row_stride, tok_emb.rows,
-        static_cast<uint32_t>(pos_emb.dtype), pos_emb.row_stride, pos_emb.rows},
+       {local, C, static_cast<uint32_t>(tok_emb.dtype), row_stride(tok_emb), tok_emb.rows,
+        static_cast<uint32_t>(pos_emb.dtype), row_stride(pos_emb), pos_emb.rows},
        7, 5 * 4});
   const std::array<uint32_t, 3> groups{(C + local - 1) / local, std::min<uint32_t>(T, 65535), 1};
   // Each dispatch writes the rows of x whose token and position its chunks hold; they all

@@ -9,6 +9,8 @@
 #include "engine/error.hpp"
 #include "engine/ops/layernorm.hpp"
 #include "engine/ops/linear_coopmat.hpp"
+#include "engine/ops/linear_kernel.hpp"
+#include "engine/ops/linear_quant.hpp"
 #include "engine/ops/step.hpp"
 #include "engine/vk/context.hpp"
 
@@ -19,23 +21,7 @@ namespace {
 constexpr uint32_t kMaxGroups = 65535;  // per dimension: the smallest maxComputeWorkGroupCount allowed
 
 // Weights per 16-byte (uvec4) word of a stored W row, the unit every linear kernel reads.
-uint32_t weights_per_word(DType t) { return 16 / dtype_bytes(t); }
-
-// One kernel with its tile sizes, as shaders/linear.comp expects them.
-struct Kernel {
-  LinearKernel kind = LinearKernel::MatVec;
-  std::string shader;
-  uint32_t local = 1;               // invocations per workgroup
-  std::vector<uint32_t> tile;       // spec constants 7.. (see the kernel's .glsl)
-  std::vector<uint32_t> after_split;  // constants after the split-K count (the matrix shape)
-  uint32_t tokens_per_group = 1;    // workgroup grid: x over tokens ...
-  uint32_t outputs_per_group = 1;   // ... y over outputs (mat-vec: x over outputs, y over tokens)
-  bool texel = false;               // W binding is a uniform texel buffer (push constant w_base)
-  bool x_texel = false;             // x binding is a uniform texel buffer (push constant x_base)
-  bool norm_variant = false;        // has a "_ln" variant: LayerNorm of the output by the last workgroup
-  bool pick_variant = false;        // has a "_pick" variant: greedy pick of the output by the last workgroup
-  bool norm_before_variant = false; // has a "_lnin" variant: LayerNorm of x folded in (NormBefore)
-};
+uint32_t weights_per_word(DType t) { return is_quantized(t) ? 16 : 16 / dtype_bytes(t); }
 
 // Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
 // 2-core test machine, per CPU-second; tests/test_linear.cpp (GPTVK_LINEAR_BENCH=1) reprints them.
@@ -90,7 +76,9 @@ bool row_matvec_supported(const vk::Context& ctx) { return one_subgroup_shuffles
 // A workgroup of the row mat-vec takes at least 8 rows of 4 invocations (one_subgroup_shuffles).
 uint64_t pick_partials_bytes(uint32_t rows) { return (uint64_t(rows) / 32 + 1) * 8; }
 
-bool norm_before_fits(const Matrix& W, uint32_t T) { return T == 1 && W.cols % weights_per_word(W.dtype) == 0; }
+bool norm_before_fits(const Matrix& W, uint32_t T) {
+  return T == 1 && !is_quantized(W.dtype) && W.cols % weights_per_word(W.dtype) == 0;
+}
 
 bool held_x_fits(uint32_t K, DType dtype) {
   return K <= kMaxHeldInputs && K % weights_per_word(dtype) == 0;
@@ -246,6 +234,7 @@ bool x_texel_ok(View x, uint32_t K) {
 }  // namespace
 
 LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x) {
+  if (is_quantized(W.dtype)) return quant_auto_kernel(ctx, T, W, x);
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   // CPU devices read through texel views where they can: decode with rows per invocation
@@ -267,6 +256,7 @@ namespace {
 
 Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before,
               const CoopMatTiles* coopmat) {
+  if (is_quantized(W.dtype)) return choose_quant_kernel(ctx, want, T, W, x);
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   if (want == LinearKernel::Auto && norm_before) want = LinearKernel::MatVec;  // the one kernel with it

@@ -1,0 +1,29 @@
+// One linear kernel with its launch shape, as engine/ops/linear.cpp dispatches it: shared
+// by the float kernels (shaders/linear.comp) and the quantized ones (shaders/linear_q.comp,
+// engine/ops/linear_quant.cpp). Internal to the linear op.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/ops/linear.hpp"
+
+namespace gptvk::ops {
+
+// One kernel with its tile sizes, as its shader expects them.
+struct Kernel {
+  LinearKernel kind = LinearKernel::MatVec;
+  std::string shader;
+  uint32_t local = 1;               // invocations per workgroup
+  std::vector<uint32_t> tile;       // spec constants 7.. (see the kernel's .glsl)
+  std::vector<uint32_t> after_split;  // constants after the split-K count (the matrix shape)
+  uint32_t tokens_per_group = 1;    // workgroup grid: x over tokens ...
+  uint32_t outputs_per_group = 1;   // ... y over outputs (mat-vec: x over outputs, y over tokens)
+  bool texel = false;               // W binding is a uniform texel buffer (push constant w_base)
+  bool x_texel = false;             // x binding is a uniform texel buffer (push constant x_base)
+  bool norm_variant = false;        // has a "_ln" variant: LayerNorm of the output by the last workgroup
+  bool pick_variant = false;        // has a "_pick" variant: greedy pick of the output by the last workgroup
+  bool norm_before_variant = false; // has a "_lnin" variant: LayerNorm of x folded in (NormBefore)
+};
+
+}  // namespace gptvk::ops

@@ -1,0 +1,63 @@
+// Mat-vec over Q8_0 / Q4_0 rows for CPU devices (lavapipe), W and x through texel views:
+// the column split of common/linear_matvec_cols.glsl by blocks. A workgroup is one
+// subgroup; lane `lane` takes blocks lane, lane + LOCAL, ... of every row, holding the
+// inputs of those blocks for the whole dispatch, so each texel fetch of the workgroup
+// reads LOCAL adjacent blocks and the workgroup streams its rows front to back. A row's
+// LOCAL partial sums meet by shuffles; lane i keeps the i-th row of each group of LOCAL.
+layout(constant_id = 7) const uint R = 8;  // groups of LOCAL rows per workgroup
+
+const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
+
+#include "common/linear_rows_out.glsl"
+
+// Blocks of a row per lane; lanes past the row's last block read that block again
+// against inputs of 0. XQ_MAX texels of x per lane at most (engine/ops/linear_quant.cpp).
+const uint BPL = (QB + LOCAL - 1u) / LOCAL;
+const uint XQ_MAX = 256u;
+vec4 xc[XQ_MAX];
+
+void hold_x(uint xrow, uint lane) {
+  [[unroll]] for (uint q = 0u; q < BPL; ++q) {
+    uint b = q * LOCAL + lane;
+    vec4 x[8];
+    q_load_x(xrow, min(b, QB - 1u), x);
+    [[unroll]] for (uint h = 0u; h < 8u; ++h) xc[q * 8u + h] = b < QB ? x[h] : vec4(0.0);
+  }
+}
+
+float row_part(uint wrow, uint lane) {
+  float acc = 0.0;
+  [[unroll]] for (uint q = 0u; q < BPL; ++q) {
+    uint b = min(q * LOCAL + lane, QB - 1u);
+    uvec4 p[2];
+    q_block(wrow, b, p);
+    float s = 0.0;
+    [[unroll]] for (uint h = 0u; h < 8u; ++h) s = fma4(q_quad(p, h), xc[q * 8u + h], s);
+    acc = fma(q_scale(load_w(wrow + b / 8u), b), s, acc);
+  }
+  return acc;
+}
+
+float lanes_sum(float v, uint lane) {
+  [[unroll]] for (uint i = 0u; i < 6u; ++i)
+    if ((1u << i) < LOCAL) v += subgroupShuffle(v, lane ^ (1u << i));
+  return v;
+}
+
+void main() {
+  read_push_constants();
+  uint lane = gl_LocalInvocationID.x;
+  uint t = gl_WorkGroupID.y;
+  hold_x(t * K, lane);
+  uint first = gl_WorkGroupID.x * LOCAL * R;
+  [[dont_unroll]] for (uint g = 0u; g < R; ++g) {
+    uint base = first + g * LOCAL;
+    float mine = 0.0;
+    [[dont_unroll]] for (uint i = 0u; i < LOCAL; ++i) {
+      float s = lanes_sum(row_part(min(base + i, ROWS - 1u) * W_STRIDE, lane), lane);
+      mine = lane == i ? s : mine;
+    }
+    put_row(t, base + lane, mine);
+  }
+  after_rows(lane);
+}

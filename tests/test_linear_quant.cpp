@@ -1,0 +1,193 @@
+#define BOOST_TEST_MODULE linear_quant
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "engine/error.hpp"
+#include "engine/ops/linear.hpp"
+#include "engine/ops/linear_quant.hpp"
+#include "engine/quant.hpp"
+#include "tests/reference/linear.hpp"
+#include "tests/support/vk_test.hpp"
+
+using namespace gptvk;
+using ops::LinearKernel;
+
+namespace {
+
+// Tolerance relative to the largest |reference| output. The reference multiplies the
+// dequantized weights (q * d, exact in f32: at most 8 + 11 significant bits) by x in
+// double; the kernels sum in f32 (per block, then times d), so they differ by f32
+// rounding alone: the float kernels' 1e-4 (tests/test_linear.cpp says why it is far
+// below a dropped or doubled product, ~1e-2).
+constexpr double kTol = 1e-4;
+
+const LinearKernel kKernels[] = {LinearKernel::Auto,       LinearKernel::MatVec,        LinearKernel::MatVecWide,
+                                 LinearKernel::MatVecTexel, LinearKernel::MatVecRows,   LinearKernel::MatVecCols,
+                                 LinearKernel::GemmRegisters, LinearKernel::GemmRegistersWide,
+                                 LinearKernel::GemmTiled};
+const char* kernel_name(LinearKernel k) {
+  switch (k) {
+    case LinearKernel::Auto: return "auto";
+    case LinearKernel::MatVec: return "matvec";
+    case LinearKernel::MatVecWide: return "matvec_wide";
+    case LinearKernel::MatVecTexel: return "matvec_texel";
+    case LinearKernel::MatVecRows: return "matvec_rows";
+    case LinearKernel::MatVecCols: return "matvec_cols";
+    case LinearKernel::GemmRegisters: return "gemm_reg";
+    case LinearKernel::GemmRegistersWide: return "gemm_reg_wide";
+    case LinearKernel::GemmTiled: return "gemm_tiled";
+    default: return "?";
+  }
+}
+
+// Whether forced kernel k runs here: the texel kernels need W's texel views, the column
+// split x's and subgroup shuffles too, and K within what a lane holds.
+bool runs(vk::Context& ctx, LinearKernel k, const Matrix& W) {
+  if (k == LinearKernel::MatVecTexel) return W.has_texel_views();
+  if (k == LinearKernel::MatVecCols || k == LinearKernel::MatVecRows)
+    return W.has_texel_views() && ctx.caps().texel_uvec4 && ops::row_matvec_supported(ctx) &&
+           (k == LinearKernel::MatVecRows || ops::quant_cols_fits(ctx, W.cols));
+  return true;
+}
+
+struct Case {
+  Matrix m;
+  std::vector<float> w;  // the dequantized weights, what the kernels multiply by
+};
+
+Case make_weights(vk::Context& ctx, DType dt, uint32_t N, uint32_t K, uint32_t seed, uint64_t max_chunk = 0) {
+  Case c;
+  c.m = Matrix::create(ctx, dt, N, K, "test weights", max_chunk);
+  auto w = test::random_floats(size_t(N) * K, seed);
+  c.m.write_rows(0, N, w.data(), DType::F32);
+  c.w = c.m.read_rows_f32(0, N);
+  return c;
+}
+
+// y = act(x W^T + bias) (+ r, separate) through `kernel`, x with a texel view where the device makes one.
+std::vector<float> run(vk::Context& ctx, LinearKernel kernel, const Matrix& W, const std::vector<float>& x,
+                       const std::vector<float>& bias, const std::vector<float>& r, uint32_t T, Activation act) {
+  const uint32_t N = W.rows;
+  auto dx = test::upload(ctx, x);
+  dx.try_create_texel_view();
+  vk::Buffer dy(ctx, uint64_t(T) * N * 4, vk::Memory::Device, "test y");
+  vk::Buffer db = test::upload(ctx, bias.empty() ? std::vector<float>(1) : bias);
+  vk::Buffer dr = test::upload(ctx, r.empty() ? std::vector<float>(1) : r);
+  Graph g(ctx);
+  ops::linear_with(g, whole(dx), W, bias.empty() ? View{} : whole(db), whole(dy), T,
+                   {.kernel = kernel, .ep = {act, !r.empty()}, .r = r.empty() ? View{} : whole(dr)});
+  g.record();
+  g.run();
+  return test::download(dy, size_t(T) * N);
+}
+
+std::vector<float> reference(const Case& c, const std::vector<float>& x, const std::vector<float>& bias,
+                             const std::vector<float>& r, uint32_t T, Activation act) {
+  std::vector<float> y(size_t(T) * c.m.rows);
+  cpu::linear(x, c.w, bias, r, y, T, c.m.cols, c.m.rows, act);
+  return y;
+}
+
+std::string describe(const std::string& label, LinearKernel k, DType dt, uint32_t T, uint32_t K, uint32_t N) {
+  std::ostringstream s;
+  s << label << " " << kernel_name(k) << " " << dtype_name(dt) << " T=" << T << " in=" << K << " out=" << N;
+  return s.str();
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(linear_quant, test::NoValidationMessages)
+
+// Host quantization as ggml's reference: every Q8_0 value within half a step (d / 2) of
+// its input, Q4_0 within d / 2 but for the block's extreme (d = extreme / -8, so +8 is
+// clipped to 7: within d); plus the f16 rounding of the stored d (2^-11 relative, times
+// |q| <= 127: 0.062 d). GGUF blocks repacked hold the same values.
+BOOST_AUTO_TEST_CASE(host_quantization_round_trips) {
+  const uint32_t cols = 96;
+  auto x = test::random_floats(cols, 5, -2.0f, 2.0f);
+  for (DType dt : {DType::Q8_0, DType::Q4_0}) {
+    std::vector<std::byte> row(quant_row_bytes(dt, cols));
+    quantize_row(x.data(), cols, dt, row.data());
+    std::vector<float> back(cols);
+    dequantize_row(row.data(), cols, dt, back.data());
+    for (uint32_t b = 0; b < cols / 32; ++b) {
+      float amax = 0;
+      for (uint32_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
+      const float step = dt == DType::Q8_0 ? amax / 127 : amax / 8;
+      for (uint32_t i = 0; i < 32; ++i)
+        BOOST_TEST(std::fabs(back[b * 32 + i] - x[b * 32 + i]) <= step * (dt == DType::Q8_0 ? 0.57f : 1.01f));
+    }
+    // The same blocks as a GGUF tensor stores them: scale, then data.
+    std::vector<std::byte> ggml(cols / 32 * ggml_block_bytes(dt));
+    for (uint32_t b = 0; b < cols / 32; ++b) {
+      std::memcpy(ggml.data() + b * ggml_block_bytes(dt), row.data() + 2 * b, 2);
+      std::memcpy(ggml.data() + b * ggml_block_bytes(dt) + 2, row.data() + 16 * quant_scale_words(cols) + b * quant_block_bytes(dt),
+                  quant_block_bytes(dt));
+    }
+    std::vector<std::byte> repacked(row.size());
+    repack_ggml_row(ggml.data(), cols, dt, repacked.data());
+    BOOST_TEST((repacked == row), dtype_name(dt));
+  }
+}
+
+// Every quantized kernel against the CPU reference, both types, on the device as it is and
+// with its fallbacks forced: outputs not a multiple of any tile, 3 / 25 / 96 blocks a row
+// (25 and 96: not a multiple of the 8 scales a word holds, nor of the lanes), tokens
+// past a tile, GPT-2's vocabulary as outputs.
+BOOST_AUTO_TEST_CASE(every_kernel_matches_cpu) {
+  struct Shape {
+    uint32_t K, N;
+    std::vector<uint32_t> tokens;
+  };
+  const Shape shapes[] = {{96, 77, {1, 5}}, {800, 130, {1, 37}}, {3072, 40, {1, 3}}, {64, 50257, {1}}};
+  for (auto [label, ctx] : test::all_contexts())
+    for (size_t si = 0; si < std::size(shapes); ++si)
+      for (DType dt : {DType::Q8_0, DType::Q4_0}) {
+        const Shape& s = shapes[si];
+        if (s.N > 10000 && dt == DType::Q4_0) continue;
+        Case c = make_weights(*ctx, dt, s.N, s.K, 7 * s.K + s.N);
+        for (LinearKernel k : kKernels) {
+          if (!runs(*ctx, k, c.m)) continue;
+          for (uint32_t T : s.tokens) {
+            auto x = test::random_floats(size_t(T) * s.K, T + s.K);
+            auto bias = test::random_floats(s.N, 3);
+            auto got = run(*ctx, k, c.m, x, bias, {}, T, Activation::None);
+            BOOST_TEST(test::max_rel_error(got, reference(c, x, bias, {}, T, Activation::None)) <= kTol,
+                       describe(label, k, dt, T, s.K, s.N));
+          }
+        }
+      }
+}
+
+// The epilogue (GELU, a separate residual) and a matrix split into row chunks (one
+// dispatch per chunk, each kernel's offsets into W and y).
+BOOST_AUTO_TEST_CASE(epilogue_and_chunks) {
+  const uint32_t K = 160, N = 300;
+  for (auto [label, ctx] : test::all_contexts())
+    for (DType dt : {DType::Q8_0, DType::Q4_0}) {
+      Case c = make_weights(*ctx, dt, N, K, 11, 64 * quant_row_bytes(dt, K));  // chunks of 64 rows
+      BOOST_TEST(c.m.chunks.size() == 5u);
+      for (LinearKernel k : kKernels) {
+        if (!runs(*ctx, k, c.m)) continue;
+        for (uint32_t T : {1u, 9u}) {
+          auto x = test::random_floats(size_t(T) * K, 21 + T);
+          auto bias = test::random_floats(N, 22), r = test::random_floats(size_t(T) * N, 23);
+          auto got = run(*ctx, k, c.m, x, bias, r, T, Activation::GeluTanh);
+          BOOST_TEST(test::max_rel_error(got, reference(c, x, bias, r, T, Activation::GeluTanh)) <= kTol,
+                     describe(label + " chunked gelu+residual", k, dt, T, K, N));
+        }
+      }
+    }
+}
+
+// The kernel with no quantized form says so; so does a matrix whose rows are not whole blocks.
+BOOST_AUTO_TEST_CASE(unsupported_kernels_fail_loudly) {
+  vk::Context& ctx = test::context();
+  Case c = make_weights(ctx, DType::Q8_0, 64, 64, 1);
+  auto x = test::random_floats(64, 2);
+  BOOST_CHECK_THROW(run(ctx, LinearKernel::GemmCoopMat, c.m, x, {}, {}, 1, Activation::None), DeviceError);
+  BOOST_CHECK_THROW(Matrix::create(ctx, DType::Q8_0, 4, 48, "odd"), InputError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
