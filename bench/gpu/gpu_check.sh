@@ -14,7 +14,7 @@
 #   TESTS=0 skips the suite; TESTS_R=REGEX runs only those tests, TESTS_E=REGEX leaves those out
 #   (openai_client needs node, which the GPU machines lack);
 #   DEPTHS (prompt tokens of the A/B, default "512"); SHAPES (default gpt2-small,gpt2-xl);
-#   ROUNDS (default 1); AB=0 skips the A/B;
+#   ROUNDS (default 1); AB=0 skips the A/B; Q8=0 skips its q8_0 run on GPT-2 XL;
 #   LLAMA=0 skips llama.cpp; LLAMA_SHAPES (default gpt2-small,gpt2-medium,gpt2-large,gpt2-xl),
 #   at pp512 / tg128 as issue 36 measures;
 #   BATCH="1 16 64" runs `gpt-vk bench --batch B` on BATCH_SHAPES (default gpt2-small,gpt2-xl)
@@ -78,6 +78,12 @@ if [ "${AB:-1}" != 0 ]; then
       --rounds "${ROUNDS:-1}" --prompt-tokens "$depth" --timeout 150 | tee "$OUT/ab-$depth.txt" || status=1
     sed -n '/^| shape/,$p' "$OUT/ab-$depth.txt" >"$OUT/ab-$depth.md"
   done
+fi
+
+if [ "${Q8:-1}" != 0 ] && [ "${AB:-1}" != 0 ]; then
+  say "8-bit weights: the A/B's variants with q8_0 weights, GPT-2 XL, 512-token prompt"
+  PYTHONUNBUFFERED=1 python3 bench/sweeps/ab_bench.py "$@" --dtype q8_0 --shapes gpt2-xl --rounds 1 \
+    --prompt-tokens 512 --timeout 150 | tee "$OUT/ab-q8.txt" || status=1
 fi
 
 if [ -n "${BATCH:-}" ] && build/gpt-vk bench --help 2>&1 | grep -q -- --batch; then

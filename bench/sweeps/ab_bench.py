@@ -59,7 +59,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("variants", nargs="+", help="BINARY[:VAR=VALUE,...]")
     ap.add_argument("--shapes", default="gpt2-small,gpt2-xl")
-    ap.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16"])
+    ap.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "q8_0", "q4_0"])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=128)

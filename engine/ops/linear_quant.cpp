@@ -23,7 +23,7 @@ Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel) {
   k.shader = caps.subgroup_arithmetic ? "linear_q.matvec_subgroup" : "linear_q.matvec_shared";
   if (texel) k.shader += "_texel";
   k.texel = texel;
-  const bool cpu_shape = ctx.info().is_cpu() && !wide;
+  const bool cpu_shape = ctx.cpu_kernels() && !wide;
   k.local = cpu_shape ? std::clamp<uint32_t>(caps.subgroup_size, 4, 16) : 256;
   k.local = std::min(k.local, caps.max_workgroup_invocations);
   const uint32_t rows = cpu_shape ? 16 : 2;
@@ -129,7 +129,7 @@ bool quant_cols_fits(const vk::Context& ctx, uint32_t K) {
 }
 
 LinearKernel quant_auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x) {
-  const bool cpu = ctx.info().is_cpu();
+  const bool cpu = ctx.cpu_kernels();
   if (T > 1)
     return !cpu ? LinearKernel::GemmTiled
            : T >= kWideTileMinTokens ? LinearKernel::GemmRegistersWide : LinearKernel::GemmRegisters;
