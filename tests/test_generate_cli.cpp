@@ -256,7 +256,10 @@ BOOST_AUTO_TEST_CASE(logprobs_equal_log_softmax_of_forward) {
       worst = std::max(worst, std::fabs(it.value().get<double>() - lp(order[k])));
     }
   }
-  BOOST_TEST(worst <= 5e-4, "largest logprob difference from forward: " << worst);
+  // forward's prompt products run on a GPU's matrix units where it has them, with x rounded
+  // to f16 (engine/ops/linear_coopmat.hpp), while decode's mat-vecs keep x in f32: 8.2e-4
+  // apart on an H100, ~1e-6 elsewhere. A wrong token or position is off by far more.
+  BOOST_TEST(worst <= 2e-3, "largest logprob difference from forward: " << worst);
 }
 
 // The done-when: greedy with --repeat-penalty 1.3 repeats no 4-gram in 60 tokens
