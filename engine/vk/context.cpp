@@ -13,11 +13,11 @@
 #include <cpuid.h>
 #endif
 
-#include "engine/vk/shader_registry.hpp"
 #include "engine/error.hpp"
 #include "engine/strict_number.hpp"
 #include "engine/vk/check.hpp"
 #include "engine/vk/pipeline.hpp"
+#include "engine/vk/shader_registry.hpp"
 
 namespace gptvk::vk {
 
