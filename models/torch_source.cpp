@@ -59,7 +59,8 @@ class TorchSource : public MappedTensorSource {
       if (r.size[d] != 1 && r.stride[d] != n) contiguous = false;
       if (__builtin_mul_overflow(n, r.size[d], &n)) bad("its size overflows");
     }
-    if (n && (r.offset > r.storage_numel || n > r.storage_numel - r.offset))
+    // Checked for empty tensors too: their offset still places them in the file.
+    if (r.offset > r.storage_numel || n > r.storage_numel - r.offset)
       bad("elements [" + std::to_string(r.offset) + ", +" + std::to_string(n) + ") run past its storage of " +
           std::to_string(r.storage_numel));
     t.begin = zip_.offset_of(storage) + r.offset * r.element_bytes;
