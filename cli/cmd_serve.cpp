@@ -27,8 +27,8 @@ std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) 
 
 // The slots: the session's model and parallel - 1 more over the same weights, after checking
 // that their KV caches and activations fit beside the weights.
-std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t parallel) {
-  const uint64_t per_slot = slot_device_bytes(s.cfg, kDefaultMaxChunk);
+std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t parallel, uint32_t chunk) {
+  const uint64_t per_slot = slot_device_bytes(s.cfg, chunk);
   const uint64_t weights = weights_device_bytes(s.cfg), have = s.ctx->info().device_local_bytes;
   const uint64_t need = weights + parallel * per_slot;
   if (have && need > have)
@@ -38,7 +38,7 @@ std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t para
   std::vector<std::unique_ptr<GptModel>> slots;
   slots.push_back(std::move(s.model));
   for (uint32_t i = 1; i < parallel; ++i)
-    slots.push_back(std::make_unique<GptModel>(*s.ctx, s.cfg, slots[0]->shared_weights(), kDefaultMaxChunk));
+    slots.push_back(std::make_unique<GptModel>(*s.ctx, s.cfg, slots[0]->shared_weights(), chunk));
   return slots;
 }
 
@@ -62,6 +62,7 @@ Action add_serve(CLI::App& app, Common& common) {
     server::ServerOptions http;
     uint32_t parallel = 4;
     uint32_t queue = 64;
+    uint32_t prefill_chunk = kDefaultMaxChunk;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
@@ -77,6 +78,10 @@ Action add_serve(CLI::App& app, Common& common) {
       ->capture_default_str()->check(CLI::Range(1u, 1024u));
   cmd->add_option("--queue", f->queue, "most sequences waiting for a slot when all are busy; beyond, requests get HTTP 429")
       ->capture_default_str()->check(CLI::Range(0u, 100000u));
+  cmd->add_option("--prefill-chunk", f->prefill_chunk,
+                  "prompt tokens per forward step; between two decode steps at most this many prompt tokens\n"
+                  "run, so a long prompt delays the running streams by one chunk at a time")
+      ->capture_default_str()->check(CLI::Range(1u, 4096u));
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
   cmd->footer(
       "Request fields (both endpoints; README \"Serving\"): max_tokens, temperature (0..2), top_p,\n"
@@ -96,9 +101,9 @@ Action add_serve(CLI::App& app, Common& common) {
     } catch (const std::exception& e) {
       throw InputError(e.what());
     }
-    auto s = open_model(common, f->model);
+    auto s = open_model(common, f->model, {.max_chunk = f->prefill_chunk});
     Tokenizer tok = load_tokenizer(s.cfg);
-    Scheduler scheduler(make_slots(s, f->parallel), tok, f->queue);
+    Scheduler scheduler(make_slots(s, f->parallel, f->prefill_chunk), tok, f->queue);
     http.set_ready(scheduler, tok, {s.cfg.name, s.cfg.context_length});
     std::fprintf(stderr, "gpt-vk: listening on http://%s:%d\n", f->http.host.c_str(), port);
     std::fflush(stderr);

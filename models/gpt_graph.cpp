@@ -247,10 +247,12 @@ struct GptModel::GraphBuild {
   // its log-probabilities are read) and its own sampler: parameters, seed, history.
   void batch_head(View normed, View head_bias) {
     const uint32_t V = cfg.vocab_size;
-    linear(normed, w.lm_head(), head_bias, rows_of(m.logits_all(), T, V), T, plain, none(), "lm_head");
+    // The T rows only: the whole buffer (max_chunk rows) may pass the device's binding range.
+    const View logits = rows_of(m.logits_all(), T, V);
+    linear(normed, w.lm_head(), head_bias, logits, T, plain, none(), "lm_head");
     for (uint32_t b = 0; b < T; ++b) {
       GptModel& s = *seqs[b];
-      ops::copy_rows(*g, whole(m.logits_all()), whole(s.logits_last_), b, 1, V, "row_logits");
+      ops::copy_rows(*g, logits, whole(s.logits_last_), b, 1, V, "row_logits");
       ops::sample(*g, whole(s.logits_last_), whole(s.ids_), whole(s.step_), whole(s.sample_scratch_), V, s.sampling_,
                   "sample", s.sampling_state_.get());
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 
 #include "engine/error.hpp"
 #include "engine/ops/attention.hpp"
@@ -210,10 +211,24 @@ std::vector<float> GptModel::decode_logits(uint32_t token, uint32_t pos) {
   return last_logits(one, pos);
 }
 
-uint32_t GptModel::prefill_and_sample(std::span<const uint32_t> prompt) {
+uint32_t GptModel::prefill_and_sample(std::span<const uint32_t> prompt) { return sample_after_prefill(prompt, 0); }
+
+std::vector<std::pair<uint32_t, uint32_t>> GptModel::prompt_chunks(size_t n) const {
+  // As run_chunks splits them: max_chunk_ tokens at a time up to the last chunk, which is
+  // the last max_chunk_ tokens (so the remainder runs first).
+  const uint32_t first = static_cast<uint32_t>(n - std::min<size_t>(n, max_chunk_));
+  std::vector<std::pair<uint32_t, uint32_t>> chunks;
+  for (uint32_t b = 0; b < first; b += max_chunk_) chunks.emplace_back(b, std::min(b + max_chunk_, first));
+  chunks.emplace_back(first, static_cast<uint32_t>(n));
+  return chunks;
+}
+
+uint32_t GptModel::sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled) {
   if (prompt.empty()) throw InputError("the prompt has no tokens");
+  if (prefilled >= prompt.size()) throw std::logic_error("sample_after_prefill: no tokens left to run");
+  if (prefilled && pos_ != prefilled) throw std::logic_error("sample_after_prefill: the earlier chunks did not run");
   if (prompt.size() < cfg_.context_length) sampling_state_->reset(prompt);  // run_chunks rejects longer ones
-  run_chunks(prompt, 0, Head::LastSample);
+  run_chunks(prompt.subspan(prefilled), prefilled, Head::LastSample);
   static_cast<StepState*>(step_.mapped())->pos = pos_;  // the sampled token goes at the position after the prompt
   return static_cast<const uint32_t*>(ids_.mapped())[0];
 }

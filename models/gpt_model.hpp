@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/graph.hpp"
@@ -61,6 +62,13 @@ class GptModel {
   void set_sampling(const ops::SamplingParams& params);
   // Prefills the prompt at position 0 and samples the first new token on the device.
   uint32_t prefill_and_sample(std::span<const uint32_t> prompt);
+  // The same in steps, so that a caller can run other work between them (a scheduler's
+  // decode steps): prompt_chunks(n) are the [begin, end) token ranges prefill_and_sample
+  // runs an n-token prompt in, the last one sampling; run each but the last with
+  // prefill(prompt[begin, end), begin, false), then the last with
+  // sample_after_prefill(prompt, its begin). Same graphs, same results.
+  std::vector<std::pair<uint32_t, uint32_t>> prompt_chunks(size_t n) const;
+  uint32_t sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled);
   // Embeds the last sampled token at the next position, runs the model and samples again:
   // one submit, 4 bytes back.
   uint32_t decode_next();

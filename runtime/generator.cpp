@@ -56,6 +56,12 @@ Generator::Generator(GptModel& model, const Tokenizer& tokenizer)
     : model_(model), tok_(tokenizer), eot_(tokenizer.eot_id()) {}
 
 void Generator::start(std::span<const uint32_t> prompt, const GenerationOptions& options) {
+  begin(prompt, options);
+  while (!prefill_next()) {
+  }
+}
+
+void Generator::begin(std::span<const uint32_t> prompt, const GenerationOptions& options) {
   ops::check_sampling_params(options.sampling);
   if (options.max_tokens == 0) throw UsageError("max_tokens must be at least 1");
   for (auto [id, bias] : options.sampling.logit_bias)
@@ -74,12 +80,32 @@ void Generator::start(std::span<const uint32_t> prompt, const GenerationOptions&
   cancel_ = false;
   decode_due_ = false;
   reason_ = FinishReason::None;
-  model_.set_sampling(options.sampling);
-  auto t0 = Clock::now();
-  pending_ = model_.prefill_and_sample(prompt);
-  timings_.prefill_s = seconds_since(t0);
   pending_logprob_.reset();
+  model_.set_sampling(options.sampling);
+  prompt_.assign(prompt.begin(), prompt.end());
+  chunks_ = model_.prompt_chunks(prompt_.size());
+  next_chunk_ = 0;
+}
+
+uint32_t Generator::next_chunk_tokens() const {
+  if (!prefilling()) throw std::logic_error("Generator::next_chunk_tokens() while not prefilling");
+  return chunks_[next_chunk_].second - chunks_[next_chunk_].first;
+}
+
+bool Generator::prefill_next() {
+  if (!prefilling()) throw std::logic_error("Generator::prefill_next() while not prefilling");
+  const auto [b, e] = chunks_[next_chunk_++];
+  const auto t0 = Clock::now();
+  if (prefilling()) {  // an earlier chunk: keys and values only
+    model_.prefill(std::span<const uint32_t>(prompt_).subspan(b, e - b), b, false);
+    timings_.prefill_s += seconds_since(t0);
+    return false;
+  }
+  pending_ = model_.sample_after_prefill(prompt_, b);
+  timings_.prefill_s += seconds_since(t0);
   if (opts_.logprobs) pending_logprob_ = logprob_of(pending_);
+  prompt_.clear();
+  return true;
 }
 
 void Generator::decoded(uint32_t token, double seconds) {
@@ -104,7 +130,12 @@ GenerationStep Generator::finish(FinishReason why, GenerationStep step) {
 GenerationStep Generator::next() {
   if (finished()) throw std::logic_error("Generator::next() after the generation finished");
   GenerationStep step;
-  if (cancel_) return finish(FinishReason::Cancelled, std::move(step));
+  if (cancel_) {
+    next_chunk_ = chunks_.size();  // a prompt still prefilling is dropped
+    prompt_.clear();
+    return finish(FinishReason::Cancelled, std::move(step));
+  }
+  if (prefilling()) throw std::logic_error("Generator::next() before the prompt's last chunk ran");
   // The token handed out last time is decoded now, not then, so its text reached the caller
   // before this model step ran.
   if (decode_due_) {

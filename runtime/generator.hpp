@@ -81,6 +81,15 @@ class Generator {
   // generated token in the context), sets the model's sampling parameters, prefills the
   // prompt at position 0 and samples the first token.
   void start(std::span<const uint32_t> prompt, const GenerationOptions& options);
+  // start() in steps, so that a caller can run other work between the prompt's chunks (a
+  // scheduler's decode steps for other sequences): begin() checks and sets up as start()
+  // does without running the model; each prefill_next() runs the prompt's next chunk
+  // (GptModel::prompt_chunks, of next_chunk_tokens() tokens) and returns true after the last
+  // one, which samples the first token. Same results as start().
+  void begin(std::span<const uint32_t> prompt, const GenerationOptions& options);
+  bool prefill_next();
+  bool prefilling() const { return next_chunk_ < chunks_.size(); }
+  uint32_t next_chunk_tokens() const;
   // The next token and the text it makes final. The step with `last` set carries the rest of
   // the text. Throws std::logic_error when finished (or not started).
   GenerationStep next();
@@ -115,6 +124,9 @@ class Generator {
   std::vector<uint32_t> tokens_;
   std::vector<TokenLogprob> logprobs_;
   GenerationTimings timings_;
+  std::vector<uint32_t> prompt_;  // while prefilling
+  std::vector<std::pair<uint32_t, uint32_t>> chunks_;  // the prompt's chunks; next_chunk_ runs next
+  size_t next_chunk_ = 0;
   uint32_t pending_ = 0;  // sampled, not yet handed out
   std::optional<TokenLogprob> pending_logprob_;
   FinishReason reason_ = FinishReason::Cancelled;  // not started counts as finished

@@ -61,8 +61,11 @@ uint64_t slot_device_bytes(const ModelConfig& cfg, uint32_t max_chunk) {
 }
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue,
-                     bool exact_rows)
-    : tok_(tokenizer), max_queue_(max_queue), batch_(exact_rows) {
+                     bool exact_rows, uint32_t prefill_budget)
+    : tok_(tokenizer),
+      max_queue_(max_queue),
+      prefill_budget_(prefill_budget ? prefill_budget : slots.empty() ? 1 : slots[0]->max_chunk()),
+      batch_(exact_rows) {
   for (auto& m : slots) {
     Slot s;
     s.gen = std::make_unique<Generator>(*m, tok_);
@@ -140,10 +143,10 @@ void Scheduler::loop() {
         for (auto& q : queue_) q->cancel();
       }
     }
-    // Before each step, queued sequences take any free slot and get their first token at
-    // once: a new request waits for at most one batched step (time to first token).
+    // Before each step, prompt chunks: a new request waits for at most one batched step
+    // before its prompt starts (time to first token).
     auto t0 = Clock::now();
-    uint64_t made = admit_waiting();
+    uint64_t made = prefill_round();
     made += step_all();
     std::lock_guard lock(mu_);
     stats_.step_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -151,19 +154,43 @@ void Scheduler::loop() {
   }
 }
 
-size_t Scheduler::admit_waiting() {
-  size_t admitted = 0;
+Scheduler::Slot* Scheduler::next_to_prefill() {
+  Slot* oldest = nullptr;
+  for (Slot& s : slots_)
+    if (s.seq && s.gen->prefilling() && (!oldest || s.admitted < oldest->admitted)) oldest = &s;
+  if (oldest) return oldest;
   for (Slot& s : slots_) {
     if (s.seq) continue;
-    auto seq = next_queued();
-    if (!seq) break;
-    admit(s, std::move(seq));
-    if (s.seq) {
-      step(s);  // the first token (sampled by the prefill) goes out now
-      ++admitted;
+    for (auto seq = next_queued(); seq; seq = next_queued()) {
+      admit(s, std::move(seq));
+      if (s.seq) return &s;  // else cancelled or refused: the slot is still free
+    }
+    return nullptr;  // the queue is empty
+  }
+  return nullptr;
+}
+
+size_t Scheduler::prefill_round() {
+  size_t handed = 0;
+  uint32_t spent = 0, chunks = 0;
+  while (Slot* s = next_to_prefill()) {
+    const uint32_t n = s->gen->next_chunk_tokens();
+    if (spent > 0 && spent + n > prefill_budget_) break;  // the next round's
+    spent += n;
+    ++chunks;
+    try {
+      if (s->gen->prefill_next()) {
+        step(*s);  // the first token (sampled by the last chunk) goes out now
+        ++handed;
+      }
+    } catch (const std::exception& e) {
+      release(*s, e.what());
     }
   }
-  return admitted;
+  std::lock_guard lock(mu_);
+  stats_.prefill_chunks += chunks;
+  stats_.max_round_prefill_tokens = std::max(stats_.max_round_prefill_tokens, spent);
+  return handed;
 }
 
 uint64_t Scheduler::step_all() {
@@ -188,7 +215,7 @@ uint64_t Scheduler::step_all() {
   }
   uint64_t made = 0;
   for (Slot& s : slots_)
-    if (s.seq) {
+    if (s.seq && (!s.gen->prefilling() || s.seq->cancelled())) {
       step(s);  // hands out the token decoded above (or finishes a cancelled sequence)
       ++made;
     }
@@ -203,6 +230,7 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
     return;
   }
   slot.seq = std::move(seq);
+  slot.admitted = ++admissions_;
   Sequence& q = *slot.seq;
   {
     std::lock_guard lock(mu_);
@@ -216,7 +244,7 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
         q.prompt_logprobs_.push_back(log_softmax_top(std::span<const float>(logits).subspan((i - 1) * V, V),
                                                      q.prompt()[i], q.options().logprobs));
     }
-    slot.gen->start(q.prompt(), q.options());
+    slot.gen->begin(q.prompt(), q.options());  // its chunks run in prefill_round()
   } catch (const std::exception& e) {
     release(slot, e.what());
   }

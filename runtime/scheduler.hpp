@@ -1,9 +1,11 @@
 // Several sequences at once over a pool of KV slots: each slot is a GptModel of its own (KV
 // cache, activations, graphs) over weights the slots share. One thread, the scheduler's,
-// does all the Vulkan work: it admits queued sequences into free slots (prefill and first
-// token, sent at once) and steps every running sequence by one token, all of them in one
-// batched decode step (models/decode_batch.hpp); queued sequences are admitted before each
-// step, so a new one waits for at most one step.
+// does all the Vulkan work, in rounds: prompt chunks first (of sequences still prefilling,
+// then of queued ones taking free slots; each first token is sent as soon as its prompt's
+// last chunk ran), at most `prefill_budget` tokens of them a round, then one batched decode
+// step of every running sequence (models/decode_batch.hpp). A new sequence waits for at
+// most one step, and a long prompt delays the running streams by one chunk a round, not by
+// its whole prefill.
 // Sequences join and leave between steps; a cancelled one leaves at the next step. Each slot runs its
 // sequence exactly as a lone Generator would, so a sequence's tokens do not depend on what
 // else runs (greedy and seeded sampling alike): with exact rows (the default) the batched
@@ -96,6 +98,8 @@ struct SchedulerStats {
   uint64_t sequences_done = 0, prompt_tokens = 0, generated_tokens = 0;
   double step_seconds = 0;  // time spent in rounds (every slot's step and the admissions between)
   uint64_t step_tokens = 0;  // tokens those rounds made (first tokens included)
+  uint64_t prefill_chunks = 0;  // prompt chunks run
+  uint32_t max_round_prefill_tokens = 0;  // most prompt tokens one round ran before its decode step
 };
 
 // Device bytes one slot (a GptModel beside shared weights) takes: KV cache and activations
@@ -109,8 +113,10 @@ class Scheduler {
   // wait for one.
   // `exact_rows`: DecodeBatch's bit-identical rows; false: its B-row GEMMs (each weight read
   // once a step; logits then differ from a lone sequence's in the last bits).
+  // `prefill_budget`: most prompt tokens a round runs before its decode step (at least one
+  // chunk runs); 0: the slots' chunk (GptModel::max_chunk).
   Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue,
-            bool exact_rows = true);
+            bool exact_rows = true, uint32_t prefill_budget = 0);
   ~Scheduler();  // shutdown(0)
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -130,10 +136,16 @@ class Scheduler {
     std::unique_ptr<GptModel> model;
     std::unique_ptr<Generator> gen;
     std::shared_ptr<Sequence> seq;  // null: free
+    uint64_t admitted = 0;          // admission order: the longest-waiting prompt runs first
   };
   void loop();
-  // Fills free slots from the queue, each with its prefill and first token; returns how many.
-  size_t admit_waiting();
+  // A round's prompt chunks, within prefill_budget_ tokens (at least one chunk): those of
+  // sequences already prefilling, oldest first, then queued sequences' in free slots. A
+  // sequence whose last chunk ran hands out its first token. Returns the tokens handed out.
+  size_t prefill_round();
+  // The prefilling slot admitted first, or a free slot given the next queued sequence; null
+  // when neither is left.
+  Slot* next_to_prefill();
   void admit(Slot& slot, std::shared_ptr<Sequence> seq);
   void step(Slot& slot);
   // One batched decode step of every running sequence that is due one; each then hands out
@@ -145,6 +157,8 @@ class Scheduler {
 
   const Tokenizer& tok_;
   const size_t max_queue_;
+  const uint32_t prefill_budget_;
+  uint64_t admissions_ = 0;
   std::vector<Slot> slots_;
   DecodeBatch batch_;
   mutable std::mutex mu_;

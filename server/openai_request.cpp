@@ -141,12 +141,12 @@ void parse_prompts(CompletionRequest& r, const json& body, const Tokenizer& tok)
     return;
   }
   if (!p->is_array() || p->empty()) throw bad("prompt", p->is_array() ? "must not be empty" : shape, "invalid_type");
-  if (p->size() > kMaxPrompts) throw bad("prompt", "holds at most " + std::to_string(kMaxPrompts) + " prompts");
-  if ((*p)[0].is_number()) {
+  if ((*p)[0].is_number()) {  // one prompt of token ids (its length is checked against the context later)
     auto ids = token_ids(*p, vocab);
     add_prompt(r, ids, tok.decode(ids), tok);
     return;
   }
+  if (p->size() > kMaxPrompts) throw bad("prompt", "holds at most " + std::to_string(kMaxPrompts) + " prompts");
   for (const json& one : *p) {
     if (one.is_string()) add_prompt(r, tok.encode(one.get<std::string>()), one.get<std::string>(), tok);
     else if (one.is_array()) {

@@ -25,10 +25,11 @@ struct Fixture : test::NoValidationMessages {
   ModelConfig cfg = load_config(kConfig.string());
   Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
 
-  std::vector<std::unique_ptr<GptModel>> slots(uint32_t n) {
+  std::vector<std::unique_ptr<GptModel>> slots(uint32_t n, uint32_t max_chunk = 256) {
     std::vector<std::unique_ptr<GptModel>> out;
-    out.push_back(std::make_unique<GptModel>(test::context(), cfg, load_weights(test::context(), cfg)));
-    for (uint32_t i = 1; i < n; ++i) out.push_back(std::make_unique<GptModel>(test::context(), cfg, out[0]->shared_weights()));
+    out.push_back(std::make_unique<GptModel>(test::context(), cfg, load_weights(test::context(), cfg), max_chunk));
+    for (uint32_t i = 1; i < n; ++i)
+      out.push_back(std::make_unique<GptModel>(test::context(), cfg, out[0]->shared_weights(), max_chunk));
     return out;
   }
   GenerationOptions options(uint32_t i) {
@@ -95,6 +96,69 @@ BOOST_AUTO_TEST_CASE(each_sequence_equals_a_lone_generator) {
   }
   BOOST_TEST(options(4).stop.size() == 1u);
   BOOST_TEST(seqs[4]->finish_reason() == FinishReason::StopString);
+}
+
+// Prompts of several chunks run one chunk a round between the decode steps of the running
+// sequences (at most the budget of prompt tokens a round), and every sequence still equals
+// a lone Generator over a model with the same chunk size.
+BOOST_AUTO_TEST_CASE(long_prompts_prefill_a_chunk_a_round) {
+  constexpr uint32_t kChunk = 8, kSequences = 5;
+  Scheduler sched(slots(3, kChunk), tok, 16);
+  auto long_prompt = [&](uint32_t i) {
+    std::vector<uint32_t> p;
+    for (uint32_t k = 0; k <= i; ++k) {
+      std::vector<uint32_t> more = prompt(i + k);
+      p.insert(p.end(), more.begin(), more.end());
+    }
+    return p;  // 9 to 45 tokens: 2 to 6 chunks
+  };
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  uint64_t chunks = 0;
+  for (uint32_t i = 0; i < kSequences; ++i) {
+    seqs.push_back(std::make_shared<Sequence>(long_prompt(i), options(i)));
+    chunks += (long_prompt(i).size() + kChunk - 1) / kChunk;
+    sched.submit({seqs.back()});
+  }
+  std::vector<std::vector<GenerationStep>> all;
+  for (auto& s : seqs) all.push_back(drain(*s));
+  const SchedulerStats st = sched.stats();
+  BOOST_TEST(st.prefill_chunks == chunks);
+  BOOST_TEST(st.max_round_prefill_tokens <= kChunk);
+  sched.shutdown(std::chrono::milliseconds(0));
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
+  for (uint32_t i = 0; i < kSequences; ++i) {
+    BOOST_TEST_INFO("sequence " << i);
+    BOOST_TEST(seqs[i]->error().empty());
+    Generator gen(lone, tok);
+    gen.start(long_prompt(i), options(i));
+    while (!gen.finished()) gen.next();
+    std::vector<uint32_t> tokens;
+    for (const auto& s : all[i])
+      if (s.token) tokens.push_back(*s.token);
+    BOOST_TEST(tokens == gen.tokens());
+    BOOST_TEST(seqs[i]->finish_reason() == gen.finish_reason());
+  }
+}
+
+// A sequence cancelled while its prompt is still prefilling (or still queued) ends cancelled
+// and frees its slot for the next one.
+BOOST_AUTO_TEST_CASE(cancel_while_prefilling) {
+  Scheduler sched(slots(1, 8), tok, 4);
+  std::vector<uint32_t> long_prompt;
+  while (long_prompt.size() < 200) {
+    std::vector<uint32_t> more = prompt(long_prompt.size());
+    long_prompt.insert(long_prompt.end(), more.begin(), more.end());
+  }
+  long_prompt.resize(200);
+  auto cancelled = std::make_shared<Sequence>(long_prompt, options(0));
+  auto next = std::make_shared<Sequence>(prompt(1), options(1));
+  sched.submit({cancelled, next});
+  cancelled->cancel();
+  drain(*cancelled);
+  drain(*next);
+  BOOST_TEST(cancelled->finish_reason() == FinishReason::Cancelled);
+  BOOST_TEST(next->error().empty());
+  BOOST_TEST(next->timings().generated_tokens > 0u);
 }
 
 BOOST_AUTO_TEST_CASE(cancel_frees_the_slot_and_the_queue_is_bounded) {

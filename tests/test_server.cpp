@@ -499,6 +499,11 @@ BOOST_AUTO_TEST_CASE(malformed_requests_get_openai_errors) {
   check_error(post(port, "/detokenize", json{{"tokens", {-1}}}), 400, "tokens");
   check_error(post(port, "/v1/nothing", json::object()), 404);
   check_error(post(port, "/v1/completions", std::string(2 << 20, ' ')), 413);
+  check_error(post(port, "/v1/completions", json{{"prompt", std::vector<std::string>(65, "a")}}), 400, "prompt");
+  // One prompt of token ids may be longer than the 64 prompts a request may hold.
+  Reply ids = post(port, "/v1/completions", json{{"prompt", std::vector<int>(100, 464)}, {"max_tokens", 1}});
+  BOOST_TEST(ids.status == 200);
+  BOOST_TEST(ids.body["usage"]["prompt_tokens"] == 100);
   // The server still answers.
   BOOST_TEST(post(port, "/tokenize", json{{"content", "Hello world"}}).body["tokens"] == json({15496, 995}));
   BOOST_TEST(post(port, "/detokenize", json{{"tokens", {15496, 995}}}).body["content"] == "Hello world");

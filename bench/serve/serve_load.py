@@ -7,9 +7,14 @@ between later events (inter-token latency) and the tokens made (usage.completion
 via stream_options.include_usage). Prints one markdown row per client count: aggregate
 tok/s (all tokens / wall time of the round), p50/p90 TTFT and inter-token latency, and
 whether every response was complete (ended with data: [DONE] and finish_reason set).
+With --long-prompt N, one more request with an N-token prompt (and max_tokens 1) arrives in
+each round once the clients stream: the clients' longest inter-token gap then shows how long
+its prefill holds up the running streams (serve --prefill-chunk bounds that to a chunk).
 
   python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 1,16   # starts the server
   python3 bench/serve/serve_load.py --url http://127.0.0.1:8080 --clients 4
+  python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 4 --long-prompt 900 \
+      --server-args "--config CFG.toml --prefill-chunk 128"
 """
 import argparse
 import http.client
@@ -96,6 +101,15 @@ def run_round(url, clients, requests, args):
                 results.append(out)
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    if args.long_prompt:
+        def long_request():
+            time.sleep(args.long_delay)  # the clients stream by then
+            body = {"prompt": [464] * args.long_prompt, "max_tokens": 1, "stream": True}
+            t = time.perf_counter()
+            ttft, _, _, complete = one_request(url, body, args.timeout)
+            print(f"long prompt: {args.long_prompt} tokens, first token after {ttft:.2f} s, "
+                  f"{'complete' if complete else 'INCOMPLETE'}", file=sys.stderr)
+        threads.append(threading.Thread(target=long_request))
     t0 = time.perf_counter()
     for t in threads:
         t.start()
@@ -111,6 +125,7 @@ def run_round(url, clients, requests, args):
         "tok_s": tokens / wall if wall > 0 else 0,
         "ttft_p50": percentile(ttfts, 50) * 1e3, "ttft_p90": percentile(ttfts, 90) * 1e3,
         "itl_p50": percentile(gaps, 50) * 1e3, "itl_p90": percentile(gaps, 90) * 1e3,
+        "itl_max": max(gaps) * 1e3 if gaps else float("nan"),
         "ttft_median": statistics.median(ttfts) * 1e3 if ttfts else float("nan"),
     }
 
@@ -124,6 +139,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompt", default="It is a truth universally acknowledged, that a single man in possession")
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--long-prompt", type=int, default=0, help="tokens of one long prompt arriving in each round")
+    ap.add_argument("--long-delay", type=float, default=1.0, help="seconds into the round the long prompt arrives")
     ap.add_argument("--server-args", default="", help="more flags for gpt-vk serve (with --binary)")
     args = ap.parse_args()
     counts = [int(c) for c in args.clients.split(",")]
@@ -132,7 +149,7 @@ def main():
     proc = None
     url = args.url
     if args.binary:
-        proc, url = start_server(args.binary, max(counts), args.server_args.split())
+        proc, url = start_server(args.binary, max(counts) + (1 if args.long_prompt else 0), args.server_args.split())
     try:
         run_round(url, 1, 1, args)  # warm-up: the first request compiles pipelines
         rows = [run_round(url, n, args.requests, args) for n in counts]
@@ -141,11 +158,13 @@ def main():
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
     print(f"max_tokens {args.max_tokens}, {args.requests} requests per client, url {url}")
-    print("| clients | requests (complete) | tokens | aggregate tok/s | TTFT p50 / p90 (ms) | inter-token p50 / p90 (ms) |")
+    print("| clients | requests (complete) | tokens | aggregate tok/s | TTFT p50 / p90 (ms) "
+          "| inter-token p50 / p90 / max (ms) |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         print(f"| {r['clients']} | {r['requests']} ({r['complete']}) | {r['tokens']} | {r['tok_s']:.1f} | "
-              f"{r['ttft_p50']:.1f} / {r['ttft_p90']:.1f} | {r['itl_p50']:.1f} / {r['itl_p90']:.1f} |")
+              f"{r['ttft_p50']:.1f} / {r['ttft_p90']:.1f} | "
+              f"{r['itl_p50']:.1f} / {r['itl_p90']:.1f} / {r['itl_max']:.1f} |")
     if len(rows) > 1 and rows[0]["clients"] == 1:
         ratio = rows[-1]["ttft_median"] / rows[0]["ttft_median"]
         print(f"median TTFT with {rows[-1]['clients']} clients = {ratio:.2f}x that of 1 client (target: at most 2x)")
