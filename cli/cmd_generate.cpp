@@ -68,7 +68,10 @@ void add_flags(CLI::App* cmd, Flags& f) {
                   "text to continue (UTF-8; invalid bytes are encoded byte by byte); - reads stdin; repeat it for "
                   "several prompts, which run as one batch and print in order")
       ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--prompt-file", f.prompt_file, "read the prompt from this file (its bytes as they are)");
+  cmd->add_option("--prompt-file", f.prompt_file,
+                  "read the prompt from this file (its bytes as they are); a file named *.jsonl holds one prompt\n"
+                  "per non-blank line, run as one batch: a JSON string, or {\"prompt\": TEXT} with optional\n"
+                  "\"max_tokens\" and \"seed\" for that prompt alone");
   cmd->add_option("--max-tokens", f.max_tokens, "most tokens to generate (at most the context length)")
       ->capture_default_str()->check(whole_number_in(1, 1 << 30));
   auto& s = f.sampling;
@@ -111,12 +114,14 @@ void add_flags(CLI::App* cmd, Flags& f) {
   cmd->add_flag("--special", f.special, "treat <|endoftext|> in the prompt as the special token, not text");
 }
 
-// One completion to run: a prompt (ids and text) and its sample's seed and output index.
+// One completion to run: a prompt (ids and text), its sample's seed and length limit, and
+// its output index and prompt's index.
 struct Job {
   std::vector<uint32_t> prompt;
   std::string text;
   uint64_t seed = 0;
-  uint32_t index = 0;
+  uint32_t max_tokens = 0;
+  uint32_t index = 0, prompt_index = 0;
 };
 
 // Completions that decode together: each batched step gives every unfinished one its next
@@ -167,7 +172,7 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
     GenerationOptions run;
     run.sampling = f.sampling;
     run.sampling.seed = jobs[i].seed;
-    run.max_tokens = f.max_tokens;
+    run.max_tokens = jobs[i].max_tokens;
     run.stop = f.stop;
     run.logprobs = f.logprobs;
     if (i == 0 && !f.json && !f.no_echo) emit(jobs[i].text);
@@ -180,7 +185,7 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
   });
   for (size_t i = 0; i < gens.size(); ++i) {
     if (f.json) {
-      emit(completion_json(*gens[i], tok, jobs[i].index, jobs[i].seed, f.logprobs > 0) + "\n");
+      emit(completion_json(*gens[i], tok, jobs[i].index, jobs[i].prompt_index, jobs[i].seed, f.logprobs > 0) + "\n");
     } else {
       if (i > 0 && !f.no_echo) emit(jobs[i].text);
       emit(texts[i] + "\n");
@@ -210,30 +215,29 @@ int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs
   return g_interrupted ? 130 : 0;
 }
 
-// The prompts' texts: each --prompt (- reads stdin), or the --prompt-file's bytes.
-std::vector<std::string> prompt_texts(const Flags& f, bool has_prompt, bool has_file) {
-  if (!has_prompt || has_file)
-    return {read_prompt(has_prompt ? &f.prompts[0] : nullptr, has_file ? &f.prompt_file : nullptr)};
-  std::vector<std::string> texts;
-  for (const std::string& p : f.prompts) texts.push_back(read_prompt(&p, nullptr));
-  return texts;
-}
-
 // Each prompt's ids (an empty one starts from <|endoftext|>) and each of its --num-samples
-// samples, sample i seeded seed + i; output indices in that order.
-std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<std::string>& texts, const Flags& f,
+// samples, sample i seeded seed + i (the prompt's own seed and max_tokens where its JSON line
+// gives them); output indices in that order.
+std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& prompts, const Flags& f,
                            uint64_t seed, uint32_t context) {
   std::vector<Job> jobs;
-  for (const std::string& text : texts) {
-    auto ids = tok.encode(text, f.special);
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const PromptSpec& spec = prompts[p];
+    auto ids = tok.encode(spec.text, f.special);
     // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
     if (ids.empty()) {
-      if (!tok.eot_id()) throw InputError("the prompt is empty and the vocabulary has no <|endoftext|> to start from");
+      if (!tok.eot_id()) throw InputError(spec.where + " is empty and the vocabulary has no <|endoftext|> to start from");
       ids.push_back(*tok.eot_id());
     }
-    require_context_room(ids.size(), 1, context, "the prompt");
+    require_context_room(ids.size(), 1, context, spec.where);
+    const uint32_t max_tokens = spec.max_tokens.value_or(f.max_tokens);  // --max-tokens was checked already
+    if (max_tokens > context)
+      throw InputError(spec.where + ": \"max_tokens\" " + std::to_string(max_tokens) +
+                       " exceeds the model's context of " + std::to_string(context) + " tokens");
+    const uint64_t first_seed = spec.seed.value_or(seed);
     for (uint32_t i = 0; i < f.num_samples; ++i)
-      jobs.push_back({ids, text, seed + i, static_cast<uint32_t>(jobs.size())});
+      jobs.push_back({ids, spec.text, first_seed + i, max_tokens, static_cast<uint32_t>(jobs.size()),
+                      static_cast<uint32_t>(p)});
   }
   return jobs;
 }
@@ -248,7 +252,8 @@ Action add_generate(CLI::App& app, Common& common) {
   return [&common, f, cmd] {
     const bool has_prompt = cmd->get_option("--prompt")->count() > 0;
     const bool has_file = cmd->get_option("--prompt-file")->count() > 0;
-    const std::vector<std::string> texts = prompt_texts(*f, has_prompt, has_file);
+    const std::vector<PromptSpec> prompts =
+        read_prompts(has_prompt ? &f->prompts : nullptr, has_file ? &f->prompt_file : nullptr);
     if (f->logprobs > 0 && !f->json) throw UsageError("--logprobs needs --json (the log-probabilities are JSON fields)");
     for (const auto& b : f->logit_bias) f->sampling.logit_bias.push_back(parse_logit_bias(b));
     const uint64_t seed = f->seed ? *f->seed : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
@@ -267,7 +272,7 @@ Action add_generate(CLI::App& app, Common& common) {
                        std::to_string(cfg.context_length) + " tokens");
     Tokenizer tok = load_tokenizer(cfg);
     require_tokenizer_fits(tok, cfg);
-    const std::vector<Job> jobs = make_jobs(tok, texts, *f, seed, cfg.context_length);
+    const std::vector<Job> jobs = make_jobs(tok, prompts, *f, seed, cfg.context_length);
     // The seed matters only when sampling draws (greedy decoding never does).
     if (!f->seed && f->sampling.temperature > 0)
       std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));

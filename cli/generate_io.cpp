@@ -20,6 +20,93 @@ std::string read_prompt(const std::string* prompt, const std::string* prompt_fil
   return read_file_bytes(*prompt_file, "--prompt-file");
 }
 
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// What a JSON value is, as an error message says it.
+std::string kind_of(const json& v) {
+  if (v.is_number()) return "a number";
+  if (v.is_boolean()) return "true or false";
+  if (v.is_null()) return "null";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return "a string";
+}
+
+// A whole number in [lo, hi]: a line's "max_tokens" or "seed".
+uint64_t whole_number(const json& v, const std::string& key, uint64_t lo, uint64_t hi, const std::string& where) {
+  if (!v.is_number_unsigned() || v.get<uint64_t>() < lo || v.get<uint64_t>() > hi)
+    throw InputError(where + ": \"" + key + "\" must be a whole number from " + std::to_string(lo) + " to " +
+                     std::to_string(hi) + ", got " + v.dump(-1, ' ', false, json::error_handler_t::replace));
+  return v.get<uint64_t>();
+}
+
+// One non-blank line: a JSON string, or an object with "prompt" and optional settings.
+PromptSpec parse_prompt_line(const std::string& line, const std::string& where) {
+  const auto bad = [&](const std::string& what) { return InputError(where + ": " + what); };
+  json v;
+  try {
+    v = json::parse(line);
+  } catch (const json::parse_error& e) {
+    throw bad("not valid JSON (at column " + std::to_string(e.byte) + ")");
+  }
+  PromptSpec spec;
+  spec.where = "the prompt at " + where;
+  if (v.is_string()) {
+    spec.text = v.get<std::string>();
+    return spec;
+  }
+  if (!v.is_object()) throw bad("expected a JSON string or an object with a \"prompt\" string, got " + kind_of(v));
+  if (!v.contains("prompt")) throw bad("the object has no \"prompt\"");
+  for (const auto& [key, value] : v.items()) {
+    if (key == "prompt") {
+      if (!value.is_string()) throw bad("\"prompt\" must be a string, got " + kind_of(value));
+      spec.text = value.get<std::string>();
+    } else if (key == "max_tokens") {
+      spec.max_tokens = static_cast<uint32_t>(whole_number(value, key, 1, 1u << 30, where));
+    } else if (key == "seed") {
+      spec.seed = whole_number(value, key, 0, UINT64_MAX, where);
+    } else {
+      // Dumped as JSON: a key may hold a newline, and the message stays one line.
+      throw bad("unknown key " + json(key).dump(-1, ' ', false, json::error_handler_t::replace) +
+                " (a line's object takes prompt, max_tokens and seed)");
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::vector<PromptSpec> parse_prompt_lines(const std::string& text, const std::string& path) {
+  std::vector<PromptSpec> specs;
+  size_t line_number = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    specs.push_back(parse_prompt_line(line, path + ":" + std::to_string(line_number)));
+  }
+  if (specs.empty()) throw InputError(path + ": no prompts (give one JSON string or {\"prompt\": ...} per line)");
+  return specs;
+}
+
+std::vector<PromptSpec> read_prompts(const std::vector<std::string>* prompts, const std::string* prompt_file) {
+  if (prompts && prompts->empty()) prompts = nullptr;
+  std::vector<PromptSpec> specs;
+  if (!prompts || prompt_file) {
+    const std::string text = read_prompt(prompts ? &prompts->front() : nullptr, prompt_file);
+    if (prompt_file && prompt_file->ends_with(".jsonl")) return parse_prompt_lines(text, *prompt_file);
+    specs.push_back({text});
+    return specs;
+  }
+  for (const std::string& p : *prompts) specs.push_back({read_prompt(&p, nullptr)});
+  return specs;
+}
+
 std::string read_stdin() {
   std::ostringstream all;
   all << std::cin.rdbuf();
@@ -53,8 +140,6 @@ std::pair<uint32_t, float> parse_logit_bias(const std::string& s) {
 
 namespace {
 
-using json = nlohmann::ordered_json;
-
 json token_logprob_json(const TokenLogprob& lp, const Tokenizer& tok) {
   json top = json::object();
   for (auto [id, logprob] : lp.top) top[tok.token_bytes(id)] = logprob;
@@ -63,10 +148,11 @@ json token_logprob_json(const TokenLogprob& lp, const Tokenizer& tok) {
 
 }  // namespace
 
-std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t index, uint64_t seed,
-                            bool with_logprobs) {
+std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t index, uint32_t prompt_index,
+                            uint64_t seed, bool with_logprobs) {
   const auto& t = gen.timings();
   json j = {{"index", index},
+            {"prompt_index", prompt_index},
             {"text", gen.text()},
             {"tokens", gen.tokens()},
             {"finish_reason", finish_reason_name(gen.finish_reason())},

@@ -1,7 +1,8 @@
-// What `gpt-vk generate` reads and writes besides the model: the prompt (a flag, a file or
-// stdin), --logit-bias pairs, and a completion as one line of JSON (--json).
+// What `gpt-vk generate` reads and writes besides the model: the prompts (flags, a file,
+// a JSON-lines file or stdin), --logit-bias pairs, and a completion as one line of JSON (--json).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,25 @@ namespace gptvk::cli {
 // InputError when the file cannot be read.
 std::string read_prompt(const std::string* prompt, const std::string* prompt_file);
 
+// One prompt to continue, with what a JSON line may set for it alone.
+struct PromptSpec {
+  std::string text;
+  std::string where = "the prompt";  // names it in messages: "the prompt" or "the prompt at PATH:LINE"
+  std::optional<uint32_t> max_tokens;  // instead of --max-tokens
+  std::optional<uint64_t> seed;        // instead of --seed (sample i of --num-samples: seed + i)
+};
+
+// Every prompt: each of `prompts` (read_prompt: "-" is stdin), or the `prompt_file`'s. A file
+// whose name ends in .jsonl holds one prompt per non-blank line (parse_prompt_lines); any
+// other file is one prompt, its bytes as they are. Errors as read_prompt's.
+std::vector<PromptSpec> read_prompts(const std::vector<std::string>* prompts, const std::string* prompt_file);
+
+// JSON lines: each non-blank line a JSON string (the prompt) or an object with a string
+// "prompt" and optionally "max_tokens" (1 to 2^30) and "seed" (0 to 2^64-1), no other keys
+// (a misspelt setting must not be ignored). InputError "PATH:LINE: cause" on the first bad
+// line, and when no line holds a prompt. `path` only names the file in messages.
+std::vector<PromptSpec> parse_prompt_lines(const std::string& text, const std::string& path);
+
 // All of stdin; the bytes of a file (InputError "cannot read FLAG PATH: why").
 std::string read_stdin();
 std::string read_file_bytes(const std::string& path, const std::string& flag);
@@ -25,9 +45,9 @@ std::pair<uint32_t, float> parse_logit_bias(const std::string& s);
 
 // One completion as a JSON object on one line (CONTRACT: generate --json): text, tokens,
 // finish_reason, `logprobs` (one per token: token, id, logprob, top) when `with_logprobs`,
-// plus index, seed, prompt_tokens and timings.
+// plus index (of the completion), prompt_index, seed, prompt_tokens and timings.
 // Bytes that are not valid UTF-8 become U+FFFD in the JSON strings.
-std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t index, uint64_t seed,
-                            bool with_logprobs);
+std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t index, uint32_t prompt_index,
+                            uint64_t seed, bool with_logprobs);
 
 }  // namespace gptvk::cli

@@ -220,6 +220,52 @@ BOOST_AUTO_TEST_CASE(top_p_out_of_range) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+// generate --prompt-file FILE.jsonl: a bad line is bad input naming the file and line (a
+// good line and a blank one come first, so the bad one is line 3).
+struct PromptLines : Rows {
+  CliResult generate_lines(const std::string& bad_line) {
+    const fs::path file = dir / "prompts.jsonl";
+    write_text(file, "\"fine\"\n\n" + bad_line + "\n");
+    return run_cli({"generate", "--config", fixture_with("", ""), "--prompt-file", file.string()});
+  }
+};
+
+BOOST_FIXTURE_TEST_SUITE(prompt_lines, PromptLines)
+
+BOOST_AUTO_TEST_CASE(not_json) {
+  check(generate_lines("{\"prompt\": \"hi\""), {1, {"prompts.jsonl:3: not valid JSON (at column"}});
+  check(generate_lines("hi"), {1, {"prompts.jsonl:3: not valid JSON"}});
+  check(generate_lines("\"a\" \"b\""), {1, {"prompts.jsonl:3: not valid JSON"}});
+  check(generate_lines("\"caf\xE9\""), {1, {"prompts.jsonl:3: not valid JSON"}});  // Latin-1, not UTF-8
+}
+BOOST_AUTO_TEST_CASE(not_a_string_or_object) {
+  check(generate_lines("42"), {1, {"prompts.jsonl:3: expected a JSON string or an object", "got a number"}});
+  check(generate_lines("[\"hi\"]"), {1, {"prompts.jsonl:3:", "got an array"}});
+  check(generate_lines("null"), {1, {"prompts.jsonl:3:", "got null"}});
+}
+BOOST_AUTO_TEST_CASE(object_without_a_prompt_string) {
+  check(generate_lines("{\"text\": \"hi\"}"), {1, {"prompts.jsonl:3: the object has no \"prompt\""}});
+  check(generate_lines("{\"prompt\": 7}"), {1, {"prompts.jsonl:3: \"prompt\" must be a string, got a number"}});
+}
+BOOST_AUTO_TEST_CASE(unknown_key) {
+  check(generate_lines("{\"prompt\": \"hi\", \"max_token\": 5}"), {1, {"prompts.jsonl:3: unknown key \"max_token\""}});
+  check(generate_lines("{\"prompt\": \"hi\", \"a\\nb\": 5}"), {1, {"prompts.jsonl:3: unknown key \"a\\nb\""}});
+}
+BOOST_AUTO_TEST_CASE(bad_settings) {
+  check(generate_lines("{\"prompt\": \"hi\", \"max_tokens\": 0}"),
+        {1, {"prompts.jsonl:3: \"max_tokens\" must be a whole number from 1 to 1073741824, got 0"}});
+  check(generate_lines("{\"prompt\": \"hi\", \"max_tokens\": 2.5}"), {1, {"prompts.jsonl:3: \"max_tokens\"", "2.5"}});
+  check(generate_lines("{\"prompt\": \"hi\", \"seed\": -1}"), {1, {"prompts.jsonl:3: \"seed\"", "got -1"}});
+  check(generate_lines("{\"prompt\": \"hi\", \"seed\": \"7\"}"), {1, {"prompts.jsonl:3: \"seed\"", "got \"7\""}});
+}
+BOOST_AUTO_TEST_CASE(no_prompts) {
+  write_text(dir / "blank.jsonl", "\n  \n\r\n");
+  check(run_cli({"generate", "--config", fixture_with("", ""), "--prompt-file", (dir / "blank.jsonl").string()}),
+        {1, {"blank.jsonl: no prompts"}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_FIXTURE_TEST_SUITE(device_and_usage, Rows)
 
 BOOST_AUTO_TEST_CASE(device_index_does_not_exist) {

@@ -1,11 +1,13 @@
 // The smaller command-line fixes of the generation issue, each checked by exit code and
 // message: tokenize/detokenize on the bundled tokenizer without --config, tokenize
 // --pieces, device flags refused where no device is used, bench --gen-tokens 0 (nan), forward
-// --out -, and a prompt past the context exiting 1 in both generate and bench.
+// --out -, and a prompt past the context exiting 1 in both generate (a --prompt or a
+// JSON-lines file's prompt or max_tokens) and bench.
 #define BOOST_TEST_MODULE cli_small_errors
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -96,6 +98,15 @@ BOOST_AUTO_TEST_CASE(past_the_context_is_exit_1_everywhere) {
   for (int i = 0; i < 300; ++i) long_prompt += "hi ";
   expect(test::run_cli({"generate", "--config", kConfig, "--prompt", long_prompt}, {}, 60.0), 1,
          "the prompt is 301 tokens; with 1 generated token that exceeds the model's context of 256");
+  // A JSON-lines prompt file's line that does not fit names its file and line.
+  const fs::path lines = fs::temp_directory_path() / "gptvk_test_long_prompts.jsonl";
+  std::ofstream(lines) << "\"fine\"\n" << nlohmann::json({{"prompt", long_prompt}}).dump() << "\n";
+  expect(test::run_cli({"generate", "--config", kConfig, "--prompt-file", lines.string()}, {}, 60.0), 1,
+         "the prompt at " + lines.string() + ":2 is 301 tokens; with 1 generated token that exceeds");
+  std::ofstream(lines) << "{\"prompt\": \"hi\", \"max_tokens\": 257}\n";
+  expect(test::run_cli({"generate", "--config", kConfig, "--prompt-file", lines.string()}, {}, 60.0), 1,
+         "the prompt at " + lines.string() + ":1: \"max_tokens\" 257 exceeds the model's context of 256 tokens");
+  fs::remove(lines);
   expect(test::run_cli({"bench", "--config", kConfig, "--prompt-tokens", "250", "--gen-tokens", "10"}, {}, 60.0), 1,
          "--prompt-tokens 250 is 250 tokens; with 10 generated tokens that exceeds the model's context of 256");
 }

@@ -216,6 +216,56 @@ BOOST_AUTO_TEST_CASE(prompt_from_file_and_stdin) {
   fs::remove(file);
 }
 
+// The completions' fields that do not depend on timing, one line each, to compare two runs'
+// --json output.
+std::string without_timings(std::vector<nlohmann::ordered_json> objs) {
+  std::string lines;
+  for (auto& o : objs) o.erase("timings"), lines += o.dump() + "\n";
+  return lines;
+}
+
+// --prompt-file FILE.jsonl (strings and {"prompt": ...} objects, blank and CRLF lines among
+// them) runs what the same prompts as repeated --prompt flags run: the same text greedy, the
+// same completions sampled with a seed; a line's own max_tokens and seed give what a lone run
+// with those flags gives, inside the same batch.
+BOOST_AUTO_TEST_CASE(jsonl_prompt_file_equals_repeated_prompts) {
+  const fs::path file = fs::temp_directory_path() / "gptvk_test_prompts.jsonl";
+  std::ofstream(file, std::ios::binary) << nlohmann::json(kPrompt).dump() << "\n\n"
+                                        << R"({"prompt": "Emma"})" << "\r\n"
+                                        << R"(  {"prompt": ""})" << "\n";
+  const std::vector<std::string> repeated = {"--prompt", kPrompt, "--prompt", "Emma", "--prompt", ""};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const std::vector<std::string> greedy = {"--temperature", "0", "--max-tokens", "10"};
+  const auto want_greedy = generate(with(repeated, greedy)).out;
+  BOOST_TEST(generate(with({"--prompt-file", file.string()}, greedy)).out == want_greedy);
+
+  const std::vector<std::string> sampled = {"--seed", "3", "--max-tokens", "12", "--num-samples", "2", "--json"};
+  auto want = json_lines(generate(with(repeated, sampled)).out);
+  auto got = json_lines(generate(with({"--prompt-file", file.string()}, sampled)).out);
+  BOOST_REQUIRE(got.size() == 6u);
+  BOOST_TEST(without_timings(got) == without_timings(want));
+  for (size_t i = 0; i < got.size(); ++i) {
+    BOOST_TEST(got[i]["index"] == i);
+    BOOST_TEST(got[i]["prompt_index"] == i / 2);
+  }
+
+  std::ofstream(file, std::ios::binary) << nlohmann::json(kPrompt).dump() << "\n"
+                                        << R"({"seed": 9, "prompt": "Emma", "max_tokens": 5})" << "\n";
+  got = json_lines(generate({"--prompt-file", file.string(), "--seed", "3", "--max-tokens", "12", "--json"}).out);
+  BOOST_REQUIRE(got.size() == 2u);
+  auto first = json_lines(generate({"--prompt", kPrompt, "--seed", "3", "--max-tokens", "12", "--json"}).out);
+  auto second = json_lines(generate({"--prompt", "Emma", "--seed", "9", "--max-tokens", "5", "--json"}).out);
+  BOOST_TEST(got[0]["tokens"].dump() == first.at(0)["tokens"].dump());
+  BOOST_TEST(got[1]["tokens"].dump() == second.at(0)["tokens"].dump());
+  BOOST_TEST(got[1]["seed"] == 9);
+  BOOST_TEST(got[1]["tokens"].size() <= 5u);
+  BOOST_TEST(got[0]["tokens"].size() > 5u);  // the line's max_tokens was its own
+  fs::remove(file);
+}
+
 // --logprobs: each token's log-probability and its alternatives equal the log-softmax of
 // `forward`'s logits over prompt + generated ids at the position before it, within 5e-4
 // (decode steps run the mat-vec path with the KV cache, forward the prompt GEMM path;
@@ -298,6 +348,20 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
     BOOST_TEST(r.err.find("gpt-vk: " + message) == 0u, "stderr: " << r.err);
     BOOST_TEST(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+  // Bad JSON lines: bad input (exit 1), one line naming the file and line.
+  const fs::path bad_lines = fs::temp_directory_path() / "gptvk_test_bad_prompts.jsonl";
+  for (const auto& [line, message] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"prompt\": \"hi\"", "not valid JSON"},
+           {"{\"text\": \"hi\"}", "the object has no \"prompt\""},
+           {"42", "expected a JSON string or an object with a \"prompt\" string, got a number"}}) {
+    std::ofstream(bad_lines, std::ios::binary) << "\"fine\"\n\n" << line << "\n";
+    auto r = test::run_cli({"generate", "--config", kConfig.string(), "--prompt-file", bad_lines.string()}, {}, 60.0);
+    BOOST_TEST_INFO("line: " << line);
+    BOOST_TEST(r.exit_code == 1);
+    BOOST_TEST(r.err.find("gpt-vk: " + bad_lines.string() + ":3: " + message) == 0u, "stderr: " << r.err);
+    BOOST_TEST(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  fs::remove(bad_lines);
   auto missing = test::run_cli({"generate", "--config", kConfig.string(), "--prompt-file", "/nonexistent/p.txt"}, {}, 60.0);
   BOOST_TEST(missing.exit_code == 1);
   BOOST_TEST(missing.err.find("gpt-vk: cannot read --prompt-file /nonexistent/p.txt") == 0u, missing.err);
