@@ -11,7 +11,7 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 #include "common/linear_rows_out.glsl"
 
 // Blocks of a row per lane; lanes past the row's last block read that block again
-// against inputs of 0. XQ_MAX texels of x per lane at most (engine/ops/linear_quant.cpp).
+// against inputs of 0. XQ_MAX texels of x per lane at most (engine/ops/linear.hpp, kMaxColumnSplitTexels).
 const uint BPL = (QB + LOCAL - 1u) / LOCAL;
 const uint XQ_MAX = 256u;
 vec4 xc[XQ_MAX];

@@ -19,7 +19,7 @@ const uint XF = (8u + LOCAL - 1u) / LOCAL;  // fetches per block's 8 texels of x
 // row. The loops are [[unroll]] with trip counts fixed at specialization, so every index
 // into xh is a constant and the array stays in registers and stack slots (as in
 // common/linear_matvec_rows.glsl).
-const uint X_HELD_MAX = 1024u;  // largest K (engine/ops/linear_quant.cpp, kMaxHeldInputs)
+const uint X_HELD_MAX = 1024u;  // largest K (engine/ops/linear.hpp, kMaxHeldInputs)
 vec4 xh[X_HELD_MAX / 4u];
 const uint X_BLOCKS = (X_TEXELS + LOCAL - 1u) / LOCAL;
 
