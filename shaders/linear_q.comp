@@ -59,5 +59,5 @@
 #elif defined(GEMM_QBCAST)
 #include "common/linear_gemm_qbcast.glsl"
 #elif defined(GEMM_QTILED)
-#include "common/linear_gemm_qtiled.glsl"
+#include "common/linear_gemm_tiled.glsl"
 #endif
