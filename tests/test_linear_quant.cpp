@@ -5,7 +5,6 @@
 
 #include "engine/error.hpp"
 #include "engine/ops/linear.hpp"
-#include "engine/ops/linear_quant.hpp"
 #include "engine/quant.hpp"
 #include "tests/reference/linear.hpp"
 #include "tests/support/vk_test.hpp"
@@ -23,7 +22,8 @@ namespace {
 constexpr double kTol = 1e-4;
 
 const LinearKernel kKernels[] = {LinearKernel::Auto,       LinearKernel::MatVec,        LinearKernel::MatVecWide,
-                                 LinearKernel::MatVecTexel, LinearKernel::MatVecRows,   LinearKernel::MatVecCols,
+                                 LinearKernel::MatVecTexel, LinearKernel::MatVecRows,   LinearKernel::MatVecRowsHeld,
+                                 LinearKernel::MatVecCols,
                                  LinearKernel::GemmRegisters, LinearKernel::GemmRegistersWide,
                                  LinearKernel::GemmTiled};
 const char* kernel_name(LinearKernel k) {
@@ -33,6 +33,7 @@ const char* kernel_name(LinearKernel k) {
     case LinearKernel::MatVecWide: return "matvec_wide";
     case LinearKernel::MatVecTexel: return "matvec_texel";
     case LinearKernel::MatVecRows: return "matvec_rows";
+    case LinearKernel::MatVecRowsHeld: return "matvec_rows_held";
     case LinearKernel::MatVecCols: return "matvec_cols";
     case LinearKernel::GemmRegisters: return "gemm_reg";
     case LinearKernel::GemmRegistersWide: return "gemm_reg_wide";
@@ -45,9 +46,10 @@ const char* kernel_name(LinearKernel k) {
 // split x's and subgroup shuffles too, and K within what a lane holds.
 bool runs(vk::Context& ctx, LinearKernel k, const Matrix& W) {
   if (k == LinearKernel::MatVecTexel) return W.has_texel_views();
-  if (k == LinearKernel::MatVecCols || k == LinearKernel::MatVecRows)
+  if (k == LinearKernel::MatVecCols || k == LinearKernel::MatVecRows || k == LinearKernel::MatVecRowsHeld)
     return W.has_texel_views() && ctx.caps().texel_uvec4 && ops::row_matvec_supported(ctx) &&
-           (k == LinearKernel::MatVecRows || ops::quant_cols_fits(ctx, W.cols));
+           (k != LinearKernel::MatVecCols || ops::column_split_fits(ctx, W.cols, W.dtype)) &&
+           (k != LinearKernel::MatVecRowsHeld || ops::held_x_fits(W.cols, W.dtype));
   return true;
 }
 
@@ -181,12 +183,13 @@ BOOST_AUTO_TEST_CASE(epilogue_and_chunks) {
     }
 }
 
-// The kernel with no quantized form says so; so does a matrix whose rows are not whole blocks.
+// The kernels with no quantized form say so; so does a matrix whose rows are not whole blocks.
 BOOST_AUTO_TEST_CASE(unsupported_kernels_fail_loudly) {
   vk::Context& ctx = test::context();
   Case c = make_weights(ctx, DType::Q8_0, 64, 64, 1);
   auto x = test::random_floats(64, 2);
   BOOST_CHECK_THROW(run(ctx, LinearKernel::GemmCoopMat, c.m, x, {}, {}, 1, Activation::None), DeviceError);
+  BOOST_CHECK_THROW(run(ctx, LinearKernel::MatVecRowsBatch, c.m, x, {}, {}, 1, Activation::None), DeviceError);
   BOOST_CHECK_THROW(Matrix::create(ctx, DType::Q8_0, 4, 48, "odd"), InputError);
 }
 

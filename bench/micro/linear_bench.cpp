@@ -1,8 +1,10 @@
 // Throughput of the linear op (engine/ops/linear.hpp) at GPT-2 small's shapes: the decode
-// mat-vec (T = 1) and the prompt GEMM (T = 128), each weight dtype, on the default device.
+// mat-vec (T = 1) and the prompt GEMM (T = 128), each weight dtype (the block-quantized ones
+// too), on the default device.
 // Moved out of tests/test_linear.cpp, where it hid behind an environment variable.
-//   ninja -C build micro_linear && build/bench/micro/micro_linear [FILTER]
-// FILTER (e.g. "gemm f16") runs the lines whose label contains it. Prints wall time,
+//   ninja -C build micro_linear && build/bench/micro/micro_linear [FILTER [RUNS]]
+// FILTER (e.g. "gemm f16", "matvec q8_0") runs the lines whose label contains it; each
+// line is the best of RUNS timed runs (default 3; more on a busy machine). Prints wall time,
 // GB/s and GFLOP/s, and the same per CPU-second (on a CPU device the kernels run on this
 // process's threads, so CPU time / threads is what the wall time would be on an idle machine);
 // a sample of outputs is checked against a double-precision sum.
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -62,14 +65,18 @@ double sampled_error(const std::vector<float>& y, const std::vector<float>& x, c
   return max_err / max_ref;
 }
 
-void bench_one(vk::Context& ctx, uint32_t T, DType dt, uint32_t N, uint32_t K) {
+void bench_one(vk::Context& ctx, uint32_t T, DType dt, uint32_t N, uint32_t K, int runs) {
   const auto host_w = random_floats(size_t(N) * K, N + K);
   Matrix w = Matrix::create(ctx, dt, N, K, "bench weights");
   w.write_rows(0, N, host_w.data(), DType::F32);
-  std::vector<char> stored(host_w.size() * dtype_bytes(dt));
   std::vector<float> rounded(host_w.size());
-  convert(host_w.data(), DType::F32, stored.data(), dt, host_w.size());
-  convert(stored.data(), dt, rounded.data(), DType::F32, host_w.size());
+  if (is_quantized(dt)) {
+    rounded = w.read_rows_f32(0, N);  // the dequantized blocks
+  } else {
+    std::vector<char> stored(host_w.size() * dtype_bytes(dt));
+    convert(host_w.data(), DType::F32, stored.data(), dt, host_w.size());
+    convert(stored.data(), dt, rounded.data(), DType::F32, host_w.size());
+  }
   const auto x = random_floats(size_t(T) * K, 3), bias = random_floats(N, 4);
   vk::Buffer dx = upload(ctx, x), db = upload(ctx, bias);
   dx.try_create_texel_view();
@@ -83,7 +90,7 @@ void bench_one(vk::Context& ctx, uint32_t T, DType dt, uint32_t N, uint32_t K) {
   g.record();
   g.run();  // warm up: pipelines, page faults
   double best = 1e30, best_cpu = 1e30;
-  for (int run = 0; run < 3; ++run) {
+  for (int run = 0; run < runs; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = cpu_seconds();
     g.run();
@@ -103,6 +110,7 @@ void bench_one(vk::Context& ctx, uint32_t T, DType dt, uint32_t N, uint32_t K) {
 
 int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
+  const int runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
   vk::Context ctx;
   std::printf("%s\n", ctx.summary().c_str());
   struct Shape {
@@ -110,9 +118,9 @@ int main(int argc, char** argv) {
   };
   const Shape shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {50257, 768}};
   for (uint32_t T : {1u, 128u})
-    for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0})
       for (const auto& s : shapes) {
         const std::string what = std::string(T == 1 ? "matvec " : "gemm ") + dtype_name(dt) + " " + std::to_string(s.N);
-        if (what.find(only) != std::string::npos) bench_one(ctx, T, dt, s.N, s.K);
+        if (what.find(only) != std::string::npos) bench_one(ctx, T, dt, s.N, s.K, runs);
       }
 }

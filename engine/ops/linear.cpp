@@ -10,7 +10,6 @@
 #include "engine/ops/layernorm.hpp"
 #include "engine/ops/linear_coopmat.hpp"
 #include "engine/ops/linear_kernel.hpp"
-#include "engine/ops/linear_quant.hpp"
 #include "engine/ops/step.hpp"
 #include "engine/vk/context.hpp"
 
@@ -23,17 +22,22 @@ constexpr uint32_t kMaxGroups = 65535;  // per dimension: the smallest maxComput
 // Weights per 16-byte (uvec4) word of a stored W row, the unit every linear kernel reads.
 uint32_t weights_per_word(DType t) { return is_quantized(t) ? 16 : 16 / dtype_bytes(t); }
 
+// The shader that holds W's kernels: shaders/linear.comp (f32 / f16 / bf16) or
+// shaders/linear_q.comp (Q8_0 / Q4_0 blocks), which share their kernels' names, bindings,
+// constants and launch shapes, so one choice below serves both.
+std::string family(DType t) { return is_quantized(t) ? "linear_q." : "linear."; }
+
 // Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
 // 2-core test machine, per CPU-second; tests/test_linear.cpp (GPTVK_LINEAR_BENCH=1) reprints them.
 
-Kernel mat_vec(const vk::Context& ctx, bool wide, bool texel, bool norm_before) {
+Kernel mat_vec(const vk::Context& ctx, DType dtype, bool wide, bool texel, bool norm_before) {
   const auto& caps = ctx.caps();
   Kernel k;
   k.kind = LinearKernel::MatVec;
-  k.shader = caps.subgroup_arithmetic ? "linear.matvec_subgroup" : "linear.matvec_shared";
+  k.shader = family(dtype) + (caps.subgroup_arithmetic ? "matvec_subgroup" : "matvec_shared");
   if (texel) k.shader += "_texel";
   k.texel = texel;
-  k.norm_before_variant = !texel;
+  k.norm_before_variant = !texel && !is_quantized(dtype);
   uint32_t rows;
   if (ctx.cpu_kernels() && !wide) {
     // One SIMD vector per workgroup (more invocations add no parallelism on lavapipe), 16
@@ -85,10 +89,12 @@ bool held_x_fits(uint32_t K, DType dtype) {
 }
 
 bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype) {
-  const uint32_t per_word = weights_per_word(dtype), local = ctx.caps().subgroup_size;
+  const uint32_t local = ctx.caps().subgroup_size;
   if (local == 0) return false;
-  const uint64_t words = (uint64_t(K) + per_word - 1) / per_word, words_per_lane = (words + local - 1) / local;
-  return words_per_lane * (per_word / 4) <= kMaxColumnSplitTexels;
+  // Lanes split a row by words of W, or by whole blocks of 32 weights (8 texels of x each).
+  const uint32_t per_unit = is_quantized(dtype) ? kQuantBlock : weights_per_word(dtype);
+  const uint64_t units = (uint64_t(K) + per_unit - 1) / per_unit, units_per_lane = (units + local - 1) / local;
+  return units_per_lane * (per_unit / 4) <= kMaxColumnSplitTexels;
 }
 
 namespace {
@@ -101,10 +107,10 @@ namespace {
 // fc 10.2 GB/s against 9.8 with 4 rows and 8.1 with 2.)
 // `held`: x fetched once per workgroup into a private array (K <= kMaxHeldInputs), not
 // once per row (shaders/common/linear_matvec_rows.glsl, X_HELD).
-Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows, bool held) {
+Kernel mat_vec_rows(const vk::Context& ctx, DType dtype, uint32_t rows, bool held) {
   Kernel k;
   k.kind = LinearKernel::MatVec;  // same grid as the mat-vec: x over outputs, y over tokens
-  k.shader = held ? "linear.matvec_rows_held" : "linear.matvec_rows";
+  k.shader = family(dtype) + (held ? "matvec_rows_held" : "matvec_rows");
   k.texel = k.x_texel = true;
   k.norm_variant = k.pick_variant = ctx.caps().subgroup_arithmetic;
   k.local = ctx.caps().subgroup_size;
@@ -120,16 +126,16 @@ Kernel mat_vec_rows(const vk::Context& ctx, uint32_t rows, bool held) {
 // (shaders/common/linear_matvec_cols.glsl): the same workgroup shape and rows per workgroup
 // as the row kernel (16 groups of LOCAL rows measured best here too: GPT-2 small bf16 decode
 // 72-73 / 80-83 / 87-89 / 83-84 tok/s with 4 / 8 / 16 / 32).
-Kernel mat_vec_cols(const vk::Context& ctx, uint32_t rows) {
-  Kernel k = mat_vec_rows(ctx, rows, false);
-  k.shader = "linear.matvec_cols";
+Kernel mat_vec_cols(const vk::Context& ctx, DType dtype, uint32_t rows) {
+  Kernel k = mat_vec_rows(ctx, dtype, rows, false);
+  k.shader = family(dtype) + "matvec_cols";
   return k;
 }
 
 // The row kernel over several tokens at once (LinearKernel::MatVecRowsBatch): its tokens
 // spread over workgroups of up to kRowsBatchTokens.
 Kernel mat_vec_rows_batch(const vk::Context& ctx, uint32_t rows, uint32_t T) {
-  Kernel k = mat_vec_rows(ctx, rows, false);
+  Kernel k = mat_vec_rows(ctx, DType::F16, rows, false);
   k.kind = LinearKernel::MatVecRowsBatch;
   k.shader = "linear.matvec_rows_batch";
   k.norm_variant = k.pick_variant = false;
@@ -148,7 +154,7 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
   // unless a test forces this kernel.
   // Weights through texel views: 46 GFLOP/s; inputs too: 55.
   if (ctx.cpu_kernels() && caps.subgroup_arithmetic && one_subgroup_shuffles(ctx)) {
-    k.shader = "linear.gemm_bcast";
+    k.shader = family(dtype) + "gemm_bcast";
     if (w_texel) {
       k.shader += "_texel";
       k.texel = true;
@@ -173,17 +179,23 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
     return k;
   }
   // 8 tokens x 8 outputs per invocation: 11 GFLOP/s (8 x 16: 13 GFLOP/s but twice the
-  // compile time, for a path only CPU devices without subgroups take).
-  k.shader = "linear.gemm_reg";
+  // compile time, for a path only CPU devices without subgroups take). The quantized one
+  // has no lanes along tokens (LM), and a texel variant.
+  k.shader = family(dtype) + "gemm_reg";
   k.local = std::min<uint32_t>(8, caps.max_workgroup_invocations);
   const uint32_t tm = 8, tn = 8, lm = 1;
-  k.tile = {tm, tn, lm};
+  k.tile = {tm, tn};
+  if (!is_quantized(dtype)) k.tile.push_back(lm);
+  if (is_quantized(dtype) && w_texel) {
+    k.shader += "_texel";
+    k.texel = true;
+  }
   k.tokens_per_group = lm * tm;
   k.outputs_per_group = (k.local / lm) * tn;
   return k;
 }
 
-Kernel gemm_tiled(const vk::Context& ctx) {
+Kernel gemm_tiled(const vk::Context& ctx, DType dtype) {
   const auto& caps = ctx.caps();
   struct Tiles {
     uint32_t bm, bn, bk, tm, tn;
@@ -199,7 +211,7 @@ Kernel gemm_tiled(const vk::Context& ctx) {
     if (shared > caps.shared_memory_bytes || local > caps.max_workgroup_invocations) continue;
     Kernel k;
     k.kind = LinearKernel::GemmTiled;
-    k.shader = "linear.gemm_tiled";
+    k.shader = family(dtype) + "gemm_tiled";
     k.local = local;
     k.tile = {t.bm, t.bn, t.bk, t.tm, t.tn};
     k.tokens_per_group = t.bm;
@@ -234,7 +246,6 @@ bool x_texel_ok(View x, uint32_t K) {
 }  // namespace
 
 LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x) {
-  if (is_quantized(W.dtype)) return quant_auto_kernel(ctx, T, W, x);
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   // CPU devices read through texel views where they can: decode with rows per invocation
@@ -256,8 +267,11 @@ namespace {
 
 Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before,
               const CoopMatTiles* coopmat) {
-  if (is_quantized(W.dtype)) return choose_quant_kernel(ctx, want, T, W, x);
   const uint32_t K = W.cols;
+  if (is_quantized(W.dtype) && K % kQuantBlock != 0)
+    throw std::logic_error(std::string("linear: ") + dtype_name(W.dtype) + " weights with " + std::to_string(K) + " columns");
+  if (is_quantized(W.dtype) && want == LinearKernel::MatVecRowsBatch)
+    throw DeviceError(std::string("linear: ") + dtype_name(W.dtype) + " weights have no batched row mat-vec");
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   if (want == LinearKernel::Auto && norm_before) want = LinearKernel::MatVec;  // the one kernel with it
   if (want == LinearKernel::Auto) want = auto_kernel(ctx, T, W, x);
@@ -274,16 +288,17 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
     throw std::invalid_argument("linear: the column-split mat-vec holds at most " +
                                 std::to_string(kMaxColumnSplitTexels) + " texels of x per lane, " +
                                 std::to_string(K) + " inputs need more");
-  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, false, false, norm_before)
-             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, true, false, norm_before)
-             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, false, true, false)
-             : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, W.rows)
+  const DType dt = W.dtype;
+  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, dt, false, false, norm_before)
+             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, dt, true, false, norm_before)
+             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, dt, false, true, false)
+             : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, dt, W.rows)
              : want == LinearKernel::MatVecRowsBatch ? mat_vec_rows_batch(ctx, W.rows, T)
-             : rows                                ? mat_vec_rows(ctx, W.rows, want == LinearKernel::MatVecRowsHeld)
+             : rows                                ? mat_vec_rows(ctx, dt, W.rows, want == LinearKernel::MatVecRowsHeld)
              : want == LinearKernel::GemmRegisters || want == LinearKernel::GemmRegistersWide
-                 ? gemm_registers(ctx, W.dtype, want == LinearKernel::GemmRegistersWide, w_texel, x_texel)
+                 ? gemm_registers(ctx, dt, want == LinearKernel::GemmRegistersWide, w_texel, x_texel)
              : want == LinearKernel::GemmCoopMat ? gemm_coopmat(ctx, T, W, coopmat)
-                                                   : gemm_tiled(ctx);
+                                                   : gemm_tiled(ctx, dt);
   // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
   if (K % 4 != 0) k.shader += "_xs";
   return k;

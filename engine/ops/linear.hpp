@@ -83,6 +83,11 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // matrix units (engine/ops/linear_coopmat.hpp): x rounded to f16, f32 sums; Auto picks it
 // over GemmTiled on GPUs that have it, for f16 weights; forcing it elsewhere throws
 // DeviceError.
+// Q8_0 / Q4_0 weights (engine/quant.hpp) take the same kernels from shaders/linear_q.comp,
+// chosen the same way, with the weights' blocks decoded in f32 (K a multiple of 32, else
+// std::logic_error). They have no NormBefore fusion, no GemmCoopMat and no
+// MatVecRowsBatch (DeviceError); their GemmRegisters without subgroups reads W's texel
+// views where it has them.
 enum class LinearKernel {
   Auto,
   MatVec,
@@ -103,7 +108,8 @@ enum class LinearKernel {
 };
 constexpr uint32_t kRowsBatchTokens = 16;  // shaders/common/linear_matvec_rows_batch.glsl, NB_MAX
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
-constexpr uint32_t kMaxColumnSplitTexels = 256;  // shaders/common/linear_matvec_cols.glsl, XC_MAX
+// shaders/common/linear_matvec_cols.glsl, XC_MAX, and linear_matvec_qcols.glsl, XQ_MAX
+constexpr uint32_t kMaxColumnSplitTexels = 256;
 // Prompt chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights,
 // 16 tokens per workgroup); below it that tile measured slower (it computes rows only to
 // drop them, over fewer workgroups): engine/ops/linear.cpp, gemm_registers.
@@ -120,7 +126,8 @@ bool row_matvec_supported(const vk::Context& ctx);
 // Whether MatVecRowsHeld takes K inputs of this dtype: at most kMaxHeldInputs, whole words.
 bool held_x_fits(uint32_t K, DType dtype);
 // Whether MatVecCols takes K inputs of this dtype on this device: each lane's share of x
-// (its words, LOCAL = subgroup size lanes to a row) within kMaxColumnSplitTexels texels.
+// (its words, or its blocks of 32 for quantized W; LOCAL = subgroup size lanes to a row)
+// within kMaxColumnSplitTexels texels.
 bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype);
 
 // What linear_with takes beyond the product itself, by name (designated initializers):

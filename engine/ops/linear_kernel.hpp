@@ -1,6 +1,6 @@
-// One linear kernel with its launch shape, as engine/ops/linear.cpp dispatches it: shared
-// by the float kernels (shaders/linear.comp) and the quantized ones (shaders/linear_q.comp,
-// engine/ops/linear_quant.cpp). Internal to the linear op.
+// One linear kernel with its launch shape, as engine/ops/linear.cpp chooses and dispatches
+// it, for the float kernels (shaders/linear.comp) and the quantized ones
+// (shaders/linear_q.comp) alike. Internal to the linear op.
 #pragma once
 #include <cstdint>
 #include <string>

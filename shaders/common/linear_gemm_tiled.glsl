@@ -3,6 +3,9 @@
 // accumulates TM x TN outputs in registers, spaced BM/TM and BN/TN apart so that reads of
 // the staged tiles are broadcasts or consecutive (no bank conflicts).
 // Workgroup size is (BM / TM) * (BN / TN); BK is a multiple of 8 (whole W words).
+// Over Q8_0 / Q4_0 rows (shaders/linear_q.comp, LINEAR_QUANT_W) W's tile is dequantized as
+// it is staged, 4 weights (one 32-bit word of a block, or of a Q4_0 block's nibbles) per
+// store, each times its block's scale; the rest is the same kernel.
 layout(constant_id = 7) const uint BM = 64;
 layout(constant_id = 8) const uint BN = 64;
 layout(constant_id = 9) const uint BK = 16;
@@ -26,7 +29,9 @@ void main() {
   const uint NX = BN / TN;  // invocations along outputs
   const uint NY = BM / TM;  // invocations along tokens
   const uint XQ = BK / 4u;  // vec4 groups of inputs per staged token
+#ifndef LINEAR_QUANT_W
   const uint WQ = BK / KW;  // W words per staged output
+#endif
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % NX, ty = tid / NX;
   uint tile_t = gl_WorkGroupID.x * BM, tile_o = gl_WorkGroupID.y * BN;
@@ -51,6 +56,20 @@ void main() {
       }
       for (uint c = 0u; c < 4u; ++c) x_tile[(kk + c) * BM + m] = v[c];
     }
+#ifdef LINEAR_QUANT_W
+    for (uint e = tid; e < BN * XQ; e += LOCAL) {
+      uint n = e / XQ, kk = (e % XQ) * 4u;
+      uint o = tile_o + n, k = k0 + kk;
+      vec4 v = vec4(0.0);
+      if (o < ROWS && k < K) {
+        uint wrow = o * W_STRIDE, b = k / 32u, h = (k % 32u) / 4u;
+        uvec4 p[2];
+        q_block(wrow, b, p);
+        v = q_quad(p, h) * q_scale(load_w(wrow + b / 8u), b);
+      }
+      for (uint c = 0u; c < 4u; ++c) w_tile[(kk + c) * BN + n] = v[c];
+    }
+#else
     for (uint e = tid; e < BN * WQ; e += LOCAL) {
       uint n = e / WQ, qw = e % WQ;
       uint o = tile_o + n, q = k0 / KW + qw;
@@ -62,6 +81,7 @@ void main() {
       if (KW == 8u)
         for (uint c = 0u; c < 4u; ++c) w_tile[(kk + 4u + c) * BN + n] = hi[c];
     }
+#endif
     barrier();
     for (uint kk = 0u; kk < BK; ++kk) {
       float a[TM], b[TN];

@@ -23,8 +23,6 @@ const uint NSUM = R + 2u;  // the rows' sums, then the sums of x and of x^2
 const uint NSUM = R;
 #endif
 
-shared float partial[NSUM * gl_WorkGroupSize.x];
-
 // Word q of every row into the sums: the rows' dot products with x (and, the LayerNorm
 // folded in, the sums of x and x^2).
 void accumulate(uint xrow, uint q, uvec4 words[R], inout float acc[NSUM]) {
@@ -39,16 +37,7 @@ void accumulate(uint xrow, uint q, uvec4 words[R], inout float acc[NSUM]) {
   for (uint i = 0u; i < R; ++i) acc[i] = word_dot(words[i], x_lo, x_hi, acc[i]);
 }
 
-// Sum i over the workgroup, once the reduction below has left it in `partial`.
-float total(uint i) {
-#ifdef SUBGROUP
-  float s = 0.0;
-  for (uint g = 0u; g < gl_NumSubgroups; ++g) s += partial[i * gl_WorkGroupSize.x + g];
-  return s;
-#else
-  return partial[i * gl_WorkGroupSize.x];
-#endif
-}
+#include "common/linear_matvec_sums.glsl"
 
 void main() {
   read_push_constants();
@@ -76,23 +65,7 @@ void main() {
     for (uint i = 0u; i < R; ++i) acc[i] = word_dot(load_w(wrow[i] + K_FULL), x_lo, x_hi, acc[i]);
   }
 
-#ifdef SUBGROUP
-  // Sum within each subgroup, then across subgroups through shared memory.
-  for (uint i = 0u; i < NSUM; ++i) {
-    float s = subgroupAdd(acc[i]);
-    if (subgroupElect()) partial[i * LOCAL + gl_SubgroupID] = s;
-  }
-  barrier();
-#else
-  // Tree reduction in shared memory (LOCAL is a power of two).
-  for (uint i = 0u; i < NSUM; ++i) partial[i * LOCAL + lane] = acc[i];
-  barrier();
-  for (uint s = LOCAL / 2u; s > 0u; s >>= 1) {
-    if (lane < s)
-      for (uint i = 0u; i < NSUM; ++i) partial[i * LOCAL + lane] += partial[i * LOCAL + lane + s];
-    barrier();
-  }
-#endif
+  reduce_sums(acc, lane);
   // Only the lanes that store a row read the sums back (on lavapipe every shared-memory
   // read is a loop over the lanes).
   for (uint i = lane; i < R; i += LOCAL) {

@@ -5,17 +5,8 @@
 // multiplied by its scale once, f32 throughout.
 layout(constant_id = 7) const uint R = 4;  // outputs per workgroup
 
-shared float partial[R * gl_WorkGroupSize.x];
-
-float total(uint i) {
-#ifdef SUBGROUP
-  float s = 0.0;
-  for (uint g = 0u; g < gl_NumSubgroups; ++g) s += partial[i * gl_WorkGroupSize.x + g];
-  return s;
-#else
-  return partial[i * gl_WorkGroupSize.x];
-#endif
-}
+const uint NSUM = R;
+#include "common/linear_matvec_sums.glsl"
 
 void main() {
   read_push_constants();
@@ -40,21 +31,7 @@ void main() {
     }
   }
 
-#ifdef SUBGROUP
-  for (uint i = 0u; i < R; ++i) {
-    float s = subgroupAdd(acc[i]);
-    if (subgroupElect()) partial[i * LOCAL + gl_SubgroupID] = s;
-  }
-  barrier();
-#else
-  for (uint i = 0u; i < R; ++i) partial[i * LOCAL + lane] = acc[i];
-  barrier();
-  for (uint s = LOCAL / 2u; s > 0u; s >>= 1) {
-    if (lane < s)
-      for (uint i = 0u; i < R; ++i) partial[i * LOCAL + lane] += partial[i * LOCAL + lane + s];
-    barrier();
-  }
-#endif
+  reduce_sums(acc, lane);
   for (uint i = lane; i < R; i += LOCAL)
     if (row0 + i < ROWS) store_y(t, row0 + i, total(i));
 }

@@ -11,7 +11,7 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 #include "common/linear_rows_out.glsl"
 
 // Blocks of a row per lane; lanes past the row's last block read that block again
-// against inputs of 0. XQ_MAX texels of x per lane at most (engine/ops/linear_quant.cpp).
+// against inputs of 0. XQ_MAX texels of x per lane at most (engine/ops/linear.hpp, kMaxColumnSplitTexels).
 const uint BPL = (QB + LOCAL - 1u) / LOCAL;
 const uint XQ_MAX = 256u;
 vec4 xc[XQ_MAX];
@@ -38,26 +38,4 @@ float row_part(uint wrow, uint lane) {
   return acc;
 }
 
-float lanes_sum(float v, uint lane) {
-  [[unroll]] for (uint i = 0u; i < 6u; ++i)
-    if ((1u << i) < LOCAL) v += subgroupShuffle(v, lane ^ (1u << i));
-  return v;
-}
-
-void main() {
-  read_push_constants();
-  uint lane = gl_LocalInvocationID.x;
-  uint t = gl_WorkGroupID.y;
-  hold_x(t * K, lane);
-  uint first = gl_WorkGroupID.x * LOCAL * R;
-  [[dont_unroll]] for (uint g = 0u; g < R; ++g) {
-    uint base = first + g * LOCAL;
-    float mine = 0.0;
-    [[dont_unroll]] for (uint i = 0u; i < LOCAL; ++i) {
-      float s = lanes_sum(row_part(min(base + i, ROWS - 1u) * W_STRIDE, lane), lane);
-      mine = lane == i ? s : mine;
-    }
-    put_row(t, base + lane, mine);
-  }
-  after_rows(lane);
-}
+#include "common/linear_cols_main.glsl"

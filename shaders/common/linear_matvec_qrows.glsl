@@ -11,26 +11,9 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 
 #include "common/linear_rows_out.glsl"
 
-const uint X_TEXELS = K / 4u;
-const uint XF = (8u + LOCAL - 1u) / LOCAL;  // fetches per block's 8 texels of x
+#include "common/linear_rows_held_x.glsl"
 
 #ifdef X_HELD
-// x held (K <= X_HELD_MAX): fetched once per workgroup into a private array, not once per
-// row. The loops are [[unroll]] with trip counts fixed at specialization, so every index
-// into xh is a constant and the array stays in registers and stack slots (as in
-// common/linear_matvec_rows.glsl).
-const uint X_HELD_MAX = 1024u;  // largest K (engine/ops/linear_quant.cpp, kMaxHeldInputs)
-vec4 xh[X_HELD_MAX / 4u];
-const uint X_BLOCKS = (X_TEXELS + LOCAL - 1u) / LOCAL;
-
-void hold_x(uint xrow, uint lane) {
-  [[unroll]] for (uint b = 0u; b < X_BLOCKS; ++b) {
-    vec4 xl = load_x4(xrow + min(b * LOCAL + lane, X_TEXELS - 1u) * 4u);
-    [[unroll]] for (uint c = 0u; c < LOCAL; ++c)
-      if (b * LOCAL + c < X_TEXELS) xh[b * LOCAL + c] = subgroupShuffle(xl, c);
-  }
-}
-
 float row_dot(uint wrow, uint xrow, uint lane) {
   float acc = 0.0;
   [[unroll]] for (uint g = 0u; g < QSW; ++g) {
@@ -49,6 +32,9 @@ float row_dot(uint wrow, uint xrow, uint lane) {
   return acc;
 }
 #else
+const uint X_TEXELS = K / 4u;
+const uint XF = (8u + LOCAL - 1u) / LOCAL;  // fetches per block's 8 texels of x
+
 float row_dot(uint wrow, uint xrow, uint lane) {
   float acc = 0.0;
   for (uint g = 0u; g < QSW; ++g) {
@@ -69,19 +55,4 @@ float row_dot(uint wrow, uint xrow, uint lane) {
 }
 #endif
 
-void main() {
-  read_push_constants();
-  uint lane = gl_LocalInvocationID.x;
-  uint t = gl_WorkGroupID.y;
-  uint first = (gl_WorkGroupID.x * LOCAL + lane) * R;
-#ifdef X_HELD
-  hold_x(t * K, lane);
-#endif
-  // Not unrolled: lavapipe compiles the row loop (and the inlined store) once.
-  [[dont_unroll]] for (uint i = 0u; i < R; ++i) {
-    uint row = first + i;
-    // Rows past the end are clamped (read a valid row, result dropped) so the loop has no branch.
-    put_row(t, row, row_dot(min(row, ROWS - 1u) * W_STRIDE, t * K, lane));
-  }
-  after_rows(lane);
-}
+#include "common/linear_rows_main.glsl"

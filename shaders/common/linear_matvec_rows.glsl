@@ -18,31 +18,9 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 
 #include "common/linear_rows_out.glsl"
 
+#include "common/linear_rows_held_x.glsl"
+
 #ifdef X_HELD
-// x held (K <= X_HELD_MAX, whole words): the workgroup fetches x once, not once per row.
-// The loops below are [[unroll]] with trip counts fixed at specialization, which lavapipe
-// unrolls in NIR, so every index into the private array xh is a constant and LLVM keeps
-// its elements in registers and stack slots (an index it cannot fold would move the array
-// to per-lane scratch memory, every access a loop over the lanes). GPT-2 small on
-// lavapipe, same minutes: f16 decode 58.9 -> 64.8 tok/s, bf16 66.2 -> 70.6; medium f16
-// 21.0 -> 22.3. LLVM still redoes each broadcast (a permute) in the row loop rather than
-// keep 8x the values; forcing it to keep them (multiplies straight from the stack) gained
-// nothing measurable, and holding x for K = 3072 (GPT-2's MLP projection) gained nothing
-// either while the larger stack spilled out of L1.
-const uint X_HELD_MAX = 1024u;  // largest K (engine/ops/linear.cpp, kMaxHeldInputs)
-const uint X_TEXELS = K / 4u;
-vec4 xh[X_HELD_MAX / 4u];
-
-const uint X_BLOCKS = (X_TEXELS + LOCAL - 1u) / LOCAL;
-
-void hold_x(uint xrow, uint lane) {
-  [[unroll]] for (uint b = 0u; b < X_BLOCKS; ++b) {
-    vec4 xl = load_x4(xrow + min(b * LOCAL + lane, X_TEXELS - 1u) * 4u);
-    [[unroll]] for (uint c = 0u; c < LOCAL; ++c)
-      if (b * LOCAL + c < X_TEXELS) xh[b * LOCAL + c] = subgroupShuffle(xl, c);
-  }
-}
-
 float row_dot(uint wrow, uint xrow, uint lane) {
   float acc = 0.0;
   [[unroll]] for (uint q = 0u; q < K_FULL; ++q)
@@ -79,19 +57,4 @@ float row_dot(uint wrow, uint xrow, uint lane) {
 }
 #endif
 
-void main() {
-  read_push_constants();
-  uint lane = gl_LocalInvocationID.x;
-  uint t = gl_WorkGroupID.y;
-  uint first = (gl_WorkGroupID.x * LOCAL + lane) * R;
-#ifdef X_HELD
-  hold_x(t * K, lane);
-#endif
-  // Not unrolled: lavapipe compiles the row loop (and the inlined store) once.
-  [[dont_unroll]] for (uint i = 0u; i < R; ++i) {
-    uint row = first + i;
-    // Rows past the end are clamped (read a valid row, result dropped) so the loop has no branch.
-    put_row(t, row, row_dot(min(row, ROWS - 1u) * W_STRIDE, t * K, lane));
-  }
-  after_rows(lane);
-}
+#include "common/linear_rows_main.glsl"

@@ -3,6 +3,7 @@
 // (Q8_0: int8, element i in byte i; Q4_0: element i < 16 in the low nibble of byte i,
 // 16 + i in its high nibble). load_w(i) reads word i of W (common/linear_io.glsl). The
 // host takes these kernels only for K a multiple of 32, so there is no partial block.
+#define LINEAR_QUANT_W  // the shared kernels read W through the functions below
 const bool Q4 = DT == 4u;
 const uint QB = K / 32u;            // blocks per row
 const uint QSW = (QB + 7u) / 8u;    // scale words at the start of a row

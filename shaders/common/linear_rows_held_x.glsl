@@ -1,0 +1,30 @@
+// x for the row mat-vecs (common/linear_matvec_rows.glsl and, over Q8_0 / Q4_0 blocks,
+// common/linear_matvec_qrows.glsl), whose main() is common/linear_rows_main.glsl: with
+// X_HELD, hold_x fetches x's token row once per workgroup into xh, which the kernel's
+// row_dot reads by constant indices.
+#ifdef X_HELD
+// x held (K <= X_HELD_MAX, whole words): the workgroup fetches x once, not once per row.
+// The loops below are [[unroll]] with trip counts fixed at specialization, which lavapipe
+// unrolls in NIR, so every index into the private array xh is a constant and LLVM keeps
+// its elements in registers and stack slots (an index it cannot fold would move the array
+// to per-lane scratch memory, every access a loop over the lanes). GPT-2 small on
+// lavapipe, same minutes: f16 decode 58.9 -> 64.8 tok/s, bf16 66.2 -> 70.6; medium f16
+// 21.0 -> 22.3. LLVM still redoes each broadcast (a permute) in the row loop rather than
+// keep 8x the values; forcing it to keep them (multiplies straight from the stack) gained
+// nothing measurable, and holding x for K = 3072 (GPT-2's MLP projection) gained nothing
+// either while the larger stack spilled out of L1.
+const uint X_HELD_MAX = 1024u;  // largest K (engine/ops/linear.hpp, kMaxHeldInputs)
+const uint X_TEXELS = K / 4u;
+vec4 xh[X_HELD_MAX / 4u];
+
+const uint X_BLOCKS = (X_TEXELS + LOCAL - 1u) / LOCAL;
+
+void hold_x(uint xrow, uint lane) {
+  [[unroll]] for (uint b = 0u; b < X_BLOCKS; ++b) {
+    vec4 xl = load_x4(xrow + min(b * LOCAL + lane, X_TEXELS - 1u) * 4u);
+    [[unroll]] for (uint c = 0u; c < LOCAL; ++c)
+      if (b * LOCAL + c < X_TEXELS) xh[b * LOCAL + c] = subgroupShuffle(xl, c);
+  }
+}
+
+#endif
