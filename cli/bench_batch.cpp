@@ -51,13 +51,12 @@ void run_once(std::vector<GptModel*> rows, const std::vector<std::vector<uint32_
 int run_batch_bench(ModelSession& s, const BatchBenchFlags& f) {
   const ModelConfig& cfg = s.cfg;
   const uint32_t most = *std::max_element(f.batches.begin(), f.batches.end());
-  // Sequence 0 is the session's model; the others share its weights, each its own KV cache.
-  std::vector<std::unique_ptr<GptModel>> extra;
-  std::vector<GptModel*> models = {s.model.get()};
-  for (uint32_t b = 1; b < most; ++b) {
-    extra.push_back(std::make_unique<GptModel>(*s.ctx, cfg, s.model->shared_weights(), s.model->max_chunk()));
-    models.push_back(extra.back().get());
-  }
+  // Models over the session's weights whose KV caches are the slots of one pool, as a
+  // server's are (sequence 0 alone is the one-sequence step, as plain bench).
+  std::vector<std::unique_ptr<GptModel>> slots =
+      make_slot_models(*s.ctx, cfg, s.model->shared_weights(), most, s.model->max_chunk());
+  std::vector<GptModel*> models;
+  for (auto& m : slots) models.push_back(m.get());
   std::mt19937 rng(42);
   std::vector<std::vector<uint32_t>> prompts(most, std::vector<uint32_t>(f.prompt_tokens));
   for (auto& p : prompts)
@@ -67,7 +66,7 @@ int run_batch_bench(ModelSession& s, const BatchBenchFlags& f) {
   // would be one step per sequence, so it measures the batched GEMM graph.
   DecodeBatch batch(f.exact_rows && s.ctx->cpu_kernels());
   std::vector<Rates> rates(f.batches.size());
-  s.model->set_profile(f.profile);
+  models[0]->set_profile(f.profile);
   for (uint32_t r = 0; r <= f.repeats; ++r)  // repeat 0 warms up; batch sizes alternate within a repeat
     for (size_t i = 0; i < f.batches.size(); ++i) {
       std::vector<GptModel*> rows(models.begin(), models.begin() + f.batches[i]);
@@ -87,7 +86,7 @@ int run_batch_bench(ModelSession& s, const BatchBenchFlags& f) {
     else
       std::fprintf(stderr, "batch %u: prefill %.1f tok/s; decode not measured (--gen-tokens 0)\n", B, prefill);
   }
-  if (f.profile) print_profile_table("decode step of batch " + std::to_string(f.batches.back()), s.model->profile_summary());
+  if (f.profile) print_profile_table("decode step of batch " + std::to_string(f.batches.back()), models[0]->profile_summary());
   print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", prefill, decode);
   return 0;
 }

@@ -198,14 +198,19 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
 int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs, const Flags& f) {
   g_interrupted = 0;
   auto previous = std::signal(SIGINT, on_sigint);
-  // The first job of a batch runs on the session's model; the others on models sharing its weights.
-  std::vector<std::unique_ptr<GptModel>> extra;
+  // One job runs on the session's model; several on models sharing its weights whose KV
+  // caches are the slots of one pool (one attention dispatch a layer for the batch).
+  std::vector<std::unique_ptr<GptModel>> slots;
   std::vector<GptModel*> models = {s.model.get()};
   const size_t width = std::min<size_t>(jobs.size(), kSamplesPerBatch);
-  for (size_t i = 1; i < width; ++i) {
-    extra.push_back(std::make_unique<GptModel>(*s.ctx, s.cfg, s.model->shared_weights(), s.model->max_chunk()));
-    extra.back()->set_sampling(f.sampling);
-    models.push_back(extra.back().get());
+  if (width > 1) {
+    slots = make_slot_models(*s.ctx, s.cfg, s.model->shared_weights(), static_cast<uint32_t>(width),
+                             s.model->max_chunk());
+    models.clear();
+    for (auto& m : slots) {
+      m->set_sampling(f.sampling);
+      models.push_back(m.get());
+    }
   }
   for (size_t first = 0; first < jobs.size() && !g_interrupted; first += width) {
     const size_t n = std::min(width, jobs.size() - first);

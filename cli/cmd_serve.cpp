@@ -35,11 +35,11 @@ std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t para
     throw UsageError("--parallel " + std::to_string(parallel) + " needs about " + mib(need) + " of device memory (" +
                      mib(weights) + " weights + " + mib(per_slot) + " per slot); the device has " + mib(have) +
                      ": use at most --parallel " + std::to_string(have > weights ? (have - weights) / per_slot : 0));
-  std::vector<std::unique_ptr<GptModel>> slots;
-  slots.push_back(std::move(s.model));
-  for (uint32_t i = 1; i < parallel; ++i)
-    slots.push_back(std::make_unique<GptModel>(*s.ctx, s.cfg, slots[0]->shared_weights(), chunk));
-  return slots;
+  // Their KV caches are the slots of one pool (a batched step's attention is then one
+  // dispatch a layer on CPU devices); the session's own model makes way for them.
+  auto shared = s.model->shared_weights();
+  s.model.reset();
+  return make_slot_models(*s.ctx, s.cfg, std::move(shared), parallel, chunk);
 }
 
 // Blocks the signals in this thread and every thread started after (lavapipe's, httplib's,

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/error.hpp"
+#include "engine/ops/attention.hpp"
 
 namespace gptvk {
 
@@ -26,6 +27,27 @@ void DecodeBatch::check(std::span<GptModel* const> seqs) const {
   }
 }
 
+bool DecodeBatch::one_attention_dispatch(std::span<GptModel* const> seqs) {
+  const GptModel& first = *seqs[0];
+  for (const GptModel* m : seqs)
+    if (m->kv_ != first.kv_) return false;
+  const KvPool& kv = *first.kv_;
+  if (first.cfg_.n_layers == 0 ||
+      !ops::attention_rows_ok(first.ctx_, whole(first.qkv_), kv.all_keys(0), kv.all_values(0), first.attention_shape()))
+    return false;
+  // Sized for the pool: its models are distinct, so no batch over it has more rows.
+  if (rows_.empty()) rows_ = vk::Buffer(first.ctx_, uint64_t(kv.slots()) * 8, vk::Memory::Host, "batch row table");
+  return rows_.size() >= seqs.size() * 8;  // (a larger pool than the first: row by row)
+}
+
+void DecodeBatch::write_rows(std::span<GptModel* const> seqs) {
+  auto* rows = static_cast<uint32_t*>(rows_.mapped());
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    rows[2 * b] = seqs[b]->position();  // where its last sampled token goes
+    rows[2 * b + 1] = seqs[b]->kv_->slot_unit(seqs[b]->kv_slot_);
+  }
+}
+
 Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs) {
   std::vector<uint64_t> versions;
   for (const GptModel* m : seqs) versions.push_back(m->sampling_version_);
@@ -33,6 +55,7 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs) {
   for (Entry& e : graphs_)
     if (std::equal(e.seqs.begin(), e.seqs.end(), seqs.begin(), seqs.end()) && e.sampling_versions == versions) {
       e.last_used = steps_;
+      rows_used_ = e.uses_rows;
       return *e.graph;
     }
   // A graph with a model whose sampling changed since is never used again: drop those first.
@@ -47,7 +70,11 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs) {
                                    [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; }));
   Entry e{{seqs.begin(), seqs.end()}, std::move(versions), nullptr, steps_};
   GptModel& builder = *seqs[0];
-  e.graph = builder.build_graph(static_cast<uint32_t>(seqs.size()), GptModel::Head::LastSample, seqs, exact_rows_);
+  e.uses_rows = one_attention_dispatch(seqs);
+  const View rows = e.uses_rows ? whole(rows_) : View{};
+  e.graph = builder.build_graph(static_cast<uint32_t>(seqs.size()), GptModel::Head::LastSample, seqs, exact_rows_,
+                                rows);
+  rows_used_ = e.uses_rows;
   graphs_.push_back(std::move(e));
   return *graphs_.back().graph;
 }
@@ -64,6 +91,7 @@ std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) 
   // Each row embeds its sequence's last sampled token at its position, and its sampler
   // writes the next one there and advances the position: as decode_next() does.
   Graph& g = graph_for(seqs);
+  if (rows_used_) write_rows(seqs);
   g.run();
   std::vector<uint32_t> ids;
   for (GptModel* m : seqs) {

@@ -12,7 +12,9 @@
 // Graphs are recorded per composition (which models, in which rows, with which sampling
 // parameters: a model's set_sampling makes its graphs stale) and kept for the most recent
 // few, so a steady batch replays one graph; a sequence joining or leaving records a new
-// one (milliseconds; the pipelines are those of the one-token and prompt steps).
+// one (milliseconds; the pipelines are those of the one-token and prompt steps). Models
+// made by make_slot_models share a KvPool: on CPU devices their rows then attend in one
+// dispatch a layer, through a row table of positions and slots written before each step.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -50,12 +52,19 @@ class DecodeBatch {
     std::vector<uint64_t> sampling_versions;
     std::unique_ptr<Graph> graph;
     uint64_t last_used = 0;
+    bool uses_rows = false;  // its attention reads the row table
   };
   static constexpr size_t kMaxGraphs = 8;
   Graph& graph_for(std::span<GptModel* const> seqs);
   void check(std::span<GptModel* const> seqs) const;
+  // Whether the rows' attention can be one dispatch a layer: every sequence in one KvPool and
+  // the device running ops::kv_append_attention_rows. Then rows_ holds the row table.
+  bool one_attention_dispatch(std::span<GptModel* const> seqs);
+  void write_rows(std::span<GptModel* const> seqs);
 
   bool exact_rows_;
+  vk::Buffer rows_;  // host-visible row table: (position, KV slot unit) per row
+  bool rows_used_ = false;  // the graph graph_for() returned last reads it
   std::vector<Entry> graphs_;
   uint64_t steps_ = 0;
 };

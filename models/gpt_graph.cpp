@@ -35,9 +35,10 @@ View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
 // model's activation buffers; only what belongs to one sequence goes row by row: the
 // embedding at its position, attention over its KV cache, its sampler.
 struct GptModel::GraphBuild {
-  GraphBuild(GptModel& m, uint32_t T, Head head, std::span<GptModel* const> seqs = {}, bool exact_rows = false)
+  GraphBuild(GptModel& m, uint32_t T, Head head, std::span<GptModel* const> seqs = {}, bool exact_rows = false,
+             View batch_rows = {})
       : m(m), cfg(m.cfg_), w(m.w_), g(std::make_unique<Graph>(m.ctx_)), T(T), head(head), n(T),
-        seqs(seqs), batch(!seqs.empty()), exact_rows(exact_rows),
+        seqs(seqs), batch(!seqs.empty()), exact_rows(exact_rows), batch_rows(batch_rows),
         C(cfg.emb_dim), eps(cfg.norm_eps), shape(m.attention_shape()),
         x(rows_of(m.x_, T, C)), h(rows_of(m.h_, T, C)), qkv(rows_of(m.qkv_, T, 3 * C)),
         att(rows_of(m.att_, T, C)), ff(rows_of(m.ff_, T, cfg.ffn_dim)), ids(whole(m.ids_)), step(whole(m.step_)),
@@ -67,6 +68,7 @@ struct GptModel::GraphBuild {
   // batch: a step of seqs.size() rows; exact_rows: each row's arithmetic that of a one-token
   // step (ExecutionPlan::batch_linear_kernel).
   const bool batch, exact_rows;
+  const View batch_rows;  // a batched step's row table, when its rows attend in one dispatch
   const uint32_t C;
   const float eps;
   const ops::AttentionShape shape;
@@ -136,15 +138,20 @@ struct GptModel::GraphBuild {
 
   // Attention of layer l's T queries; returns how many rows go on past it (0: none).
   uint32_t attend(uint32_t l, const std::string& p) {
+    if (batch && batch_rows.buffer) {  // every row over its own slot of the shared pool at once
+      ops::kv_append_attention_rows(*g, qkv, batch_rows, m.kv_->all_keys(l), m.kv_->all_values(l), att, T, shape,
+                                    p + "attention");
+      return T;
+    }
     if (batch) {  // each row over its own sequence's KV cache, as that sequence's one-token step does
       for (uint32_t b = 0; b < T; ++b) {
         GptModel& s = *seqs[b];
-        ops::kv_append_attention(*g, row(m.qkv_, b, 3 * C), whole(s.step_), whole(s.k_cache_[l]),
-                                 whole(s.v_cache_[l]), row(m.att_, b, C), 1, shape, p + "attention", maybe(s.scores_));
+        ops::kv_append_attention(*g, row(m.qkv_, b, 3 * C), whole(s.step_), s.k_cache(l),
+                                 s.v_cache(l), row(m.att_, b, C), 1, shape, p + "attention", maybe(s.scores_));
       }
       return T;
     }
-    const View k_cache = whole(m.k_cache_[l]), v_cache = whole(m.v_cache_[l]);
+    const View k_cache = m.k_cache(l), v_cache = m.v_cache(l);
     if (!last_row_only || l + 1 < cfg.n_layers) {
       ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention", maybe(m.scores_));
       return T;
@@ -261,8 +268,8 @@ struct GptModel::GraphBuild {
 
 // embed -> per layer (LayerNorm, attention, LayerNorm, MLP) -> final norm and LM head.
 std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head, std::span<GptModel* const> seqs,
-                                             bool exact_rows) {
-  GraphBuild b(*this, T, head, seqs, exact_rows);
+                                             bool exact_rows, View batch_rows) {
+  GraphBuild b(*this, T, head, seqs, exact_rows, batch_rows);
   b.embed();
   for (uint32_t l = 0; l < cfg_.n_layers; ++l)
     if (!(b.pre ? b.pre_ln_layer(l) : b.post_ln_layer(l))) break;  // nothing past the KV cache

@@ -26,12 +26,16 @@ View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
 GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint32_t max_chunk)
     : GptModel(ctx, std::move(cfg), std::make_shared<ModelWeights>(std::move(weights)), max_chunk) {}
 
-GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeights> weights, uint32_t max_chunk)
+GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeights> weights, uint32_t max_chunk,
+                   std::shared_ptr<KvPool> kv, uint32_t slot)
     : ctx_(ctx),
       cfg_(std::move(cfg)),
       weights_(std::move(weights)),
       w_(*weights_),
-      max_chunk_(std::min(max_chunk, cfg_.context_length)) {
+      max_chunk_(std::min(max_chunk, cfg_.context_length)),
+      kv_(kv ? std::move(kv) : std::make_shared<KvPool>(ctx, cfg_.n_layers, attention_shape(), 1)),
+      kv_slot_(slot) {
+  if (kv_slot_ >= kv_->slots()) throw std::invalid_argument("GptModel: KV slot outside the pool");
   const uint64_t C = cfg_.emb_dim, F = cfg_.ffn_dim, V = cfg_.vocab_size, T = max_chunk_;
   ids_ = vk::Buffer(ctx, T * 4, vk::Memory::Host, "token ids");
   step_ = vk::Buffer(ctx, sizeof(StepState), vk::Memory::Host, "step state");
@@ -57,13 +61,6 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
   pick_partials_ = vk::Buffer(ctx, ops::pick_partials_bytes(cfg_.vocab_size), vk::Memory::Device, "pick partials");
   // Attention on CPU devices reads q/k/v and the caches through texel views too (engine/ops/attention.hpp).
   qkv_.try_create_texel_view();
-  const uint64_t cache_bytes = ops::kv_cache_bytes(attention_shape());
-  for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
-    k_cache_.emplace_back(ctx, cache_bytes, vk::Memory::Device, "key cache");
-    v_cache_.emplace_back(ctx, cache_bytes, vk::Memory::Device, "value cache");
-    k_cache_.back().try_create_texel_view();
-    v_cache_.back().try_create_texel_view();
-  }
   bool foldable = true;
   for (const LayerWeights& L : w_.layers)
     foldable = foldable && ops::norm_before_fits(L.qkv, 1) && ops::norm_before_fits(L.fc, 1);
@@ -90,7 +87,7 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
     scores_.try_create_texel_view();
     plan_.tiled_prompt_attention =
         cfg_.n_layers > 0 &&
-        ops::attention_tiled_ok(ctx, whole(qkv_), whole(k_cache_[0]), whole(v_cache_[0]), whole(scores_), shape);
+        ops::attention_tiled_ok(ctx, whole(qkv_), k_cache(0), v_cache(0), whole(scores_), shape);
   }
 }
 
@@ -275,6 +272,16 @@ std::vector<OpTime> GptModel::profile_summary() const {
   std::vector<OpTime> out;
   for (const auto& op : order) out.push_back(by_op[op]);
   return out;
+}
+
+std::vector<std::unique_ptr<GptModel>> make_slot_models(vk::Context& ctx, const ModelConfig& cfg,
+                                                        std::shared_ptr<ModelWeights> weights, uint32_t n,
+                                                        uint32_t max_chunk) {
+  auto kv = std::make_shared<KvPool>(ctx, cfg.n_layers, ops::AttentionShape{cfg.n_heads, cfg.head_dim(),
+                                                                            cfg.context_length, cfg.kv_f16()}, n);
+  std::vector<std::unique_ptr<GptModel>> models;
+  for (uint32_t s = 0; s < n; ++s) models.push_back(std::make_unique<GptModel>(ctx, cfg, weights, max_chunk, kv, s));
+  return models;
 }
 
 }  // namespace gptvk

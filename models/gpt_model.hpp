@@ -19,6 +19,7 @@
 #include "engine/ops/sample.hpp"
 #include "engine/vk/buffer.hpp"
 #include "models/config.hpp"
+#include "models/kv_pool.hpp"
 #include "models/weights.hpp"
 
 namespace gptvk {
@@ -34,8 +35,10 @@ class GptModel {
   GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint32_t max_chunk = 256);
   // Shares weights with other models (each with its own KV cache, activations and graphs):
   // several sequences over one copy of the weights, e.g. a server's slots. Models sharing
-  // weights must be used from one thread.
-  GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeights> weights, uint32_t max_chunk = 256);
+  // weights must be used from one thread. With `kv`, the KV cache is slot `slot` of that
+  // pool (make_slot_models); else a pool of one slot of its own.
+  GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeights> weights, uint32_t max_chunk = 256,
+           std::shared_ptr<KvPool> kv = nullptr, uint32_t slot = 0);
   ~GptModel();
 
   const ModelConfig& config() const { return cfg_; }
@@ -99,8 +102,10 @@ class GptModel {
   Graph& graph(uint32_t T, Head head);
   // `seqs` not empty: a batched decode step of T = seqs.size() rows, one token of each of
   // those models' sequences (DecodeBatch), on this model's activation buffers.
+  // `batch_rows`: DecodeBatch's row table (position, KV slot unit per row; written before each
+  // run), for one attention dispatch a layer over the rows' shared KvPool.
   std::unique_ptr<Graph> build_graph(uint32_t T, Head head, std::span<GptModel* const> seqs = {},
-                                     bool exact_rows = false);
+                                     bool exact_rows = false, View batch_rows = {});
   friend class DecodeBatch;
   struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_model.cpp)
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
@@ -138,7 +143,10 @@ class GptModel {
   // residual add (ops::NormAfter) or the greedy pick after the LM head (ops::PickAfter).
   vk::Buffer arrival_counters_;
   vk::Buffer pick_partials_;         // ops::PickAfter: each LM-head workgroup's best logit
-  std::vector<vk::Buffer> k_cache_, v_cache_;
+  std::shared_ptr<KvPool> kv_;       // the KV cache: slot kv_slot_ of the pool
+  uint32_t kv_slot_ = 0;
+  View k_cache(uint32_t l) const { return kv_->keys(l, kv_slot_); }
+  View v_cache(uint32_t l) const { return kv_->values(l, kv_slot_); }
   vk::Buffer scores_;                // CPU devices: prefill attention's scores (ops::kv_append_attention_tiled)
   // The plan's folded LayerNorms (GPUs, pre-LN models, one token): those before qkv, fc and
   // the LM head folded into their mat-vecs (ops::NormBefore), saving a dispatch each. Per site, W gamma
@@ -152,5 +160,12 @@ class GptModel {
   std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
   std::vector<Graph*> last_run_;
 };
+
+// n models over one set of weights whose KV caches are the slots of one KvPool: a server's
+// slots, or several prompts decoding as one batch (DecodeBatch then attends for all of them
+// in one dispatch a layer where the device can).
+std::vector<std::unique_ptr<GptModel>> make_slot_models(vk::Context& ctx, const ModelConfig& cfg,
+                                                        std::shared_ptr<ModelWeights> weights, uint32_t n,
+                                                        uint32_t max_chunk = 256);
 
 }  // namespace gptvk

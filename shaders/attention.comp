@@ -33,6 +33,12 @@
 // The tiled variants (CPU devices, prompt chunks) are not this kernel but two passes over a
 // scores scratch, after kv_append: common/attention_tiled.glsl.
 // Grid: (n_heads, T), texel: (n_heads, ceil(T / QB)). Workgroup: local_size_x (spec 0).
+//
+// ROWS (texel, APPEND, QB = 1): a batched decode step, each query t a different sequence's
+// next token. Binding 1 is then a table of (position, KV slot) per row instead of the step
+// buffer, and the caches bound are pools of equal slots (models/kv_pool.hpp): row t attends
+// as a one-token step of its own sequence at that position in that slot, with the same
+// arithmetic, so all rows take one dispatch.
 
 //! variant subgroup USE_SUBGROUP=1 VEC=1
 //! variant subgroup_vec4 USE_SUBGROUP=1 VEC=4
@@ -47,6 +53,8 @@
 //! variant subgroup_vec4_kvf16 USE_SUBGROUP=1 VEC=4 KV_F16=1
 //! variant shared_vec4_kvf16 USE_SUBGROUP=0 VEC=4 KV_F16=1
 //! variant texel_kvf16 USE_SUBGROUP=0 VEC=4 TEXEL=1 KV_F16=1
+//! variant texel_rows USE_SUBGROUP=0 VEC=4 TEXEL=1 ROWS=1
+//! variant texel_rows_kvf16 USE_SUBGROUP=0 VEC=4 TEXEL=1 ROWS=1 KV_F16=1
 //! variant wide_vec4_kvf16 USE_SUBGROUP=1 VEC=4 WIDE=1 KV_F16=1
 //! variant tiled_scores_kvf16 USE_SUBGROUP=0 VEC=4 TILED=1 KV_F16=1
 //! variant tiled_values_kvf16 USE_SUBGROUP=0 VEC=4 TILED=2 KV_F16=1
@@ -59,6 +67,9 @@
 #endif
 #ifndef WIDE
 #define WIDE 0
+#endif
+#ifndef ROWS
+#define ROWS 0
 #endif
 
 #if USE_SUBGROUP || TEXEL
@@ -100,8 +111,15 @@ layout(constant_id = 8) const uint QB = 1;           // texel variant: queries p
 
 // Everything in units of VT.
 layout(std430, binding = 0) readonly buffer Qkv { VT qkv[]; };
+#if ROWS
+layout(std430, binding = 1) readonly buffer RowTable { uvec2 row_table[]; };  // (position, first KV_UNIT of its slot)
+#else
 #define STEP_BINDING 1
 #include "common/step.glsl"
+#endif
+// Where this workgroup's sequence's caches start in the bound ones, in KV_UNITs (a pool's
+// slot with ROWS; else 0). Set first thing in main().
+uint kv_unit_base = 0;
 
 const uint HDV = HD / VEC;  // head width
 const uint CV = C / VEC;    // qkv rows are 3 * CV
@@ -111,7 +129,7 @@ layout(std430, binding = 2) buffer KCache { KV_UNIT k_cache[]; };
 layout(std430, binding = 3) buffer VCache { KV_UNIT v_cache[]; };
 layout(std430, binding = 4) writeonly buffer Out { VT out_[]; };
 // Element e (in VT units) of head h's key (value) at position j in the caches.
-uint cache_index(uint h, uint j, uint e) { return kv_cache_at(h, j, e, HDV); }
+uint cache_index(uint h, uint j, uint e) { return kv_unit_base + kv_cache_at(h, j, e, HDV); }
 
 // Start of the running max: finite, so exp(m - m_new) is exp(-huge) = 0 and never NaN.
 const float NEG_BIG = -1.0e30;
@@ -130,14 +148,16 @@ VT value_at(uint j, uint pos0, uint h, uint e, bool from_qkv) {
 
 // APPEND: the workgroup's invocations copy its head's slice of key/value t to cache
 // position pos0 + t (dropped past the end of the cache, which the host never asks for).
-void append_slice(uint h, uint t, uint pos0, uint lid) {
-  if (!APPEND || pos0 + t >= CONTEXT) return;
+// Head h's slice of the key and value in qkv row `t` to cache row `pos`.
+void append_slice_at(uint h, uint t, uint pos, uint lid) {
+  if (!APPEND || pos >= CONTEXT) return;
   for (uint e = lid; e < HDV; e += gl_WorkGroupSize.x) {
     uint col = h * HDV + e;
-    k_cache[cache_index(h, pos0 + t, e)] = KV_STORE(qkv[t * 3 * CV + CV + col]);
-    v_cache[cache_index(h, pos0 + t, e)] = KV_STORE(qkv[t * 3 * CV + 2 * CV + col]);
+    k_cache[cache_index(h, pos, e)] = KV_STORE(qkv[t * 3 * CV + CV + col]);
+    v_cache[cache_index(h, pos, e)] = KV_STORE(qkv[t * 3 * CV + 2 * CV + col]);
   }
 }
+void append_slice(uint h, uint t, uint pos0, uint lid) { append_slice_at(h, t, pos0 + t, lid); }
 
 #if WIDE
 

@@ -66,10 +66,14 @@ struct Fixture : test::NoValidationMessages {
   }
 
   // Sequence i joins (its prefill) before batched step 2 i; the batch then steps every
-  // sequence that has tokens left, one graph a step.
-  std::vector<Run> batched(bool exact_rows) {
+  // sequence that has tokens left, one graph a step. `pooled`: the sequences' KV caches are
+  // slots of one KvPool (make_slot_models), whose rows attend in one dispatch a layer where
+  // the device can; else each has its own and attends in its own dispatch.
+  std::vector<Run> batched(bool exact_rows, bool pooled) {
     std::vector<std::unique_ptr<GptModel>> models;
-    for (uint32_t i = 0; i < kSequences; ++i) models.push_back(model());
+    if (pooled) models = make_slot_models(test::context(), cfg, weights, kSequences);
+    else
+      for (uint32_t i = 0; i < kSequences; ++i) models.push_back(model());
     std::vector<Run> runs(kSequences);
     DecodeBatch batch(exact_rows);
     for (uint32_t step = 0;; ++step) {
@@ -112,16 +116,20 @@ BOOST_AUTO_TEST_CASE(exact_rows_give_each_sequence_its_lone_tokens_and_logits_bi
     BOOST_TEST_MESSAGE("a GPU: no bit-identical rows to check");
     return;
   }
-  const std::vector<Run> runs = batched(true);
+  std::vector<Run> refs;
+  for (uint32_t i = 0; i < kSequences; ++i) refs.push_back(alone(i));
+  for (bool pooled : {false, true}) {
+  const std::vector<Run> runs = batched(true, pooled);
   for (uint32_t i = 0; i < kSequences; ++i) {
-    BOOST_TEST_INFO("sequence " << i);
-    const Run ref = alone(i);
+    BOOST_TEST_INFO("sequence " << i << (pooled ? ", KV pool" : ", own KV caches"));
+    const Run& ref = refs[i];
     BOOST_TEST(runs[i].tokens == ref.tokens, boost::test_tools::per_element());
     BOOST_REQUIRE_EQUAL(runs[i].logits.size(), ref.logits.size());
     for (size_t k = 0; k < ref.logits.size(); ++k) {
       BOOST_TEST_INFO("decoded token " << k);
       BOOST_TEST((runs[i].logits[k] == ref.logits[k]));
     }
+  }
   }
 }
 
@@ -133,7 +141,7 @@ BOOST_AUTO_TEST_CASE(exact_rows_give_each_sequence_its_lone_tokens_and_logits_bi
 // tokens agree; a token may differ at a near-tie, after which its logits are not compared.
 BOOST_AUTO_TEST_CASE(gemm_rows_give_each_sequence_its_lone_tokens) {
   const bool cpu = test::context().info().is_cpu();
-  const std::vector<Run> runs = batched(false);
+  const std::vector<Run> runs = batched(false, true);
   float worst = 0;
   uint32_t diverged = 0;
   for (uint32_t i = 0; i < kSequences; ++i) {

@@ -26,11 +26,8 @@ struct Fixture : test::NoValidationMessages {
   Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
 
   std::vector<std::unique_ptr<GptModel>> slots(uint32_t n, uint32_t max_chunk = 256) {
-    std::vector<std::unique_ptr<GptModel>> out;
-    out.push_back(std::make_unique<GptModel>(test::context(), cfg, load_weights(test::context(), cfg), max_chunk));
-    for (uint32_t i = 1; i < n; ++i)
-      out.push_back(std::make_unique<GptModel>(test::context(), cfg, out[0]->shared_weights(), max_chunk));
-    return out;
+    auto weights = std::make_shared<ModelWeights>(load_weights(test::context(), cfg));
+    return make_slot_models(test::context(), cfg, std::move(weights), n, max_chunk);
   }
   GenerationOptions options(uint32_t i) {
     GenerationOptions o;

@@ -43,9 +43,8 @@ int main() {
   ModelConfig cfg = load_config(GPTVK_SOURCE_DIR "/models/default/config.toml");
   Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
   const uint32_t S = 16;
-  std::vector<std::unique_ptr<GptModel>> slots;
-  slots.push_back(std::make_unique<GptModel>(ctx, cfg, load_weights(ctx, cfg)));
-  for (uint32_t i = 1; i < S; ++i) slots.push_back(std::make_unique<GptModel>(ctx, cfg, slots[0]->shared_weights()));
+  std::vector<std::unique_ptr<GptModel>> slots =
+      make_slot_models(ctx, cfg, std::make_shared<ModelWeights>(load_weights(ctx, cfg)), S);
   const std::vector<uint32_t> prompt =
       tok.encode("It is a truth universally acknowledged, that a single man in possession");
   ops::SamplingParams p{0.8f, 0, 1.0f, 1};

@@ -136,10 +136,12 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
   if (k.texel && !texel_views_ok(qkv, k_cache, v_cache))
     fail("texel fetches need texel views of qkv and the caches, and 16-byte aligned views");
   if (k.queries < 1 || k.queries > 4 || (k.queries > 1 && !k.texel)) fail("queries per workgroup: 1-4, texel kernel only");
+  if (k.rows && (!k.texel || !append)) fail("rows of several sequences: the texel kernel, appending");
   if (k.wide && (!k.subgroup || (k.vec4 ? s.head_dim / 4 : s.head_dim) > k.local))
     fail("the wide kernel needs subgroup arithmetic and a workgroup of head_dim / vec invocations or more");
-  // Decode gets one query per workgroup (nothing to share a key with).
-  const uint32_t qb = T == 1 ? 1 : k.queries;
+  // Decode gets one query per workgroup (nothing to share a key with), as do rows of
+  // different sequences.
+  const uint32_t qb = T == 1 || k.rows ? 1 : k.queries;
 
   // The shared variant merges `chunk` dims per pass: as many as fit (a multiple of vec).
   uint32_t chunk = vec;
@@ -152,7 +154,7 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
   }
   if (shared_bytes(k, sg, s, chunk) > caps.shared_memory_bytes) fail("shared memory exceeds the device's");
 
-  std::string shader = k.texel ? std::string("attention.texel")
+  std::string shader = k.texel ? std::string(k.rows ? "attention.texel_rows" : "attention.texel")
                                : std::string("attention.") + (k.wide ? "wide" : k.subgroup ? "subgroup" : "shared") +
                                      (k.vec4 ? "_vec4" : "");
   if (s.kv_f16) shader += "_kvf16";
@@ -181,6 +183,20 @@ void attention_with(Graph& g, const AttentionKernel& k, bool append, View qkv, V
     push.push_back(T);
   }
   g.add({name, &p, std::move(args), {s.n_heads, (T + qb - 1) / qb, 1}, std::move(push)});
+}
+
+bool attention_rows_ok(const vk::Context& ctx, View qkv, View k_pool, View v_pool, AttentionShape s) {
+  return attention_kernel(ctx, s, texel_views_ok(qkv, k_pool, v_pool), 1).texel;
+}
+
+void kv_append_attention_rows(Graph& g, View qkv, View rows, View k_pool, View v_pool, View out, uint32_t B,
+                              AttentionShape s, const std::string& name) {
+  if (!attention_rows_ok(g.context(), qkv, k_pool, v_pool, s))
+    throw std::logic_error("kv_append_attention_rows: the device or the views cannot run it (attention_rows_ok)");
+  if (rows.size() < uint64_t(B) * 8) throw std::logic_error("kv_append_attention_rows: row table smaller than B entries");
+  AttentionKernel k = attention_kernel(g.context(), s, true, 1);
+  k.rows = true;
+  attention_with(g, k, true, qkv, rows, k_pool, v_pool, out, B, s, name);
 }
 
 void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T, AttentionShape s,

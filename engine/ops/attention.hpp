@@ -49,6 +49,16 @@ void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View
 // after a chunk's kv_append, on the chunk's own pipelines (GptModel::build_graph).
 void attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out, uint32_t T,
                      AttentionShape s, const std::string& name = "attention");
+// A batched decode step's attention in one dispatch: row b < B of qkv is the next token of
+// sequence b, whose caches are a slot of the pools k_pool / v_pool (each slot
+// kv_cache_bytes(s), laid out as one sequence's cache) and whose position and slot are
+// rows[b] = (position, first element of the slot / 4): the same as kv_append_attention of
+// that token alone on the slot's views (same arithmetic), for every row at once. The table
+// is read at run time, so one recorded dispatch serves any set of sequences. CPU devices with
+// the texel kernel only (attention_rows_ok); others run the rows one by one.
+void kv_append_attention_rows(Graph& g, View qkv, View rows, View k_pool, View v_pool, View out, uint32_t B,
+                              AttentionShape s, const std::string& name = "attention");
+bool attention_rows_ok(const vk::Context& ctx, View qkv, View k_pool, View v_pool, AttentionShape s);
 // Whether kv_append_attention of T tokens takes the tiled path with these views.
 bool takes_tiled_path(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, uint32_t T,
                       AttentionShape s);
@@ -75,6 +85,8 @@ struct AttentionKernel {
   uint32_t queries = 1;   // texel: queries per workgroup when T > 1 (1-4), each key fetched once for all
   bool wide = false;      // with subgroup: all keys' scores at once into shared memory, then all values
                           // (GPUs; needs local >= head_dim / (vec4 ? 4 : 1) and CONTEXT scores of shared memory)
+  bool rows = false;      // texel, appending: each query a different sequence's one-token step
+                          // (kv_append_attention_rows)
 };
 // `texel_views`: the caller's qkv and cache views can be read through texel views
 // (texel_views_ok), which CPU devices then use; T: tokens per step, which sets how many

@@ -51,7 +51,7 @@ void kv_pair(bool value, uint j, uint pos0, uint h, uint e, bool from_qkv, out v
     lo = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at)))) * (1.0 / F16_SCALED_UNSCALE);
     hi = KV_ROUND(uintBitsToFloat(texelFetch(qkv_tex, int(at + 1u)))) * (1.0 / F16_SCALED_UNSCALE);
   } else {
-    uint at = kv_cache_at(h, j, e / 2u, HDV / 2u);
+    uint at = kv_unit_base / 2u + kv_cache_at(h, j, e / 2u, HDV / 2u);  // texels: two units each
     decode_f16_scaled(value ? texelFetch(v_tex, int(v_base + at)) : texelFetch(k_tex, int(k_base + at)), lo, hi);
   }
 }
@@ -142,8 +142,24 @@ void main() {
   v_base = pc.v_base;
   n_tokens = pc.T;
   uint h = gl_WorkGroupID.x, t0 = gl_WorkGroupID.y * QB;
-  uint pos0 = step_pos;
   uint lane = gl_SubgroupInvocationID;
+#if ROWS
+  // Row t0 is its sequence's one-token step: qkv row 0 of a view starting at row t0, the
+  // query's own key and value appended at its position, its output row t0.
+  const uvec2 row = row_table[t0];
+  const uint pos0 = row.x;
+  kv_unit_base = row.y;
+  qkv_base += t0 * 3u * CV;
+  Q(append_slice_at(h, t0, pos0, lane);
+    n_keys[i] = min(pos0 + 1u, CONTEXT);
+    for (uint e = 0; e < HDV; ++e) {
+      q[i][e] = qkv[t0 * 3 * CV + h * HDV + e] * SCALE * KV_MUL;
+      acc[i][e] = vec4(0.0);
+    }
+    m[i] = NEG_BIG;
+    l[i] = 0.0;)
+#else
+  uint pos0 = step_pos;
   // Queries past T (the last block of a T not divisible by QB) repeat query T - 1 and are
   // neither appended nor stored.
   Q(uint t = min(t0 + i, n_tokens - 1u);
@@ -155,6 +171,7 @@ void main() {
     }
     m[i] = NEG_BIG;
     l[i] = 0.0;)
+#endif
   // Keys below pos0 come from the caches, this step's from qkv; the block's last query sees
   // the most keys.
   uint n_max = n_keys[QB - 1u];
