@@ -33,9 +33,9 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
       weights_(std::move(weights)),
       w_(*weights_),
       max_chunk_(std::min(max_chunk, cfg_.context_length)),
-      kv_(kv ? std::move(kv) : std::make_shared<KvPool>(ctx, cfg_.n_layers, attention_shape(), 1)),
+      kv_(std::move(kv)),
       kv_slot_(slot) {
-  if (kv_slot_ >= kv_->slots()) throw std::invalid_argument("GptModel: KV slot outside the pool");
+  if (kv_ && kv_slot_ >= kv_->slots()) throw std::invalid_argument("GptModel: KV slot outside the pool");
   const uint64_t C = cfg_.emb_dim, F = cfg_.ffn_dim, V = cfg_.vocab_size, T = max_chunk_;
   ids_ = vk::Buffer(ctx, T * 4, vk::Memory::Host, "token ids");
   step_ = vk::Buffer(ctx, sizeof(StepState), vk::Memory::Host, "step state");
@@ -61,6 +61,7 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
   pick_partials_ = vk::Buffer(ctx, ops::pick_partials_bytes(cfg_.vocab_size), vk::Memory::Device, "pick partials");
   // Attention on CPU devices reads q/k/v and the caches through texel views too (engine/ops/attention.hpp).
   qkv_.try_create_texel_view();
+  if (!kv_) kv_ = std::make_shared<KvPool>(ctx, cfg_.n_layers, attention_shape(), 1);  // a cache of its own
   bool foldable = true;
   for (const LayerWeights& L : w_.layers)
     foldable = foldable && ops::norm_before_fits(L.qkv, 1) && ops::norm_before_fits(L.fc, 1);
