@@ -150,28 +150,21 @@ void main() {
   const uint pos0 = row.x;
   kv_unit_base = row.y;
   qkv_base += t0 * 3u * CV;
-  Q(append_slice_at(h, t0, pos0, lane);
-    n_keys[i] = min(pos0 + 1u, CONTEXT);
-    for (uint e = 0; e < HDV; ++e) {
-      q[i][e] = qkv[t0 * 3 * CV + h * HDV + e] * SCALE * KV_MUL;
-      acc[i][e] = vec4(0.0);
-    }
-    m[i] = NEG_BIG;
-    l[i] = 0.0;)
 #else
   uint pos0 = step_pos;
+#endif
   // Queries past T (the last block of a T not divisible by QB) repeat query T - 1 and are
-  // neither appended nor stored.
+  // neither appended nor stored. Query t sits at position pos0 + t (ROWS: pos0, its own).
   Q(uint t = min(t0 + i, n_tokens - 1u);
-    if (t0 + i < n_tokens) append_slice(h, t, pos0, lane);
-    n_keys[i] = min(pos0 + t + 1u, CONTEXT);
+    uint pos = ROWS != 0 ? pos0 : pos0 + t;
+    if (t0 + i < n_tokens) append_slice_at(h, t, pos, lane);
+    n_keys[i] = min(pos + 1u, CONTEXT);
     for (uint e = 0; e < HDV; ++e) {
       q[i][e] = qkv[t * 3 * CV + h * HDV + e] * SCALE * KV_MUL;
       acc[i][e] = vec4(0.0);
     }
     m[i] = NEG_BIG;
     l[i] = 0.0;)
-#endif
   // Keys below pos0 come from the caches, this step's from qkv; the block's last query sees
   // the most keys.
   uint n_max = n_keys[QB - 1u];
