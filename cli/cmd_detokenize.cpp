@@ -27,7 +27,7 @@ struct DetokenizeArgs {
 Action add_detokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<DetokenizeArgs>();
   auto* cmd = app.add_subcommand("detokenize", "GPT-2 decoding: prints the text of token ids, byte-exact");
-  add_model_source_flags(cmd, args->model, /*bundled_default=*/true);  // --config (its [tokenizer]) or --model
+  add_model_source_flags(cmd, args->model);  // --config (its [tokenizer]) or --model
   cmd->add_option("--ids", args->ids, "token ids separated by commas (or spaces), e.g. 464,2068")->required();
   return [args, cmd] {
     reject_device_flags(cmd);

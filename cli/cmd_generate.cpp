@@ -101,12 +101,13 @@ void add_flags(CLI::App* cmd, Flags& f) {
                   "sample i of --num-samples uses seed + i");
   cmd->add_option("--stop", f.stop, "stop at the first occurrence of this text, which is not printed (repeatable)");
   cmd->add_option("--num-samples", f.num_samples,
-                  "N continuations of the prompt, one after another (each prefills the prompt again)")
+                  "N continuations of each prompt, decoded together (16 at a time), sample i seeded seed + i")
       ->capture_default_str()->check(whole_number_in(1, 1000));
   cmd->add_flag("--no-echo", f.no_echo, "print only the continuation, not the prompt");
   cmd->add_option("--logprobs", f.logprobs,
-                  "with --json: each token's log-probability and the K most likely alternatives (the model's\n"
-                  "own distribution, before penalties and temperature)")
+                  "each token's log-probability and the K most likely alternatives (the model's own\n"
+                  "distribution, before penalties and temperature): JSON fields with --json, else a\n"
+                  "tab-separated table on stderr after each completion (id, text, logprob, id:logprob...)")
       ->check(whole_number_in(0, 100));
   cmd->add_flag("--json", f.json,
                 "one JSON object per completion per line: text (the continuation), tokens, finish_reason\n"
@@ -189,6 +190,7 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
     } else {
       if (i > 0 && !f.no_echo) emit(jobs[i].text);
       emit(texts[i] + "\n");
+      if (f.logprobs > 0) std::fputs(logprobs_table(*gens[i], tok).c_str(), stderr);
     }
     print_summary(*gens[i], s);
   }
@@ -252,14 +254,13 @@ std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& 
 Action add_generate(CLI::App& app, Common& common) {
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("generate", kHelp);
-  add_model_flags(cmd, f->model, "bundled");
+  add_model_flags(cmd, f->model);
   add_flags(cmd, *f);
   return [&common, f, cmd] {
     const bool has_prompt = cmd->get_option("--prompt")->count() > 0;
     const bool has_file = cmd->get_option("--prompt-file")->count() > 0;
     const std::vector<PromptSpec> prompts =
         read_prompts(has_prompt ? &f->prompts : nullptr, has_file ? &f->prompt_file : nullptr);
-    if (f->logprobs > 0 && !f->json) throw UsageError("--logprobs needs --json (the log-probabilities are JSON fields)");
     for (const auto& b : f->logit_bias) f->sampling.logit_bias.push_back(parse_logit_bias(b));
     const uint64_t seed = f->seed ? *f->seed : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
     f->sampling.seed = seed;

@@ -18,25 +18,6 @@
 
 namespace gptvk::cli {
 
-namespace {
-
-// A token's bytes for one TSV field: backslash, tab, newline and carriage return escaped.
-std::string tsv_field(const std::string& bytes) {
-  std::string out;
-  for (char c : bytes) {
-    switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 Action add_score(CLI::App& app, Common& common) {
   struct Flags {
     ModelFlags model;
@@ -53,7 +34,7 @@ Action add_score(CLI::App& app, Common& common) {
       "logprob the natural log of its probability, rank 1 + the number of tokens the model found\n"
       "more likely; with --tsv a header line and tab-separated id, text, logprob, rank (\\\\, \\t, \\n,\n"
       "\\r escaped in text). stderr: the count, mean log-probability and perplexity.");
-  add_model_flags(cmd, f->model, "bundled");
+  add_model_flags(cmd, f->model);
   auto* file = cmd->add_option("--file", f->file, "text file to score (its bytes as they are)");
   cmd->add_option("--text", f->text, "text to score")->excludes(file);
   cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)");

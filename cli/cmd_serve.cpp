@@ -71,7 +71,7 @@ Action add_serve(CLI::App& app, Common& common) {
       "server-sent events), GET /v1/models, /health, /metrics, POST /tokenize, /detokenize.\n"
       "Prints 'gpt-vk: listening on http://HOST:PORT' on stderr when ready; SIGTERM or Ctrl-C\n"
       "finishes the running requests (cancelling what is left after 10 s) and exits 0.");
-  add_model_flags(cmd, f->model, "bundled");
+  add_model_flags(cmd, f->model);
   cmd->add_option("--host", f->http.host, "address to listen on (loopback unless told otherwise)")->capture_default_str();
   cmd->add_option("--port", f->http.port, "TCP port; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--parallel", f->parallel, "sequences generated at once (KV slots, checked against device memory)")

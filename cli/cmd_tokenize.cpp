@@ -33,7 +33,7 @@ struct TokenizeArgs {
 Action add_tokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<TokenizeArgs>();
   auto* cmd = app.add_subcommand("tokenize", "GPT-2 byte-level BPE encoding: prints the token ids on one line");
-  add_model_source_flags(cmd, args->model, /*bundled_default=*/true);  // --config (its [tokenizer]) or --model
+  add_model_source_flags(cmd, args->model);  // --config (its [tokenizer]) or --model
   auto* text = cmd->add_option("--text", args->text, "the text to encode");
   auto* file = cmd->add_option("--file", args->file, "encode the bytes of this file");
   text->excludes(file);

@@ -171,4 +171,34 @@ std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string tsv_field(const std::string& bytes) {
+  std::string out;
+  for (char c : bytes) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string logprobs_table(const Generator& gen, const Tokenizer& tok) {
+  std::string out = "id\ttext\tlogprob\ttop\n";
+  char num[32];
+  for (const TokenLogprob& lp : gen.logprobs()) {
+    std::snprintf(num, sizeof num, "%.6g", lp.logprob);
+    out += std::to_string(lp.token) + "\t" + tsv_field(tok.token_bytes(lp.token)) + "\t" + num + "\t";
+    for (size_t k = 0; k < lp.top.size(); ++k) {
+      std::snprintf(num, sizeof num, "%.6g", lp.top[k].second);
+      if (k > 0) out += ' ';
+      out += std::to_string(lp.top[k].first) + ":" + num;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace gptvk::cli

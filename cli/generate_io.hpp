@@ -50,4 +50,12 @@ std::pair<uint32_t, float> parse_logit_bias(const std::string& s);
 std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t index, uint32_t prompt_index,
                             uint64_t seed, bool with_logprobs);
 
+// A token's bytes for one TSV field: backslash, tab, newline and carriage return escaped.
+std::string tsv_field(const std::string& bytes);
+
+// A completion's log-probabilities as tab-separated lines (generate --logprobs without
+// --json, on stderr): a header, then per generated token its id, text (tsv_field), logprob
+// and the K alternatives as "id:logprob" separated by spaces, most probable first.
+std::string logprobs_table(const Generator& gen, const Tokenizer& tok);
+
 }  // namespace gptvk::cli

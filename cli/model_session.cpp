@@ -18,10 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags, bool has_default) {
-  flags.has_default = has_default;
-  auto* config = cmd->add_option("--config", flags.config,
-                                 has_default ? "model config (TOML); default: the bundled model" : "model config (TOML)");
+CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags) {
+  auto* config = cmd->add_option("--config", flags.config, "model config (TOML); default: the bundled model");
   auto* model = cmd->add_option("-m,--model", flags.model,
                                 "instead of --config: a GGUF file (llama.cpp's gpt2) or a Hugging Face snapshot folder "
                                 "(config.json of gpt2 or openai-gpt, safetensors weights, vocab.json + merges.txt)");
@@ -36,16 +34,16 @@ CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags, bool has_default
 
 }  // namespace
 
-void add_model_flags(CLI::App* cmd, ModelFlags& flags, const std::string& default_config) {
-  auto* model = add_source_flags(cmd, flags, !default_config.empty());
+void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
+  auto* model = add_source_flags(cmd, flags);
   cmd->add_option("--weights", flags.weights,
                   "weights file (safetensors, GGUF or torch.save, told by content); overrides the config's "
                   "[weights] file")
       ->excludes(model);
 }
 
-void add_model_source_flags(CLI::App* cmd, ModelFlags& flags, bool bundled_default) {
-  add_source_flags(cmd, flags, bundled_default);
+void add_model_source_flags(CLI::App* cmd, ModelFlags& flags) {
+  add_source_flags(cmd, flags);
 }
 
 ModelConfig resolve_model_config(const ModelFlags& flags) {
@@ -53,7 +51,6 @@ ModelConfig resolve_model_config(const ModelFlags& flags) {
     return model_config_for_path(flags.model, flags.dtype.empty() ? default_dtype_for_path(flags.model)
                                                                   : parse_dtype(flags.dtype));
   }
-  if (flags.config.empty() && !flags.has_default) throw UsageError("needs --config CFG.toml or --model PATH");
   return load_config(flags.config.empty() ? default_config_path() : flags.config);
 }
 

@@ -21,15 +21,14 @@ struct ModelFlags {
   std::string weights;  // overrides the config's [weights] file
   std::string model;    // --model: a GGUF file or a Hugging Face snapshot folder
   std::string dtype;    // --dtype: device storage with --model ("" = f16)
-  bool has_default = false;  // no --config and no --model means the bundled model
 };
 
-// Adds --config, --model (-m), --dtype and --weights to a subcommand. Without a default
-// (`default_config` = "") one of --config and --model is required.
-void add_model_flags(CLI::App* cmd, ModelFlags& flags, const std::string& default_config = "");
-// The same without --weights: commands that read only the tokenizer. With `bundled_default`,
-// neither flag means the bundled model's tokenizer.
-void add_model_source_flags(CLI::App* cmd, ModelFlags& flags, bool bundled_default = false);
+// Adds --config, --model (-m), --dtype and --weights to a subcommand; with neither --config
+// nor --model it runs the bundled model.
+void add_model_flags(CLI::App* cmd, ModelFlags& flags);
+// The same without --weights: commands that read only the tokenizer (the bundled model's
+// when neither flag is given).
+void add_model_source_flags(CLI::App* cmd, ModelFlags& flags);
 
 // The config the flags name: the TOML of --config (or the bundled model's), or the one
 // --model's file or folder implies. UsageError when neither is given and there is no

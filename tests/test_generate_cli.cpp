@@ -312,6 +312,38 @@ BOOST_AUTO_TEST_CASE(logprobs_equal_log_softmax_of_forward) {
   BOOST_TEST(worst <= 2e-3, "largest logprob difference from forward: " << worst);
 }
 
+// --logprobs without --json: after the text, stderr holds a header and one tab-separated
+// line per generated token (id, text, logprob, the alternatives as id:logprob), the same
+// numbers as --json's (printed to 6 significant digits).
+BOOST_AUTO_TEST_CASE(plain_logprobs_table_equals_json) {
+  const std::vector<std::string> common = {"--prompt", kPrompt, "--max-tokens", "6", "--seed", "3", "--logprobs", "2"};
+  auto with_json = common;
+  with_json.push_back("--json");
+  const auto o = json_lines(generate(with_json).out).at(0);
+  const auto plain = generate(common);
+  std::istringstream err(plain.err);
+  std::string line;
+  std::vector<std::string> rows;
+  while (std::getline(err, line))
+    if (!line.starts_with("gpt-vk:")) rows.push_back(line);
+  BOOST_REQUIRE(rows.size() == o["logprobs"].size() + 1);
+  BOOST_TEST(rows[0] == "id\ttext\tlogprob\ttop");
+  for (size_t i = 0; i < o["logprobs"].size(); ++i) {
+    const auto& e = o["logprobs"][i];
+    std::istringstream row(rows[i + 1]);
+    std::string id, text, logprob, top;
+    std::getline(row, id, '\t');
+    std::getline(row, text, '\t');
+    std::getline(row, logprob, '\t');
+    std::getline(row, top);
+    BOOST_TEST_INFO("row " << rows[i + 1]);
+    BOOST_TEST(std::stoul(id) == e["id"].get<uint32_t>());
+    BOOST_TEST(std::fabs(std::stod(logprob) - e["logprob"].get<double>()) <= 1e-5 * (1 + std::fabs(std::stod(logprob))));
+    BOOST_TEST(std::count(top.begin(), top.end(), ':') == 2);  // K = 2 alternatives
+    BOOST_TEST(top.starts_with(id + ":") == (e["top"].begin().key() == e["token"].get<std::string>()));
+  }
+}
+
 // The done-when: greedy with --repeat-penalty 1.3 repeats no 4-gram in 60 tokens
 // (without it, "Hello, and the house, and the house, ..." repeats at once).
 BOOST_AUTO_TEST_CASE(repeat_penalty_breaks_greedy_loops) {
@@ -334,7 +366,6 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
       {{"--prompt", "hi", "--repeat-last-n", "-2"}, "--repeat-last-n: value -2 not in range -1 to"},
       {{"--prompt", "hi", "--logit-bias", "12"}, "--logit-bias: expected TOKEN_ID=BIAS"},
       {{"--prompt", "hi", "--logit-bias", "99999999=1"}, "logit bias for token 99999999, outside the vocabulary of 50257"},
-      {{"--prompt", "hi", "--logprobs", "2"}, "--logprobs needs --json"},
       {{"--prompt", "hi", "--prompt-file", "x"}, "give either --prompt or --prompt-file, not both"},
       {{"--max-tokens", "3"}, "no prompt: give --prompt TEXT"},
       {{"--prompt", "hi", "--num-samples", "0"}, "--num-samples: value 0 not in range 1 to 1000"},

@@ -419,7 +419,10 @@ BOOST_AUTO_TEST_CASE(flag_combinations) {
     BOOST_TEST(q.exit_code == 0, dt << ": " << q.err);
   }
   check(run_cli({"forward", "-m", g, "--dtype", "f8", "--ids", "1", "--out", (dir / "o.npy").string()}), {2, {"f8"}});
-  check(run_cli({"forward", "--ids", "1", "--out", (dir / "o.npy").string()}), {2, {"--config", "--model"}});
+  // Without either flag a model command runs the bundled model (its vocabulary: 50257).
+  CliResult bundled = run_cli({"forward", "--ids", "1", "--out", (dir / "bundled.npy").string()});
+  BOOST_TEST(bundled.exit_code == 0, bundled.err);
+  BOOST_TEST(read_npy((dir / "bundled.npy").string()).shape == (std::vector<uint64_t>{1, 50257}));
   // tokenize without either flag uses the bundled tokenizer (tests/test_tokenizer_cli.cpp); both is an error.
   check(run_cli({"tokenize", "-m", g, "--config", c, "--text", "hi"}), {2, {"excludes"}});
 }
