@@ -18,7 +18,7 @@
 #   LLAMA=0 skips llama.cpp; LLAMA_SHAPES (default gpt2-small,gpt2-medium,gpt2-large,gpt2-xl),
 #   at pp512 / tg128 as issue 36 measures;
 #   BATCH="1 16 64" runs `gpt-vk bench --batch B` on BATCH_SHAPES (default gpt2-small,gpt2-xl)
-#   when the build has it; PROFILE=0 skips the per-op profile of GPT-2 XL (512-token prompt);
+#   and llama.cpp's llama-batched-bench in the same run (unless LLAMA=0); PROFILE=0 skips the per-op profile of GPT-2 XL (512-token prompt);
 #   TABLE=1 also runs gpu_bench.py's table of every GPT-2 size against PyTorch (minutes).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -87,9 +87,14 @@ if [ "${Q8:-1}" != 0 ] && [ "${AB:-1}" != 0 ]; then
 fi
 
 if [ -n "${BATCH:-}" ] && build/gpt-vk bench --help 2>&1 | grep -q -- --batch; then
-  say "batched decode: gpt-vk bench --batch"
+  say "batched decode: gpt-vk bench --batch against llama-batched-bench, 128-token prompts, 128 tokens each"
+  peer=()
+  if [ "${LLAMA:-1}" != 0 ] && [ -f .gpu/llama-bench.tar.xz ]; then
+    tar -C build -xJf .gpu/llama-bench.tar.xz
+    [ -x build/llama-bench/llama-batched-bench ] && peer=(--llama-batched-bench build/llama-bench/llama-batched-bench)
+  fi
   PYTHONUNBUFFERED=1 python3 bench/gpu/batch_bench.py --gptvk build/gpt-vk --batches "$BATCH" \
-    --shapes "${BATCH_SHAPES:-gpt2-small,gpt2-xl}" --timeout 150 | tee "$OUT/batch.md" || status=1
+    --shapes "${BATCH_SHAPES:-gpt2-small,gpt2-xl}" --timeout 150 "${peer[@]}" | tee "$OUT/batch.md" || status=1
 fi
 
 if [ "${PROFILE:-1}" != 0 ]; then

@@ -8,7 +8,7 @@
 #   .gpu/  bundle.tar.xz: build/gpt-vk, every test binary and CTest's files, and the
 #          libraries the image lacks (Boost.Test, the validation layer); source_dir: where
 #          this checkout is, which the test binaries have compiled in; llama-bench.tar.xz:
-#          llama.cpp's llama-bench and its prebuilt Vulkan libraries
+#          llama.cpp's llama-bench and llama-batched-bench with its prebuilt Vulkan libraries
 #          (bench/llama_cpp/build_llama_bench.sh; npm installs node-llama-cpp first if
 #          needed), the same-device baseline; left out, with a warning, if it cannot be built.
 # Then it prints the call to make; bench/gpu/gpu_check.sh is what runs there.
@@ -50,7 +50,7 @@ mkdir -p .gpu
 tar -C "$stage" -cJf .gpu/bundle.tar.xz build
 
 llama=bench/llama_cpp/llama-bench
-if [ ! -x "$llama/llama-bench" ]; then
+if [ ! -x "$llama/llama-bench" ] || [ ! -x "$llama/llama-batched-bench" ]; then
   if [ ! -d bench/llama_cpp/node_modules/node-llama-cpp ] && command -v npm >/dev/null; then
     echo "gpu_prepare: npm install in bench/llama_cpp (node-llama-cpp's prebuilt llama.cpp)" >&2
     (cd bench/llama_cpp && npm install --omit=optional --ignore-scripts --no-audit --no-fund >/dev/null) || true
