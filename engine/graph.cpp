@@ -295,7 +295,8 @@ std::vector<OpTime> Graph::timings() const {
   if (r != VK_SUCCESS) return out;
   double period_ms = ctx_.caps().timestamp_period_ns * 1e-6;
   for (size_t i = 0; i < nodes_.size(); ++i)
-    out.push_back({nodes_[i].name, static_cast<double>(ts[i + 1] - ts[i]) * period_ms, 1});
+    out.push_back({nodes_[i].name, static_cast<double>(ts[i + 1] - ts[i]) * period_ms, 1, nodes_[i].weight_bytes,
+                   nodes_[i].flops});
   return out;
 }
 

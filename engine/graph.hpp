@@ -45,12 +45,16 @@ struct Dispatch {
   std::vector<Arg> args;                 // args[i] is binding i
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<uint32_t> push;            // push constants, one word each
+  // For --profile's rates, a product's work: the bytes of weights it reads and its
+  // multiply-adds times two (0: not a product).
+  uint64_t weight_bytes = 0, flops = 0;
 };
 
 struct OpTime {
   std::string name;
   double ms = 0;
   uint32_t dispatches = 1;  // graph nodes whose times add up here
+  uint64_t weight_bytes = 0, flops = 0;  // their Dispatch::weight_bytes and flops, summed
 };
 
 class Graph {

@@ -134,7 +134,7 @@ void GptModel::compute_folded_norms() {
   };
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
     const LayerWeights& L = w_.layers[l];
-    const std::string p = "L" + std::to_string(l) + ".";
+    const std::string p = std::string("L").append(std::to_string(l)).append(".");  // not "L" + ...: GCC 12 -Wrestrict
     fold(2 * l, L.qkv, L.ln1_g, L.ln1_b, whole(L.qkv_b), p + "ln1");
     fold(2 * l + 1, L.fc, L.ln2_g, L.ln2_b, whole(L.fc_b), p + "ln2");
   }
@@ -269,6 +269,8 @@ std::vector<OpTime> GptModel::profile_summary() const {
       if (added) order.push_back(op);
       it->second.ms += t.ms;
       it->second.dispatches += t.dispatches;
+      it->second.weight_bytes += t.weight_bytes;
+      it->second.flops += t.flops;
     }
   std::vector<OpTime> out;
   for (const auto& op : order) out.push_back(by_op[op]);

@@ -310,6 +310,35 @@ BOOST_AUTO_TEST_CASE(profile_covers_the_last_call_once) {
   BOOST_TEST(dispatches("lm_head") == 1u);
 }
 
+// --profile's rates: each product's dispatches carry the bytes of the weights they read and
+// twice their multiply-adds, summed over the layers; ops that are not products carry none.
+BOOST_AUTO_TEST_CASE(profile_counts_product_bytes_and_flops) {
+  Case c = load_case(case_dirs().front());
+  const uint32_t chunk = 8, n = 20, layers = c.cfg.n_layers;
+  auto profiled = profiled_model(test::context(), c, chunk);
+  if (!profiled) return;
+  GptModel& model = *profiled;
+  model.set_sampling({0.0f, 0, 1.0f, 0});
+  const Matrix& qkv = model.shared_weights()->layers[0].qkv;
+  const uint64_t qkv_bytes = uint64_t(qkv.rows) * qkv.row_bytes(), qkv_macs = uint64_t(qkv.rows) * qkv.cols;
+  auto op = [&](const std::string& name) {
+    for (const auto& t : model.profile_summary())
+      if (t.name == name) return t;
+    BOOST_FAIL("no op " << name << " in the profile");
+    return OpTime{};
+  };
+  BOOST_REQUIRE(c.ids.size() >= n);
+  model.prefill_and_sample(std::span(c.ids).first(n));  // chunks of 8, 8 and 4: W read once a chunk
+  BOOST_TEST(op("qkv").flops == 2 * n * qkv_macs * layers);
+  BOOST_TEST(op("qkv").weight_bytes == 3 * qkv_bytes * layers);
+  model.decode_next();
+  BOOST_TEST(op("qkv").flops == 2 * qkv_macs * layers);
+  BOOST_TEST(op("qkv").weight_bytes == qkv_bytes * layers);
+  BOOST_TEST(op("lm_head").flops == 2ull * c.cfg.vocab_size * c.cfg.emb_dim);
+  BOOST_TEST(op("attention").weight_bytes == 0u);
+  BOOST_TEST(op("attention").flops == 0u);
+}
+
 // On GPUs a decode step folds every LayerNorm of a pre-LN model into the mat-vec after it
 // (ops::NormBefore): its graph has no LayerNorm dispatch, while a prompt chunk keeps them
 // (gpu_paths_match checks the answers of both).

@@ -360,7 +360,9 @@ void add_split_k(Graph& g, const Kernel& k, uint32_t splits, View x, const Matri
          {{x, Access::Read}, {w, Access::Read}, {w, Access::Read}, {x, Access::Read}, {partials, Access::Write},
           {row_scale, Access::Read}},
          {(T + k.tokens_per_group - 1) / k.tokens_per_group, (N + k.outputs_per_group - 1) / k.outputs_per_group, splits},
-         {T, N, N}});
+         {T, N, N},
+         w.bytes,
+         2ull * T * N * W.cols});
   constexpr uint32_t local = 64;
   const bool has_bias = bias.buffer != nullptr;
   std::vector<uint32_t> sum_spec = io_constants(local, W, act, has_bias, res_mode);
@@ -548,7 +550,8 @@ void add_linear_block(Graph& g, const LinearLayout& l, View x, const Matrix& W, 
     bound.push_back({pick->partials, Access::ReadWrite});
     bound.push_back({pick->counter, Access::ReadWrite});
   }
-  g.add({label, &pipeline, std::move(bound), groups, push});
+  const uint64_t weight_bytes = wb.bytes + (sb.buffer == wb.buffer && sb.offset == wb.offset ? 0 : sb.size());
+  g.add({label, &pipeline, std::move(bound), groups, push, weight_bytes, 2ull * tn * nr * W.cols});
 }
 
 }  // namespace
