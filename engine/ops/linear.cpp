@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -30,7 +31,7 @@ std::string family(DType t) { return is_quantized(t) ? "linear_q." : "linear."; 
 // Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
 // 2-core test machine, per CPU-second; tests/test_linear.cpp (GPTVK_LINEAR_BENCH=1) reprints them.
 
-Kernel mat_vec(const vk::Context& ctx, DType dtype, bool wide, bool texel, bool norm_before) {
+Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, bool wide, bool texel, bool norm_before) {
   const auto& caps = ctx.caps();
   Kernel k;
   k.kind = LinearKernel::MatVec;
@@ -58,6 +59,14 @@ Kernel mat_vec(const vk::Context& ctx, DType dtype, bool wide, bool texel, bool 
     // mat-vec at 128 x 4 or 128 x 2 lost 1-5% against its 256 x 2.
     k.local = norm_before ? 128 : 256;
     rows = norm_before ? 4 : 2;
+    if (is_quantized(dtype)) {
+      // Q8_0 / Q4_0 lanes split a row by blocks of 32 weights: as many lanes as a row has
+      // blocks (GPT-2 XL's 1600 inputs make 50, which 256 lanes would mostly leave idle),
+      // and more rows per workgroup where the lanes are fewer, so each lane's 32 inputs
+      // serve more rows. Not yet measured on a GPU (issue 35).
+      k.local = std::clamp<uint32_t>(std::bit_ceil(K / kQuantBlock), 32, 256);
+      rows = std::clamp<uint32_t>(512 / k.local, 2, 16);
+    }
   }
   k.local = std::min(k.local, caps.max_workgroup_invocations);  // stays a power of two
   k.tile = {rows};
@@ -289,9 +298,9 @@ Kernel choose(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matri
                                 std::to_string(kMaxColumnSplitTexels) + " texels of x per lane, " +
                                 std::to_string(K) + " inputs need more");
   const DType dt = W.dtype;
-  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, dt, false, false, norm_before)
-             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, dt, true, false, norm_before)
-             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, dt, false, true, false)
+  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, dt, K, false, false, norm_before)
+             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, dt, K, true, false, norm_before)
+             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, dt, K, false, true, false)
              : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, dt, W.rows)
              : want == LinearKernel::MatVecRowsBatch ? mat_vec_rows_batch(ctx, W.rows, T)
              : rows                                ? mat_vec_rows(ctx, dt, W.rows, want == LinearKernel::MatVecRowsHeld)
