@@ -70,8 +70,10 @@
 #elif defined(MATVEC_COLS)
 #include "common/linear_matvec_cols.glsl"
 #elif defined(GEMM_REG)
+#include "common/linear_gemm_words.glsl"
 #include "common/linear_gemm_reg.glsl"
 #elif defined(GEMM_BCAST)
+#include "common/linear_gemm_words.glsl"
 #include "common/linear_gemm_bcast.glsl"
 #elif defined(GEMM_TILED)
 #include "common/linear_gemm_tiled.glsl"

@@ -11,7 +11,8 @@
 //   matvec_cols  the same with lanes splitting each row's blocks, x held (CPUs that the
 //                host says prefer it, Caps::column_split_matvec);
 //   gemm_bcast   T > 1 on CPU devices with subgroups, x broadcast by shuffles;
-//   gemm_reg     the same without subgroup operations;
+//   gemm_reg     the same without subgroup operations (both linear.comp's kernels, over
+//                the blocks of common/linear_quant.glsl);
 //   gemm_tiled   T > 1 on GPUs: shared-memory tiles, W dequantized as it is staged.
 // *_texel variants read W through a uniform texel buffer, *_x variants x too.
 //! variant matvec_subgroup MATVEC_Q SUBGROUP
@@ -27,11 +28,11 @@
 //! variant matvec_rows_held MATVEC_QROWS TEXEL X_TEXEL X_HELD
 //! variant matvec_rows_held_ln MATVEC_QROWS TEXEL X_TEXEL X_HELD LN_AFTER
 //! variant matvec_rows_held_pick MATVEC_QROWS TEXEL X_TEXEL X_HELD PICK_AFTER
-//! variant gemm_reg GEMM_QREG
-//! variant gemm_reg_texel GEMM_QREG TEXEL
-//! variant gemm_bcast GEMM_QBCAST
-//! variant gemm_bcast_texel GEMM_QBCAST TEXEL
-//! variant gemm_bcast_texel_x GEMM_QBCAST TEXEL X_TEXEL
+//! variant gemm_reg GEMM_REG
+//! variant gemm_reg_texel GEMM_REG TEXEL
+//! variant gemm_bcast GEMM_BCAST
+//! variant gemm_bcast_texel GEMM_BCAST TEXEL
+//! variant gemm_bcast_texel_x GEMM_BCAST TEXEL X_TEXEL
 //! variant gemm_tiled GEMM_QTILED
 #extension GL_GOOGLE_include_directive : require
 #ifdef SUBGROUP
@@ -40,7 +41,7 @@
 #ifdef TEXEL
 #extension GL_EXT_samplerless_texture_functions : require
 #endif
-#if defined(GEMM_QBCAST) || defined(MATVEC_QCOLS) || defined(MATVEC_QROWS)
+#if defined(GEMM_BCAST) || defined(MATVEC_QCOLS) || defined(MATVEC_QROWS)
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #extension GL_EXT_control_flow_attributes : require
@@ -54,10 +55,10 @@
 #include "common/linear_matvec_qrows.glsl"
 #elif defined(MATVEC_QCOLS)
 #include "common/linear_matvec_qcols.glsl"
-#elif defined(GEMM_QREG)
-#include "common/linear_gemm_qreg.glsl"
-#elif defined(GEMM_QBCAST)
-#include "common/linear_gemm_qbcast.glsl"
+#elif defined(GEMM_REG)
+#include "common/linear_gemm_reg.glsl"
+#elif defined(GEMM_BCAST)
+#include "common/linear_gemm_bcast.glsl"
 #elif defined(GEMM_QTILED)
 #include "common/linear_gemm_tiled.glsl"
 #endif

@@ -1,10 +1,11 @@
 // Throughput of the linear op (engine/ops/linear.hpp) at GPT-2 small's shapes: the decode
-// mat-vec (T = 1) and the prompt GEMM (T = 128), each weight dtype (the block-quantized ones
-// too), on the default device.
+// mat-vec (T = 1) and the prompt GEMM (T = 128, or TOKENS), each weight dtype (the
+// block-quantized ones too), on the default device.
 // Moved out of tests/test_linear.cpp, where it hid behind an environment variable.
-//   ninja -C build micro_linear && build/bench/micro/micro_linear [FILTER [RUNS]]
+//   ninja -C build micro_linear && build/bench/micro/micro_linear [FILTER [RUNS [TOKENS]]]
 // FILTER (e.g. "gemm f16", "matvec q8_0") runs the lines whose label contains it; each
-// line is the best of RUNS timed runs (default 3; more on a busy machine). Prints wall time,
+// line is the best of RUNS timed runs (default 3; more on a busy machine); TOKENS is the
+// GEMM's prompt length (default 128; below 64 the GEMM takes its narrow tile). Prints wall time,
 // GB/s and GFLOP/s, and the same per CPU-second (on a CPU device the kernels run on this
 // process's threads, so CPU time / threads is what the wall time would be on an idle machine);
 // a sample of outputs is checked against a double-precision sum.
@@ -111,13 +112,14 @@ void bench_one(vk::Context& ctx, uint32_t T, DType dt, uint32_t N, uint32_t K, i
 int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
   const int runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+  const uint32_t gemm_tokens = argc > 3 ? uint32_t(std::max(2, std::atoi(argv[3]))) : 128;
   vk::Context ctx;
   std::printf("%s\n", ctx.summary().c_str());
   struct Shape {
     uint32_t N, K;
   };
   const Shape shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {50257, 768}};
-  for (uint32_t T : {1u, 128u})
+  for (uint32_t T : {1u, gemm_tokens})
     for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0})
       for (const auto& s : shapes) {
         const std::string what = std::string(T == 1 ? "matvec " : "gemm ") + dtype_name(dt) + " " + std::to_string(s.N);

@@ -189,12 +189,11 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
   }
   // 8 tokens x 8 outputs per invocation: 11 GFLOP/s (8 x 16: 13 GFLOP/s but twice the
   // compile time, for a path only CPU devices without subgroups take). The quantized one
-  // has no lanes along tokens (LM), and a texel variant.
+  // has a texel variant.
   k.shader = family(dtype) + "gemm_reg";
   k.local = std::min<uint32_t>(8, caps.max_workgroup_invocations);
   const uint32_t tm = 8, tn = 8, lm = 1;
-  k.tile = {tm, tn};
-  if (!is_quantized(dtype)) k.tile.push_back(lm);
+  k.tile = {tm, tn, lm};
   if (is_quantized(dtype) && w_texel) {
     k.shader += "_texel";
     k.texel = true;

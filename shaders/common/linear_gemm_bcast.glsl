@@ -6,20 +6,29 @@
 // loads the inputs of tokens c, c + LOCAL, ... once, and subgroupShuffle with a constant
 // index (one vpermd on lavapipe) hands them to the others, instead of every invocation
 // loading every token's inputs itself.
-layout(constant_id = 7) const uint XT = 1;   // tokens loaded per invocation: TM = XT * LOCAL
+// The including shader supplies the weights (shaders/linear.comp: f32 / f16 / bf16 words,
+// common/linear_gemm_words.glsl; shaders/linear_q.comp: Q8_0 / Q4_0 blocks,
+// common/linear_quant.glsl): a row is W_BLOCKS blocks of W_PARTS parts, each part loaded
+// once per row (w_load) and used as W_QUADS groups of 4 weights (w_quad), each of which
+// serves all TM tokens. Each output's sum runs over its inputs in order, one fma4 per quad:
+// over float words that is the row mat-vec's order (common/linear_matvec_rows.glsl), which
+// batched decode relies on (tests/test_linear_rows_batch.cpp).
+layout(constant_id = 7) const uint XT = 1;  // tokens loaded per invocation: TM = XT * LOCAL
 layout(constant_id = 8) const uint TN = 4;  // outputs per invocation
 
 const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
 const uint TM = XT * LOCAL;
 
-// Tokens c, c + LOCAL, ...: the inputs of half h (elements 4h..4h+3 of the word) from
-// invocation c, times the decoded weights of that half. A macro, so that c is a constant.
-#define TOKEN(c)                                                                       \
-  if (c < LOCAL) {                                                                     \
-    for (uint s = 0u; s < XT; ++s) {                                                   \
-      vec4 a = subgroupShuffle(h == 0u ? x_lo[s] : x_hi[s], c);                      \
-      for (uint j = 0u; j < TN; ++j) acc[s * LOCAL + c][j] = fma4(wd[j], a, acc[s * LOCAL + c][j]);           \
-    }                                                                                  \
+#include "common/linear_gemm_tile.glsl"
+
+// Tokens c, c + LOCAL, ...: the inputs of quad h from invocation c, times each row's
+// weights of that quad. A macro, so that c is a constant.
+#define TOKEN(c)                                                                                \
+  if (c < LOCAL) {                                                                              \
+    for (uint s = 0u; s < XT; ++s) {                                                            \
+      vec4 a = subgroupShuffle(xp[h][s], c);                                                    \
+      for (uint j = 0u; j < TN; ++j) acc[s * LOCAL + c][j] = fma4(wq[j], a, acc[s * LOCAL + c][j]); \
+    }                                                                                           \
   }
 
 void main() {
@@ -28,40 +37,28 @@ void main() {
   uint t0 = gl_WorkGroupID.x * TM;
   uint o0 = gl_WorkGroupID.y * (LOCAL * TN) + lane * TN;
 
-  // Out-of-range tokens and outputs are clamped to valid rows and their results dropped.
   uint xr[XT];
   uint wr[TN];
   for (uint s = 0u; s < XT; ++s) xr[s] = min(t0 + s * LOCAL + lane, TOKENS - 1u) * K;
-  for (uint j = 0u; j < TN; ++j) wr[j] = min(o0 + j, ROWS - 1u) * W_STRIDE;
   float acc[TM][TN];
-  for (uint i = 0u; i < TM; ++i)
-    for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
+  start_tile(o0, wr, acc);
 
-  for (uint q = 0u; q < K_WORDS; ++q) {
-    vec4 x_lo[XT], x_hi[XT];
-    if (K_TAIL == 0u) {
-      for (uint s = 0u; s < XT; ++s) {
-        x_lo[s] = load_x4(xr[s] + q * KW);
-        x_hi[s] = KW == 8u ? load_x4(xr[s] + q * KW + 4u) : vec4(0.0);
+  for (uint b = 0u; b < W_BLOCKS; ++b) {
+    WPart wp[TN];
+    [[unroll]] for (uint part = 0u; part < W_PARTS; ++part) {
+      // The part's inputs before its weights, as the f16 kernel always did (each quad's
+      // inputs loaded at the quad ran slower: bench/PERFORMANCE.md, prefill).
+      vec4 xp[W_QUADS][XT];
+      [[unroll]] for (uint h = 0u; h < W_QUADS; ++h)
+        for (uint s = 0u; s < XT; ++s) xp[h][s] = load_x4_in_row(xr[s], ((b * W_PARTS + part) * W_QUADS + h) * 4u);
+      for (uint j = 0u; j < TN; ++j) w_load(wp[j], wr[j], b, part);
+      [[unroll]] for (uint h = 0u; h < W_QUADS; ++h) {
+        vec4 wq[TN];
+        for (uint j = 0u; j < TN; ++j) wq[j] = w_quad(wp[j], part, h);
+        TOKEN(0u) TOKEN(1u) TOKEN(2u) TOKEN(3u) TOKEN(4u) TOKEN(5u) TOKEN(6u) TOKEN(7u)
+        TOKEN(8u) TOKEN(9u) TOKEN(10u) TOKEN(11u) TOKEN(12u) TOKEN(13u) TOKEN(14u) TOKEN(15u)
       }
-    } else {
-      for (uint s = 0u; s < XT; ++s) load_x_word(xr[s], q, x_lo[s], x_hi[s]);
-    }
-    vec4 lo[TN], hi[TN];
-    for (uint j = 0u; j < TN; ++j) decode(load_w(wr[j] + q), lo[j], hi[j]);
-    for (uint h = 0u; h < (KW == 8u ? 2u : 1u); ++h) {
-      vec4 wd[TN];
-      for (uint j = 0u; j < TN; ++j) wd[j] = h == 0u ? lo[j] : hi[j];
-      TOKEN(0u) TOKEN(1u) TOKEN(2u) TOKEN(3u) TOKEN(4u) TOKEN(5u) TOKEN(6u) TOKEN(7u)
-      TOKEN(8u) TOKEN(9u) TOKEN(10u) TOKEN(11u) TOKEN(12u) TOKEN(13u) TOKEN(14u) TOKEN(15u)
     }
   }
-
-  float res[TM * TN];
-  for (uint i = 0u; i < TM; ++i)
-    for (uint j = 0u; j < TN; ++j) res[i * TN + j] = acc[i][j];
-  [[dont_unroll]] for (uint n = 0u; n < TM * TN; ++n) {
-    uint t = t0 + n / TN, o = o0 + n % TN;
-    if (t < TOKENS && o < ROWS) store_y(t, o, res[n]);
-  }
+  store_tile(t0, o0, acc);
 }

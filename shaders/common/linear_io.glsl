@@ -165,6 +165,15 @@ void load_x_word(uint row, uint q, out vec4 x_lo, out vec4 x_hi) {
   }
 }
 
+// Inputs e .. e + 3 (e a multiple of 4) of token row `row`, those at K or past it 0 (the
+// CPU GEMMs' quads of the partial last word; common/linear_gemm_words.glsl).
+vec4 load_x4_in_row(uint row, uint e) {
+  if (K_TAIL == 0u || e + 4u <= K) return load_x4(row + e);
+  float v[4];
+  for (uint i = 0u; i < 4u; ++i) v[i] = e + i < K ? load_x1(row + min(e + i, K - 1u)) : 0.0;
+  return vec4(v[0], v[1], v[2], v[3]);
+}
+
 // The true dot product of row o from the kernel's accumulator: storage scalings undone.
 float unscaled(uint o, float acc) {
   float v = acc;

@@ -39,20 +39,8 @@ void accumulate(uint xrow, uint q, uvec4 words[R], inout float acc[NSUM]) {
 
 #include "common/linear_matvec_sums.glsl"
 
-void main() {
-  read_push_constants();
-  const uint LOCAL = gl_WorkGroupSize.x;
-  uint lane = gl_LocalInvocationID.x;
-  uint t = gl_WorkGroupID.y;
-  uint row0 = gl_WorkGroupID.x * R;
-  uint xrow = t * K;
-
-  // Rows past the end are clamped (read a valid row, result dropped) so the loop has no branch.
-  uint wrow[R];
-  float acc[NSUM];
-  for (uint i = 0u; i < R; ++i) wrow[i] = min(row0 + i, ROWS - 1u) * W_STRIDE;
-  for (uint i = 0u; i < NSUM; ++i) acc[i] = 0.0;
-
+// The invocation's words of every row, LOCAL apart (adjacent invocations read adjacent words).
+void lane_sums(uint xrow, uint wrow[R], uint lane, inout float acc[NSUM]) {
   for (uint q = lane; q < K_FULL; q += LOCAL) {
     uvec4 words[R];
     for (uint i = 0u; i < R; ++i) words[i] = load_w(wrow[i] + q);
@@ -64,18 +52,16 @@ void main() {
     load_x_word(xrow, K_FULL, x_lo, x_hi);
     for (uint i = 0u; i < R; ++i) acc[i] = word_dot(load_w(wrow[i] + K_FULL), x_lo, x_hi, acc[i]);
   }
-
-  reduce_sums(acc, lane);
-  // Only the lanes that store a row read the sums back (on lavapipe every shared-memory
-  // read is a loop over the lanes).
-  for (uint i = lane; i < R; i += LOCAL) {
-    if (row0 + i >= ROWS) continue;
-#ifdef LN_BEFORE
-    float mean = total(R) / float(K);
-    float rstd = 1.0 / sqrt(max(total(R + 1u) / float(K) - mean * mean, 0.0) + LN_EPS);
-    finish_y(t, row0 + i, rstd * (unscaled(row0 + i, total(i)) - mean * row_gamma[row0 + i]));
-#else
-    store_y(t, row0 + i, total(i));
-#endif
-  }
 }
+
+void put_sum(uint t, uint row, uint i) {
+#ifdef LN_BEFORE
+  float mean = total(R) / float(K);
+  float rstd = 1.0 / sqrt(max(total(R + 1u) / float(K) - mean * mean, 0.0) + LN_EPS);
+  finish_y(t, row, rstd * (unscaled(row, total(i)) - mean * row_gamma[row]));
+#else
+  store_y(t, row, total(i));
+#endif
+}
+
+#include "common/linear_matvec_main.glsl"

@@ -8,19 +8,8 @@ layout(constant_id = 7) const uint R = 4;  // outputs per workgroup
 const uint NSUM = R;
 #include "common/linear_matvec_sums.glsl"
 
-void main() {
-  read_push_constants();
-  const uint LOCAL = gl_WorkGroupSize.x;
-  uint lane = gl_LocalInvocationID.x;
-  uint t = gl_WorkGroupID.y;
-  uint row0 = gl_WorkGroupID.x * R;
-  uint xrow = t * K;
-
-  uint wrow[R];
-  float acc[R];
-  for (uint i = 0u; i < R; ++i) wrow[i] = min(row0 + i, ROWS - 1u) * W_STRIDE;  // clamped, result dropped
-  for (uint i = 0u; i < R; ++i) acc[i] = 0.0;
-
+// The invocation's blocks of every row, LOCAL apart.
+void lane_sums(uint xrow, uint wrow[R], uint lane, inout float acc[NSUM]) {
   for (uint b = lane; b < QB; b += LOCAL) {
     vec4 x[8];
     q_load_x(xrow, b, x);
@@ -30,8 +19,8 @@ void main() {
       acc[i] = fma(q_scale(load_w(wrow[i] + b / 8u), b), q_block_dot(p, x), acc[i]);
     }
   }
-
-  reduce_sums(acc, lane);
-  for (uint i = lane; i < R; i += LOCAL)
-    if (row0 + i < ROWS) store_y(t, row0 + i, total(i));
 }
+
+void put_sum(uint t, uint row, uint i) { store_y(t, row, total(i)); }
+
+#include "common/linear_matvec_main.glsl"

@@ -1,20 +1,20 @@
 // The sums of the split-K mat-vecs (common/linear_matvec.glsl and, over Q8_0 / Q4_0 blocks,
 // common/linear_matvec_q.glsl): each invocation's NSUM partial sums (the kernel defines
 // NSUM) meet in shared memory; total(i) is sum i of the whole workgroup afterwards.
-shared float partial[NSUM * gl_WorkGroupSize.x];
+const uint LOCAL = gl_WorkGroupSize.x;
+shared float partial[NSUM * LOCAL];
 
 float total(uint i) {
 #ifdef SUBGROUP
   float s = 0.0;
-  for (uint g = 0u; g < gl_NumSubgroups; ++g) s += partial[i * gl_WorkGroupSize.x + g];
+  for (uint g = 0u; g < gl_NumSubgroups; ++g) s += partial[i * LOCAL + g];
   return s;
 #else
-  return partial[i * gl_WorkGroupSize.x];
+  return partial[i * LOCAL];
 #endif
 }
 
 void reduce_sums(float acc[NSUM], uint lane) {
-  const uint LOCAL = gl_WorkGroupSize.x;
 #ifdef SUBGROUP
   // Sum within each subgroup, then across subgroups through shared memory.
   for (uint i = 0u; i < NSUM; ++i) {

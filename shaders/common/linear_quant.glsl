@@ -48,3 +48,26 @@ float q_block_dot(uvec4 p[2], vec4 x[8]) {
 void q_load_x(uint xrow, uint b, out vec4 x[8]) {
   [[unroll]] for (uint h = 0u; h < 8u; ++h) x[h] = load_x4(xrow + b * 32u + h * 4u);
 }
+
+// The weights as the CPU GEMMs read them (common/linear_gemm_bcast.glsl,
+// common/linear_gemm_reg.glsl; float words are in common/linear_gemm_words.glsl): a block
+// of 32 in two parts, one data word loaded at a time (Q8_0: weights 16 part .. 16 part + 15;
+// Q4_0: the block's one word, its low nibbles then its high ones) so that fewer values stay
+// live; the scale comes with the first part. Quad h of a part: its weights 4h .. 4h + 3,
+// decoded and scaled, so each serves every token of the tile.
+const uint W_BLOCKS = QB;
+const uint W_PARTS = 2u;
+const uint W_QUADS = 4u;
+
+struct WPart {
+  float d;       // the block's scale
+  uvec4 p[2];    // the part's data word, twice (q_quad's operand)
+};
+
+void w_load(inout WPart w, uint wrow, uint b, uint part) {
+  if (part == 0u) w.d = q_scale(load_w(wrow + b / 8u), b);
+  w.p[0] = load_w(wrow + QSW + b * QWB + (Q4 ? 0u : part));
+  w.p[1] = w.p[0];
+}
+
+vec4 w_quad(WPart w, uint part, uint h) { return q_quad(w.p, part * 4u + h) * w.d; }
