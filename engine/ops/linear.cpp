@@ -260,7 +260,11 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
   if (!ctx.cpu_kernels())
     return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat
                                                                              : LinearKernel::GemmTiled;
-  return T >= kWideTileMinTokens ? LinearKernel::GemmRegistersWide : LinearKernel::GemmRegisters;
+  // The wide tile takes 2 tokens per lane (gemm_registers): chunks it fills exactly take it
+  // at any length (kWideTileMinTokens).
+  const uint32_t wide_tokens = 2 * std::max(ctx.caps().subgroup_size, 1u);
+  return T >= kWideTileMinTokens || T % wide_tokens == 0 ? LinearKernel::GemmRegistersWide
+                                                         : LinearKernel::GemmRegisters;
 }
 
 namespace {
