@@ -8,8 +8,15 @@ void copy_rows(Graph& g, View src, View dst, uint32_t src_row, uint32_t rows, ui
                const std::string& name) {
   constexpr uint32_t local = 64;
   const auto& p = g.context().pipelines().get({"copy_rows", {local, cols}, 2, 8});
-  uint32_t n = rows * cols;
-  g.add({name, &p, {{src, Access::Read}, {dst, Access::Write}}, {(n + local - 1) / local, 1, 1}, {src_row, rows}});
+  const uint32_t n = rows * cols, groups = (n + local - 1) / local;
+  // lavapipe runs each workgroup as a call of the JIT-compiled shader on one of its
+  // threads, a cost of its own: CPU devices get a workgroup per kCpuElements elements
+  // (each invocation loops, at most kCpuElements / local times, well below llvmpipe's
+  // cap on loop iterations), GPUs one invocation per element.
+  constexpr uint32_t kCpuElements = 16384;
+  const uint32_t cpu_groups = (n + kCpuElements - 1) / kCpuElements;
+  g.add({name, &p, {{src, Access::Read}, {dst, Access::Write}},
+         {g.context().cpu_kernels() ? cpu_groups : groups, 1, 1}, {src_row, rows}});
 }
 
 }  // namespace gptvk::ops
