@@ -111,10 +111,11 @@ constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.
 // shaders/common/linear_matvec_cols.glsl, XC_MAX, and linear_matvec_qcols.glsl, XQ_MAX
 constexpr uint32_t kMaxColumnSplitTexels = 256;
 // Chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights, two
-// tokens per lane: 16 per workgroup on 8 lanes), and so do shorter chunks that fill its
-// workgroups exactly (16, 32, 48 tokens; batched decode steps of 16 rows). Short chunks
-// that do not lost on it: it computes rows only to drop them, over half as many workgroups
-// (engine/ops/linear.cpp, gemm_registers). Figures: bench/PERFORMANCE.md.
+// tokens per lane: 16 per workgroup on 8 lanes), and so do shorter chunks of 16-bit weights
+// that fill its workgroups exactly (16, 32, 48 tokens; batched decode steps of 16 rows):
+// there it computes no row it drops. Other short chunks lost on it: it computes rows only
+// to drop them, over half as many workgroups (engine/ops/linear.cpp, gemm_registers).
+// Figures: bench/PERFORMANCE.md.
 constexpr uint32_t kWideTileMinTokens = 64;
 
 // The kernel Auto picks for T tokens of x through W on this device. A step that runs some
