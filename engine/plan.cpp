@@ -74,7 +74,8 @@ std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan) {
   s << "  decode products: " << decode_matvec(ctx, plan) << "\n";
   s << "  prompt products: "
     << (plan.cpu_kernels ? "gemm register tiles (the wide tile from " + std::to_string(ops::kWideTileMinTokens) +
-                               " tokens)"
+                               " tokens, and for 16-bit weights in chunks of whole " +
+                               std::to_string(2 * std::max(ctx.caps().subgroup_size, 1u)) + "-token workgroups)"
         : ops::coopmat_available(ctx, DType::F16)
             ? "gemm_coopmat on matrix units, " + ctx.caps().coopmat.describe() +
                   " (f16 weights; split over the inputs when tiles are few)"

@@ -268,7 +268,12 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
   if (!ctx.cpu_kernels())
     return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat
                                                                              : LinearKernel::GemmTiled;
-  return T >= kWideTileMinTokens ? LinearKernel::GemmRegistersWide : LinearKernel::GemmRegisters;
+  // The wide tile takes 2 tokens per lane (gemm_registers): 16-bit weights' chunks that it
+  // fills exactly take it at any length (kWideTileMinTokens; measured, and checked
+  // bit-identical to the row mat-vec, for those weights only).
+  const uint32_t wide_tokens = 2 * std::max(ctx.caps().subgroup_size, 1u);
+  const bool whole_wide_groups = !is_quantized(W.dtype) && T % wide_tokens == 0;
+  return T >= kWideTileMinTokens || whole_wide_groups ? LinearKernel::GemmRegistersWide : LinearKernel::GemmRegisters;
 }
 
 namespace {

@@ -78,9 +78,9 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // where the device says so (Caps::column_split_matvec) and it fits, forcing it where it
 // does not fit throws std::invalid_argument. On CPU devices GemmRegisters reads W, and x,
 // through their texel views when they have them; with 16-bit weights Auto gives chunks of
-// kWideTileMinTokens or more its wide tile, GemmRegistersWide, which can be asked for at
-// any T (the same pipeline for a chunk's last row: auto_kernel). GemmCoopMat is the GEMM on
-// matrix units (engine/ops/linear_coopmat.hpp): x rounded to f16, f32 sums; Auto picks it
+// kWideTileMinTokens or more, or of whole workgroups of it, its wide tile,
+// GemmRegistersWide, which can be asked for at any T (the same pipeline for a chunk's last
+// row: auto_kernel). GemmCoopMat is the GEMM on matrix units (engine/ops/linear_coopmat.hpp): x rounded to f16, f32 sums; Auto picks it
 // over GemmTiled on GPUs that have it, for f16 weights; forcing it elsewhere throws
 // DeviceError.
 // Q8_0 / Q4_0 weights (engine/quant.hpp) take the same kernels from shaders/linear_q.comp,
@@ -110,9 +110,12 @@ constexpr uint32_t kRowsBatchTokens = 16;  // shaders/common/linear_matvec_rows_
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
 // shaders/common/linear_matvec_cols.glsl, XC_MAX, and linear_matvec_qcols.glsl, XQ_MAX
 constexpr uint32_t kMaxColumnSplitTexels = 256;
-// Prompt chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights,
-// 16 tokens per workgroup); below it that tile measured slower (it computes rows only to
-// drop them, over fewer workgroups): engine/ops/linear.cpp, gemm_registers.
+// Chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights, two
+// tokens per lane: 16 per workgroup on 8 lanes), and so do shorter chunks of 16-bit weights
+// that fill its workgroups exactly (16, 32, 48 tokens; batched decode steps of 16 rows):
+// there it computes no row it drops. Other short chunks lost on it: it computes rows only
+// to drop them, over half as many workgroups (engine/ops/linear.cpp, gemm_registers).
+// Figures: bench/PERFORMANCE.md.
 constexpr uint32_t kWideTileMinTokens = 64;
 
 // The kernel Auto picks for T tokens of x through W on this device. A step that runs some
