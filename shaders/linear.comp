@@ -1,7 +1,7 @@
 #version 450
 // Linear layer: y[t][o] = (residual ? r[t][o] : 0) + act(sum_i x[t][i] * W[o][i] + bias[o]),
 // f32 accumulation, W in f32/f16/bf16 read as packed uvec4 words (engine/tensor.hpp).
-// Kernels (engine/ops/linear.cpp picks one):
+// Kernels (engine/ops/linear_kernels.cpp picks one):
 //   matvec_*     decode (T == 1): many outputs per workgroup, reduction across invocations
 //                by subgroupAdd (needs subgroup arithmetic) or shared memory;
 //                _lnin: with the LayerNorm of x folded in (common/linear_matvec.glsl);

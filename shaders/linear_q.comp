@@ -2,7 +2,7 @@
 // Linear layer over Q8_0 / Q4_0 weights (DT 3 / 4, engine/quant.hpp): the same bindings,
 // constants and epilogue as shaders/linear.comp (common/linear_io.glsl), f32 accumulation,
 // each block's int8 (or 4-bit) weights times its f16 scale. Kernels
-// (engine/ops/linear.cpp picks one, as for shaders/linear.comp):
+// (engine/ops/linear_kernels.cpp picks one, as for shaders/linear.comp):
 //   matvec_*     decode on GPUs and the fallback elsewhere: outputs per workgroup, the
 //                inputs split by blocks across invocations (subgroupAdd or shared memory);
 //   matvec_rows  decode on CPU devices: rows per lane, W and x through texel views, x

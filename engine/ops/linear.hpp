@@ -114,7 +114,7 @@ constexpr uint32_t kMaxColumnSplitTexels = 256;
 // tokens per lane: 16 per workgroup on 8 lanes), and so do shorter chunks of 16-bit weights
 // that fill its workgroups exactly (16, 32, 48 tokens; batched decode steps of 16 rows):
 // there it computes no row it drops. Other short chunks lost on it: it computes rows only
-// to drop them, over half as many workgroups (engine/ops/linear.cpp, gemm_registers).
+// to drop them, over half as many workgroups (engine/ops/linear_kernels.cpp, gemm_registers).
 // Figures: bench/PERFORMANCE.md.
 constexpr uint32_t kWideTileMinTokens = 64;
 

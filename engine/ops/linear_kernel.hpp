@@ -1,6 +1,6 @@
-// One linear kernel with its launch shape, as engine/ops/linear.cpp chooses and dispatches
-// it, for the float kernels (shaders/linear.comp) and the quantized ones
-// (shaders/linear_q.comp) alike. Internal to the linear op.
+// One linear kernel with its launch shape, as engine/ops/linear_kernels.cpp chooses it and
+// engine/ops/linear.cpp dispatches it, for the float kernels (shaders/linear.comp) and the
+// quantized ones (shaders/linear_q.comp) alike. Internal to the linear op.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,5 +25,12 @@ struct Kernel {
   bool pick_variant = false;        // has a "_pick" variant: greedy pick of the output by the last workgroup
   bool norm_before_variant = false; // has a "_lnin" variant: LayerNorm of x folded in (NormBefore)
 };
+
+// The kernel for T tokens of x through W (`want`, or Auto's choice), checked against what
+// the device and W allow (DeviceError, std::invalid_argument or std::logic_error when
+// forced where it cannot run): engine/ops/linear_kernels.cpp.
+struct CoopMatTiles;
+Kernel choose_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before,
+                     const CoopMatTiles* coopmat);
 
 }  // namespace gptvk::ops

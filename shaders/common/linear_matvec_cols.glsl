@@ -20,7 +20,7 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 // multiple of LOCAL): those read the row's last word again, against inputs of 0.
 const uint WPL = (K_WORDS + LOCAL - 1u) / LOCAL;
 const uint TPW = KW / 4u;  // x texels per word
-// Held inputs per lane, at most (engine/ops/linear.cpp, kMaxColumnSplitTexels). The loops
+// Held inputs per lane, at most (engine/ops/linear.hpp, kMaxColumnSplitTexels). The loops
 // below are [[unroll]] with trip counts fixed at specialization, so every index into xc is a
 // constant and the array lives in registers and stack slots (see common/linear_matvec_rows.glsl).
 const uint XC_MAX = 256u;

@@ -1,0 +1,314 @@
+// The linear op's kernel choice: which kernel multiplies T tokens of x by W on this device,
+// with its launch shape and tile sizes (engine/ops/linear_kernel.hpp). linear.cpp records
+// the dispatches.
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <thread>
+
+#include "engine/error.hpp"
+#include "engine/ops/linear.hpp"
+#include "engine/ops/linear_coopmat.hpp"
+#include "engine/ops/linear_kernel.hpp"
+#include "engine/vk/context.hpp"
+
+namespace gptvk::ops {
+
+namespace {
+
+// Weights per 16-byte (uvec4) word of a stored W row, the unit every linear kernel reads.
+uint32_t weights_per_word(DType t) { return is_quantized(t) ? 16 : 16 / dtype_bytes(t); }
+
+// The shader that holds W's kernels: shaders/linear.comp (f32 / f16 / bf16) or
+// shaders/linear_q.comp (Q8_0 / Q4_0 blocks), which share their kernels' names, bindings,
+// constants and launch shapes, so one choice below serves both.
+std::string family(DType t) { return is_quantized(t) ? "linear_q." : "linear."; }
+
+// Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
+// 2-core test machine, per CPU-second; tests/test_linear.cpp (GPTVK_LINEAR_BENCH=1) reprints them.
+
+Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, bool wide, bool texel, bool norm_before) {
+  const auto& caps = ctx.caps();
+  Kernel k;
+  k.kind = LinearKernel::MatVec;
+  k.shader = family(dtype) + (caps.subgroup_arithmetic ? "matvec_subgroup" : "matvec_shared");
+  if (texel) k.shader += "_texel";
+  k.texel = texel;
+  k.norm_before_variant = !texel && !is_quantized(dtype);
+  uint32_t rows;
+  if (ctx.cpu_kernels() && !wide) {
+    // One SIMD vector per workgroup (more invocations add no parallelism on lavapipe), 16
+    // rows per workgroup so one load of x serves 16 rows of W: 3.6 GB/s of f16 weights,
+    // against 4.4 GB/s for a kernel that only loads W (loads are the bound, not math).
+    k.local = std::clamp<uint32_t>(caps.subgroup_size, 4, 16);
+    rows = 16;
+  } else {
+    // GPUs: 256 invocations split the input dimension (adjacent invocations read adjacent
+    // 16-byte words: coalesced), 2 rows per workgroup: many workgroups, each row's loads all
+    // in flight at once. GPT-2 XL f16 decode on an H100, tok/s (invocations x rows): 256 x 2
+    // 345, 256 x 1 309, 512 x 2 308, 1024 x 2 233; in an earlier run (then 294 for 128 x 4)
+    // 256 x 2 beat 256 x 4 by 2%, 128 x 2 by 8%, 64 x 4 (the old choice) by 46%.
+    // With a LayerNorm folded in, each workgroup also reads gamma and reduces two more
+    // sums, which more rows share, and fewer invocations do more of the row each: GPT-2 XL
+    // f16 decode, two runs each, 128 x 4 386-389 tok/s, 128 x 8 387, 64 x 4 385-387,
+    // 64 x 8 356-358, 256 x 4 359-375 (256 x 2 368, 256 x 8 351, 256 x 1 336); the plain
+    // mat-vec at 128 x 4 or 128 x 2 lost 1-5% against its 256 x 2.
+    k.local = norm_before ? 128 : 256;
+    rows = norm_before ? 4 : 2;
+    if (is_quantized(dtype)) {
+      // Q8_0 / Q4_0 lanes split a row by blocks of 32 weights: as many lanes as a row has
+      // blocks (GPT-2 XL's 1600 inputs make 50, which 256 lanes would mostly leave idle),
+      // and more rows per workgroup where the lanes are fewer, so each lane's 32 inputs
+      // serve more rows. Not yet measured on a GPU (issue 35).
+      k.local = std::clamp<uint32_t>(std::bit_ceil(K / kQuantBlock), 32, 256);
+      rows = std::clamp<uint32_t>(512 / k.local, 2, 16);
+    }
+  }
+  k.local = std::min(k.local, caps.max_workgroup_invocations);  // stays a power of two
+  k.tile = {rows};
+  k.outputs_per_group = rows;
+  return k;
+}
+
+// Whether the device runs the kernels that hand values between invocations with
+// subgroupShuffle on workgroups of exactly one subgroup (CPU devices: one SIMD vector).
+bool one_subgroup_shuffles(const vk::Context& ctx) {
+  const auto& caps = ctx.caps();
+  return caps.subgroup_shuffle && caps.subgroup_size >= 4 && caps.subgroup_size <= 16 &&
+         caps.subgroup_size <= caps.max_workgroup_invocations;
+}
+
+}  // namespace
+
+bool row_matvec_supported(const vk::Context& ctx) { return one_subgroup_shuffles(ctx); }
+
+// A workgroup of the row mat-vec takes at least 8 rows of 4 invocations (one_subgroup_shuffles).
+uint64_t pick_partials_bytes(uint32_t rows) { return (uint64_t(rows) / 32 + 1) * 8; }
+
+bool norm_before_fits(const Matrix& W, uint32_t T) {
+  return T == 1 && !is_quantized(W.dtype) && W.cols % weights_per_word(W.dtype) == 0;
+}
+
+bool held_x_fits(uint32_t K, DType dtype) {
+  return K <= kMaxHeldInputs && K % weights_per_word(dtype) == 0;
+}
+
+bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype) {
+  const uint32_t local = ctx.caps().subgroup_size;
+  if (local == 0) return false;
+  // Lanes split a row by words of W, or by whole blocks of 32 weights (8 texels of x each).
+  const uint32_t per_unit = is_quantized(dtype) ? kQuantBlock : weights_per_word(dtype);
+  const uint64_t units = (uint64_t(K) + per_unit - 1) / per_unit, units_per_lane = (units + local - 1) / local;
+  return units_per_lane * (per_unit / 4) <= kMaxColumnSplitTexels;
+}
+
+namespace {
+
+// Decode on CPU devices: shaders/common/linear_matvec_rows.glsl. 16 rows per invocation
+// where the matrix still gives every CPU thread (lavapipe runs one per core) two workgroups
+// or more, else 8. GPT-2 small on lavapipe, 2 threads, the same minutes: f16 decode
+// 53.5-56.5 -> 55.5-60.1 tok/s with 16 (each of 5 pairs), bf16 +3%, medium +1-2%; 32 rows
+// 10% slower. (Before the yielding waits made dispatches cheap, 8 rows were as fast:
+// fc 10.2 GB/s against 9.8 with 4 rows and 8.1 with 2.)
+// `held`: x fetched once per workgroup into a private array (K <= kMaxHeldInputs), not
+// once per row (shaders/common/linear_matvec_rows.glsl, X_HELD).
+Kernel mat_vec_rows(const vk::Context& ctx, DType dtype, uint32_t rows, bool held) {
+  Kernel k;
+  k.kind = LinearKernel::MatVec;  // same grid as the mat-vec: x over outputs, y over tokens
+  k.shader = family(dtype) + (held ? "matvec_rows_held" : "matvec_rows");
+  k.texel = k.x_texel = true;
+  k.norm_variant = k.pick_variant = ctx.caps().subgroup_arithmetic;
+  k.local = ctx.caps().subgroup_size;
+  const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t groups_of_16 = (uint64_t(rows) + 16 * k.local - 1) / (16 * k.local);
+  const uint32_t rows_per_invocation = groups_of_16 >= 2 * threads ? 16 : 8;
+  k.tile = {rows_per_invocation};
+  k.outputs_per_group = rows_per_invocation * k.local;
+  return k;
+}
+
+// Decode on CPU devices whose lanes split each row's columns
+// (shaders/common/linear_matvec_cols.glsl): the same workgroup shape and rows per workgroup
+// as the row kernel (16 groups of LOCAL rows measured best here too: GPT-2 small bf16 decode
+// 72-73 / 80-83 / 87-89 / 83-84 tok/s with 4 / 8 / 16 / 32).
+Kernel mat_vec_cols(const vk::Context& ctx, DType dtype, uint32_t rows) {
+  Kernel k = mat_vec_rows(ctx, dtype, rows, false);
+  k.shader = family(dtype) + "matvec_cols";
+  return k;
+}
+
+// The row kernel over several tokens at once (LinearKernel::MatVecRowsBatch): its tokens
+// spread over workgroups of up to kRowsBatchTokens.
+Kernel mat_vec_rows_batch(const vk::Context& ctx, uint32_t rows, uint32_t T) {
+  Kernel k = mat_vec_rows(ctx, DType::F16, rows, false);
+  k.kind = LinearKernel::MatVecRowsBatch;
+  k.shader = "linear.matvec_rows_batch";
+  k.norm_variant = k.pick_variant = false;
+  const uint32_t groups = (T + kRowsBatchTokens - 1) / kRowsBatchTokens;
+  k.tokens_per_group = (T + groups - 1) / groups;
+  k.tile.push_back(k.tokens_per_group);
+  return k;
+}
+
+Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool w_texel, bool x_texel) {
+  const auto& caps = ctx.caps();
+  Kernel k;
+  k.kind = LinearKernel::GemmRegisters;
+  // With subgroups, the broadcast kernel: 17 GFLOP/s (f16 and f32) against 13-15 GFLOP/s
+  // for the best plain register tiles. It needs subgroupShuffle; GPUs never get here
+  // unless a test forces this kernel.
+  // Weights through texel views: 46 GFLOP/s; inputs too: 55.
+  if (ctx.cpu_kernels() && caps.subgroup_arithmetic && one_subgroup_shuffles(ctx)) {
+    k.shader = family(dtype) + "gemm_bcast";
+    if (w_texel) {
+      k.shader += "_texel";
+      k.texel = true;
+      k.x_texel = x_texel;
+      if (x_texel) k.shader += "_x";
+    }
+    k.local = caps.subgroup_size;
+    // Tokens per invocation (xt) x outputs per invocation (tn). f32 words hold half as many
+    // weights, so two tokens of four outputs each fit the registers. With 16-bit weights,
+    // 2 x 3 does fewer instructions per multiply-add than 1 x 4 (each decoded weight serves
+    // 16 tokens, not 8, for 3 outputs' worth of fetched and decoded weights): GPT-2 small on
+    // lavapipe, 128-token prompt, medians of 4 alternating pairs: f16 351 -> 389 tok/s,
+    // bf16 385 -> 412; medium f16 107 -> 114; 64 and 96 tokens +7-8%. Short chunks lose:
+    // 40 tokens (48 computed) 5-25% slower, 20 tokens (32) 25%. Other tiles at 128 tokens,
+    // f16: 2 x 2 334-354, 2 x 4 300, 3 x 2 314, 3 x 3 251 (the JIT spills accumulators
+    // beyond the CPU's 32 vector registers inside the inner loop).
+    const bool wide = dtype != DType::F32 && wide_tile;
+    const uint32_t xt = dtype == DType::F32 || wide ? 2 : 1, tn = wide ? 3 : 4;
+    k.tile = {xt, tn};
+    k.tokens_per_group = xt * k.local;
+    k.outputs_per_group = k.local * tn;
+    return k;
+  }
+  // 8 tokens x 8 outputs per invocation: 11 GFLOP/s (8 x 16: 13 GFLOP/s but twice the
+  // compile time, for a path only CPU devices without subgroups take). The quantized one
+  // has a texel variant.
+  k.shader = family(dtype) + "gemm_reg";
+  k.local = std::min<uint32_t>(8, caps.max_workgroup_invocations);
+  const uint32_t tm = 8, tn = 8, lm = 1;
+  k.tile = {tm, tn, lm};
+  if (is_quantized(dtype) && w_texel) {
+    k.shader += "_texel";
+    k.texel = true;
+  }
+  k.tokens_per_group = lm * tm;
+  k.outputs_per_group = (k.local / lm) * tn;
+  return k;
+}
+
+Kernel gemm_tiled(const vk::Context& ctx, DType dtype) {
+  const auto& caps = ctx.caps();
+  struct Tiles {
+    uint32_t bm, bn, bk, tm, tn;
+  };
+  // The first that fits shared memory ((bm + bn) * bk floats) and the workgroup limit.
+  // GPT-2 XL, 128-token prompt on an H100 (tok/s): 64 x 64 tiles of 4 x 4 per invocation
+  // 2384, 32 x 32 2044, 64 x 64 of 8 x 8 745, 128 x 128 of 8 x 8 627 (50 workgroups for the
+  // MLP: most of the 132 multiprocessors idle).
+  const Tiles options[] = {{64, 64, 16, 4, 4}, {64, 64, 16, 8, 8}, {32, 32, 8, 4, 4}};
+  for (const auto& t : options) {
+    uint32_t local = (t.bm / t.tm) * (t.bn / t.tn);
+    uint64_t shared = uint64_t(t.bm + t.bn) * t.bk * 4;
+    if (shared > caps.shared_memory_bytes || local > caps.max_workgroup_invocations) continue;
+    Kernel k;
+    k.kind = LinearKernel::GemmTiled;
+    k.shader = family(dtype) + "gemm_tiled";
+    k.local = local;
+    k.tile = {t.bm, t.bn, t.bk, t.tm, t.tn};
+    k.tokens_per_group = t.bm;
+    k.outputs_per_group = t.bn;
+    return k;
+  }
+  throw DeviceError("linear: the device has too little shared memory for the tiled GEMM");
+}
+
+Kernel gemm_coopmat(const vk::Context& ctx, uint32_t T, const Matrix& W, const CoopMatTiles* forced) {
+  const auto tiles = !coopmat_available(ctx, W.dtype) ? std::nullopt
+                     : forced                         ? std::optional<CoopMatTiles>(*forced)
+                                                      : coopmat_tiles(ctx, T);
+  if (!tiles) throw DeviceError("linear: the cooperative-matrix GEMM needs f16 weights and a device with matrix units");
+  Kernel k;
+  k.kind = LinearKernel::GemmCoopMat;
+  k.shader = tiles->shader;
+  k.local = tiles->local;
+  k.tile = tiles->tile_constants();
+  k.after_split = tiles->shape_constants();
+  k.tokens_per_group = tiles->bm;
+  k.outputs_per_group = tiles->bn;
+  return k;
+}
+
+// x can be read through its buffer's texel view: one exists and token rows start on whole
+// 16-byte texels.
+bool x_texel_ok(View x, uint32_t K) {
+  return x.buffer->texel_view() != VK_NULL_HANDLE && x.offset % 16 == 0 && K % 4 == 0;
+}
+
+}  // namespace
+
+LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x) {
+  const uint32_t K = W.cols;
+  const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
+  // CPU devices read through texel views where they can: decode with rows per invocation
+  // (both views), else the split-K texel mat-vec (W's view only: f32 1.7x, f16 1.3x over
+  // storage loads on GPT-2's MLP shapes).
+  if (T == 1 && ctx.cpu_kernels())
+    return !(w_texel && x_texel && one_subgroup_shuffles(ctx)) ? (w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec)
+           : ctx.caps().column_split_matvec && column_split_fits(ctx, K, W.dtype) ? LinearKernel::MatVecCols
+           : held_x_fits(K, W.dtype)                                            ? LinearKernel::MatVecRowsHeld
+                                                                                 : LinearKernel::MatVecRows;
+  if (T == 1) return LinearKernel::MatVec;
+  if (!ctx.cpu_kernels())
+    return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat
+                                                                             : LinearKernel::GemmTiled;
+  // The wide tile takes 2 tokens per lane (gemm_registers): 16-bit weights' chunks that it
+  // fills exactly take it at any length (kWideTileMinTokens; measured, and checked
+  // bit-identical to the row mat-vec, for those weights only).
+  const uint32_t wide_tokens = 2 * std::max(ctx.caps().subgroup_size, 1u);
+  const bool whole_wide_groups = !is_quantized(W.dtype) && T % wide_tokens == 0;
+  return T >= kWideTileMinTokens || whole_wide_groups ? LinearKernel::GemmRegistersWide : LinearKernel::GemmRegisters;
+}
+
+Kernel choose_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T, const Matrix& W, View x, bool norm_before,
+                     const CoopMatTiles* coopmat) {
+  const uint32_t K = W.cols;
+  if (is_quantized(W.dtype) && K % kQuantBlock != 0)
+    throw std::logic_error(std::string("linear: ") + dtype_name(W.dtype) + " weights with " + std::to_string(K) + " columns");
+  if (is_quantized(W.dtype) && want == LinearKernel::MatVecRowsBatch)
+    throw DeviceError(std::string("linear: ") + dtype_name(W.dtype) + " weights have no batched row mat-vec");
+  const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
+  if (want == LinearKernel::Auto && norm_before) want = LinearKernel::MatVec;  // the one kernel with it
+  if (want == LinearKernel::Auto) want = auto_kernel(ctx, T, W, x);
+  const bool rows = want == LinearKernel::MatVecRows || want == LinearKernel::MatVecRowsHeld ||
+                    want == LinearKernel::MatVecCols || want == LinearKernel::MatVecRowsBatch;
+  if ((want == LinearKernel::MatVecTexel || rows) && !w_texel)
+    throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
+  if (rows && !(x_texel && one_subgroup_shuffles(ctx)))
+    throw DeviceError("linear: the row mat-vec needs x with a 16-byte aligned texel view and subgroup shuffles");
+  if (want == LinearKernel::MatVecRowsHeld && !held_x_fits(W.cols, W.dtype))
+    throw std::invalid_argument("linear: the held-x row mat-vec takes at most " + std::to_string(kMaxHeldInputs) +
+                                " inputs in whole weight words, not " + std::to_string(K));
+  if (want == LinearKernel::MatVecCols && !column_split_fits(ctx, K, W.dtype))
+    throw std::invalid_argument("linear: the column-split mat-vec holds at most " +
+                                std::to_string(kMaxColumnSplitTexels) + " texels of x per lane, " +
+                                std::to_string(K) + " inputs need more");
+  const DType dt = W.dtype;
+  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, dt, K, false, false, norm_before)
+             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, dt, K, true, false, norm_before)
+             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, dt, K, false, true, false)
+             : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, dt, W.rows)
+             : want == LinearKernel::MatVecRowsBatch ? mat_vec_rows_batch(ctx, W.rows, T)
+             : rows                                ? mat_vec_rows(ctx, dt, W.rows, want == LinearKernel::MatVecRowsHeld)
+             : want == LinearKernel::GemmRegisters || want == LinearKernel::GemmRegistersWide
+                 ? gemm_registers(ctx, dt, want == LinearKernel::GemmRegistersWide, w_texel, x_texel)
+             : want == LinearKernel::GemmCoopMat ? gemm_coopmat(ctx, T, W, coopmat)
+                                                   : gemm_tiled(ctx, dt);
+  // Token rows of x are 16-byte aligned (vec4 loads) only when K is a multiple of 4.
+  if (K % 4 != 0) k.shader += "_xs";
+  return k;
+}
+
+}  // namespace gptvk::ops
