@@ -80,9 +80,9 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // through their texel views when they have them; with 16-bit weights Auto gives chunks of
 // kWideTileMinTokens or more, or of whole workgroups of it, its wide tile,
 // GemmRegistersWide, which can be asked for at any T (the same pipeline for a chunk's last
-// row: auto_kernel). GemmCoopMat is the GEMM on matrix units (engine/ops/linear_coopmat.hpp): x rounded to f16, f32 sums; Auto picks it
-// over GemmTiled on GPUs that have it, for f16 weights; forcing it elsewhere throws
-// DeviceError.
+// row: auto_kernel). GemmCoopMat is the GEMM on matrix units
+// (engine/ops/linear_coopmat.hpp): x rounded to f16, f32 sums; Auto picks it over
+// GemmTiled on GPUs that have it, for f16 weights; forcing it elsewhere throws DeviceError.
 // Q8_0 / Q4_0 weights (engine/quant.hpp) take the same kernels from shaders/linear_q.comp,
 // chosen the same way, with the weights' blocks decoded in f32 (K a multiple of 32, else
 // std::logic_error). They have no NormBefore fusion, no GemmCoopMat and no
