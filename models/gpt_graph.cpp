@@ -22,6 +22,10 @@ View rows_of(const vk::Buffer& b, uint32_t rows, uint32_t cols) { return View{&b
 
 View none() { return View{}; }
 
+// "L7." for layer 7's ops (built by appending: GCC 12 misreports "L" + std::string as an
+// overlapping copy, -Wrestrict).
+std::string layer_prefix(uint32_t l) { return std::string("L").append(std::to_string(l)).append("."); }
+
 View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
 
 }  // namespace
@@ -173,7 +177,7 @@ struct GptModel::GraphBuild {
   // false where nothing past the KV cache is needed.
   bool pre_ln_layer(uint32_t l) {
     const LayerWeights& L = w.layers[l];
-    const std::string p = "L" + std::to_string(l) + ".";
+    const std::string p = layer_prefix(l);
     after_norm(2 * l, whole(L.ln1_g), L.qkv, whole(L.qkv_b), qkv, T, plain, p + "qkv");
     if ((n = attend(l, p)) == 0) return false;
     const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), h, 2 * l, p + "ln2");
@@ -182,7 +186,7 @@ struct GptModel::GraphBuild {
     std::optional<ops::NormAfter> next;  // none when folded: the next linear normalises x
     if (!fold && l + 1 < cfg.n_layers) {
       const LayerWeights& N = w.layers[l + 1];
-      next = norm_after(whole(N.ln1_g), whole(N.ln1_b), h, 2 * l + 1, "L" + std::to_string(l + 1) + ".ln1");
+      next = norm_after(whole(N.ln1_g), whole(N.ln1_b), h, 2 * l + 1, layer_prefix(l + 1) + "ln1");
     } else if (!fold && cfg.final_norm) {
       next = norm_after(whole(w.lnf_g), whole(w.lnf_b), h, 2 * l + 1, "ln_f");
     }
@@ -193,7 +197,7 @@ struct GptModel::GraphBuild {
   // Original Transformer / GPT-1: x = LN1(x + attn(x)); x = LN2(x + mlp(x)).
   bool post_ln_layer(uint32_t l) {
     const LayerWeights& L = w.layers[l];
-    const std::string p = "L" + std::to_string(l) + ".";
+    const std::string p = layer_prefix(l);
     linear(x, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
     if ((n = attend(l, p)) == 0) return false;
     const auto ln1 = norm_after(whole(L.ln1_g), whole(L.ln1_b), x, 2 * l, p + "ln1");

@@ -134,7 +134,7 @@ void GptModel::compute_folded_norms() {
   };
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
     const LayerWeights& L = w_.layers[l];
-    const std::string p = std::string("L").append(std::to_string(l)).append(".");  // not "L" + ...: GCC 12 -Wrestrict
+    const std::string p = std::string("L").append(std::to_string(l)).append(".");  // GCC 12: gpt_graph.cpp, layer_prefix
     fold(2 * l, L.qkv, L.ln1_g, L.ln1_b, whole(L.qkv_b), p + "ln1");
     fold(2 * l + 1, L.fc, L.ln2_g, L.ln2_b, whole(L.fc_b), p + "ln2");
   }
