@@ -38,6 +38,13 @@ uint32_t op_dispatches(const GptModel& model, const std::string& op) {
   return count;
 }
 
+// The op of that name in the model's last profiled call (zeros if none).
+OpTime op_time(const GptModel& model, const std::string& op) {
+  for (const auto& t : model.profile_summary())
+    if (t.name == op) return t;
+  return OpTime{op, 0.0, 0};
+}
+
 // lavapipe compiles each pipeline at its first dispatch, one at a time on its device's queue
 // thread, and most of a cold run is that. The GPU-path, fallback and other-mat-vec contexts
 // are devices of their own, so the first test starts a thread for each that runs every case
@@ -289,6 +296,8 @@ BOOST_AUTO_TEST_CASE(other_decode_matvec_matches) {
 // `--profile` reports the graphs of the call it follows, each once: a one-token prompt right
 // after a decode step (the same graph) is not counted twice, and a prompt in chunks counts
 // every chunk's layers but only one LM head (the chunks before the last stop at the KV cache).
+// Its rates: each product's dispatches carry the bytes of the weights they read and twice
+// their multiply-adds, summed over the layers; ops that are not products carry none.
 BOOST_AUTO_TEST_CASE(profile_covers_the_last_call_once) {
   Case c = load_case(case_dirs().front());
   const uint32_t chunk = 8, n = 20, layers = c.cfg.n_layers;
@@ -297,46 +306,27 @@ BOOST_AUTO_TEST_CASE(profile_covers_the_last_call_once) {
   GptModel& model = *profiled;
   model.set_sampling({0.0f, 0, 1.0f, 0});
   auto dispatches = [&](const std::string& op) { return op_dispatches(model, op); };
+  const Matrix& qkv = model.shared_weights()->layers[0].qkv;
+  const uint64_t qkv_bytes = uint64_t(qkv.rows) * qkv.row_bytes(), qkv_macs = uint64_t(qkv.rows) * qkv.cols;
   BOOST_REQUIRE(c.ids.size() >= n);
   model.prefill_and_sample(std::span(c.ids).first(n));
   BOOST_TEST(dispatches("embed") == 3u);  // chunks of 8, 8 and 4 tokens
   BOOST_TEST(dispatches("qkv") == 3u * layers);
   BOOST_TEST(dispatches("lm_head") == 1u);
+  BOOST_TEST(op_time(model, "qkv").flops == 2 * n * qkv_macs * layers);
+  BOOST_TEST(op_time(model, "qkv").weight_bytes == 3 * qkv_bytes * layers);  // W read once a chunk
   model.decode_next();
   BOOST_TEST(dispatches("qkv") == layers);
+  BOOST_TEST(op_time(model, "qkv").flops == 2 * qkv_macs * layers);
+  BOOST_TEST(op_time(model, "qkv").weight_bytes == qkv_bytes * layers);
+  BOOST_TEST(op_time(model, "lm_head").flops == 2ull * c.cfg.vocab_size * c.cfg.emb_dim);
+  BOOST_TEST(op_time(model, "attention").dispatches == layers);
+  BOOST_TEST(op_time(model, "attention").weight_bytes == 0u);
+  BOOST_TEST(op_time(model, "attention").flops == 0u);
   model.prefill_and_sample(std::span(c.ids).first(1));
   BOOST_TEST(dispatches("embed") == 1u);
   BOOST_TEST(dispatches("qkv") == layers);
   BOOST_TEST(dispatches("lm_head") == 1u);
-}
-
-// --profile's rates: each product's dispatches carry the bytes of the weights they read and
-// twice their multiply-adds, summed over the layers; ops that are not products carry none.
-BOOST_AUTO_TEST_CASE(profile_counts_product_bytes_and_flops) {
-  Case c = load_case(case_dirs().front());
-  const uint32_t chunk = 8, n = 20, layers = c.cfg.n_layers;
-  auto profiled = profiled_model(test::context(), c, chunk);
-  if (!profiled) return;
-  GptModel& model = *profiled;
-  model.set_sampling({0.0f, 0, 1.0f, 0});
-  const Matrix& qkv = model.shared_weights()->layers[0].qkv;
-  const uint64_t qkv_bytes = uint64_t(qkv.rows) * qkv.row_bytes(), qkv_macs = uint64_t(qkv.rows) * qkv.cols;
-  auto op = [&](const std::string& name) {
-    for (const auto& t : model.profile_summary())
-      if (t.name == name) return t;
-    BOOST_FAIL("no op " << name << " in the profile");
-    return OpTime{};
-  };
-  BOOST_REQUIRE(c.ids.size() >= n);
-  model.prefill_and_sample(std::span(c.ids).first(n));  // chunks of 8, 8 and 4: W read once a chunk
-  BOOST_TEST(op("qkv").flops == 2 * n * qkv_macs * layers);
-  BOOST_TEST(op("qkv").weight_bytes == 3 * qkv_bytes * layers);
-  model.decode_next();
-  BOOST_TEST(op("qkv").flops == 2 * qkv_macs * layers);
-  BOOST_TEST(op("qkv").weight_bytes == qkv_bytes * layers);
-  BOOST_TEST(op("lm_head").flops == 2ull * c.cfg.vocab_size * c.cfg.emb_dim);
-  BOOST_TEST(op("attention").weight_bytes == 0u);
-  BOOST_TEST(op("attention").flops == 0u);
 }
 
 // On GPUs a decode step folds every LayerNorm of a pre-LN model into the mat-vec after it
