@@ -19,16 +19,17 @@ Usage: batch_bench.py [--gptvk build/gpt-vk] [--batches "1 8 16"] [--shapes gpt2
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 sys.path.insert(0, BENCH)  # bench_proc, make_random_model
-sys.path.insert(0, os.path.join(BENCH, "llama_cpp"))  # to_gguf
+sys.path.insert(0, os.path.join(BENCH, "llama_cpp"))  # to_gguf, vs_llama_bench
 from bench_proc import run  # noqa: E402
 from make_random_model import config_text, shape_dims  # noqa: E402
+from to_gguf import write_random_gguf  # noqa: E402
+from vs_llama_bench import llama_env  # noqa: E402
 
 
 def log(message):
@@ -49,18 +50,6 @@ def gptvk_rates(args, cfg, batches, shape):
     return rates
 
 
-def llama_env(binary):
-    """The environment under which a Vulkan build of llama.cpp sees a device: it leaves CPU
-    Vulkan devices (lavapipe) out unless GGML_VK_VISIBLE_DEVICES names them. A CPU build
-    lists no Vulkan device and needs nothing."""
-    for env in ({}, {"GGML_VK_VISIBLE_DEVICES": "0"}):
-        p = subprocess.run([binary, "--list-devices"], env=dict(os.environ, **env), capture_output=True, text=True,
-                           timeout=120)
-        if any(line.strip().startswith("Vulkan") for line in p.stdout.splitlines()):
-            return env
-    return {}
-
-
 def llama_rates(args, gguf, batches, shape):
     """Aggregate decode tok/s (S_TG) per batch size from one llama-batched-bench run."""
     P, G = args.prompt_tokens, args.gen_tokens
@@ -69,7 +58,7 @@ def llama_rates(args, gguf, batches, shape):
            "--output-format", "jsonl"]
     if args.threads:
         cmd += ["-t", str(args.threads), "-tb", str(args.threads)]
-    out = run(cmd, args.timeout * len(batches), env=llama_env(args.llama_batched_bench), log=log)
+    out = run(cmd, args.timeout * len(batches), env=llama_env(args.llama_batched_bench)[0], log=log)
     by_b = {}
     for line in out.stdout.splitlines():
         if line.startswith("{"):
@@ -109,7 +98,6 @@ def main():
             cells = [f"{r:.1f}" if r else "failed" for r in rates]
             cells += [f"{r / rates[0]:.2f}x" if r and rates[0] else "-" for r in rates[1:]]
             if peer:
-                from to_gguf import write_random_gguf
                 os.makedirs(args.models_dir, exist_ok=True)
                 gguf = os.path.join(args.models_dir, f"{shape}-{args.dtype}-random.gguf")
                 if not os.path.exists(gguf):

@@ -37,15 +37,16 @@ from make_random_model import SHAPES, config_text, shape_dims  # noqa: E402
 from to_gguf import write_random_gguf  # noqa: E402
 
 
-def llama_env(llama_bench):
-    """The environment under which llama-bench sees a Vulkan device, and that device's listing."""
+def llama_env(binary):
+    """The environment under which a llama.cpp tool (llama-bench, llama-batched-bench) sees a
+    Vulkan device, and that device's listing; ({}, None) where it lists none (a CPU build)."""
     for env in ({}, {"GGML_VK_VISIBLE_DEVICES": "0"}):
-        p = subprocess.run([llama_bench, "--list-devices"], env=dict(os.environ, **env),
+        p = subprocess.run([binary, "--list-devices"], env=dict(os.environ, **env),
                            capture_output=True, text=True, timeout=120)
         listed = [l.strip() for l in p.stdout.splitlines() if l.strip().startswith("Vulkan")]
         if listed:
             return env, listed[0]
-    raise SystemExit("vs_llama_bench: llama-bench lists no Vulkan device, even with GGML_VK_VISIBLE_DEVICES=0")
+    return {}, None
 
 
 def llama_rates(out, prompt, gen):
@@ -80,6 +81,8 @@ def main():
         if not os.access(path, os.X_OK):
             ap.error(f"{path}: not an executable (build gpt-vk, and llama-bench with build_llama_bench.sh)")
     env, listed = llama_env(args.llama_bench)
+    if listed is None:
+        raise SystemExit("vs_llama_bench: llama-bench lists no Vulkan device, even with GGML_VK_VISIBLE_DEVICES=0")
     print(f"llama-bench device: {listed}" + (" (GGML_VK_VISIBLE_DEVICES=0)" if env else ""), flush=True)
     P, G, R = args.prompt_tokens, args.gen_tokens, str(args.repeats)
     os.makedirs(args.models_dir, exist_ok=True)
