@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <span>
 
 #include "cli/output.hpp"
 #include "cli/profile_table.hpp"
@@ -29,12 +30,28 @@ struct Rates {
   std::vector<double> prefill, decode;  // tok/s of each measured repeat; decode: all rows together
 };
 
+// Every prompt prefilled and its first token sampled, as a server admits a burst of
+// requests: as many prompts together as fit a chunk's rows (DecodeBatch::sample_after_prefill).
+void prefill_all(std::span<GptModel* const> rows, const std::vector<std::vector<uint32_t>>& prompts,
+                 DecodeBatch& batch) {
+  for (size_t b = 0; b < rows.size();) {
+    size_t e = b, tokens = 0;
+    std::vector<std::span<const uint32_t>> group;
+    while (e < rows.size() && (e == b || tokens + prompts[e].size() <= rows[b]->max_chunk())) {
+      tokens += prompts[e].size();
+      group.emplace_back(prompts[e++]);
+    }
+    batch.sample_after_prefill(rows.subspan(b, e - b), group, std::vector<uint32_t>(e - b, 0));
+    b = e;
+  }
+}
+
 // One repeat at batch size B over models[0..B): every prompt prefilled (and its first token
 // sampled), then gen_tokens decode steps of all B sequences.
 void run_once(std::vector<GptModel*> rows, const std::vector<std::vector<uint32_t>>& prompts, uint32_t gen_tokens,
               DecodeBatch& batch, Rates* out) {
   const auto t0 = Clock::now();
-  for (size_t b = 0; b < rows.size(); ++b) rows[b]->prefill_and_sample(prompts[b]);
+  prefill_all(rows, prompts, batch);
   const auto t1 = Clock::now();
   for (uint32_t i = 0; i < gen_tokens; ++i) {
     if (rows.size() == 1) rows[0]->decode_next();  // B = 1: the one-sequence step, as plain bench
@@ -86,7 +103,9 @@ int run_batch_bench(ModelSession& s, const BatchBenchFlags& f) {
     else
       std::fprintf(stderr, "batch %u: prefill %.1f tok/s; decode not measured (--gen-tokens 0)\n", B, prefill);
   }
-  if (f.profile) print_profile_table("decode step of batch " + std::to_string(f.batches.back()), models[0]->profile_summary());
+  if (f.profile)  // the last graph that ran: a decode step, or with --gen-tokens 0 the last prompts' burst
+    print_profile_table((f.gen_tokens ? "decode step of batch " : "prompts of batch ") + std::to_string(f.batches.back()),
+                        models[0]->profile_summary());
   print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", prefill, decode);
   return 0;
 }

@@ -156,9 +156,13 @@ size_t record_dispatches(VkCommandBuffer cb, const std::vector<Dispatch>& nodes,
   for (size_t i = 0; i < nodes.size(); ++i) {
     const auto& n = nodes[i];
     std::vector<Range> mine;
-    for (const auto& a : n.args)
-      mine.push_back({a.view.buffer->handle(), a.view.offset, a.view.offset + a.view.size(),
-                      a.access != Access::Read});
+    for (const auto& a : n.args) {
+      // A texel view covers its whole buffer, and so, for the synchronization validation
+      // layer, does every read through it, whatever range the shader fetches.
+      const uint64_t begin = a.view.texel ? 0 : a.view.offset;
+      const uint64_t end = a.view.texel ? a.view.buffer->size() : a.view.offset + a.view.size();
+      mine.push_back({a.view.buffer->handle(), begin, end, a.access != Access::Read});
+    }
     bool hazard = false;
     for (const auto& m : mine)
       for (const auto& p : pending) hazard |= conflicts(m, p);

@@ -1,26 +1,38 @@
 #include "models/decode_batch.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
 #include "engine/error.hpp"
 #include "engine/ops/attention.hpp"
+#include "engine/ops/sample_controls.hpp"
+#include "engine/ops/step.hpp"
+#include "engine/vk/context.hpp"
 
 namespace gptvk {
 
-void DecodeBatch::check(std::span<GptModel* const> seqs) const {
+void DecodeBatch::check_shared(std::span<GptModel* const> seqs) const {
   if (seqs.empty()) throw std::invalid_argument("DecodeBatch: no sequences");
   const GptModel& first = *seqs[0];
-  if (seqs.size() > first.max_chunk())
-    throw std::invalid_argument("DecodeBatch: " + std::to_string(seqs.size()) + " sequences, more than the " +
-                                std::to_string(first.max_chunk()) + " rows of the first one's activations");
   for (size_t i = 0; i < seqs.size(); ++i) {
     const GptModel& m = *seqs[i];
     if (&m.context() != &first.context() || m.shared_weights() != first.shared_weights())
       throw std::invalid_argument("DecodeBatch: the sequences do not share one device and one set of weights");
     for (size_t j = 0; j < i; ++j)
       if (seqs[j] == seqs[i]) throw std::invalid_argument("DecodeBatch: a sequence appears twice");
+  }
+}
+
+void DecodeBatch::check(std::span<GptModel* const> seqs) const {
+  check_shared(seqs);
+  const GptModel& first = *seqs[0];
+  if (seqs.size() > first.max_chunk())
+    throw std::invalid_argument("DecodeBatch: " + std::to_string(seqs.size()) + " sequences, more than the " +
+                                std::to_string(first.max_chunk()) + " rows of the first one's activations");
+  for (const GptModel* s : seqs) {
+    const GptModel& m = *s;
     if (m.position() == 0) throw std::logic_error("DecodeBatch: a sequence was not started (prefill_and_sample)");
     if (m.position() >= m.config().context_length)
       throw InputError("the context of " + std::to_string(m.config().context_length) + " tokens is full");
@@ -48,12 +60,13 @@ void DecodeBatch::write_rows(std::span<GptModel* const> seqs) {
   }
 }
 
-Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs) {
+Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const uint32_t> lens) {
   std::vector<uint64_t> versions;
   for (const GptModel* m : seqs) versions.push_back(m->sampling_version_);
   ++steps_;
   for (Entry& e : graphs_)
-    if (std::equal(e.seqs.begin(), e.seqs.end(), seqs.begin(), seqs.end()) && e.sampling_versions == versions) {
+    if (std::equal(e.seqs.begin(), e.seqs.end(), seqs.begin(), seqs.end()) && e.sampling_versions == versions &&
+        std::equal(e.lens.begin(), e.lens.end(), lens.begin(), lens.end())) {
       e.last_used = steps_;
       rows_used_ = e.uses_rows;
       return *e.graph;
@@ -68,12 +81,13 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs) {
   if (graphs_.size() >= kMaxGraphs)
     graphs_.erase(std::min_element(graphs_.begin(), graphs_.end(),
                                    [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; }));
-  Entry e{{seqs.begin(), seqs.end()}, std::move(versions), nullptr, steps_};
+  Entry e{{seqs.begin(), seqs.end()}, {lens.begin(), lens.end()}, std::move(versions), nullptr, steps_};
   GptModel& builder = *seqs[0];
-  e.uses_rows = one_attention_dispatch(seqs);
+  e.uses_rows = lens.empty() && one_attention_dispatch(seqs);
   const View rows = e.uses_rows ? whole(rows_) : View{};
-  e.graph = builder.build_graph(static_cast<uint32_t>(seqs.size()), GptModel::Head::LastSample, seqs, exact_rows_,
-                                rows);
+  uint32_t T = static_cast<uint32_t>(seqs.size());
+  if (!lens.empty()) T = std::accumulate(lens.begin(), lens.end(), 0u);
+  e.graph = builder.build_graph(T, GptModel::Head::LastSample, seqs, exact_rows_, rows, lens);
   rows_used_ = e.uses_rows;
   graphs_.push_back(std::move(e));
   return *graphs_.back().graph;
@@ -100,6 +114,61 @@ std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) 
     ids.push_back(static_cast<const uint32_t*>(m->ids_.mapped())[0]);
   }
   seqs[0]->last_run_ = {&g};  // the graph runs on its activations: its profile_summary() is the step's
+  return ids;
+}
+
+bool DecodeBatch::can_burst(std::span<GptModel* const> seqs, std::span<const uint32_t> lens) const {
+  const GptModel& first = *seqs[0];
+  // A GPU's prompt step differs from any burst in its kernels' order (exact rows: one by one).
+  if (seqs.size() < 2 || (exact_rows_ && !first.plan_.cpu_kernels) || first.cfg_.n_layers == 0) return false;
+  // Every sequence's rows start on a row of the activations, each view offset aligned.
+  if (uint64_t(first.cfg_.emb_dim) * 4 % first.ctx_.caps().storage_offset_alignment != 0) return false;
+  uint64_t rows = 0;
+  for (uint32_t len : lens) {
+    if (!burst_fits(len)) return false;
+    rows += len;
+  }
+  return rows <= first.max_chunk();
+}
+
+std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* const> seqs,
+                                                        std::span<const std::span<const uint32_t>> prompts,
+                                                        std::span<const uint32_t> prefilled) {
+  if (prompts.size() != seqs.size() || prefilled.size() != seqs.size())
+    throw std::invalid_argument("DecodeBatch: one prompt and one prefilled count per sequence");
+  check_shared(seqs);
+  std::vector<uint32_t> lens;
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    if (prefilled[b] >= prompts[b].size()) throw std::logic_error("DecodeBatch: no prompt tokens left to run");
+    lens.push_back(static_cast<uint32_t>(prompts[b].size() - prefilled[b]));
+  }
+  std::vector<uint32_t> ids;
+  if (!can_burst(seqs, lens)) {
+    for (size_t b = 0; b < seqs.size(); ++b) ids.push_back(seqs[b]->sample_after_prefill(prompts[b], prefilled[b]));
+    return ids;
+  }
+  // Each sequence set up as its own sample_after_prefill sets it up: its chunk's ids at its
+  // position, its sampler's history and counter; the burst's graph reads them there.
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    GptModel& m = *seqs[b];
+    const auto chunk = prompts[b].subspan(prefilled[b]);
+    m.check_ids(chunk, prefilled[b]);
+    if (prefilled[b] && m.pos_ != prefilled[b]) throw std::logic_error("DecodeBatch: the earlier chunks did not run");
+    m.sampling_state_->reset(prompts[b]);
+    m.write_ids(chunk, prefilled[b]);
+    static_cast<StepState*>(m.step_.mapped())->rng_step = 0;
+  }
+  Graph& g = graph_for(seqs, lens);
+  g.run();
+  burst_prompts_ += seqs.size();
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    GptModel& m = *seqs[b];
+    m.pos_ = static_cast<uint32_t>(prompts[b].size());
+    static_cast<StepState*>(m.step_.mapped())->pos = m.pos_;  // the sampled token goes after the prompt
+    m.last_run_.clear();
+    ids.push_back(static_cast<const uint32_t*>(m.ids_.mapped())[0]);
+  }
+  seqs[0]->last_run_ = {&g};
   return ids;
 }
 

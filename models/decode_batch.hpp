@@ -44,19 +44,39 @@ class DecodeBatch {
   // (graphs recorded after its set_profile(true)).
   std::vector<uint32_t> decode_next(std::span<GptModel* const> seqs);
 
+  // A burst of prompts: the same as each model's sample_after_prefill(prompts[b],
+  // prefilled[b]) (its earlier chunks run), in one graph whose products take every prompt's
+  // last chunk at once: a server admitting several requests pays one LM-head product and
+  // one graph, not one each. Each sequence's first token and logits are those of its own
+  // call (with exact rows; they run one by one where a burst cannot match them: on GPUs, as
+  // decode_next). Each last chunk must hold 2 or more tokens (burst_fits), all of them
+  // together at most seqs[0]->max_chunk(). Returns the first tokens, in order.
+  std::vector<uint32_t> sample_after_prefill(std::span<GptModel* const> seqs,
+                                             std::span<const std::span<const uint32_t>> prompts,
+                                             std::span<const uint32_t> prefilled);
+  // Whether a last chunk of `tokens` tokens can join a burst (a one-token chunk takes the
+  // decode step's kernels, which a burst's rows do not match).
+  static bool burst_fits(uint32_t tokens) { return tokens >= 2; }
+
   size_t cached_graphs() const { return graphs_.size(); }
+  // Prompts sample_after_prefill has run in bursts so far (not those it ran one by one).
+  uint64_t burst_prompts() const { return burst_prompts_; }
 
  private:
   struct Entry {
     std::vector<GptModel*> seqs;
+    std::vector<uint32_t> lens;  // a burst's rows per sequence; empty for a decode step
     std::vector<uint64_t> sampling_versions;
     std::unique_ptr<Graph> graph;
     uint64_t last_used = 0;
     bool uses_rows = false;  // its attention reads the row table
   };
   static constexpr size_t kMaxGraphs = 8;
-  Graph& graph_for(std::span<GptModel* const> seqs);
+  // The decode step's graph for seqs, or with `lens` a burst's.
+  Graph& graph_for(std::span<GptModel* const> seqs, std::span<const uint32_t> lens = {});
+  void check_shared(std::span<GptModel* const> seqs) const;
   void check(std::span<GptModel* const> seqs) const;
+  bool can_burst(std::span<GptModel* const> seqs, std::span<const uint32_t> lens) const;
   // Whether the rows' attention can be one dispatch a layer: every sequence in one KvPool and
   // the device running ops::kv_append_attention_rows. Then rows_ holds the row table.
   bool one_attention_dispatch(std::span<GptModel* const> seqs);
@@ -67,6 +87,7 @@ class DecodeBatch {
   bool rows_used_ = false;  // the graph graph_for() returned last reads it
   std::vector<Entry> graphs_;
   uint64_t steps_ = 0;
+  uint64_t burst_prompts_ = 0;
 };
 
 }  // namespace gptvk

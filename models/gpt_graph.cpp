@@ -2,6 +2,8 @@
 // for a step of T tokens of the model's own sequence, or one token each of several
 // sequences (a batched decode step, models/decode_batch.hpp).
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "engine/error.hpp"
 #include "engine/ops/attention.hpp"
@@ -19,6 +21,11 @@ namespace {
 
 // The first `rows` rows of a [*][cols] float buffer.
 View rows_of(const vk::Buffer& b, uint32_t rows, uint32_t cols) { return View{&b, 0, uint64_t(rows) * cols * 4}; }
+
+// Rows [first, first + rows) of a [*][cols] float buffer.
+View rows_at(const vk::Buffer& b, uint32_t first, uint32_t rows, uint32_t cols) {
+  return View{&b, uint64_t(first) * cols * 4, uint64_t(rows) * cols * 4};
+}
 
 View none() { return View{}; }
 
@@ -38,11 +45,16 @@ View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
 // state (ids, step, KV cache, sampler). The products run over all rows at once, on this
 // model's activation buffers; only what belongs to one sequence goes row by row: the
 // embedding at its position, attention over its KV cache, its sampler.
+// A burst of prompts (`lens` not empty) has lens[b] rows for seqs[b], the last chunk of its
+// prompt at its own positions: the products run over all of them at once, attention over
+// each one's rows and KV cache as its own prompt step would, and from the last layer on
+// only each sequence's last row goes on (gathered to row b), to the LM head and its sampler.
 struct GptModel::GraphBuild {
   GraphBuild(GptModel& m, uint32_t T, Head head, std::span<GptModel* const> seqs = {}, bool exact_rows = false,
-             View batch_rows = {})
+             View batch_rows = {}, std::span<const uint32_t> lens = {})
       : m(m), cfg(m.cfg_), w(m.w_), g(std::make_unique<Graph>(m.ctx_)), T(T), head(head), n(T),
-        seqs(seqs), batch(!seqs.empty()), exact_rows(exact_rows), batch_rows(batch_rows),
+        seqs(seqs), lens(lens), batch(!seqs.empty() && lens.empty()), burst(!lens.empty()), exact_rows(exact_rows),
+        batch_rows(batch_rows),
         C(cfg.emb_dim), eps(cfg.norm_eps), shape(m.attention_shape()),
         x(rows_of(m.x_, T, C)), h(rows_of(m.h_, T, C)), qkv(rows_of(m.qkv_, T, 3 * C)),
         att(rows_of(m.att_, T, C)), ff(rows_of(m.ff_, T, cfg.ffn_dim)), ids(whole(m.ids_)), step(whole(m.step_)),
@@ -56,10 +68,12 @@ struct GptModel::GraphBuild {
         // the 144 C^2-sized products of the layers' GEMMs left out, prefill +7-8% on lavapipe
         // at 128 and 992 tokens (f16, A/B in the same minutes). Which steps do it:
         // ExecutionPlan::last_row_only.
-        last_row_only(!batch && head != Head::AllLogits && cfg.n_layers > 0 && m.plan_.last_row_only(T)),
+        last_row_only(!batch && !burst && head != Head::AllLogits && cfg.n_layers > 0 && m.plan_.last_row_only(T)),
         // With folded LayerNorms (the plan's, one token) the linears after a pre-LN
         // LayerNorm normalise the residual stream x themselves (after_norm).
-        fold(!batch && m.plan_.fold_norms && T == 1) {}
+        fold(!batch && !burst && m.plan_.fold_norms && T == 1) {
+    for (uint32_t first = 0; uint32_t len : lens) firsts.push_back(std::exchange(first, first + len));
+  }
 
   GptModel& m;
   const ModelConfig& cfg;
@@ -68,10 +82,12 @@ struct GptModel::GraphBuild {
   const uint32_t T;
   const Head head;
   uint32_t n;  // rows past attention: T, or 1 in a last_row_only step's last layer
-  const std::span<GptModel* const> seqs;  // a batched decode step's sequences, one per row
-  // batch: a step of seqs.size() rows; exact_rows: each row's arithmetic that of a one-token
-  // step (ExecutionPlan::batch_linear_kernel).
-  const bool batch, exact_rows;
+  const std::span<GptModel* const> seqs;  // a batched step's sequences
+  const std::span<const uint32_t> lens;    // a burst's rows per sequence
+  std::vector<uint32_t> firsts;            // a burst's first row of each sequence
+  // batch: a decode step of seqs.size() rows; burst: a burst of prompts; exact_rows: each
+  // row's arithmetic that of the sequence's own step (ExecutionPlan::batch_linear_kernel).
+  const bool batch, burst, exact_rows;
   const View batch_rows;  // a batched step's row table, when its rows attend in one dispatch
   const uint32_t C;
   const float eps;
@@ -129,7 +145,11 @@ struct GptModel::GraphBuild {
 
   // Token and position embeddings into x; a pre-LN model's first LayerNorm into h.
   void embed() {
-    if (batch) {
+    if (burst) {
+      for (size_t b = 0; b < seqs.size(); ++b)  // each prompt at its own positions
+        ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb,
+                   rows_at(m.x_, firsts[b], lens[b], C), lens[b], "embed");
+    } else if (batch) {
       for (uint32_t b = 0; b < T; ++b)  // each sequence's last token at its own position
         ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb, row(m.x_, b, C), 1,
                    "embed");
@@ -142,6 +162,7 @@ struct GptModel::GraphBuild {
 
   // Attention of layer l's T queries; returns how many rows go on past it (0: none).
   uint32_t attend(uint32_t l, const std::string& p) {
+    if (burst) return attend_burst(l, p);
     if (batch && batch_rows.buffer) {  // every row over its own slot of the shared pool at once
       ops::kv_append_attention_rows(*g, qkv, batch_rows, m.kv_->all_keys(l), m.kv_->all_values(l), att, T, shape,
                                     p + "attention");
@@ -164,12 +185,45 @@ struct GptModel::GraphBuild {
     if (head == Head::KvOnly) return 0;
     ops::copy_rows(*g, qkv, rows_of(m.qkv_, 1, 3 * C), T - 1, 1, 3 * C, p + "last_qkv");
     ops::copy_rows(*g, x, rows_of(m.x_, 1, C), T - 1, 1, C, p + "last_x");
-    const View last_step = whole(m.step_last_);  // its pos: the last token's
-    if (m.plan_.tiled_attention(T))
-      ops::attention_tiled(*g, qkv, last_step, k_cache, v_cache, whole(m.scores_), att, 1, shape, p + "attention");
-    else
-      ops::attention(*g, qkv, last_step, k_cache, v_cache, att, 1, shape, p + "attention");
+    last_row_attention(l, m, rows_of(m.qkv_, 1, 3 * C), rows_of(m.att_, 1, C), T, p);
     return 1;
+  }
+
+  // The attention of the last of `len` tokens alone, their keys and values appended: q its
+  // qkv row, out its attention row; its position in s's step_last_.
+  void last_row_attention(uint32_t l, GptModel& s, View q, View out, uint32_t len, const std::string& p) {
+    if (m.plan_.tiled_attention(len))
+      ops::attention_tiled(*g, q, whole(s.step_last_), s.k_cache(l), s.v_cache(l), whole(m.scores_), out, 1, shape,
+                           p + "attention");
+    else
+      ops::attention(*g, q, whole(s.step_last_), s.k_cache(l), s.v_cache(l), out, 1, shape, p + "attention");
+  }
+
+  // A burst's attention: each sequence's rows over its own KV cache, as its own prompt step
+  // runs them (the last layer: its last row alone where that step does). Past the last
+  // layer's attention, each sequence's last row moves to row b (its source row is at least
+  // 2b + 1, as every prompt has two or more rows, so no row is overwritten before it moves).
+  uint32_t attend_burst(uint32_t l, const std::string& p) {
+    const bool last = l + 1 == cfg.n_layers;
+    for (size_t b = 0; b < seqs.size(); ++b) {
+      GptModel& s = *seqs[b];
+      const uint32_t first = firsts[b], len = lens[b], end = first + len - 1;
+      const View q = rows_at(m.qkv_, first, len, 3 * C);
+      if (last && m.plan_.last_row_only(len)) {
+        ops::kv_append(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), len, shape, p + "attention.kv_append");
+        last_row_attention(l, s, rows_at(m.qkv_, end, 1, 3 * C), rows_at(m.att_, end, 1, C), len, p);
+      } else {
+        ops::kv_append_attention(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), rows_at(m.att_, first, len, C),
+                                 len, shape, p + "attention", maybe(m.scores_));
+      }
+    }
+    if (!last) return T;
+    for (uint32_t b = 0; b < seqs.size(); ++b) {
+      const uint32_t end = firsts[b] + lens[b] - 1;
+      ops::copy_rows(*g, att, rows_at(m.att_, b, 1, C), end, 1, C, p + "last_att");
+      ops::copy_rows(*g, x, rows_at(m.x_, b, 1, C), end, 1, C, p + "last_x");
+    }
+    return static_cast<uint32_t>(seqs.size());
   }
 
   // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x)). Each LayerNorm rides on the linear
@@ -218,7 +272,7 @@ struct GptModel::GraphBuild {
       normed = h;
     }
     const View head_bias = cfg.out_bias ? maybe(w.head_b) : none();
-    if (batch) {
+    if (batch || burst) {
       batch_head(normed, head_bias);
     } else if (fold && cfg.final_norm) {
       // One token: the LM head normalises x itself and there is only the last position.
@@ -254,14 +308,18 @@ struct GptModel::GraphBuild {
                   m.sampling_state_.get());
   }
 
-  // A batched step's LM head over every row, then each row's logits to its sequence (where
+  // A batched step's LM head over its n rows (one per sequence), in the order of a lone
+  // step's one-row product with exact rows, then each row's logits to its sequence (where
   // its log-probabilities are read) and its own sampler: parameters, seed, history.
   void batch_head(View normed, View head_bias) {
     const uint32_t V = cfg.vocab_size;
-    // The T rows only: the whole buffer (max_chunk rows) may pass the device's binding range.
-    const View logits = rows_of(m.logits_all(), T, V);
-    linear(normed, w.lm_head(), head_bias, logits, T, plain, none(), "lm_head");
-    for (uint32_t b = 0; b < T; ++b) {
+    // The n rows only: the whole buffer (max_chunk rows) may pass the device's binding range.
+    const View logits = rows_of(m.logits_all(), n, V);
+    const Matrix& W = w.lm_head();
+    ops::linear_with(*g, normed, W, head_bias, logits, n,
+                     {.kernel = m.plan_.batch_linear_kernel(m.ctx_, n, exact_rows, W, normed), .ep = plain,
+                      .name = "lm_head"});
+    for (uint32_t b = 0; b < n; ++b) {
       GptModel& s = *seqs[b];
       ops::copy_rows(*g, logits, whole(s.logits_last_), b, 1, V, "row_logits");
       ops::sample(*g, whole(s.logits_last_), whole(s.ids_), whole(s.step_), whole(s.sample_scratch_), V, s.sampling_,
@@ -272,8 +330,8 @@ struct GptModel::GraphBuild {
 
 // embed -> per layer (LayerNorm, attention, LayerNorm, MLP) -> final norm and LM head.
 std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head, std::span<GptModel* const> seqs,
-                                             bool exact_rows, View batch_rows) {
-  GraphBuild b(*this, T, head, seqs, exact_rows, batch_rows);
+                                             bool exact_rows, View batch_rows, std::span<const uint32_t> lens) {
+  GraphBuild b(*this, T, head, seqs, exact_rows, batch_rows, lens);
   b.embed();
   for (uint32_t l = 0; l < cfg_.n_layers; ++l)
     if (!(b.pre ? b.pre_ln_layer(l) : b.post_ln_layer(l))) break;  // nothing past the KV cache

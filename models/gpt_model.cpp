@@ -145,11 +145,15 @@ void GptModel::compute_folded_norms() {
   folded_ready_ = true;
 }
 
-void GptModel::check_ids(std::span<const uint32_t> ids, uint32_t pos) const {
+void check_token_ids(std::span<const uint32_t> ids, uint32_t vocab) {
   for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] >= cfg_.vocab_size)
+    if (ids[i] >= vocab)
       throw InputError("token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
-                       " is out of the vocabulary (vocab_size = " + std::to_string(cfg_.vocab_size) + ")");
+                       " is out of the vocabulary (vocab_size = " + std::to_string(vocab) + ")");
+}
+
+void GptModel::check_ids(std::span<const uint32_t> ids, uint32_t pos) const {
+  check_token_ids(ids, cfg_.vocab_size);
   if (uint64_t(pos) + ids.size() > cfg_.context_length)
     throw InputError(std::to_string(pos + ids.size()) + " tokens exceed the model's context of " +
                      std::to_string(cfg_.context_length) + " tokens");

@@ -104,8 +104,11 @@ class GptModel {
   // those models' sequences (DecodeBatch), on this model's activation buffers.
   // `batch_rows`: DecodeBatch's row table (position, KV slot unit per row; written before each
   // run), for one attention dispatch a layer over the rows' shared KvPool.
+  // `lens` not empty: a burst of prompts (DecodeBatch::sample_after_prefill), lens[b] >= 2
+  // tokens of seqs[b] (ids and step written), T their sum.
   std::unique_ptr<Graph> build_graph(uint32_t T, Head head, std::span<GptModel* const> seqs = {},
-                                     bool exact_rows = false, View batch_rows = {});
+                                     bool exact_rows = false, View batch_rows = {},
+                                     std::span<const uint32_t> lens = {});
   friend class DecodeBatch;
   struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_model.cpp)
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
@@ -160,6 +163,9 @@ class GptModel {
   std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
   std::vector<Graph*> last_run_;
 };
+
+// InputError naming the first id of `ids` outside a vocabulary of `vocab` tokens.
+void check_token_ids(std::span<const uint32_t> ids, uint32_t vocab);
 
 // n models over one set of weights whose KV caches are the slots of one KvPool: a server's
 // slots, or several prompts decoding as one batch (DecodeBatch then attends for all of them

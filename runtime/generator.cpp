@@ -71,6 +71,9 @@ void Generator::begin(std::span<const uint32_t> prompt, const GenerationOptions&
   const uint32_t context = model_.config().context_length;
   if (prompt.empty()) throw InputError("the prompt has no tokens");
   check_prompt_fits(prompt.size(), context);
+  // Checked here, not only when a chunk runs: a bad prompt then fails alone, never a run of
+  // several sequences' chunks it would have joined.
+  check_token_ids(prompt, model_.config().vocab_size);
   opts_ = options;
   text_ = TextStream(options.stop);
   tokens_.clear();
@@ -101,11 +104,27 @@ bool Generator::prefill_next() {
     timings_.prefill_s += seconds_since(t0);
     return false;
   }
-  pending_ = model_.sample_after_prefill(prompt_, b);
-  timings_.prefill_s += seconds_since(t0);
+  const uint32_t token = model_.sample_after_prefill(prompt_, b);
+  end_prefill(token, seconds_since(t0));
+  return true;
+}
+
+uint32_t Generator::next_chunk_begin() const {
+  if (!prefilling()) throw std::logic_error("Generator::next_chunk_begin() while not prefilling");
+  return chunks_[next_chunk_].first;
+}
+
+void Generator::prefilled_with(uint32_t token, double seconds) {
+  if (!prefilling() || !last_chunk_next()) throw std::logic_error("Generator::prefilled_with() before the last chunk");
+  ++next_chunk_;
+  end_prefill(token, seconds);
+}
+
+void Generator::end_prefill(uint32_t token, double seconds) {
+  pending_ = token;
+  timings_.prefill_s += seconds;
   if (opts_.logprobs) pending_logprob_ = logprob_of(pending_);
   prompt_.clear();
-  return true;
 }
 
 void Generator::decoded(uint32_t token, double seconds) {

@@ -90,6 +90,14 @@ class Generator {
   bool prefill_next();
   bool prefilling() const { return next_chunk_ < chunks_.size(); }
   uint32_t next_chunk_tokens() const;
+  // The prompt's last chunk run together with other sequences' (DecodeBatch::
+  // sample_after_prefill over this generator's model, with prompt() and the tokens before
+  // that chunk, next_chunk_begin()) instead of by prefill_next(): when last_chunk_next(),
+  // hand over the first token that run sampled and the time it took. Same results.
+  bool last_chunk_next() const { return next_chunk_ + 1 == chunks_.size(); }
+  std::span<const uint32_t> prompt() const { return prompt_; }
+  uint32_t next_chunk_begin() const;
+  void prefilled_with(uint32_t token, double seconds);
   // The next token and the text it makes final. The step with `last` set carries the rest of
   // the text. Throws std::logic_error when finished (or not started).
   GenerationStep next();
@@ -114,6 +122,7 @@ class Generator {
 
  private:
   TokenLogprob logprob_of(uint32_t token) const;
+  void end_prefill(uint32_t token, double seconds);  // after the last chunk sampled `token`
   GenerationStep finish(FinishReason why, GenerationStep step);
 
   GptModel& model_;

@@ -154,10 +154,12 @@ void Scheduler::loop() {
   }
 }
 
-Scheduler::Slot* Scheduler::next_to_prefill() {
+Scheduler::Slot* Scheduler::next_to_prefill(std::span<Slot* const> skip) {
   Slot* oldest = nullptr;
   for (Slot& s : slots_)
-    if (s.seq && s.gen->prefilling() && (!oldest || s.admitted < oldest->admitted)) oldest = &s;
+    if (s.seq && s.gen->prefilling() && (!oldest || s.admitted < oldest->admitted) &&
+        std::find(skip.begin(), skip.end(), &s) == skip.end())
+      oldest = &s;
   if (oldest) return oldest;
   for (Slot& s : slots_) {
     if (s.seq) continue;
@@ -172,12 +174,18 @@ Scheduler::Slot* Scheduler::next_to_prefill() {
 
 size_t Scheduler::prefill_round() {
   size_t handed = 0;
-  uint32_t spent = 0, chunks = 0;
-  while (Slot* s = next_to_prefill()) {
+  uint32_t spent = 0, chunks = 0, together_rows = 0;
+  std::vector<Slot*> together;  // last chunks that run as one burst after the others
+  while (Slot* s = next_to_prefill(together)) {
     const uint32_t n = s->gen->next_chunk_tokens();
     if (spent > 0 && spent + n > prefill_budget_) break;  // the next round's
     spent += n;
     ++chunks;
+    if (s->gen->last_chunk_next() && DecodeBatch::burst_fits(n) && together_rows + n <= s->model->max_chunk()) {
+      together.push_back(s);
+      together_rows += n;
+      continue;
+    }
     try {
       if (s->gen->prefill_next()) {
         step(*s);  // the first token (sampled by the last chunk) goes out now
@@ -187,9 +195,47 @@ size_t Scheduler::prefill_round() {
       release(*s, e.what());
     }
   }
+  handed += prefill_together(together);
   std::lock_guard lock(mu_);
   stats_.prefill_chunks += chunks;
   stats_.max_round_prefill_tokens = std::max(stats_.max_round_prefill_tokens, spent);
+  return handed;
+}
+
+size_t Scheduler::prefill_together(std::span<Slot* const> together) {
+  if (together.empty()) return 0;
+  std::vector<GptModel*> models;
+  std::vector<std::span<const uint32_t>> prompts;
+  std::vector<uint32_t> begins;
+  for (Slot* s : together) {
+    models.push_back(s->model.get());
+    prompts.push_back(s->gen->prompt());
+    begins.push_back(s->gen->next_chunk_begin());
+  }
+  const auto t0 = Clock::now();
+  std::vector<uint32_t> first;
+  try {
+    first = batch_.sample_after_prefill(models, prompts, begins);
+  } catch (const std::exception& e) {
+    for (Slot* s : together) release(*s, e.what());
+    return 0;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  {
+    std::lock_guard lock(mu_);
+    stats_.burst_prompts = batch_.burst_prompts();
+  }
+  size_t handed = 0;
+  for (size_t b = 0; b < together.size(); ++b) {
+    try {
+      together[b]->gen->prefilled_with(first[b], seconds);
+    } catch (const std::exception& e) {
+      release(*together[b], e.what());
+      continue;
+    }
+    step(*together[b]);  // its first token goes out now
+    ++handed;
+  }
   return handed;
 }
 

@@ -1,9 +1,10 @@
 // Several sequences at once over a pool of KV slots: each slot is a GptModel of its own (KV
 // cache, activations, graphs) over weights the slots share. One thread, the scheduler's,
 // does all the Vulkan work, in rounds: prompt chunks first (of sequences still prefilling,
-// then of queued ones taking free slots; each first token is sent as soon as its prompt's
-// last chunk ran), at most `prefill_budget` tokens of them a round, then one batched decode
-// step of every running sequence (models/decode_batch.hpp). A new sequence waits for at
+// then of queued ones taking free slots; the last chunks of several prompts, those that
+// sample a first token, run as one burst, and each first token is sent as soon as that ran),
+// at most `prefill_budget` tokens of them a round, then one batched decode step of every
+// running sequence (models/decode_batch.hpp). A new sequence waits for at
 // most one step, and a long prompt delays the running streams by one chunk a round, not by
 // its whole prefill.
 // Sequences join and leave between steps; a cancelled one leaves at the next step. Each slot runs its
@@ -26,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -99,6 +101,7 @@ struct SchedulerStats {
   double step_seconds = 0;  // time spent in rounds (every slot's step and the admissions between)
   uint64_t step_tokens = 0;  // tokens those rounds made (first tokens included)
   uint64_t prefill_chunks = 0;  // prompt chunks run
+  uint64_t burst_prompts = 0;   // prompts whose last chunk ran in a burst with others' (prefill_together)
   uint32_t max_round_prefill_tokens = 0;  // most prompt tokens one round ran before its decode step
 };
 
@@ -140,12 +143,17 @@ class Scheduler {
   };
   void loop();
   // A round's prompt chunks, within prefill_budget_ tokens (at least one chunk): those of
-  // sequences already prefilling, oldest first, then queued sequences' in free slots. A
-  // sequence whose last chunk ran hands out its first token. Returns the tokens handed out.
+  // sequences already prefilling, oldest first, then queued sequences' in free slots. The
+  // last chunks (those that sample a first token) run together, one burst of up to a chunk's
+  // rows (prefill_together), the others one by one. A sequence whose last chunk ran hands
+  // out its first token. Returns the tokens handed out.
   size_t prefill_round();
-  // The prefilling slot admitted first, or a free slot given the next queued sequence; null
-  // when neither is left.
-  Slot* next_to_prefill();
+  // The prefilling slot admitted first and not in `skip`, or a free slot given the next
+  // queued sequence; null when neither is left.
+  Slot* next_to_prefill(std::span<Slot* const> skip);
+  // Runs these slots' last chunks as one burst (DecodeBatch::sample_after_prefill: each
+  // sequence's results as its own) and hands out their first tokens; returns how many.
+  size_t prefill_together(std::span<Slot* const> together);
   void admit(Slot& slot, std::shared_ptr<Sequence> seq);
   void step(Slot& slot);
   // One batched decode step of every running sequence that is due one; each then hands out
