@@ -14,10 +14,14 @@
 // The pick is a prefix sum: every invocation sums a contiguous chunk of weights, an
 // exclusive scan places the chunks, and the chunk holding u * total scans its elements.
 // temperature == 0 is greedy: the lowest index of the largest logit.
-// BATCH != 0: workgroup j draws with counter step_rng + j into ids[j] and leaves the step
-// buffer alone (tests and many-candidate draws); otherwise ids[0] gets the token and the
-// step advances (pos += 1, rng += 1) so a recorded decode graph replays unchanged, and
-// with HISTORY the token is appended to the sequence's history.
+// BATCH 1: workgroup j draws with counter step_rng + j into ids[j] and leaves the step
+// buffer alone (tests and many-candidate draws). BATCH 2 (rows): workgroup b samples row b
+// of logits [rows][VOCAB] with the parameters and counter of row b of the table bound
+// where the step buffer is, into ids[b] (a batched decode step's sequences, each with its
+// own sampler; FILTERS is then the union of the rows' stages and each row tests its own
+// parameters, uniformly over the workgroup). BATCH 0: ids[0] gets the token and the step
+// advances (pos += 1, rng += 1) so a recorded decode graph replays unchanged, and with
+// HISTORY the token is appended to the sequence's history.
 //! variant subgroup USE_SUBGROUP
 //! variant shared
 layout(local_size_x_id = 0) in;
@@ -37,7 +41,8 @@ const bool TOP_P = (FILTERS & 4u) != 0u;
 // (shaders/sample_controls.comp) read; 0: binding 4 is a placeholder left alone.
 layout(constant_id = 6) const uint HISTORY = 0;
 
-// Fixed per recorded graph (SamplingParams); push constants so a new seed needs no new pipeline.
+// Fixed per recorded graph (SamplingParams); push constants so a new seed needs no new
+// pipeline. Unused with BATCH 2, which reads RowParams instead.
 layout(push_constant) uniform Params {
   float temperature;  // 0: greedy
   uint top_k;         // 0 or >= VOCAB: off
@@ -50,6 +55,19 @@ layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
 layout(std430, binding = 1) writeonly buffer Ids { uint ids[]; };
 #define STEP_BINDING 2
 #include "common/step.glsl"
+// BATCH 2: the parameters of row b at row_params[b] (ops::SampleRow), bound where the
+// step buffer is in the other modes (two views of one binding; each mode uses only its own).
+struct RowParams {
+  float temperature;
+  uint top_k;
+  float top_p;
+  uint seed_lo;
+  uint seed_hi;
+  uint rng_step;
+  uint pad0;
+  uint pad1;
+};
+layout(std430, binding = STEP_BINDING) readonly buffer RowTable { RowParams row_params[]; };
 // Per workgroup: weights by token id [0, VOCAB), then the candidate lists (entry e of
 // invocation l at LIST_OFFSET + l + e * size, below LIST_OFFSET + VOCAB since l owns tokens
 // l, l + size, ... and lists only those). Coherent: the pick reads weights that other
@@ -70,9 +88,20 @@ bool weights_cached = false;    // the top-p search left the kept tokens' weight
 uint listed = 0;                // length of this invocation's candidate list
 bool lists_hold_floor = false;  // the lists hold every token top-k keeps
 
-float temperature;  // P.temperature, read once in main(): on lavapipe a push-constant read
-                    // inside a loop is a gather over the lanes
+// The temperature (P's or the row's), read once in main(): on lavapipe a push-constant
+// read inside a loop is a gather over the lanes.
+float temperature;
+// This draw's other parameters: P's, or (BATCH 2) its row's, which main() copies here. The
+// other modes read P where they use it, as before BATCH 2 existed: through globals they
+// drew 0.02 ms slower (1.5%) and JIT-compiled 10 ms slower (GPT-2's vocabulary, lavapipe).
+RowParams row;
+uint top_k() { return BATCH == 2u ? row.top_k : P.top_k; }
+float top_p() { return BATCH == 2u ? row.top_p : P.top_p; }
+uvec2 seed() { return BATCH == 2u ? uvec2(row.seed_lo, row.seed_hi) : uvec2(P.seed_lo, P.seed_hi); }
 float weight_of(float x) { return exp((x - max_logit) / temperature); }
+
+// Logit i of this workgroup's row (BATCH 2) or of the one vector (else).
+float logit(uint i) { return logits[BATCH == 2u ? gl_WorkGroupID.x * VOCAB + i : i]; }
 
 // One token's part in a search pass over the key interval [cand[0], hi]: a token inside
 // counts for the candidates at or below its key, one above for all of them. Tokens from
@@ -132,7 +161,7 @@ uint search_threshold(uint lo, uint hi, const bool by_mass) {
   // The first whole pass lists the tokens in the top quarter of the logit range [lo, hi].
   float vlo = key_value(lo);
   uint list_from_first = clamp(order_key(vlo + (key_value(hi) - vlo) * 0.75), lo, hi);
-  float target = float(P.top_k);
+  float target = float(top_k());
   float above = 0.0;
   // Whether a pass walks the lists rather than the whole vocabulary: from the start when
   // top-p follows top-k, after the first pass when its interval lies within what it listed
@@ -159,7 +188,7 @@ uint search_threshold(uint lo, uint hi, const bool by_mass) {
     listed = 0;
     for (uint e = 0; e < n; ++e) {
       uint i = walk ? scratch[wbase + LIST_OFFSET + e * gl_WorkGroupSize.x + lid] : lid + e * gl_WorkGroupSize.x;
-      float x = logits[i];
+      float x = logit(i);
       uint k = order_key(x);
       float f = 1.0;
       if (by_mass) {
@@ -184,7 +213,7 @@ uint search_threshold(uint lo, uint hi, const bool by_mass) {
     for (uint j = 0; j < NSUM; ++j) acc[j] += above;
     wg_sums(acc);
     // acc[0] is F(lo); on the first pass that is the total weight.
-    if (by_mass && pass == 0u) target = P.top_p * acc[0];
+    if (by_mass && pass == 0u) target = top_p() * acc[0];
     // The largest candidate still holding the target (F(cand[0]) >= target by the
     // invariant) and the one above it, found with constant indices only: an array indexed
     // by a variable moves to per-invocation scratch memory on lavapipe.
@@ -221,10 +250,10 @@ uint draw_token(uint floor_key, float u) {
     memoryBarrierBuffer();  // the weights were written by other invocations
     barrier();
     for (uint i = begin; i < end; ++i)
-      kahan_add(s, carry, order_key(logits[i]) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0);
+      kahan_add(s, carry, order_key(logit(i)) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0);
   } else {
     for (uint i = begin; i < end; ++i) {
-      float x = logits[i];
+      float x = logit(i);
       float w = order_key(x) >= floor_key ? weight_of(x) : 0.0;
       scratch[wbase + i] = floatBitsToUint(w);  // for this invocation's second look below
       kahan_add(s, carry, w);
@@ -242,7 +271,7 @@ uint draw_token(uint floor_key, float u) {
     // rounding leaves the target at the chunk's very end.
     precise float run = bound, run_carry = 0.0;
     for (uint i = begin; i < end; ++i) {
-      float w = order_key(logits[i]) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0;
+      float w = order_key(logit(i)) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0;
       if (w > 0.0) {
         kahan_add(run, run_carry, w);
         pick = i;
@@ -254,16 +283,23 @@ uint draw_token(uint floor_key, float u) {
 }
 
 void main() {
-  temperature = P.temperature;
   lid = gl_LocalInvocationID.x;
   uint draw = BATCH != 0 ? gl_WorkGroupID.x : 0u;
   wbase = draw * SCRATCH_STRIDE;
-  uint counter = step_rng + draw;
+  uint counter;
+  if (BATCH == 2u) {
+    row = row_params[draw];
+    temperature = row.temperature;
+    counter = row.rng_step;
+  } else {
+    temperature = P.temperature;
+    counter = step_rng + draw;
+  }
 
   // One pass: the key range, and each invocation's lowest index holding its largest key.
   uint kmax = 0u, nkmin = 0u, nidx = 0u;  // key 0 is below every non-NaN float
   for (uint i = lid; i < VOCAB; i += gl_WorkGroupSize.x) {
-    uint k = order_key(logits[i]);
+    uint k = order_key(logit(i));
     if (k > kmax || i == lid) {  // strictly larger: the lowest index wins ties
       kmax = k;
       nidx = ~i;
@@ -281,10 +317,10 @@ void main() {
     uint floor_key = kmin;
     for (uint m = 0u; m < 2u; ++m) {  // top-k, then top-p on what it kept
       bool by_mass = m == 1u;
-      bool on = by_mass ? TOP_P && P.top_p < 1.0 : TOP_K && P.top_k > 0u && P.top_k < VOCAB;
+      bool on = by_mass ? TOP_P && top_p() < 1.0 : TOP_K && top_k() > 0u && top_k() < VOCAB;
       if (on) floor_key = search_threshold(floor_key, wg_kmax, by_mass);
     }
-    token = draw_token(floor_key, philox_uniform(uvec2(P.seed_lo, P.seed_hi), counter));
+    token = draw_token(floor_key, philox_uniform(seed(), counter));
   }
 
   if (BATCH != 0) {

@@ -77,12 +77,28 @@ void require_bytes(const View& v, uint64_t bytes, const char* what, const std::s
                            " bytes, needs " + std::to_string(bytes));
 }
 
-void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
-                 bool batch, const SamplingParams& p, const std::string& name, SamplingState* state) {
-  check_sampling_params(p);
+void check_vocab_and_count(uint32_t vocab, uint32_t count, const std::string& name) {
   if (vocab == 0 || vocab >= (1u << 24))
     throw std::logic_error("dispatch '" + name + "': vocab must be in [1, 2^24) (counts are exact floats)");
   if (count == 0 || count > 65535) throw std::logic_error("dispatch '" + name + "': count must be in [1, 65535]");
+}
+
+// BATCH in shaders/sample.comp.
+constexpr uint32_t kModeSingle = 0, kModeMany = 1, kModeRows = 2;
+
+// Which stages run is a specialization constant (FILTERS, sampler_filters()): the driver
+// compiles only those. The whole sampler took 1.5 s of lavapipe's JIT at a cold start,
+// greedy alone a few milliseconds.
+const vk::Pipeline& sampler_pipeline(Graph& g, uint32_t vocab, uint32_t mode, uint32_t filters, bool append) {
+  SamplerShape s = sampler_shape(g.context(), vocab);
+  return g.context().pipelines().get(
+      {s.variant("sample"), {s.local, vocab, s.slots, mode, scratch_stride_words(vocab), filters, append ? 1u : 0u}, 5, 20});
+}
+
+void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
+                 bool batch, const SamplingParams& p, const std::string& name, SamplingState* state) {
+  check_sampling_params(p);
+  check_vocab_and_count(vocab, count, name);
   require_bytes(logits, uint64_t(vocab) * 4, "logits", name);
   require_bytes(ids, uint64_t(count) * 4, "ids", name);
   require_bytes(step, sizeof(StepState), "step", name);
@@ -96,15 +112,7 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
   // The history to append to (single draws only), else a placeholder the shader leaves alone.
   const bool append = state && !batch;
   const View history = append ? state->history() : g.scratch(16);
-  SamplerShape s = sampler_shape(g.context(), vocab);
-  // Which stages the parameters use, as a specialization constant (shaders/sample.comp,
-  // FILTERS): the driver compiles only those. The whole sampler took 1.5 s of lavapipe's
-  // JIT at a cold start, greedy alone a few milliseconds.
-  const bool greedy = p.temperature == 0.0f;
-  const uint32_t filters = greedy ? 0u
-                                  : 1u | (p.top_k > 0 && p.top_k < vocab ? 2u : 0u) | (p.top_p < 1.0f ? 4u : 0u);
-  const auto& pipe = g.context().pipelines().get(
-      {s.variant("sample"), {s.local, vocab, s.slots, batch ? 1u : 0u, scratch_stride_words(vocab), filters, append ? 1u : 0u}, 5, 20});
+  const auto& pipe = sampler_pipeline(g, vocab, batch ? kModeMany : kModeSingle, sampler_filters(p, vocab), append);
   std::vector<uint32_t> push = {bits(p.temperature), p.top_k, bits(p.top_p), static_cast<uint32_t>(p.seed),
                                 static_cast<uint32_t>(p.seed >> 32)};
   g.add({name,
@@ -119,6 +127,45 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
 }
 
 }  // namespace
+
+uint32_t sampler_filters(const SamplingParams& p, uint32_t vocab) {
+  if (p.temperature == 0.0f) return 0u;  // greedy
+  return 1u | (p.top_k > 0 && p.top_k < vocab ? 2u : 0u) | (p.top_p < 1.0f ? 4u : 0u);
+}
+
+SampleRow sample_row(const SamplingParams& p, uint32_t rng_step) {
+  check_sampling_params(p);
+  if (p.controls_on())
+    throw std::logic_error("sample_row: the sampling controls (penalties, logit bias, min-p) need sample()");
+  return {p.temperature, p.top_k, p.top_p, static_cast<uint32_t>(p.seed), static_cast<uint32_t>(p.seed >> 32),
+          rng_step, 0, 0};
+}
+
+void sample_rows(Graph& g, View logits, uint32_t rows, View table, View ids, View scratch, uint32_t vocab,
+                 uint32_t filters, const std::string& name) {
+  check_vocab_and_count(vocab, rows, name);
+  if (filters > 7u) throw std::logic_error("dispatch '" + name + "': filters has bits beyond the sampler's three");
+  // Scratch word indices (and so logit indices, which are fewer) must fit 32 bits.
+  if (uint64_t(rows) * scratch_stride_words(vocab) > 0xffffffffull)
+    throw std::logic_error("dispatch '" + name + "': rows * vocab too large for 32-bit indices");
+  require_bytes(logits, uint64_t(rows) * vocab * 4, "logits", name);
+  require_bytes(table, uint64_t(rows) * sizeof(SampleRow), "table", name);
+  require_bytes(ids, uint64_t(rows) * 4, "ids", name);
+  require_bytes(scratch, uint64_t(rows) * sample_scratch_bytes(vocab), "scratch", name);
+  const auto& pipe = sampler_pipeline(g, vocab, kModeRows, filters, false);
+  // The shader reads every row's parameters from the table; the push constants are unused
+  // but the pipeline layout declares them.
+  std::vector<uint32_t> push(5, 0u);
+  g.add({name,
+         &pipe,
+         {{logits, Access::Read},
+          {ids, Access::Write},
+          {table, Access::Read},
+          {scratch, Access::ReadWrite},
+          {g.scratch(16), Access::Read}},  // the history binding, unused
+         {rows, 1, 1},
+         push});
+}
 
 void check_sampling_params(const SamplingParams& p) {
   if (!std::isfinite(p.temperature) || p.temperature < 0)

@@ -65,6 +65,42 @@ uint64_t sample_scratch_bytes(uint32_t vocab);
 void sample_many(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
                  const SamplingParams& p, const std::string& name = "sample_many");
 
+// One row's sampling parameters as sample_rows() reads them from its table (std430, 32
+// bytes a row; shaders/sample.comp's RowParams). rng_step is the Philox counter the row
+// draws with: the row's token is the one sample() gives with its step buffer's rng_step.
+struct SampleRow {
+  float temperature;
+  uint32_t top_k;
+  float top_p;
+  uint32_t seed_lo, seed_hi;
+  uint32_t rng_step;
+  uint32_t pad0, pad1;
+};
+static_assert(sizeof(SampleRow) == 32, "shaders/sample.comp reads the table as 32-byte rows");
+
+// The table row for `p` drawing with counter rng_step. Throws UsageError on bad parameters
+// (check_sampling_params) and std::logic_error when p.controls_on(): sample_rows() has no
+// sampling controls (penalties, logit bias, min-p); such a row needs its own sample().
+SampleRow sample_row(const SamplingParams& p, uint32_t rng_step);
+
+// The sampler stages `p` uses on a vocabulary of `vocab` (FILTERS in shaders/sample.comp:
+// bit 0 sampling, i.e. temperature > 0; bit 1 top-k; bit 2 top-p). sample() compiles its
+// pipeline for exactly these; sample_rows() for the union (bitwise or) of its rows'.
+uint32_t sampler_filters(const SamplingParams& p, uint32_t vocab);
+
+// Row b of logits [rows][vocab] (row b at b * vocab floats) is sampled with table[b] (a
+// SampleRow) into ids[b], one workgroup a row, in one dispatch. Nothing else is written: no
+// step buffer, no history. Each row's token is exactly the one sample() gives for that
+// row's logits, parameters and rng_step; a greedy row takes the argmax and a row whose
+// top-k or top-p is off skips that filter whatever the other rows use. `filters` must
+// hold every row's sampler_filters (their union: one pipeline for the mix; a table with a
+// stage outside it is not detected and samples wrongly). Not supported: rows whose
+// parameters use the sampling controls (sample_row() refuses them; give such a row its own
+// sample() with a SamplingState). `scratch` holds rows * sample_scratch_bytes(vocab)
+// bytes; rows <= 65535 and rows * sample_scratch_bytes(vocab) < 16 GiB (32-bit word indices).
+void sample_rows(Graph& g, View logits, uint32_t rows, View table, View ids, View scratch, uint32_t vocab,
+                 uint32_t filters, const std::string& name = "sample_rows");
+
 // Starts one draw with parameters `p` on scratch buffers of its own and returns at once, so
 // that the sampler's pipeline for `p` is ready before the model first needs it. lavapipe
 // JIT-compiles a pipeline at its first dispatch, on its queue thread: the sampler with top-k
