@@ -52,6 +52,45 @@ bool DecodeBatch::one_attention_dispatch(std::span<GptModel* const> seqs) {
   return rows_.size() >= seqs.size() * 8;  // (a larger pool than the first: row by row)
 }
 
+bool DecodeBatch::one_sampler_dispatch(std::span<GptModel* const> seqs) {
+  for (const GptModel* m : seqs)
+    if (m->sampling_.controls_on()) return false;
+  if (sampler_rows_ < seqs.size()) {
+    graphs_.clear();  // recorded with the smaller buffers, which go now
+    const GptModel& first = *seqs[0];
+    sampler_rows_ = std::max<size_t>({seqs.size(), first.kv_->slots(), 16});
+    sample_table_ = vk::Buffer(first.ctx_, sampler_rows_ * sizeof(ops::SampleRow), vk::Memory::Host, "batch sampler table");
+    sample_ids_ = vk::Buffer(first.ctx_, sampler_rows_ * 4, vk::Memory::Host, "batch sampled ids");
+    sample_scratch_ = vk::Buffer(first.ctx_, sampler_rows_ * ops::sample_scratch_bytes(first.cfg_.vocab_size),
+                                 vk::Memory::Device, "batch sampler scratch");
+  }
+  return true;
+}
+
+void DecodeBatch::write_sampler_table(std::span<GptModel* const> seqs) {
+  auto* table = static_cast<ops::SampleRow*>(sample_table_.mapped());
+  for (size_t b = 0; b < seqs.size(); ++b)
+    table[b] = ops::sample_row(seqs[b]->sampling_, static_cast<const StepState*>(seqs[b]->step_.mapped())->rng_step);
+}
+
+std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs) {
+  if (rows_used_) write_rows(seqs);
+  if (sampler_used_) write_sampler_table(seqs);
+  g.run();
+  GptModel& first = *seqs[0];
+  std::vector<uint32_t> ids;
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    GptModel& m = *seqs[b];
+    if (sampler_used_) m.took_batch_sample(static_cast<const uint32_t*>(sample_ids_.mapped())[b]);
+    ids.push_back(static_cast<const uint32_t*>(m.ids_.mapped())[0]);
+    const uint64_t row_bytes = uint64_t(first.cfg_.vocab_size) * 4;
+    m.step_logits_ = View{&first.logits_all_, b * row_bytes, row_bytes};
+    m.last_run_.clear();
+  }
+  first.last_run_ = {&g};  // the graph runs on its activations: its profile_summary() is the step's
+  return ids;
+}
+
 void DecodeBatch::write_rows(std::span<GptModel* const> seqs) {
   auto* rows = static_cast<uint32_t*>(rows_.mapped());
   for (size_t b = 0; b < seqs.size(); ++b) {
@@ -69,6 +108,7 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const u
         std::equal(e.lens.begin(), e.lens.end(), lens.begin(), lens.end())) {
       e.last_used = steps_;
       rows_used_ = e.uses_rows;
+      sampler_used_ = e.uses_sampler;
       return *e.graph;
     }
   // A graph with a model whose sampling changed since is never used again: drop those first.
@@ -82,13 +122,20 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const u
     graphs_.erase(std::min_element(graphs_.begin(), graphs_.end(),
                                    [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; }));
   Entry e{{seqs.begin(), seqs.end()}, {lens.begin(), lens.end()}, std::move(versions), nullptr, steps_};
-  GptModel& builder = *seqs[0];
+  e.uses_sampler = one_sampler_dispatch(seqs);  // before the graphs' buffers may go
   e.uses_rows = lens.empty() && one_attention_dispatch(seqs);
-  const View rows = e.uses_rows ? whole(rows_) : View{};
+  GptModel::BatchStep step{seqs, lens, exact_rows_};
+  if (e.uses_rows) step.rows = whole(rows_);
+  if (e.uses_sampler) {
+    step.sample_table = whole(sample_table_);
+    step.sample_ids = whole(sample_ids_);
+    step.sample_scratch = whole(sample_scratch_);
+  }
   uint32_t T = static_cast<uint32_t>(seqs.size());
   if (!lens.empty()) T = std::accumulate(lens.begin(), lens.end(), 0u);
-  e.graph = builder.build_graph(T, GptModel::Head::LastSample, seqs, exact_rows_, rows, lens);
+  e.graph = seqs[0]->build_graph(T, GptModel::Head::LastSample, &step);
   rows_used_ = e.uses_rows;
+  sampler_used_ = e.uses_sampler;
   graphs_.push_back(std::move(e));
   return *graphs_.back().graph;
 }
@@ -104,16 +151,8 @@ std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) 
   }
   // Each row embeds its sequence's last sampled token at its position, and its sampler
   // writes the next one there and advances the position: as decode_next() does.
-  Graph& g = graph_for(seqs);
-  if (rows_used_) write_rows(seqs);
-  g.run();
-  std::vector<uint32_t> ids;
-  for (GptModel* m : seqs) {
-    ++m->pos_;
-    m->last_run_.clear();
-    ids.push_back(static_cast<const uint32_t*>(m->ids_.mapped())[0]);
-  }
-  seqs[0]->last_run_ = {&g};  // the graph runs on its activations: its profile_summary() is the step's
+  std::vector<uint32_t> ids = run(graph_for(seqs), seqs);
+  for (GptModel* m : seqs) ++m->pos_;
   return ids;
 }
 
@@ -158,17 +197,13 @@ std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* cons
     m.write_ids(chunk, prefilled[b]);
     static_cast<StepState*>(m.step_.mapped())->rng_step = 0;
   }
-  Graph& g = graph_for(seqs, lens);
-  g.run();
+  ids = run(graph_for(seqs, lens), seqs);
   burst_prompts_ += seqs.size();
   for (size_t b = 0; b < seqs.size(); ++b) {
     GptModel& m = *seqs[b];
     m.pos_ = static_cast<uint32_t>(prompts[b].size());
     static_cast<StepState*>(m.step_.mapped())->pos = m.pos_;  // the sampled token goes after the prompt
-    m.last_run_.clear();
-    ids.push_back(static_cast<const uint32_t*>(m.ids_.mapped())[0]);
   }
-  seqs[0]->last_run_ = {&g};
   return ids;
 }
 

@@ -15,6 +15,9 @@
 // one (milliseconds; the pipelines are those of the one-token and prompt steps). Models
 // made by make_slot_models share a KvPool: on CPU devices their rows then attend in one
 // dispatch a layer, through a row table of positions and slots written before each step.
+// Every row's token is drawn by one sampler dispatch (ops::sample_rows, each row with its
+// own parameters, seed and counter from a table written before each step), unless a row
+// uses the sampling controls: then each row has its own sampler.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -69,7 +72,8 @@ class DecodeBatch {
     std::vector<uint64_t> sampling_versions;
     std::unique_ptr<Graph> graph;
     uint64_t last_used = 0;
-    bool uses_rows = false;  // its attention reads the row table
+    bool uses_rows = false;     // its attention reads the row table
+    bool uses_sampler = false;  // one sampler dispatch for every row, reading the sampler table
   };
   static constexpr size_t kMaxGraphs = 8;
   // The decode step's graph for seqs, or with `lens` a burst's.
@@ -81,10 +85,22 @@ class DecodeBatch {
   // the device running ops::kv_append_attention_rows. Then rows_ holds the row table.
   bool one_attention_dispatch(std::span<GptModel* const> seqs);
   void write_rows(std::span<GptModel* const> seqs);
+  // Whether every row can take one sampler dispatch (ops::sample_rows: no sampling
+  // controls); then its buffers hold at least seqs.size() rows.
+  bool one_sampler_dispatch(std::span<GptModel* const> seqs);
+  void write_sampler_table(std::span<GptModel* const> seqs);
+  // Runs a batched graph of seqs (its tables written first), then hands each sequence its
+  // token and logits; returns the tokens.
+  std::vector<uint32_t> run(Graph& g, std::span<GptModel* const> seqs);
 
   bool exact_rows_;
   vk::Buffer rows_;  // host-visible row table: (position, KV slot unit) per row
   bool rows_used_ = false;  // the graph graph_for() returned last reads it
+  // ops::sample_rows' table (host-visible), the ids it writes (host-visible) and its scratch,
+  // for sampler_rows_ rows; sampler_used_: the graph graph_for() returned last uses them.
+  vk::Buffer sample_table_, sample_ids_, sample_scratch_;
+  size_t sampler_rows_ = 0;
+  bool sampler_used_ = false;
   std::vector<Entry> graphs_;
   uint64_t steps_ = 0;
   uint64_t burst_prompts_ = 0;

@@ -50,11 +50,10 @@ View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
 // each one's rows and KV cache as its own prompt step would, and from the last layer on
 // only each sequence's last row goes on (gathered to row b), to the LM head and its sampler.
 struct GptModel::GraphBuild {
-  GraphBuild(GptModel& m, uint32_t T, Head head, std::span<GptModel* const> seqs = {}, bool exact_rows = false,
-             View batch_rows = {}, std::span<const uint32_t> lens = {})
-      : m(m), cfg(m.cfg_), w(m.w_), g(std::make_unique<Graph>(m.ctx_)), T(T), head(head), n(T),
-        seqs(seqs), lens(lens), batch(!seqs.empty() && lens.empty()), burst(!lens.empty()), exact_rows(exact_rows),
-        batch_rows(batch_rows),
+  GraphBuild(GptModel& m, uint32_t T, Head head, const BatchStep& step_of = {})
+      : m(m), cfg(m.cfg_), w(m.w_), g(std::make_unique<Graph>(m.ctx_)), T(T), head(head), n(T), bs(step_of),
+        seqs(bs.seqs), lens(bs.lens), batch(!seqs.empty() && lens.empty()), burst(!lens.empty()),
+        exact_rows(bs.exact_rows),
         C(cfg.emb_dim), eps(cfg.norm_eps), shape(m.attention_shape()),
         x(rows_of(m.x_, T, C)), h(rows_of(m.h_, T, C)), qkv(rows_of(m.qkv_, T, 3 * C)),
         att(rows_of(m.att_, T, C)), ff(rows_of(m.ff_, T, cfg.ffn_dim)), ids(whole(m.ids_)), step(whole(m.step_)),
@@ -82,13 +81,13 @@ struct GptModel::GraphBuild {
   const uint32_t T;
   const Head head;
   uint32_t n;  // rows past attention: T, or 1 in a last_row_only step's last layer
+  const BatchStep bs;                      // a batched step's sequences and buffers
   const std::span<GptModel* const> seqs;  // a batched step's sequences
   const std::span<const uint32_t> lens;    // a burst's rows per sequence
   std::vector<uint32_t> firsts;            // a burst's first row of each sequence
   // batch: a decode step of seqs.size() rows; burst: a burst of prompts; exact_rows: each
   // row's arithmetic that of the sequence's own step (ExecutionPlan::batch_linear_kernel).
   const bool batch, burst, exact_rows;
-  const View batch_rows;  // a batched step's row table, when its rows attend in one dispatch
   const uint32_t C;
   const float eps;
   const ops::AttentionShape shape;
@@ -163,8 +162,8 @@ struct GptModel::GraphBuild {
   // Attention of layer l's T queries; returns how many rows go on past it (0: none).
   uint32_t attend(uint32_t l, const std::string& p) {
     if (burst) return attend_burst(l, p);
-    if (batch && batch_rows.buffer) {  // every row over its own slot of the shared pool at once
-      ops::kv_append_attention_rows(*g, qkv, batch_rows, m.kv_->all_keys(l), m.kv_->all_values(l), att, T, shape,
+    if (batch && bs.rows.buffer) {  // every row over its own slot of the shared pool at once
+      ops::kv_append_attention_rows(*g, qkv, bs.rows, m.kv_->all_keys(l), m.kv_->all_values(l), att, T, shape,
                                     p + "attention");
       return T;
     }
@@ -309,8 +308,9 @@ struct GptModel::GraphBuild {
   }
 
   // A batched step's LM head over its n rows (one per sequence), in the order of a lone
-  // step's one-row product with exact rows, then each row's logits to its sequence (where
-  // its log-probabilities are read) and its own sampler: parameters, seed, history.
+  // step's one-row product with exact rows, then every row's sampler (its own parameters,
+  // seed and counter) in one dispatch; or, where the batch gives no table for that (rows
+  // with sampling controls), each row's logits to its sequence and its own sampler.
   void batch_head(View normed, View head_bias) {
     const uint32_t V = cfg.vocab_size;
     // The n rows only: the whole buffer (max_chunk rows) may pass the device's binding range.
@@ -319,6 +319,12 @@ struct GptModel::GraphBuild {
     ops::linear_with(*g, normed, W, head_bias, logits, n,
                      {.kernel = m.plan_.batch_linear_kernel(m.ctx_, n, exact_rows, W, normed), .ep = plain,
                       .name = "lm_head"});
+    if (bs.sample_ids.buffer) {
+      uint32_t filters = 0;
+      for (const GptModel* s : seqs) filters |= ops::sampler_filters(s->sampling_, V);
+      ops::sample_rows(*g, logits, n, bs.sample_table, bs.sample_ids, bs.sample_scratch, V, filters, "sample");
+      return;
+    }
     for (uint32_t b = 0; b < n; ++b) {
       GptModel& s = *seqs[b];
       ops::copy_rows(*g, logits, whole(s.logits_last_), b, 1, V, "row_logits");
@@ -329,9 +335,8 @@ struct GptModel::GraphBuild {
 };
 
 // embed -> per layer (LayerNorm, attention, LayerNorm, MLP) -> final norm and LM head.
-std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head, std::span<GptModel* const> seqs,
-                                             bool exact_rows, View batch_rows, std::span<const uint32_t> lens) {
-  GraphBuild b(*this, T, head, seqs, exact_rows, batch_rows, lens);
+std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head, const BatchStep* batch) {
+  GraphBuild b(*this, T, head, batch ? *batch : BatchStep{});
   b.embed();
   for (uint32_t l = 0; l < cfg_.n_layers; ++l)
     if (!(b.pre ? b.pre_ln_layer(l) : b.post_ln_layer(l))) break;  // nothing past the KV cache

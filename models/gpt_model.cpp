@@ -49,6 +49,7 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
   att_ = vk::Buffer(ctx, T * C * 4, vk::Memory::Device, "attention output");
   ff_ = vk::Buffer(ctx, T * F * 4, vk::Memory::Device, "feed-forward activations");
   logits_last_ = vk::Buffer(ctx, V * 4, vk::Memory::Device, "logits");
+  step_logits_ = whole(logits_last_);
   // Inputs of linear layers: CPU devices read them through texel views (engine/ops/linear.hpp).
   for (vk::Buffer* b : {&x_, &h_, &h_last_, &att_, &ff_}) b->try_create_texel_view();
   sample_scratch_ = vk::Buffer(ctx, ops::sample_scratch_bytes(cfg_.vocab_size), vk::Memory::Device, "sampler scratch");
@@ -118,6 +119,7 @@ vk::Buffer& GptModel::logits_all() {
 
 Graph& GptModel::run(uint32_t T, Head head) {
   if (plan_.fold_norms && T == 1 && !folded_ready_) compute_folded_norms();
+  step_logits_ = whole(logits_last_);
   Graph& g = graph(T, head);
   g.run();
   return g;
@@ -245,8 +247,16 @@ uint32_t GptModel::decode_next() {
 
 std::vector<float> GptModel::last_step_logits() const {
   std::vector<float> logits(cfg_.vocab_size);
-  logits_last_.download(logits.data(), logits.size() * 4);
+  step_logits_.buffer->download(logits.data(), logits.size() * 4, step_logits_.offset);
   return logits;
+}
+
+void GptModel::took_batch_sample(uint32_t token) {
+  static_cast<uint32_t*>(ids_.mapped())[0] = token;
+  auto* s = static_cast<StepState*>(step_.mapped());
+  ++s->pos;
+  ++s->rng_step;
+  sampling_state_->append(token);
 }
 
 void GptModel::warm_up(uint32_t prompt_tokens) {

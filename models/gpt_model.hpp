@@ -100,21 +100,31 @@ class GptModel {
   // cache: no final norm of its own, no LM head).
   enum class Head { AllLogits, LastLogits, LastSample, KvOnly };
   Graph& graph(uint32_t T, Head head);
-  // `seqs` not empty: a batched decode step of T = seqs.size() rows, one token of each of
-  // those models' sequences (DecodeBatch), on this model's activation buffers.
-  // `batch_rows`: DecodeBatch's row table (position, KV slot unit per row; written before each
-  // run), for one attention dispatch a layer over the rows' shared KvPool.
-  // `lens` not empty: a burst of prompts (DecodeBatch::sample_after_prefill), lens[b] >= 2
-  // tokens of seqs[b] (ids and step written), T their sum.
-  std::unique_ptr<Graph> build_graph(uint32_t T, Head head, std::span<GptModel* const> seqs = {},
-                                     bool exact_rows = false, View batch_rows = {},
-                                     std::span<const uint32_t> lens = {});
+  // A step over several models' sequences (DecodeBatch), run on this model's activations.
+  struct BatchStep {
+    std::span<GptModel* const> seqs;
+    // Empty: a decode step, one token of each sequence (T = seqs.size() rows). Else a burst
+    // of prompts: lens[b] >= 2 tokens of seqs[b] (ids and step written), T their sum.
+    std::span<const uint32_t> lens;
+    bool exact_rows = false;  // each row's arithmetic that of the sequence's own step
+    // A decode step's row table (position, KV slot unit per row; written before each run),
+    // for one attention dispatch a layer over the rows' shared KvPool; or none.
+    View rows;
+    // One sampler dispatch for every row (ops::sample_rows): its table (written before each
+    // run), the ids it writes and its scratch; or none (a sampler each, with its controls).
+    View sample_table, sample_ids, sample_scratch;
+  };
+  std::unique_ptr<Graph> build_graph(uint32_t T, Head head, const BatchStep* batch = nullptr);
   friend class DecodeBatch;
   struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_model.cpp)
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
   // Runs ids at [pos, pos + n) in chunks of max_chunk_ tokens: every chunk but the last only
   // fills the KV cache, the last ends with `head`. last_run_ then holds every chunk's graph.
   void run_chunks(std::span<const uint32_t> ids, uint32_t pos, Head head);
+  // After a batched step that sampled every row in one dispatch: this sequence's token
+  // (`token`) goes where its own sampler would have put it, the step state advances as that
+  // sampler advances it, and the token joins its history.
+  void took_batch_sample(uint32_t token);
   // Runs the step graph of T tokens (ids and step state written), first computing the
   // folded LayerNorms' vectors if the graph uses them and they are not made yet; returns
   // the graph that ran.
@@ -141,6 +151,9 @@ class GptModel {
   vk::Buffer step_last_;             // host-visible: StepState at the step's last position (build_graph's last_row_only)
   vk::Buffer x_, h_, h_last_, qkv_, att_, ff_, logits_last_, sample_scratch_;
   vk::Buffer logits_all_;            // logits_all()
+  // Where last_step_logits() reads: logits_last_, or after a batched step this sequence's
+  // row of the batch's logits (valid until the next step of any of its sequences).
+  View step_logits_;
   std::unique_ptr<ops::SamplingState> sampling_state_;  // the sequence's token history for the sampling controls
   // Arrival counters of the dispatches whose last workgroup finishes a LayerNorm after a
   // residual add (ops::NormAfter) or the greedy pick after the LM head (ops::PickAfter).

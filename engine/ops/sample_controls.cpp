@@ -32,6 +32,11 @@ void SamplingState::reset(std::span<const uint32_t> tokens) {
   if (!tokens.empty()) std::memcpy(h + 1, tokens.data(), tokens.size() * 4);
 }
 
+void SamplingState::append(uint32_t token) {
+  auto* h = static_cast<uint32_t*>(history_.mapped());
+  if (h[0] < capacity_) h[1 + h[0]++] = token;
+}
+
 std::vector<uint32_t> SamplingState::tokens() const {
   const auto* h = static_cast<const uint32_t*>(history_.mapped());
   return {h + 1, h + 1 + std::min(h[0], capacity_)};

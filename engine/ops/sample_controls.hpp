@@ -32,6 +32,9 @@ class SamplingState {
   SamplingState(vk::Context& ctx, uint32_t vocab, uint32_t capacity);
   // Starts the history over with these tokens (e.g. the prompt). At most capacity.
   void reset(std::span<const uint32_t> tokens);
+  // Appends a token sampled outside sample() (ops::sample_rows), as sample() appends its own;
+  // a full history stays as it is.
+  void append(uint32_t token);
   // The history as it is now on the device (the prompt and every token sampled since).
   std::vector<uint32_t> tokens() const;
   uint32_t vocab() const { return vocab_; }
