@@ -184,6 +184,11 @@ size_t Scheduler::prefill_round() {
     if (s->gen->last_chunk_next() && DecodeBatch::burst_fits(n) && together_rows + n <= s->model->max_chunk()) {
       together.push_back(s);
       together_rows += n;
+      if (together.size() == kBurstPrompts) {  // these first tokens go out before the next burst runs
+        handed += prefill_together(together);
+        together.clear();
+        together_rows = 0;
+      }
       continue;
     }
     try {
