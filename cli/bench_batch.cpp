@@ -30,28 +30,14 @@ struct Rates {
   std::vector<double> prefill, decode;  // tok/s of each measured repeat; decode: all rows together
 };
 
-// Every prompt prefilled and its first token sampled, as a server admits a burst of
-// requests: as many prompts together as fit a chunk's rows (DecodeBatch::sample_after_prefill).
-void prefill_all(std::span<GptModel* const> rows, const std::vector<std::vector<uint32_t>>& prompts,
-                 DecodeBatch& batch) {
-  for (size_t b = 0; b < rows.size();) {
-    size_t e = b, tokens = 0;
-    std::vector<std::span<const uint32_t>> group;
-    while (e < rows.size() && (e == b || tokens + prompts[e].size() <= rows[b]->max_chunk())) {
-      tokens += prompts[e].size();
-      group.emplace_back(prompts[e++]);
-    }
-    batch.sample_after_prefill(rows.subspan(b, e - b), group, std::vector<uint32_t>(e - b, 0));
-    b = e;
-  }
-}
-
 // One repeat at batch size B over models[0..B): every prompt prefilled (and its first token
 // sampled), then gen_tokens decode steps of all B sequences.
 void run_once(std::vector<GptModel*> rows, const std::vector<std::vector<uint32_t>>& prompts, uint32_t gen_tokens,
               DecodeBatch& batch, Rates* out) {
   const auto t0 = Clock::now();
-  prefill_all(rows, prompts, batch);
+  // Every prompt prefilled and its first token sampled, in bursts as a server admits them.
+  std::vector<std::span<const uint32_t>> views(prompts.begin(), prompts.begin() + rows.size());
+  batch.sample_after_prefill(rows, views, std::vector<uint32_t>(rows.size(), 0));
   const auto t1 = Clock::now();
   for (uint32_t i = 0; i < gen_tokens; ++i) {
     if (rows.size() == 1) rows[0]->decode_next();  // B = 1: the one-sequence step, as plain bench

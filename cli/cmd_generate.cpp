@@ -139,8 +139,8 @@ void print_summary(const Generator& gen, const ModelSession& s) {
 // Decodes until every generator has finished, one batched step for all that are due; each
 // step's text goes to `out(i, piece)`.
 template <typename Out>
-void decode_together(std::vector<std::unique_ptr<Generator>>& gens, const std::vector<GptModel*>& models, Out out) {
-  DecodeBatch batch;
+void decode_together(std::vector<std::unique_ptr<Generator>>& gens, const std::vector<GptModel*>& models,
+                     DecodeBatch& batch, Out out) {
   for (bool running = true; running;) {
     std::vector<GptModel*> rows;
     std::vector<Generator*> due;
@@ -178,9 +178,14 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
     run.logprobs = f.logprobs;
     if (i == 0 && !f.json && !f.no_echo) emit(jobs[i].text);
     gens.push_back(std::make_unique<Generator>(*models[i], tok));
-    gens.back()->start(jobs[i].prompt, run);
+    gens.back()->begin(jobs[i].prompt, run);
   }
-  decode_together(gens, models, [&](size_t i, const std::string& piece) {
+  // The prompts in bursts, each with its own results (runtime/generator.hpp).
+  DecodeBatch batch;
+  std::vector<Generator*> started;
+  for (auto& g : gens) started.push_back(g.get());
+  run_prompts_together(batch, started);
+  decode_together(gens, models, batch, [&](size_t i, const std::string& piece) {
     if (i == 0 && !f.json) emit(piece);
     else texts[i] += piece;
   });

@@ -156,18 +156,11 @@ std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) 
   return ids;
 }
 
-bool DecodeBatch::can_burst(std::span<GptModel* const> seqs, std::span<const uint32_t> lens) const {
-  const GptModel& first = *seqs[0];
+bool DecodeBatch::can_burst(const GptModel& first) const {
   // A GPU's prompt step differs from any burst in its kernels' order (exact rows: one by one).
-  if (seqs.size() < 2 || (exact_rows_ && !first.plan_.cpu_kernels) || first.cfg_.n_layers == 0) return false;
+  if ((exact_rows_ && !first.plan_.cpu_kernels) || first.cfg_.n_layers == 0) return false;
   // Every sequence's rows start on a row of the activations, each view offset aligned.
-  if (uint64_t(first.cfg_.emb_dim) * 4 % first.ctx_.caps().storage_offset_alignment != 0) return false;
-  uint64_t rows = 0;
-  for (uint32_t len : lens) {
-    if (!burst_fits(len)) return false;
-    rows += len;
-  }
-  return rows <= first.max_chunk();
+  return uint64_t(first.cfg_.emb_dim) * 4 % first.ctx_.caps().storage_offset_alignment == 0;
 }
 
 std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* const> seqs,
@@ -181,11 +174,30 @@ std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* cons
     if (prefilled[b] >= prompts[b].size()) throw std::logic_error("DecodeBatch: no prompt tokens left to run");
     lens.push_back(static_cast<uint32_t>(prompts[b].size() - prefilled[b]));
   }
-  std::vector<uint32_t> ids;
-  if (!can_burst(seqs, lens)) {
-    for (size_t b = 0; b < seqs.size(); ++b) ids.push_back(seqs[b]->sample_after_prefill(prompts[b], prefilled[b]));
-    return ids;
+  const bool bursts = can_burst(*seqs[0]);
+  std::vector<uint32_t> ids(seqs.size());
+  // In order: as many prompts together as fit the first one's activations; one that cannot
+  // join a burst, or finds itself alone, runs as its own step.
+  for (size_t b = 0; b < seqs.size();) {
+    size_t e = b;
+    for (uint64_t rows = 0; e < seqs.size() && bursts && burst_fits(lens[e]) && rows + lens[e] <= seqs[b]->max_chunk();)
+      rows += lens[e++];
+    if (e - b < 2) {
+      ids[b] = seqs[b]->sample_after_prefill(prompts[b], prefilled[b]);
+      ++b;
+      continue;
+    }
+    const auto group = run_burst(seqs.subspan(b, e - b), prompts.subspan(b, e - b), prefilled.subspan(b, e - b),
+                                 std::span<const uint32_t>(lens).subspan(b, e - b));
+    std::copy(group.begin(), group.end(), ids.begin() + b);
+    b = e;
   }
+  return ids;
+}
+
+std::vector<uint32_t> DecodeBatch::run_burst(std::span<GptModel* const> seqs,
+                                             std::span<const std::span<const uint32_t>> prompts,
+                                             std::span<const uint32_t> prefilled, std::span<const uint32_t> lens) {
   // Each sequence set up as its own sample_after_prefill sets it up: its chunk's ids at its
   // position, its sampler's history and counter; the burst's graph reads them there.
   for (size_t b = 0; b < seqs.size(); ++b) {
@@ -197,7 +209,7 @@ std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* cons
     m.write_ids(chunk, prefilled[b]);
     static_cast<StepState*>(m.step_.mapped())->rng_step = 0;
   }
-  ids = run(graph_for(seqs, lens), seqs);
+  std::vector<uint32_t> ids = run(graph_for(seqs, lens), seqs);
   burst_prompts_ += seqs.size();
   for (size_t b = 0; b < seqs.size(); ++b) {
     GptModel& m = *seqs[b];

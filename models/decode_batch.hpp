@@ -47,13 +47,14 @@ class DecodeBatch {
   // (graphs recorded after its set_profile(true)).
   std::vector<uint32_t> decode_next(std::span<GptModel* const> seqs);
 
-  // A burst of prompts: the same as each model's sample_after_prefill(prompts[b],
-  // prefilled[b]) (its earlier chunks run), in one graph whose products take every prompt's
-  // last chunk at once: a server admitting several requests pays one LM-head product and
-  // one graph, not one each. Each sequence's first token and logits are those of its own
-  // call (with exact rows; they run one by one where a burst cannot match them: on GPUs, as
-  // decode_next). Each last chunk must hold 2 or more tokens (burst_fits), all of them
-  // together at most seqs[0]->max_chunk(). Returns the first tokens, in order.
+  // Prompts in bursts: the same as each model's sample_after_prefill(prompts[b],
+  // prefilled[b]) (its earlier chunks run), in as few graphs as fit: consecutive prompts
+  // whose last chunks fit a chunk's rows together (of seqs[first]) run as one graph whose
+  // products take all their rows at once, so a server admitting several requests pays one
+  // LM-head product and one graph, not one each. Each sequence's first token and logits are
+  // those of its own call (with exact rows; prompts run one by one where a burst cannot
+  // match that: on GPUs, as decode_next; and one-token chunks, see burst_fits). Returns the
+  // first tokens, in order.
   std::vector<uint32_t> sample_after_prefill(std::span<GptModel* const> seqs,
                                              std::span<const std::span<const uint32_t>> prompts,
                                              std::span<const uint32_t> prefilled);
@@ -80,7 +81,11 @@ class DecodeBatch {
   Graph& graph_for(std::span<GptModel* const> seqs, std::span<const uint32_t> lens = {});
   void check_shared(std::span<GptModel* const> seqs) const;
   void check(std::span<GptModel* const> seqs) const;
-  bool can_burst(std::span<GptModel* const> seqs, std::span<const uint32_t> lens) const;
+  // Whether prompts over `first`'s weights and device can run in bursts.
+  bool can_burst(const GptModel& first) const;
+  // One burst: every prompt's last chunk (lens[b] tokens, together at most seqs[0]'s chunk).
+  std::vector<uint32_t> run_burst(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts,
+                                  std::span<const uint32_t> prefilled, std::span<const uint32_t> lens);
   // Whether the rows' attention can be one dispatch a layer: every sequence in one KvPool and
   // the device running ops::kv_append_attention_rows. Then rows_ holds the row table.
   bool one_attention_dispatch(std::span<GptModel* const> seqs);

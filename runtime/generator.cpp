@@ -109,6 +109,26 @@ bool Generator::prefill_next() {
   return true;
 }
 
+void run_prompts_together(DecodeBatch& batch, std::span<Generator* const> gens) {
+  std::vector<Generator*> last;
+  std::vector<GptModel*> models;
+  std::vector<std::span<const uint32_t>> prompts;
+  std::vector<uint32_t> begins;
+  for (Generator* g : gens) {
+    while (g->prefilling() && !g->last_chunk_next()) g->prefill_next();
+    if (!g->prefilling()) continue;
+    last.push_back(g);
+    models.push_back(&g->model());
+    prompts.push_back(g->prompt());
+    begins.push_back(g->next_chunk_begin());
+  }
+  if (last.empty()) return;
+  const auto t0 = Clock::now();
+  const std::vector<uint32_t> first = batch.sample_after_prefill(models, prompts, begins);
+  const double seconds = seconds_since(t0);
+  for (size_t b = 0; b < last.size(); ++b) last[b]->prefilled_with(first[b], seconds);
+}
+
 uint32_t Generator::next_chunk_begin() const {
   if (!prefilling()) throw std::logic_error("Generator::next_chunk_begin() while not prefilling");
   return chunks_[next_chunk_].first;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/ops/sample.hpp"
+#include "models/decode_batch.hpp"
 #include "models/gpt_model.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 #include "runtime/text_stream.hpp"
@@ -111,6 +112,7 @@ class Generator {
   // The next next() ends generation (FinishReason::Cancelled) without running the model.
   void cancel() { cancel_ = true; }
 
+  GptModel& model() const { return model_; }
   bool finished() const { return reason_ != FinishReason::None; }
   FinishReason finish_reason() const { return reason_; }
   // Every generated token (the one that completed a stop string included; not <|endoftext|>).
@@ -142,6 +144,12 @@ class Generator {
   bool cancel_ = false;
   bool decode_due_ = false;  // the pending token was handed out: the next step decodes first
 };
+
+// Runs the prompts of generators begun (begin()) over models that share weights: each one's
+// chunks before its last, then every last chunk together in bursts (DecodeBatch::
+// sample_after_prefill), handing each generator its first token; the time of its burst
+// counts as its prefill. The same results as each one's prefill_next() calls.
+void run_prompts_together(DecodeBatch& batch, std::span<Generator* const> gens);
 
 // InputError unless a prompt of `prompt_tokens` leaves room for one generated token in `context`.
 void check_prompt_fits(size_t prompt_tokens, uint32_t context);

@@ -209,39 +209,20 @@ size_t Scheduler::prefill_round() {
 
 size_t Scheduler::prefill_together(std::span<Slot* const> together) {
   if (together.empty()) return 0;
-  std::vector<GptModel*> models;
-  std::vector<std::span<const uint32_t>> prompts;
-  std::vector<uint32_t> begins;
-  for (Slot* s : together) {
-    models.push_back(s->model.get());
-    prompts.push_back(s->gen->prompt());
-    begins.push_back(s->gen->next_chunk_begin());
-  }
-  const auto t0 = Clock::now();
-  std::vector<uint32_t> first;
+  std::vector<Generator*> gens;
+  for (Slot* s : together) gens.push_back(s->gen.get());
   try {
-    first = batch_.sample_after_prefill(models, prompts, begins);
+    run_prompts_together(batch_, gens);
   } catch (const std::exception& e) {
     for (Slot* s : together) release(*s, e.what());
     return 0;
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   {
     std::lock_guard lock(mu_);
     stats_.burst_prompts = batch_.burst_prompts();
   }
-  size_t handed = 0;
-  for (size_t b = 0; b < together.size(); ++b) {
-    try {
-      together[b]->gen->prefilled_with(first[b], seconds);
-    } catch (const std::exception& e) {
-      release(*together[b], e.what());
-      continue;
-    }
-    step(*together[b]);  // its first token goes out now
-    ++handed;
-  }
-  return handed;
+  for (Slot* s : together) step(*s);  // the first tokens go out now
+  return together.size();
 }
 
 uint64_t Scheduler::step_all() {
