@@ -19,6 +19,7 @@
 #include "engine/ops/step.hpp"
 #include "engine/vk/buffer.hpp"
 #include "engine/vk/context.hpp"
+#include "bench/micro/native_and_fallback.hpp"
 
 using namespace gptvk;
 
@@ -94,12 +95,4 @@ void bench(vk::Context& ctx, const char* label) {
 
 }  // namespace
 
-int main() {
-  vk::Context native;
-  std::printf("%s\n", native.summary().c_str());
-  bench(native, "native");
-  vk::ContextOptions fallback;
-  fallback.forced = vk::ForcedLimits::parse("no_fp16,no_subgroup,shared=16K,max_range=64M");
-  vk::Context small(fallback);
-  bench(small, "fallback");
-}
+int main() { return gptvk::micro::run_native_and_fallback(bench); }

@@ -18,6 +18,7 @@
 #include "engine/ops/step.hpp"
 #include "engine/vk/buffer.hpp"
 #include "engine/vk/context.hpp"
+#include "bench/micro/native_and_fallback.hpp"
 
 using namespace gptvk;
 
@@ -101,12 +102,4 @@ void bench_all(vk::Context& ctx, const char* label) {
 
 }  // namespace
 
-int main() {
-  vk::Context native;
-  std::printf("%s\n", native.summary().c_str());
-  bench_all(native, "native");
-  vk::ContextOptions fallback;
-  fallback.forced = vk::ForcedLimits::parse("no_fp16,no_subgroup,shared=16K,max_range=64M");
-  vk::Context small(fallback);
-  bench_all(small, "fallback");
-}
+int main() { return gptvk::micro::run_native_and_fallback(bench_all); }
