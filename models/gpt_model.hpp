@@ -116,7 +116,7 @@ class GptModel {
   };
   std::unique_ptr<Graph> build_graph(uint32_t T, Head head, const BatchStep* batch = nullptr);
   friend class DecodeBatch;
-  struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_model.cpp)
+  struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_graph.cpp)
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
   // Runs ids at [pos, pos + n) in chunks of max_chunk_ tokens: every chunk but the last only
   // fills the KV cache, the last ends with `head`. last_run_ then holds every chunk's graph.

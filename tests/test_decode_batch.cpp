@@ -52,6 +52,55 @@ struct Fixture : test::NoValidationMessages {
     return p;
   }
   std::unique_ptr<GptModel> model() { return std::make_unique<GptModel>(test::context(), cfg, weights); }
+  // A burst of 7 prompts against each one alone (a_burst_of_prompts_... below).
+  void burst_equals_lone(bool controls) {
+    auto params = [&](uint32_t i) {
+      ops::SamplingParams p = sampling(i % kSequences);
+      if (!controls) p.repeat_penalty = 1.0f, p.presence_penalty = 0.0f;
+      return p;
+    };
+    const std::vector<uint32_t> lens = {2, 3, 8, 15, 16, 17, 31};
+    const uint32_t n = static_cast<uint32_t>(lens.size()), tokens = 3;
+    auto prompt_of = [&](uint32_t i) {
+      std::vector<uint32_t> p(lens[i]);
+      for (size_t t = 0; t < p.size(); ++t) p[t] = (2000 + 53 * i + 97 * t) % cfg.vocab_size;
+      return p;
+    };
+    auto models = make_slot_models(test::context(), cfg, weights, n);
+    std::vector<GptModel*> rows;
+    std::vector<std::vector<uint32_t>> prompts;
+    std::vector<std::span<const uint32_t>> views;
+    for (uint32_t i = 0; i < n; ++i) {
+      models[i]->set_sampling(params(i));
+      rows.push_back(models[i].get());
+      prompts.push_back(prompt_of(i));
+    }
+    for (const auto& p : prompts) views.emplace_back(p);
+    const std::vector<uint32_t> prefilled(n, 0);
+    DecodeBatch batch(true);
+    const std::vector<uint32_t> first = batch.sample_after_prefill(rows, views, prefilled);
+    BOOST_REQUIRE_EQUAL(first.size(), size_t(n));
+    BOOST_TEST(batch.burst_prompts() == n);
+    std::vector<Run> runs(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      runs[i].tokens.push_back(first[i]);
+      runs[i].logits.push_back(models[i]->last_step_logits());
+      BOOST_TEST(models[i]->position() == lens[i]);
+    }
+    for (uint32_t k = 0; k < tokens; ++k) {
+      const std::vector<uint32_t> next = batch.decode_next(rows);
+      for (uint32_t i = 0; i < n; ++i) runs[i].tokens.push_back(next[i]);
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      BOOST_TEST_INFO("sequence " << i << ", " << lens[i] << " prompt tokens");
+      auto m = model();
+      m->set_sampling(params(i));
+      std::vector<uint32_t> ref = {m->prefill_and_sample(prompts[i])};
+      BOOST_TEST((runs[i].logits[0] == m->last_step_logits()));
+      for (uint32_t k = 0; k < tokens; ++k) ref.push_back(m->decode_next());
+      BOOST_TEST(runs[i].tokens == ref, boost::test_tools::per_element());
+    }
+  }
 
   Run alone(uint32_t i, uint32_t tokens = kTokens) {
     auto m = model();
@@ -200,52 +249,15 @@ BOOST_AUTO_TEST_CASE(gemm_rows_give_each_sequence_its_lone_tokens) {
 // each sequence's first token and the logits it came from bit-identical to its own prefill,
 // and its KV cache too (the tokens decoded after it, batched, equal the lone sequence's).
 // Prompts of 2 to 31 tokens: the texel attention below 16 tokens, the tiled passes and the
-// last row alone in the last layer from 16.
+// last row alone in the last layer from 16. With a row that uses the sampling controls
+// (penalties) every row has a sampler of its own; without, one dispatch samples them all.
 BOOST_AUTO_TEST_CASE(a_burst_of_prompts_gives_each_its_lone_first_token_and_logits) {
   if (!test::context().info().is_cpu()) {
     BOOST_TEST_MESSAGE("a GPU: prompts run one by one with exact rows; nothing to compare");
     return;
   }
-  const std::vector<uint32_t> lens = {2, 3, 8, 15, 16, 17, 31};
-  const uint32_t n = static_cast<uint32_t>(lens.size()), tokens = 3;
-  auto prompt_of = [&](uint32_t i) {
-    std::vector<uint32_t> p(lens[i]);
-    for (size_t t = 0; t < p.size(); ++t) p[t] = (2000 + 53 * i + 97 * t) % cfg.vocab_size;
-    return p;
-  };
-  auto models = make_slot_models(test::context(), cfg, weights, n);
-  std::vector<GptModel*> rows;
-  std::vector<std::vector<uint32_t>> prompts;
-  std::vector<std::span<const uint32_t>> views;
-  for (uint32_t i = 0; i < n; ++i) {
-    models[i]->set_sampling(sampling(i % kSequences));
-    rows.push_back(models[i].get());
-    prompts.push_back(prompt_of(i));
-  }
-  for (const auto& p : prompts) views.emplace_back(p);
-  const std::vector<uint32_t> prefilled(n, 0);
-  DecodeBatch batch(true);
-  const std::vector<uint32_t> first = batch.sample_after_prefill(rows, views, prefilled);
-  BOOST_REQUIRE_EQUAL(first.size(), size_t(n));
-  BOOST_TEST(batch.burst_prompts() == n);
-  std::vector<Run> runs(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    runs[i].tokens.push_back(first[i]);
-    runs[i].logits.push_back(models[i]->last_step_logits());
-    BOOST_TEST(models[i]->position() == lens[i]);
-  }
-  for (uint32_t k = 0; k < tokens; ++k) {
-    const std::vector<uint32_t> next = batch.decode_next(rows);
-    for (uint32_t i = 0; i < n; ++i) runs[i].tokens.push_back(next[i]);
-  }
-  for (uint32_t i = 0; i < n; ++i) {
-    BOOST_TEST_INFO("sequence " << i << ", " << lens[i] << " prompt tokens");
-    auto m = model();
-    m->set_sampling(sampling(i % kSequences));
-    std::vector<uint32_t> ref = {m->prefill_and_sample(prompts[i])};
-    BOOST_TEST((runs[i].logits[0] == m->last_step_logits()));
-    for (uint32_t k = 0; k < tokens; ++k) ref.push_back(m->decode_next());
-    BOOST_TEST(runs[i].tokens == ref, boost::test_tools::per_element());
+  for (bool controls : {true, false}) {
+    BOOST_TEST_CONTEXT((controls ? "a row with penalties" : "no sampling controls")) { burst_equals_lone(controls); }
   }
 }
 
