@@ -30,11 +30,13 @@ ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uin
   // B-row step matches bit for bit: their batched steps take the GEMM whatever is asked.
   if (!exact_rows || !cpu_kernels) return ops::LinearKernel::Auto;
   if (!row_kernel || rows == 1) return one;
-  // Fewer rows than the CPU GEMM's narrowest token tile (a subgroup of tokens) leave most of
-  // its lanes on padding: the batched row mat-vec, which keeps the same order, reads each
-  // weight once for them instead. Bundled model on lavapipe, 2 rows a step: 274 -> 654
-  // tok/s; GPT-2 small 19 -> 38 (4 rows 40 -> 48; 8 rows 77 against 59: the GEMM from there).
-  if (rows < ctx.caps().subgroup_size && !is_quantized(W.dtype)) return ops::LinearKernel::MatVecRowsBatch;
+  // A few rows leave most lanes of the CPU GEMM's narrowest token tile (a subgroup of
+  // tokens) on padding: the batched row mat-vec, which keeps the same order, reads each
+  // weight once for them instead. Lavapipe, decode tok/s, the GEMM against it: 2 rows, the
+  // bundled model 274 against 654, GPT-2 small 19 against 38; 4 rows, GPT-2 small 40 against
+  // 48; 5 rows, GPT-2 small 98 against 104 but the bundled model 1108-1172 against
+  // 1037-1051; 6 and 7 rows the GEMM wins on both (GPT-2 small 116 / 133 against 110 / 112).
+  if (rows <= 4 && !is_quantized(W.dtype)) return ops::LinearKernel::MatVecRowsBatch;
   // The CPU GEMM that broadcasts weights over the lanes (gemm_bcast, which Auto picks where
   // the row kernels run and the device has subgroup arithmetic) sums each output in the row
   // kernels' order too, and took less CPU time than the batched row kernel: GPT-2 small on

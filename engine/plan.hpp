@@ -57,8 +57,8 @@ struct ExecutionPlan {
   // A batched decode step's products (one row per sequence, models/decode_batch.hpp). With
   // `exact_rows`, every row's sums are those of a sequence decoding alone, bit for bit:
   // where the one-token step takes the row mat-vec (CPU devices), the prompt chunks' CPU
-  // GEMM, whose broadcast kernel sums each output in the same order, or for fewer rows than
-  // its narrowest tile or without subgroup arithmetic the batched row mat-vec
+  // GEMM, whose broadcast kernel sums each output in the same order, or for up to 4 rows
+  // or without subgroup arithmetic the batched row mat-vec
   // (ops::LinearKernel::MatVecRowsBatch); elsewhere the
   // one-token kernel itself, row by row (the weights read once per row). Otherwise, and
   // always on GPUs (whose one-token step folds its LayerNorms: no B-row step matches it bit
