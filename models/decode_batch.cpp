@@ -156,6 +156,12 @@ std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) 
   return ids;
 }
 
+void DecodeBatch::warm_up(std::span<GptModel* const> slots) {
+  if (exact_rows_ && (slots.empty() || !slots[0]->plan_.cpu_kernels)) return;  // GPUs: each its own step
+  for (size_t n : {2, 3, 4, 8, 16})
+    if (n <= slots.size()) graph_for(slots.first(n)).warm_up();
+}
+
 bool DecodeBatch::can_burst(const GptModel& first) const {
   // A GPU's prompt step differs from any burst in its kernels' order (exact rows: one by one).
   if ((exact_rows_ && !first.plan_.cpu_kernels) || first.cfg_.n_layers == 0) return false;

@@ -62,6 +62,13 @@ class DecodeBatch {
   // decode step's kernels, which a burst's rows do not match).
   static bool burst_fits(uint32_t tokens) { return tokens >= 2; }
 
+  // Compiles, without running anything (Graph::warm_up), the pipelines of decode steps over
+  // the first 2, 3, 4, 8 and 16 of `slots` (as many as there are), each with its sampling
+  // parameters as they are now: the kernels a batch of each size range takes. lavapipe
+  // JIT-compiles a pipeline at its first dispatch, so a server's first busy rounds would
+  // otherwise pay for them.
+  void warm_up(std::span<GptModel* const> slots);
+
   size_t cached_graphs() const { return graphs_.size(); }
   // Prompts sample_after_prefill has run in bursts so far (not those it ran one by one).
   uint64_t burst_prompts() const { return burst_prompts_; }

@@ -74,6 +74,9 @@ Scheduler::Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokeniz
   }
   stats_.slots = slots_.size();
   stats_.max_queue = max_queue_;
+  std::vector<GptModel*> models;
+  for (Slot& s : slots_) models.push_back(s.model.get());
+  batch_.warm_up(models);
   thread_ = std::thread([this] { loop(); });
 }
 
