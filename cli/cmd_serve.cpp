@@ -63,6 +63,7 @@ Action add_serve(CLI::App& app, Common& common) {
     uint32_t parallel = 4;
     uint32_t queue = 64;
     uint32_t prefill_chunk = kDefaultMaxChunk;
+    std::string batch_kernels = "exact";
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
@@ -82,6 +83,12 @@ Action add_serve(CLI::App& app, Common& common) {
                   "prompt tokens per forward step; between two decode steps at most this many prompt tokens\n"
                   "run, so a long prompt delays the running streams by one chunk at a time")
       ->capture_default_str()->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--batch-kernels", f->batch_kernels,
+                  "exact: every sequence's logits are those of its lone run, bit for bit (on GPUs, whose\n"
+                  "one-token step no batched kernel matches, each sequence then takes its own steps);\n"
+                  "gemm: batched steps and prompt bursts through the prompts' GEMMs on every device (on\n"
+                  "GPUs one step for all sequences), logits within rounding of a lone run")
+      ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
   cmd->footer(
       "Request fields (both endpoints; README \"Serving\"): max_tokens, temperature (0..2), top_p,\n"
@@ -103,7 +110,7 @@ Action add_serve(CLI::App& app, Common& common) {
     }
     auto s = open_model(common, f->model, {.max_chunk = f->prefill_chunk});
     Tokenizer tok = load_tokenizer(s.cfg);
-    Scheduler scheduler(make_slots(s, f->parallel, f->prefill_chunk), tok, f->queue);
+    Scheduler scheduler(make_slots(s, f->parallel, f->prefill_chunk), tok, f->queue, f->batch_kernels == "exact");
     http.set_ready(scheduler, tok, {s.cfg.name, s.cfg.context_length});
     std::fprintf(stderr, "gpt-vk: listening on http://%s:%d\n", f->http.host.c_str(), port);
     std::fflush(stderr);

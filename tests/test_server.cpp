@@ -563,6 +563,9 @@ BOOST_AUTO_TEST_CASE(bad_flags_and_a_taken_port_are_one_line_errors) {
   BOOST_TEST(r.err.find("gpt-vk: cannot listen on 127.0.0.1:") == 0);
   r = test::run_cli({"serve", "--port", "70000"}, {}, 30.0);
   BOOST_TEST(r.exit_code == 2);
+  r = test::run_cli({"serve", "--port", "0", "--batch-kernels", "fast"}, {}, 30.0);
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.err == "gpt-vk: --batch-kernels: fast not in {exact,gemm}\n");
 }
 
 BOOST_AUTO_TEST_CASE(sigterm_finishes_the_running_request_and_exits_0) {
