@@ -29,11 +29,12 @@ std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) 
 // that their KV caches and activations fit beside the weights.
 std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t parallel, uint32_t chunk) {
   const uint64_t per_slot = slot_device_bytes(s.cfg, chunk);
-  const uint64_t weights = weights_device_bytes(s.cfg), have = s.ctx->info().device_local_bytes;
+  const uint64_t weights = weights_device_bytes(s.cfg), have = model_memory_bytes(*s.ctx);
   const uint64_t need = weights + parallel * per_slot;
   if (have && need > have)
     throw UsageError("--parallel " + std::to_string(parallel) + " needs about " + mib(need) + " of device memory (" +
                      mib(weights) + " weights + " + mib(per_slot) + " per slot); the device has " + mib(have) +
+                     (s.ctx->info().is_cpu() ? " (a CPU device: the host memory available now)" : "") +
                      ": use at most --parallel " + std::to_string(have > weights ? (have - weights) / per_slot : 0));
   // Their KV caches are the slots of one pool (a batched step's attention is then one
   // dispatch a layer on CPU devices); the session's own model makes way for them.

@@ -42,17 +42,24 @@ uint64_t host_available_bytes() {
   return 0;
 }
 
+void check_fits(vk::Context& ctx, const ModelConfig& cfg) {
+  const uint64_t need = weights_device_bytes(cfg), have = model_memory_bytes(ctx);
+  if (have && need > have)
+    throw DeviceError("model needs " + mib(need) + " of device memory, device has " + mib(have) +
+                      (ctx.info().is_cpu() ? " (a CPU device: the host memory available now)" : ""));
+}
+
+}  // namespace
+
 // A CPU device's memory is the host's: lavapipe reports a heap of at most 2 GiB whatever the
 // host has, and allocates past it as long as the host can, so there the bound is the
 // host's available memory.
-void check_fits(vk::Context& ctx, const ModelConfig& cfg) {
-  const uint64_t need = weights_device_bytes(cfg), heap = ctx.caps().device_local_bytes;
-  const bool cpu = ctx.info().is_cpu();
-  const uint64_t have = cpu ? std::max(heap, host_available_bytes()) : heap;
-  if (have && need > have)
-    throw DeviceError("model needs " + mib(need) + " of device memory, device has " + mib(have) +
-                      (cpu ? " (a CPU device: the host memory available now)" : ""));
+uint64_t model_memory_bytes(const vk::Context& ctx) {
+  const uint64_t heap = ctx.caps().device_local_bytes;
+  return ctx.info().is_cpu() ? std::max(heap, host_available_bytes()) : heap;
 }
+
+namespace {
 
 vk::Buffer zero_buffer(vk::Context& ctx, uint64_t n, const std::string& what) {
   vk::Buffer b(ctx, vector_bytes(n), vk::Memory::Device, what);
