@@ -19,6 +19,9 @@
 #   at pp512 / tg128 as issue 36 measures;
 #   BATCH="1 16 64" runs `gpt-vk bench --batch B` on BATCH_SHAPES (default gpt2-small,gpt2-xl)
 #   and llama.cpp's llama-batched-bench in the same run (unless LLAMA=0); PROFILE=0 skips the per-op profile of GPT-2 XL (512-token prompt);
+#   SERVE=1 runs bench/serve/serve_load.py (1 then 16 streaming clients) against `gpt-vk serve`
+#   on a random GPT-2 small GGUF, with --batch-kernels exact (each sequence its own steps on a
+#   GPU) and then gemm (one batched step for all);
 #   TABLE=1 also runs gpu_bench.py's table of every GPT-2 size against PyTorch (minutes).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -114,6 +117,15 @@ if [ "${LLAMA:-1}" != 0 ] && [ -f .gpu/llama-bench.tar.xz ]; then
   PYTHONUNBUFFERED=1 python3 bench/llama_cpp/vs_llama_bench.py --gptvk build/gpt-vk \
     --llama-bench build/llama-bench/llama-bench --shapes "${LLAMA_SHAPES:-gpt2-small,gpt2-medium,gpt2-large,gpt2-xl}" \
     --prompt-tokens 512 --gen-tokens 128 --models-dir /tmp/gptvk-gguf --timeout 150 --out "$OUT/vs-llama-cpp.md" || status=1
+fi
+
+if [ "${SERVE:-0}" = 1 ]; then
+  say "serve_load: 16 streaming clients, GPT-2 small f16 (random GGUF), --batch-kernels exact then gemm"
+  gguf=$(python3 bench/llama_cpp/to_gguf.py --random --shape gpt2-small --models-dir /tmp/gptvk-gguf) || status=1
+  for kernels in exact gemm; do
+    timeout 150 python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 1,16 --requests 2 \
+      --server-args "--model $gguf --batch-kernels $kernels" | tee "$OUT/serve-$kernels.md" || status=1
+  done
 fi
 
 if [ "${TABLE:-0}" = 1 ]; then
