@@ -177,20 +177,20 @@ Scheduler::Slot* Scheduler::next_to_prefill(std::span<Slot* const> skip) {
 
 size_t Scheduler::prefill_round() {
   size_t handed = 0;
-  uint32_t spent = 0, chunks = 0, together_rows = 0;
-  std::vector<Slot*> together;  // last chunks that run as one burst after the others
+  uint32_t spent = 0, chunks = 0;
+  // Last chunks that run together after the others (DecodeBatch groups them by the rows
+  // that fit one graph).
+  std::vector<Slot*> together;
   while (Slot* s = next_to_prefill(together)) {
     const uint32_t n = s->gen->next_chunk_tokens();
     if (spent > 0 && spent + n > prefill_budget_) break;  // the next round's
     spent += n;
     ++chunks;
-    if (s->gen->last_chunk_next() && DecodeBatch::burst_fits(n) && together_rows + n <= s->model->max_chunk()) {
+    if (s->gen->last_chunk_next() && DecodeBatch::burst_fits(n)) {
       together.push_back(s);
-      together_rows += n;
       if (together.size() == kBurstPrompts) {  // these first tokens go out before the next burst runs
         handed += prefill_together(together);
         together.clear();
-        together_rows = 0;
       }
       continue;
     }
