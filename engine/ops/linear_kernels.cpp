@@ -176,8 +176,13 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
     // 40 tokens (48 computed) 5-25% slower, 20 tokens (32) 25%. Other tiles at 128 tokens,
     // f16: 2 x 2 334-354, 2 x 4 300, 3 x 2 314, 3 x 3 251 (the JIT spills accumulators
     // beyond the CPU's 32 vector registers inside the inner loop).
+    // The narrow tile (8 tokens: batched decode steps, short chunks) takes 1 x 6 for 16-bit
+    // weights: the same 48 accumulators as the wide tile, each shuffled input serving 6
+    // outputs, not 4 (micro_linear, 8 tokens, GPT-2 small's shapes: +2-5%; 1 x 8: -20% on
+    // the MLP). Q8_0 / Q4_0 keep 1 x 4: their 1 x 6 ran 20-30% slower.
     const bool wide = dtype != DType::F32 && wide_tile;
-    const uint32_t xt = dtype == DType::F32 || wide ? 2 : 1, tn = wide ? 3 : 4;
+    const uint32_t xt = dtype == DType::F32 || wide ? 2 : 1;
+    const uint32_t tn = wide ? 3 : dtype == DType::F32 || is_quantized(dtype) ? 4 : 6;
     k.tile = {xt, tn};
     k.tokens_per_group = xt * k.local;
     k.outputs_per_group = k.local * tn;
