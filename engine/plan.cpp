@@ -32,10 +32,8 @@ ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uin
   if (!row_kernel || rows == 1) return one;
   // A few rows leave most lanes of the CPU GEMM's narrowest token tile (a subgroup of
   // tokens) on padding: the batched row mat-vec, which keeps the same order, reads each
-  // weight once for them instead. Lavapipe, decode tok/s, the GEMM against it: 2 rows, the
-  // bundled model 274 against 654, GPT-2 small 19 against 38; 4 rows, GPT-2 small 40 against
-  // 48; 5 rows, GPT-2 small 98 against 104 but the bundled model 1108-1172 against
-  // 1037-1051; 6 and 7 rows the GEMM wins on both (GPT-2 small 116 / 133 against 110 / 112).
+  // weight once for them instead. The GEMM wins from 5-7 rows on, depending on the model
+  // (bench/PERFORMANCE.md, "Batched decode").
   if (rows <= 4 && !is_quantized(W.dtype)) return ops::LinearKernel::MatVecRowsBatch;
   // The CPU GEMM that broadcasts weights over the lanes (gemm_bcast, which Auto picks where
   // the row kernels run and the device has subgroup arithmetic) sums each output in the row

@@ -104,8 +104,9 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const u
   for (const GptModel* m : seqs) versions.push_back(m->sampling_version_);
   ++steps_;
   for (Entry& e : graphs_)
+    // (std::equal over an empty span would hand memcmp its null data pointer.)
     if (std::equal(e.seqs.begin(), e.seqs.end(), seqs.begin(), seqs.end()) && e.sampling_versions == versions &&
-        std::equal(e.lens.begin(), e.lens.end(), lens.begin(), lens.end())) {
+        e.lens.size() == lens.size() && (lens.empty() || std::equal(e.lens.begin(), e.lens.end(), lens.begin()))) {
       e.last_used = steps_;
       rows_used_ = e.uses_rows;
       sampler_used_ = e.uses_sampler;

@@ -143,9 +143,8 @@ class Scheduler {
   };
   // Most prompts in one burst: a burst hands out every first token when it ends, so a round
   // with many new prompts runs several smaller ones, the first tokens of each going out
-  // before the next runs. Bundled model on lavapipe, 16 streaming clients (serve_load.py,
-  // warm round): median time to first token 39 ms with one burst of up to 16, 28-31 ms with
-  // bursts of 8 or of 4, against 31-35 ms for one prompt at a time.
+  // before the next runs. 8 gave 16 simultaneous clients the shortest median time to first
+  // token (bench/PERFORMANCE.md, "Batched decode").
   static constexpr size_t kBurstPrompts = 8;
   void loop();
   // A round's prompt chunks, within prefill_budget_ tokens (at least one chunk): those of

@@ -65,17 +65,14 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
   AttentionKernel k;
   if (cpu && texel_views && s.head_dim % 4 == 0 && caps.subgroup_arithmetic && sg <= caps.max_workgroup_invocations) {
     // One SIMD vector per (head, query), a key per lane, every key and value a vectorised
-    // texel fetch, no per-key reduction across lanes: GPT-2 small's attention on lavapipe
-    // 5.2 -> 3.5 ms per decoded token, 109 -> 59 ms for a 128-token prefill.
+    // texel fetch, no per-key reduction across lanes.
     k.texel = k.vec4 = true;
     k.local = sg;
-    // Queries per workgroup: sharing each fetched key between queries pays on long steps
-    // (GPT-2 small, attention of a 128 / 256-token prefill: 51 / 188 ms with 1 query, 36 /
-    // 112 with 4; 992-token prompt 212 -> 231 tok/s), but lavapipe's JIT of the kernel grows
-    // fast with them (each query keeps its query and accumulator in registers): 0.22 s with
-    // 1, 0.54 with 2, 1.7-2.3 with 4, paid by every cold start. So steps under 128 tokens
-    // (a few ms slower: 20 vs 18 ms at 64) take one, which is the decode step's pipeline,
-    // compiled once for both: a short prompt's cold start 4.5 -> 1.5 s.
+    // Queries per workgroup: sharing each fetched key between queries pays on long steps,
+    // but lavapipe's JIT of the kernel grows fast with them (each query keeps its query and
+    // accumulator in registers), paid by every cold start. So steps under 128 tokens take
+    // one, which is the decode step's pipeline, compiled once for both
+    // (bench/PERFORMANCE.md, "Prefill: attention").
     // (Models give CPU devices a scores scratch, and their steps of kTiledMinTokens or more
     // take kv_append_attention_tiled instead: faster, and its JIT is a fraction of this one's.)
     k.queries = T >= 128 ? 4 : 1;
@@ -84,12 +81,8 @@ AttentionKernel attention_kernel(const vk::Context& ctx, AttentionShape s, bool 
   k.subgroup = caps.subgroup_arithmetic;
   if (k.subgroup && !cpu) {
     // GPUs: the wide kernel where its scores fit shared memory. Decode gets 512
-    // invocations: GPT-2 XL f16 on an H100, depth 128-256, the wide kernel at 1024 took
-    // attention from 25 to 11 us per layer (decode 232 -> 294 tok/s); 512 against 1024, two
-    // rounds of one A/B run: XL decode 1.029x at depth 128-256 and 0.992x at 960-1024,
-    // GPT-2 small 1.015x (256: 0.999x and 0.938x). Prompt chunks, whose workgroups are many,
-    // get 256 (a 128-token prompt's attention: 1.6 ms, 1.4 with the subgroup kernel in
-    // another run).
+    // invocations, prompt chunks, whose workgroups are many, 256 (measured on an H100:
+    // bench/PERFORMANCE.md, "GPUs").
     AttentionKernel w;
     w.subgroup = w.wide = true;
     w.vec4 = s.head_dim % 4 == 0;  // (f16 caches: always, head_dim % 8 == 0)

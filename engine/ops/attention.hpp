@@ -66,12 +66,10 @@ uint64_t attention_tiled_scratch_bytes(AttentionShape s, uint32_t max_tokens);
 // The device runs it (subgroup shuffles in workgroups of one subgroup of 4-16 lanes, texel
 // views of the buffers at 16-byte aligned offsets, head_dim % 4 == 0).
 bool attention_tiled_ok(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, AttentionShape s);
-// Steps this long or longer take the tiled path where kv_append_attention may. GPT-2 small
-// on lavapipe, prefill tok/s with the tiled path / the one-dispatch kernel (first version of
-// the passes): 0.99-1.05 at 4-12 tokens, 1.01-1.09 at 16-64; with the current passes
-// 1.06-1.17 at 128 (attention 32-41 -> 16-17 ms) and 1.11-1.16 for a 992-token prompt.
-// Shorter prompts keep the decode step's kernel, compiled once for both: the tiled passes
-// would add their JIT to the first decode step of a short prompt.
+// Steps this long or longer take the tiled path where kv_append_attention may (it gains
+// from 16 tokens on; bench/PERFORMANCE.md, "Prefill: attention"). Shorter prompts keep the
+// decode step's kernel, compiled once for both: the tiled passes would add their JIT to the
+// first decode step of a short prompt.
 constexpr uint32_t kTiledMinTokens = 16;
 
 // How the attention shader runs (shaders/attention.comp). attention_kernel picks it from

@@ -41,10 +41,8 @@ View row_scales(const Matrix& W, uint64_t first, uint64_t n, View unused) {
 // How many ways the tiled GEMM splits its inputs (split-K): a product of fewer tiles than
 // kFewTiles gets enough splits to make about that many workgroups, each with at least 8
 // steps of BK inputs, at most 8 splits. GPUs leave most multiprocessors idle otherwise: an
-// H100 has 132, and GPT-2 XL's 128-token prompt makes 50 tiles of its 1600-output products.
-// Prefill tok/s on an H100 (128-token prompt, one run, base / kFewTiles 160 / 264): GPT-2
-// small 20084 / 49845 / 51872, XL 2385 / 4365 / 4536; XL 960-token prompt 3309 / 4013 /
-// 4069. Decode is unchanged (one token: mat-vecs).
+// H100 has 132, and GPT-2 XL's 128-token prompt makes 50 tiles of its 1600-output products
+// (bench/PERFORMANCE.md, "GPUs": 264 against 160 and no split).
 uint32_t split_k(const Kernel& k, uint32_t T, uint32_t N, uint32_t K) {
   constexpr uint64_t kFewTiles = 264;  // two workgroups per multiprocessor of an H100
   const uint32_t bm = k.tile[0], bn = k.tile[1], bk = k.tile[2];

@@ -24,8 +24,8 @@ uint32_t weights_per_word(DType t) { return is_quantized(t) ? 16 : 16 / dtype_by
 // constants and launch shapes, so one choice below serves both.
 std::string family(DType t) { return is_quantized(t) ? "linear_q." : "linear."; }
 
-// Rates below are from lavapipe (Mesa 22.3, LLVM 15, 8-wide AVX2) on this project's
-// 2-core test machine, per CPU-second; tests/test_linear.cpp (GPTVK_LINEAR_BENCH=1) reprints them.
+// The measurements behind each choice are in bench/PERFORMANCE.md ("Decode: the mat-vecs",
+// "Prefill: the GEMM", "GPUs"); build/bench/micro/micro_linear reprints the CPU rates.
 
 Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, bool wide, bool texel, bool norm_before) {
   const auto& caps = ctx.caps();
@@ -38,21 +38,15 @@ Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, bool wide, bool 
   uint32_t rows;
   if (ctx.cpu_kernels() && !wide) {
     // One SIMD vector per workgroup (more invocations add no parallelism on lavapipe), 16
-    // rows per workgroup so one load of x serves 16 rows of W: 3.6 GB/s of f16 weights,
-    // against 4.4 GB/s for a kernel that only loads W (loads are the bound, not math).
+    // rows per workgroup so one load of x serves 16 rows of W: loads are the bound, not math.
     k.local = std::clamp<uint32_t>(caps.subgroup_size, 4, 16);
     rows = 16;
   } else {
     // GPUs: 256 invocations split the input dimension (adjacent invocations read adjacent
     // 16-byte words: coalesced), 2 rows per workgroup: many workgroups, each row's loads all
-    // in flight at once. GPT-2 XL f16 decode on an H100, tok/s (invocations x rows): 256 x 2
-    // 345, 256 x 1 309, 512 x 2 308, 1024 x 2 233; in an earlier run (then 294 for 128 x 4)
-    // 256 x 2 beat 256 x 4 by 2%, 128 x 2 by 8%, 64 x 4 (the old choice) by 46%.
-    // With a LayerNorm folded in, each workgroup also reads gamma and reduces two more
-    // sums, which more rows share, and fewer invocations do more of the row each: GPT-2 XL
-    // f16 decode, two runs each, 128 x 4 386-389 tok/s, 128 x 8 387, 64 x 4 385-387,
-    // 64 x 8 356-358, 256 x 4 359-375 (256 x 2 368, 256 x 8 351, 256 x 1 336); the plain
-    // mat-vec at 128 x 4 or 128 x 2 lost 1-5% against its 256 x 2.
+    // in flight at once. With a LayerNorm folded in, each workgroup also reads gamma and
+    // reduces two more sums, which more rows share: 128 invocations x 4 rows. Both were
+    // swept on an H100 (bench/PERFORMANCE.md, "GPUs").
     k.local = norm_before ? 128 : 256;
     rows = norm_before ? 4 : 2;
     if (is_quantized(dtype)) {
@@ -105,11 +99,9 @@ bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype) {
 namespace {
 
 // Decode on CPU devices: shaders/common/linear_matvec_rows.glsl. 16 rows per invocation
-// where the matrix still gives every CPU thread (lavapipe runs one per core) two workgroups
-// or more, else 8. GPT-2 small on lavapipe, 2 threads, the same minutes: f16 decode
-// 53.5-56.5 -> 55.5-60.1 tok/s with 16 (each of 5 pairs), bf16 +3%, medium +1-2%; 32 rows
-// 10% slower. (Before the yielding waits made dispatches cheap, 8 rows were as fast:
-// fc 10.2 GB/s against 9.8 with 4 rows and 8.1 with 2.)
+// (fewer, longer workgroups: each lane's rows are one stream after another) where the
+// matrix still gives every CPU thread (lavapipe runs one per core) two workgroups or more,
+// else 8, so that no thread idles.
 // `held`: x fetched once per workgroup into a private array (K <= kMaxHeldInputs), not
 // once per row (shaders/common/linear_matvec_rows.glsl, X_HELD).
 Kernel mat_vec_rows(const vk::Context& ctx, DType dtype, uint32_t rows, bool held) {
@@ -129,8 +121,7 @@ Kernel mat_vec_rows(const vk::Context& ctx, DType dtype, uint32_t rows, bool hel
 
 // Decode on CPU devices whose lanes split each row's columns
 // (shaders/common/linear_matvec_cols.glsl): the same workgroup shape and rows per workgroup
-// as the row kernel (16 groups of LOCAL rows measured best here too: GPT-2 small bf16 decode
-// 72-73 / 80-83 / 87-89 / 83-84 tok/s with 4 / 8 / 16 / 32).
+// as the row kernel, which measured best for it too.
 Kernel mat_vec_cols(const vk::Context& ctx, DType dtype, uint32_t rows) {
   Kernel k = mat_vec_rows(ctx, dtype, rows, false);
   k.shader = family(dtype) + "matvec_cols";
@@ -154,10 +145,11 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
   const auto& caps = ctx.caps();
   Kernel k;
   k.kind = LinearKernel::GemmRegisters;
-  // With subgroups, the broadcast kernel: 17 GFLOP/s (f16 and f32) against 13-15 GFLOP/s
-  // for the best plain register tiles. It needs subgroupShuffle; GPUs never get here
-  // unless a test forces this kernel.
-  // Weights through texel views: 46 GFLOP/s; inputs too: 55.
+  // With subgroups, the broadcast kernel, which beat every plain register tile: inputs
+  // handed out by shuffles instead of loaded by every lane. It needs subgroupShuffle; GPUs
+  // never get here unless a test forces this kernel. Texel views for the weights, and for
+  // the inputs where they have one: lavapipe vectorises a texel fetch across the lanes,
+  // where a storage load is a loop over them.
   if (ctx.cpu_kernels() && caps.subgroup_arithmetic && one_subgroup_shuffles(ctx)) {
     k.shader = family(dtype) + "gemm_bcast";
     if (w_texel) {
@@ -167,19 +159,14 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
       if (x_texel) k.shader += "_x";
     }
     k.local = caps.subgroup_size;
-    // Tokens per invocation (xt) x outputs per invocation (tn). f32 words hold half as many
-    // weights, so two tokens of four outputs each fit the registers. With 16-bit weights,
-    // 2 x 3 does fewer instructions per multiply-add than 1 x 4 (each decoded weight serves
-    // 16 tokens, not 8, for 3 outputs' worth of fetched and decoded weights): GPT-2 small on
-    // lavapipe, 128-token prompt, medians of 4 alternating pairs: f16 351 -> 389 tok/s,
-    // bf16 385 -> 412; medium f16 107 -> 114; 64 and 96 tokens +7-8%. Short chunks lose:
-    // 40 tokens (48 computed) 5-25% slower, 20 tokens (32) 25%. Other tiles at 128 tokens,
-    // f16: 2 x 2 334-354, 2 x 4 300, 3 x 2 314, 3 x 3 251 (the JIT spills accumulators
-    // beyond the CPU's 32 vector registers inside the inner loop).
-    // The narrow tile (8 tokens: batched decode steps, short chunks) takes 1 x 6 for 16-bit
-    // weights: the same 48 accumulators as the wide tile, each shuffled input serving 6
-    // outputs, not 4 (micro_linear, 8 tokens, GPT-2 small's shapes: +2-5%; 1 x 8: -20% on
-    // the MLP). Q8_0 / Q4_0 keep 1 x 4: their 1 x 6 ran 20-30% slower.
+    // Tokens per invocation (xt) x outputs per invocation (tn), as many accumulators as the
+    // JIT keeps without spilling them in the inner loop. f32 words hold half as many
+    // weights, so two tokens of four outputs each fit. The wide tile (2 x 3, 16-bit
+    // weights, chunks of kWideTileMinTokens or more) makes each decoded weight serve 16
+    // tokens instead of 8; shorter chunks would compute too many padded tokens. The narrow
+    // tile (batched decode steps, short chunks) takes 1 x 6 for 16-bit weights, so each
+    // shuffled input serves 6 outputs; Q8_0 / Q4_0 keep 1 x 4, their blocks' decoded parts
+    // taking the registers that 6 outputs would need.
     const bool wide = dtype != DType::F32 && wide_tile;
     const uint32_t xt = dtype == DType::F32 || wide ? 2 : 1;
     const uint32_t tn = wide ? 3 : dtype == DType::F32 || is_quantized(dtype) ? 4 : 6;
@@ -188,7 +175,7 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
     k.outputs_per_group = k.local * tn;
     return k;
   }
-  // 8 tokens x 8 outputs per invocation: 11 GFLOP/s (8 x 16: 13 GFLOP/s but twice the
+  // 8 tokens x 8 outputs per invocation (8 x 16 is a little faster but takes twice the
   // compile time, for a path only CPU devices without subgroups take). The quantized one
   // has a texel variant.
   k.shader = family(dtype) + "gemm_reg";
@@ -209,10 +196,9 @@ Kernel gemm_tiled(const vk::Context& ctx, DType dtype) {
   struct Tiles {
     uint32_t bm, bn, bk, tm, tn;
   };
-  // The first that fits shared memory ((bm + bn) * bk floats) and the workgroup limit.
-  // GPT-2 XL, 128-token prompt on an H100 (tok/s): 64 x 64 tiles of 4 x 4 per invocation
-  // 2384, 32 x 32 2044, 64 x 64 of 8 x 8 745, 128 x 128 of 8 x 8 627 (50 workgroups for the
-  // MLP: most of the 132 multiprocessors idle).
+  // The first that fits shared memory ((bm + bn) * bk floats) and the workgroup limit, in
+  // the order they ran on an H100 (larger tiles leave most multiprocessors idle on GPT-2's
+  // products).
   const Tiles options[] = {{64, 64, 16, 4, 4}, {64, 64, 16, 8, 8}, {32, 32, 8, 4, 4}};
   for (const auto& t : options) {
     uint32_t local = (t.bm / t.tm) * (t.bn / t.tn);
@@ -258,8 +244,8 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
   const uint32_t K = W.cols;
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   // CPU devices read through texel views where they can: decode with rows per invocation
-  // (both views), else the split-K texel mat-vec (W's view only: f32 1.7x, f16 1.3x over
-  // storage loads on GPT-2's MLP shapes).
+  // (both views), else the split-K texel mat-vec (W's view only, still faster than
+  // storage loads).
   if (T == 1 && ctx.cpu_kernels())
     return !(w_texel && x_texel && one_subgroup_shuffles(ctx)) ? (w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec)
            : ctx.caps().column_split_matvec && column_split_fits(ctx, K, W.dtype) ? LinearKernel::MatVecCols
@@ -270,7 +256,7 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
     return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat
                                                                              : LinearKernel::GemmTiled;
   // The wide tile takes 2 tokens per lane (gemm_registers): 16-bit weights' chunks that it
-  // fills exactly take it at any length (kWideTileMinTokens; measured, and checked
+  // fills exactly take it at any length, such as a batched step of 16 rows (checked
   // bit-identical to the row mat-vec, for those weights only).
   const uint32_t wide_tokens = 2 * std::max(ctx.caps().subgroup_size, 1u);
   const bool whole_wide_groups = !is_quantized(W.dtype) && T % wide_tokens == 0;
