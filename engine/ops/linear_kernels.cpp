@@ -99,7 +99,7 @@ bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype) {
 namespace {
 
 // Decode on CPU devices: shaders/common/linear_matvec_rows.glsl. 16 rows per invocation
-// (fewer, longer workgroups: each lane's rows are one stream after another) where the
+// (each input fetched or handed out serves more rows, in fewer workgroups) where the
 // matrix still gives every CPU thread (lavapipe runs one per core) two workgroups or more,
 // else 8, so that no thread idles.
 // `held`: x fetched once per workgroup into a private array (K <= kMaxHeldInputs), not
