@@ -65,9 +65,7 @@ int run_batch_bench(ModelSession& s, const BatchBenchFlags& f) {
   for (auto& p : prompts)
     for (auto& t : p) t = rng() % cfg.vocab_size;
   for (GptModel* m : models) m->set_sampling({0.0f, 0, 1.0f, 0});
-  // Exact rows on CPU devices (one batched graph either way there); a GPU's exact rows
-  // would be one step per sequence, so it measures the batched GEMM graph.
-  DecodeBatch batch(f.exact_rows && s.ctx->cpu_kernels());
+  DecodeBatch batch(f.exact_rows);
   std::vector<Rates> rates(f.batches.size());
   models[0]->set_profile(f.profile);
   for (uint32_t r = 0; r <= f.repeats; ++r)  // repeat 0 warms up; batch sizes alternate within a repeat

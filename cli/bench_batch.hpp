@@ -10,7 +10,7 @@ namespace gptvk::cli {
 struct BatchBenchFlags {
   uint32_t prompt_tokens = 128, gen_tokens = 64, repeats = 5;
   std::vector<uint32_t> batches;  // batch sizes, measured in turn within each repeat
-  bool exact_rows = true;         // DecodeBatch's exact rows (bit-identical to decoding alone on CPU devices)
+  bool exact_rows = true;         // DecodeBatch's exact rows (each row bit-identical to decoding alone)
   bool profile = false;           // per-op times of the last B's last decode step
 };
 

@@ -36,6 +36,7 @@ Action add_bench(CLI::App& app, Common& common) {
     uint32_t prompt_tokens = 128, gen_tokens = 64, repeats = 5;
     bool profile = false;
     std::vector<uint32_t> batches = {1};
+    std::string batch_kernels = "exact";
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
@@ -54,6 +55,10 @@ Action add_bench(CLI::App& app, Common& common) {
                   "B sequences decoding together (a list such as 1,8,16 measures each in turn); "
                   "decode_tok_s is the aggregate of the last B")
       ->delimiter(',')->check(whole_number_in(1, 256));
+  cmd->add_option("--batch-kernels", f->batch_kernels,
+                  "with --batch, as serve's: exact (every row's logits those of its lone run; on GPUs the\n"
+                  "one-token mat-vecs over every row) or gemm (the prompts' GEMMs)")
+      ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
   return [&common, f] {
     auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;
@@ -74,7 +79,8 @@ Action add_bench(CLI::App& app, Common& common) {
       if (most > s.model->max_chunk())
         throw UsageError("--batch " + std::to_string(most) + " exceeds the " + std::to_string(s.model->max_chunk()) +
                          " rows a step takes");
-      return run_batch_bench(s, {f->prompt_tokens, f->gen_tokens, f->repeats, f->batches, true, f->profile});
+      return run_batch_bench(s, {f->prompt_tokens, f->gen_tokens, f->repeats, f->batches,
+                                 f->batch_kernels == "exact", f->profile});
     }
     std::mt19937 rng(42);
     std::vector<uint32_t> prompt(f->prompt_tokens);

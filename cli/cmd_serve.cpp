@@ -85,10 +85,10 @@ Action add_serve(CLI::App& app, Common& common) {
                   "run, so a long prompt delays the running streams by one chunk at a time")
       ->capture_default_str()->check(CLI::Range(1u, 4096u));
   cmd->add_option("--batch-kernels", f->batch_kernels,
-                  "exact: every sequence's logits are those of its lone run, bit for bit (on GPUs, whose\n"
-                  "one-token step no batched kernel matches, each sequence then takes its own steps);\n"
-                  "gemm: batched steps and prompt bursts through the prompts' GEMMs on every device (on\n"
-                  "GPUs one step for all sequences), logits within rounding of a lone run")
+                  "exact: every sequence's logits are those of its lone run, bit for bit (on GPUs a step\n"
+                  "runs the one-token mat-vecs over every row, and prompts one by one);\n"
+                  "gemm: batched steps and prompt bursts through the prompts' GEMMs on every device,\n"
+                  "logits within rounding of a lone run")
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
   cmd->footer(

@@ -26,9 +26,9 @@ ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uin
                                                      const Matrix& W, View x) const {
   const ops::LinearKernel one = ops::auto_kernel(ctx, 1, W, x);
   const bool row_kernel = one == ops::LinearKernel::MatVecRows || one == ops::LinearKernel::MatVecRowsHeld;
-  // GPUs fold the one-token step's LayerNorms into its mat-vecs (fold_norms), which no
-  // B-row step matches bit for bit: their batched steps take the GEMM whatever is asked.
-  if (!exact_rows || !cpu_kernels) return ops::LinearKernel::Auto;
+  if (!exact_rows) return ops::LinearKernel::Auto;
+  // GPUs: the one-token mat-vec over every row (with its LayerNorm folded in where the
+  // one-token step folds it), each row's sums as that step's.
   if (!row_kernel || rows == 1) return one;
   // A few rows leave most lanes of the CPU GEMM's narrowest token tile (a subgroup of
   // tokens) on padding: the batched row mat-vec, which keeps the same order, reads each

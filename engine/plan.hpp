@@ -23,7 +23,7 @@ struct PlanModel {
   bool pre_norm = true;        // LayerNorm before each sublayer (GPT-2), else after (GPT-1)
   uint32_t n_layers = 0;
   // Every LayerNorm before a linear (qkv, fc, the LM head) can be folded into that
-  // linear's mat-vec: ops::norm_before_fits of each of those matrices for one token.
+  // linear's mat-vec: ops::norm_before_fits of each of those matrices.
   bool norms_foldable = false;
   uint32_t max_chunk = 256;    // tokens per prompt chunk
   ops::AttentionShape attention{1, 1, 1};
@@ -35,8 +35,9 @@ struct ExecutionPlan {
   // greedy pick (ops::PickAfter). Else a GPU's: 256-wide mat-vecs, the tiled GEMM, the
   // wide attention kernel.
   bool cpu_kernels = false;
-  // GPUs, pre-LN, one token: the LayerNorms before qkv, fc and the LM head folded into
-  // their mat-vecs (ops::NormBefore), saving a dispatch each (~5 us behind a barrier).
+  // GPUs, pre-LN, one-token steps (and batched steps with exact rows, which follow them):
+  // the LayerNorms before qkv, fc and the LM head folded into their mat-vecs
+  // (ops::NormBefore), saving a dispatch each (~5 us behind a barrier).
   bool fold_norms = false;
   // CPU devices: prompt chunks of ops::kTiledMinTokens or more run attention as two tiled
   // passes through a scores scratch the model allocates (ops::kv_append_attention_tiled).
@@ -59,10 +60,10 @@ struct ExecutionPlan {
   // where the one-token step takes the row mat-vec (CPU devices), the prompt chunks' CPU
   // GEMM, whose broadcast kernel sums each output in the same order, or for up to 4 rows
   // or without subgroup arithmetic the batched row mat-vec
-  // (ops::LinearKernel::MatVecRowsBatch); elsewhere the
-  // one-token kernel itself, row by row (the weights read once per row). Otherwise, and
-  // always on GPUs (whose one-token step folds its LayerNorms: no B-row step matches it bit
-  // for bit), the prompt chunks' GEMM as Auto picks it (the tiled or cooperative-matrix GEMM).
+  // (ops::LinearKernel::MatVecRowsBatch); elsewhere (GPUs among them) the one-token
+  // kernel itself over every row, one token per workgroup row (the weights read once per
+  // row, from cache after the first). Without exact rows, the prompt chunks' GEMM as Auto
+  // picks it (the tiled or cooperative-matrix GEMM).
   ops::LinearKernel batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows, const Matrix& W,
                                         View x) const;
   // Whether a one-token step computes the LayerNorm after W's product in the mat-vec's last

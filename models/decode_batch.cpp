@@ -74,10 +74,13 @@ void DecodeBatch::write_sampler_table(std::span<GptModel* const> seqs) {
 }
 
 std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs) {
+  GptModel& first = *seqs[0];
+  // A GPU's exact rows fold the LayerNorms as its one-token step does, from the first
+  // sequence's folded vectors (made once, as GptModel::run makes them).
+  if (exact_rows_ && first.plan_.fold_norms && !first.folded_ready_) first.compute_folded_norms();
   if (rows_used_) write_rows(seqs);
   if (sampler_used_) write_sampler_table(seqs);
   g.run();
-  GptModel& first = *seqs[0];
   std::vector<uint32_t> ids;
   for (size_t b = 0; b < seqs.size(); ++b) {
     GptModel& m = *seqs[b];
@@ -143,13 +146,6 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const u
 
 std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) {
   check(seqs);
-  if (exact_rows_ && !seqs[0]->plan_.cpu_kernels) {
-    // A GPU's one-token step folds its LayerNorms into its mat-vecs, which no B-row step
-    // matches bit for bit: exact rows there are each sequence's own step.
-    std::vector<uint32_t> ids;
-    for (GptModel* m : seqs) ids.push_back(m->decode_next());
-    return ids;
-  }
   // Each row embeds its sequence's last sampled token at its position, and its sampler
   // writes the next one there and advances the position: as decode_next() does.
   std::vector<uint32_t> ids = run(graph_for(seqs), seqs);
@@ -158,7 +154,6 @@ std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) 
 }
 
 void DecodeBatch::warm_up(std::span<GptModel* const> slots) {
-  if (exact_rows_ && (slots.empty() || !slots[0]->plan_.cpu_kernels)) return;  // GPUs: each its own step
   for (size_t n : {2, 3, 4, 8, 16})
     if (n <= slots.size()) graph_for(slots.first(n)).warm_up();
 }

@@ -32,12 +32,11 @@ namespace gptvk {
 class DecodeBatch {
  public:
   // `exact_rows` (the default): each row's arithmetic that of the sequence's one-token
-  // step, bit for bit: on CPU devices in one batched graph (ExecutionPlan::
-  // batch_linear_kernel); on GPUs, whose one-token step folds its LayerNorms into its
-  // mat-vecs, which no B-row step matches, as each sequence's own decode_next(). Otherwise
-  // one batched graph whose products are the prompt chunks' GEMMs: a row's logits may
-  // differ from the one-token step's in the last bits (summation order; on GPUs the
-  // cooperative-matrix GEMM rounds x to f16).
+  // step, bit for bit, in one batched graph (ExecutionPlan::batch_linear_kernel): on GPUs
+  // the one-token mat-vecs over every row, their LayerNorms folded in as that step folds
+  // them. Otherwise one batched graph whose products are the prompt chunks' GEMMs: a row's
+  // logits may differ from the one-token step's in the last bits (summation order; on
+  // GPUs the cooperative-matrix GEMM rounds x to f16).
   explicit DecodeBatch(bool exact_rows = true) : exact_rows_(exact_rows) {}
 
   // One decode step of every model in `seqs` (distinct, sharing weights and config, each
@@ -53,8 +52,8 @@ class DecodeBatch {
   // products take all their rows at once, so a server admitting several requests pays one
   // LM-head product and one graph, not one each. Each sequence's first token and logits are
   // those of its own call (with exact rows; prompts run one by one where a burst cannot
-  // match that: on GPUs, as decode_next; and one-token chunks, see burst_fits). Returns the
-  // first tokens, in order.
+  // match that: on GPUs, whose prompt steps take other kernels than a burst's; and
+  // one-token chunks, see burst_fits). Returns the first tokens, in order.
   std::vector<uint32_t> sample_after_prefill(std::span<GptModel* const> seqs,
                                              std::span<const std::span<const uint32_t>> prompts,
                                              std::span<const uint32_t> prefilled);

@@ -68,9 +68,10 @@ struct GptModel::GraphBuild {
         // at 128 and 992 tokens (f16, A/B in the same minutes). Which steps do it:
         // ExecutionPlan::last_row_only.
         last_row_only(!batch && !burst && head != Head::AllLogits && cfg.n_layers > 0 && m.plan_.last_row_only(T)),
-        // With folded LayerNorms (the plan's, one token) the linears after a pre-LN
-        // LayerNorm normalise the residual stream x themselves (after_norm).
-        fold(!batch && !burst && m.plan_.fold_norms && T == 1) {
+        // With folded LayerNorms (the plan's: one-token steps, and batched steps with exact
+        // rows, which follow them) the linears after a pre-LN LayerNorm normalise the
+        // residual stream x themselves (after_norm).
+        fold(!burst && m.plan_.fold_norms && (batch ? exact_rows : T == 1)) {
     for (uint32_t first = 0; uint32_t len : lens) firsts.push_back(std::exchange(first, first + len));
   }
 
@@ -140,6 +141,10 @@ struct GptModel::GraphBuild {
     if (!fold) return linear(h, W, bias, y, rows, ep, none(), name);
     const ops::NormBefore ln{gamma, whole(m.folded_[site].row_gamma), eps};
     ops::linear_with(*g, x, W, whole(m.folded_[site].shift), y, rows, {.ep = ep, .name = name, .norm_before = &ln});
+  }
+  // The LM head after the final LayerNorm folded in, over `rows` rows (x's first).
+  void folded_head(View head_bias, View logits, uint32_t rows) {
+    after_norm(m.folded_.size() - 1, whole(w.lnf_g), w.lm_head(), head_bias, logits, rows, plain, "lm_head");
   }
 
   // Token and position embeddings into x; a pre-LN model's first LayerNorm into h.
@@ -276,7 +281,7 @@ struct GptModel::GraphBuild {
     } else if (fold && cfg.final_norm) {
       // One token: the LM head normalises x itself and there is only the last position.
       const View logits = head == Head::AllLogits ? rows_of(m.logits_all(), 1, V) : whole(m.logits_last_);
-      after_norm(m.folded_.size() - 1, whole(w.lnf_g), w.lm_head(), head_bias, logits, 1, plain, "lm_head");
+      folded_head(head_bias, logits, 1);
       if (head == Head::LastSample)
         ops::sample(*g, logits, ids, step, whole(m.sample_scratch_), V, m.sampling_, "sample", m.sampling_state_.get());
     } else if (head == Head::AllLogits) {
@@ -316,9 +321,12 @@ struct GptModel::GraphBuild {
     // The n rows only: the whole buffer (max_chunk rows) may pass the device's binding range.
     const View logits = rows_of(m.logits_all(), n, V);
     const Matrix& W = w.lm_head();
-    ops::linear_with(*g, normed, W, head_bias, logits, n,
-                     {.kernel = m.plan_.batch_linear_kernel(m.ctx_, n, exact_rows, W, normed), .ep = plain,
-                      .name = "lm_head"});
+    if (fold && cfg.final_norm)
+      folded_head(head_bias, logits, n);
+    else
+      ops::linear_with(*g, normed, W, head_bias, logits, n,
+                       {.kernel = m.plan_.batch_linear_kernel(m.ctx_, n, exact_rows, W, normed), .ep = plain,
+                        .name = "lm_head"});
     if (bs.sample_ids.buffer) {
       uint32_t filters = 0;
       for (const GptModel* s : seqs) filters |= ops::sampler_filters(s->sampling_, V);

@@ -65,8 +65,8 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
   if (!kv_) kv_ = std::make_shared<KvPool>(ctx, cfg_.n_layers, attention_shape(), 1);  // a cache of its own
   bool foldable = true;
   for (const LayerWeights& L : w_.layers)
-    foldable = foldable && ops::norm_before_fits(L.qkv, 1) && ops::norm_before_fits(L.fc, 1);
-  if (cfg_.final_norm) foldable = foldable && ops::norm_before_fits(w_.lm_head(), 1);
+    foldable = foldable && ops::norm_before_fits(L.qkv) && ops::norm_before_fits(L.fc);
+  if (cfg_.final_norm) foldable = foldable && ops::norm_before_fits(w_.lm_head());
   plan_ = make_plan(ctx, {cfg_.norm_position == NormPosition::Pre, cfg_.n_layers, foldable, max_chunk_,
                           attention_shape()});
   if (plan_.fold_norms) {

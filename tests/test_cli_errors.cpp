@@ -203,6 +203,10 @@ BOOST_AUTO_TEST_CASE(bench_lengths_beyond_context) {
   check(run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "70", "--gen-tokens", "4"}),
         {1, {"--prompt-tokens 70", "with 4 generated tokens", "context of 73"}});
 }
+BOOST_AUTO_TEST_CASE(bench_batch_kernels_named) {
+  check(run_cli({"bench", "--config", fixture_with("", ""), "--batch", "2", "--batch-kernels", "fast"}),
+        {2, {"--batch-kernels", "fast not in {exact,gemm}"}});
+}
 
 // Counts that must be at least 1 say so (CLI11's PositiveNumber said "not in range 0 to 1.8e308").
 BOOST_AUTO_TEST_CASE(zero_counts) {

@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(folded_layernorm_matches_cpu) {
         g.record();
         g.run();
       }
-      BOOST_TEST_REQUIRE(ops::norm_before_fits(W, 1));
+      BOOST_TEST_REQUIRE(ops::norm_before_fits(W));
       const ops::NormBefore ln{whole(dg), whole(row_gamma), eps};
       Graph g(*ctx);
       ops::linear_with(g, whole(dx), W, whole(shift), whole(dy), 1,
@@ -98,8 +98,46 @@ BOOST_AUTO_TEST_CASE(folded_layernorm_matches_cpu) {
   }
 }
 
-// Where the fold cannot apply, the op says so instead of computing something else: more
-// than one token, K not a whole number of weight words, a kernel without the variant.
+// Several tokens at once (a GPU's batched decode step with exact rows): each token's row of
+// y bit-identical to that token's product alone, whatever its mean and spread.
+BOOST_AUTO_TEST_CASE(several_tokens_each_equal_their_own_product_bit_for_bit) {
+  const uint32_t K = 160, N = 300, T = 5;
+  for (auto [label, ctx] : {std::pair<std::string, vk::Context*>{"native", &test::context()},
+                            {"gpu paths", &test::gpu_paths_context()}}) {
+    BOOST_TEST_CONTEXT(label) {
+      auto x = test::random_floats(size_t(T) * K, 11);
+      for (uint32_t t = 0; t < T; ++t)
+        for (uint32_t k = 0; k < K; ++k) x[size_t(t) * K + k] = x[size_t(t) * K + k] * (1.0f + t) + 0.7f * t;
+      auto gamma = test::random_floats(K, 12, 0.5f, 1.5f), shift_host = test::random_floats(N, 13);
+      auto row_gamma_host = test::random_floats(N, 14);
+      Matrix W = Matrix::create(*ctx, DType::F16, N, K, "test weights");
+      auto w = test::random_floats(size_t(N) * K, 15);
+      W.write_rows(0, N, w.data(), DType::F32);
+      auto dg = test::upload(*ctx, gamma), drg = test::upload(*ctx, row_gamma_host), dshift = test::upload(*ctx, shift_host);
+      const ops::NormBefore ln{whole(dg), whole(drg), 1e-5f};
+      auto product = [&](const std::vector<float>& rows, uint32_t n) {
+        auto dx = test::upload(*ctx, rows);
+        vk::Buffer dy(*ctx, uint64_t(n) * N * 4, vk::Memory::Device, "y");
+        Graph g(*ctx);
+        ops::linear_with(g, whole(dx), W, whole(dshift), whole(dy), n,
+                         {.ep = {Activation::GeluTanh, false}, .norm_before = &ln});
+        g.record();
+        g.run();
+        return test::download(dy, size_t(n) * N);
+      };
+      const std::vector<float> all = product(x, T);
+      for (uint32_t t = 0; t < T; ++t) {
+        const std::vector<float> xt(x.begin() + size_t(t) * K, x.begin() + size_t(t + 1) * K);
+        const std::vector<float> alone = product(xt, 1);
+        const std::vector<float> row(all.begin() + size_t(t) * N, all.begin() + size_t(t + 1) * N);
+        BOOST_TEST((row == alone), "token " << t);
+      }
+    }
+  }
+}
+
+// Where the fold cannot apply, the op says so instead of computing something else: K not a
+// whole number of weight words, quantized weights, a kernel without the variant.
 BOOST_AUTO_TEST_CASE(rejects_what_it_cannot_fold) {
   auto& ctx = test::gpu_paths_context();
   const uint32_t N = 64;
@@ -113,16 +151,17 @@ BOOST_AUTO_TEST_CASE(rejects_what_it_cannot_fold) {
   vk::Buffer gamma(ctx, 100 * 4, vk::Memory::Device, "gamma"), row_gamma(ctx, N * 4, vk::Memory::Device, "W gamma");
   const ops::NormBefore ln{whole(gamma), whole(row_gamma), 1e-5f};
   const Matrix f16_96 = make(DType::F16, 96), f16_92 = make(DType::F16, 92), f32_92 = make(DType::F32, 92);
-  BOOST_TEST(ops::norm_before_fits(f16_96, 1));
-  BOOST_TEST(!ops::norm_before_fits(f16_96, 2));
-  BOOST_TEST(!ops::norm_before_fits(f16_92, 1));  // 11.5 words of 8
-  BOOST_TEST(ops::norm_before_fits(f32_92, 1));   // 23 words of 4
+  const Matrix q8_96 = make(DType::Q8_0, 96);
+  BOOST_TEST(ops::norm_before_fits(f16_96));
+  BOOST_TEST(!ops::norm_before_fits(f16_92));  // 11.5 words of 8
+  BOOST_TEST(ops::norm_before_fits(f32_92));   // 23 words of 4
+  BOOST_TEST(!ops::norm_before_fits(q8_96));
   Graph g(ctx);
   auto fold = [&](const Matrix& W, uint32_t T, LinearKernel k) {
     ops::linear_with(g, whole(x), W, View{}, whole(y), T, {.kernel = k, .norm_before = &ln});
   };
-  BOOST_CHECK_THROW(fold(f16_96, 2, LinearKernel::Auto), std::invalid_argument);
   BOOST_CHECK_THROW(fold(f16_92, 1, LinearKernel::Auto), std::invalid_argument);
+  BOOST_CHECK_THROW(fold(q8_96, 2, LinearKernel::Auto), std::invalid_argument);
   BOOST_CHECK_THROW(fold(f16_96, 1, LinearKernel::GemmTiled), DeviceError);
   BOOST_CHECK_THROW(fold(f16_96, 1, LinearKernel::MatVecTexel), DeviceError);
 }

@@ -40,7 +40,8 @@ def gptvk_rates(args, cfg, batches, shape):
     rates = []
     for b in batches:
         out = run([args.gptvk, "bench", "--config", cfg, "--batch", str(b), "--prompt-tokens",
-                   str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens)], args.timeout, log=log)
+                   str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens),
+                   "--batch-kernels", args.batch_kernels], args.timeout, log=log)
         try:
             rates.append(out.rates()[1] if out.error is None else None)
         except ValueError:
@@ -77,6 +78,8 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=128)
     ap.add_argument("--dtype", default="f16", choices=["f16", "f32"])
+    ap.add_argument("--batch-kernels", default="exact", choices=["exact", "gemm"],
+                    help="gpt-vk bench --batch-kernels (GPUs: exact = the one-token mat-vecs, gemm = the GEMMs)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds for one gpt-vk run")
     ap.add_argument("--llama-batched-bench", help="also run llama.cpp's llama-batched-bench, same shapes and lengths")
     ap.add_argument("--threads", type=int, help="llama.cpp's CPU threads (-t, -tb); default: its own")

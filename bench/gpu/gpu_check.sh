@@ -17,11 +17,12 @@
 #   ROUNDS (default 1); AB=0 skips the A/B; Q8=0 skips its q8_0 run on GPT-2 XL;
 #   LLAMA=0 skips llama.cpp; LLAMA_SHAPES (default gpt2-small,gpt2-medium,gpt2-large,gpt2-xl),
 #   at pp512 / tg128 as issue 36 measures;
-#   BATCH="1 16 64" runs `gpt-vk bench --batch B` on BATCH_SHAPES (default gpt2-small,gpt2-xl)
-#   and llama.cpp's llama-batched-bench in the same run (unless LLAMA=0); PROFILE=0 skips the per-op profile of GPT-2 XL (512-token prompt);
+#   BATCH="1 16 64" runs `gpt-vk bench --batch B --batch-kernels gemm` on BATCH_SHAPES (default
+#   gpt2-small,gpt2-xl) and llama.cpp's llama-batched-bench in the same run (unless LLAMA=0),
+#   then `--batch-kernels exact` on GPT-2 small; PROFILE=0 skips the per-op profile of GPT-2 XL (512-token prompt);
 #   SERVE=1 runs bench/serve/serve_load.py (1 then 16 streaming clients) against `gpt-vk serve`
-#   on a random GPT-2 small GGUF, with --batch-kernels exact (each sequence its own steps on a
-#   GPU) and then gemm (one batched step for all);
+#   on a random GPT-2 small GGUF, with --batch-kernels exact (the one-token mat-vecs over every
+#   row) and then gemm (the GEMMs);
 #   TABLE=1 also runs gpu_bench.py's table of every GPT-2 size against PyTorch (minutes).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -96,8 +97,11 @@ if [ -n "${BATCH:-}" ] && build/gpt-vk bench --help 2>&1 | grep -q -- --batch; t
     tar -C build -xJf .gpu/llama-bench.tar.xz
     [ -x build/llama-bench/llama-batched-bench ] && peer=(--llama-batched-bench build/llama-bench/llama-batched-bench)
   fi
-  PYTHONUNBUFFERED=1 python3 bench/gpu/batch_bench.py --gptvk build/gpt-vk --batches "$BATCH" \
+  PYTHONUNBUFFERED=1 python3 bench/gpu/batch_bench.py --gptvk build/gpt-vk --batches "$BATCH" --batch-kernels gemm \
     --shapes "${BATCH_SHAPES:-gpt2-small,gpt2-xl}" --timeout 150 "${peer[@]}" | tee "$OUT/batch.md" || status=1
+  say "batched decode with exact rows (the one-token mat-vecs over every row), GPT-2 small"
+  PYTHONUNBUFFERED=1 python3 bench/gpu/batch_bench.py --gptvk build/gpt-vk --batches "$BATCH" --batch-kernels exact \
+    --shapes gpt2-small --timeout 150 | tee "$OUT/batch-exact.md" || status=1
 fi
 
 if [ "${PROFILE:-1}" != 0 ]; then

@@ -111,8 +111,8 @@ bool check_linear_args(View x, const Matrix& W, View bias, View y, uint32_t T, c
   if (norm && pick) throw std::invalid_argument(name + ": a LayerNorm and a pick after the same linear");
   if (norm_before && (norm || pick))
     throw std::invalid_argument(name + ": a LayerNorm before the linear and a LayerNorm or pick after it");
-  if (norm_before && !norm_before_fits(W, T))
-    throw std::invalid_argument(name + ": a LayerNorm folded into the linear needs one token and whole weight words");
+  if (norm_before && !norm_before_fits(W))
+    throw std::invalid_argument(name + ": a LayerNorm folded into the linear needs float weights in whole weight words");
   if (norm_before && (norm_before->gamma.size() < uint64_t(K) * 4 || norm_before->row_gamma.size() < uint64_t(N) * 4 ||
                       norm_before->gamma.offset % 16 != 0))
     throw std::invalid_argument(name + ": gamma (16-byte aligned, [in]) or row_gamma ([out]) is too small");

@@ -42,13 +42,15 @@ uint64_t pick_partials_bytes(uint32_t rows);
 //   y = W LN(x) + b = rstd * (W (gamma * x) - mean * row_gamma) + shift,
 // with row_gamma = W gamma (W.rows floats) and shift = W beta + b, the linear's bias view,
 // both computed once from the weights (by this op: linear(gamma) and linear(beta, bias b)).
-// gamma: K floats. Only the (storage-buffer) MatVec kernel has it, for one token and K a
-// multiple of the weights per uvec4 word (norm_before_fits); elsewhere linear_with throws.
+// gamma: K floats. Only the (storage-buffer) MatVec kernel has it, for float weights and K
+// a multiple of the weights per uvec4 word (norm_before_fits); elsewhere linear_with throws.
+// Over T tokens each token's workgroups take its own statistics: every row of y is what
+// the one-token product gives for that token, bit for bit (a GPU's batched decode step).
 struct NormBefore {
   View gamma, row_gamma;
   float eps = 1e-5f;
 };
-bool norm_before_fits(const Matrix& W, uint32_t T);
+bool norm_before_fits(const Matrix& W);
 
 // y[t][o] = (residual ? r[t][o] : 0) + act(sum_i x[t][i] * W[o][i] + bias[o]) for t < T, o < W.rows.
 // x: f32 [T][W.cols]; y: f32 [T][W.rows]; bias: f32 [W.rows] or bias.buffer == nullptr for none;

@@ -79,8 +79,8 @@ bool row_matvec_supported(const vk::Context& ctx) { return one_subgroup_shuffles
 // A workgroup of the row mat-vec takes at least 8 rows of 4 invocations (one_subgroup_shuffles).
 uint64_t pick_partials_bytes(uint32_t rows) { return (uint64_t(rows) / 32 + 1) * 8; }
 
-bool norm_before_fits(const Matrix& W, uint32_t T) {
-  return T == 1 && !is_quantized(W.dtype) && W.cols % weights_per_word(W.dtype) == 0;
+bool norm_before_fits(const Matrix& W) {
+  return !is_quantized(W.dtype) && W.cols % weights_per_word(W.dtype) == 0;
 }
 
 bool held_x_fits(uint32_t K, DType dtype) {
