@@ -103,19 +103,19 @@ BOOST_AUTO_TEST_CASE(reflection_matches_the_glsl_declarations) {
       BOOST_TEST(iface.push_bytes == k.push_bytes);
     }
   }
-  // linear.comp's io constants 0-6 and the mat-vec's rows per workgroup (7).
+  // linear.comp's io constants 0-6 and the mat-vec's rows (7) and tokens (8) per workgroup.
   const auto& mv = vk::shader_interface("linear.matvec_subgroup");
-  BOOST_TEST(mv.spec_ids == (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}), boost::test_tools::per_element());
+  BOOST_TEST(mv.spec_ids == (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(the_pipeline_cache_rejects_a_layout_that_disagrees_with_its_shader) {
   vk::Context& ctx = test::context();
-  const std::vector<uint32_t> spec = {8, 64, 16, 1, 0, 0, 0, 16};
+  const std::vector<uint32_t> spec = {8, 64, 16, 1, 0, 0, 0, 16, 1};
   BOOST_TEST(vk::interface_mismatch({"linear.matvec_subgroup", spec, 6, 12, 0}).empty());
   BOOST_TEST(!vk::interface_mismatch({"linear.matvec_subgroup", spec, 6, 16, 0}).empty());   // push size
   BOOST_TEST(!vk::interface_mismatch({"linear.matvec_subgroup", spec, 5, 12, 0}).empty());   // bindings
   std::vector<uint32_t> extra = spec;
-  extra.push_back(0);  // constant_id 8, which the mat-vec does not declare
+  extra.push_back(0);  // constant_id 9, which the plain mat-vec does not declare
   BOOST_TEST(!vk::interface_mismatch({"linear.matvec_subgroup", extra, 6, 12, 0}).empty());
   BOOST_CHECK_THROW(ctx.pipelines().get({"linear.matvec_subgroup", spec, 6, 16, 0}), std::logic_error);
   BOOST_CHECK_THROW(ctx.pipelines().get({"linear.matvec_subgroupp", spec, 6, 12, 0}), std::logic_error);

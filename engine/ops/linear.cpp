@@ -152,11 +152,10 @@ struct LinearLayout {
 // offset stays aligned.
 void choose_blocks(const vk::Context& ctx, LinearLayout& l, uint32_t T, uint32_t N, const std::string& name) {
   const auto& caps = ctx.caps();
-  const bool mat_vec = l.kernel.kind == LinearKernel::MatVec;
   const uint64_t align = caps.storage_offset_alignment;
   const uint64_t step = std::lcm(align / std::gcd(align, l.x_row), align / std::gcd(align, l.y_row));
   uint64_t t_block = caps.max_storage_buffer_range / std::max(l.x_row, l.y_row);
-  t_block = std::min<uint64_t>(t_block, uint64_t(kMaxGroups) * (mat_vec ? 1 : l.kernel.tokens_per_group));
+  t_block = std::min<uint64_t>(t_block, uint64_t(kMaxGroups) * l.kernel.tokens_per_group);
   if (t_block < T) t_block = t_block / step * step;
   if (t_block == 0)
     throw DeviceError(name + ": one token row (" + std::to_string(std::max(l.x_row, l.y_row)) +
@@ -231,7 +230,7 @@ void add_linear_block(Graph& g, const LinearLayout& l, View x, const Matrix& W, 
   const uint32_t out_groups = (nr + kernel.outputs_per_group - 1) / kernel.outputs_per_group;
   std::array<uint32_t, 3> groups{};
   if (kernel.kind == LinearKernel::MatVec)
-    groups = {out_groups, tn, 1};
+    groups = {out_groups, (tn + kernel.tokens_per_group - 1) / kernel.tokens_per_group, 1};
   else if (kernel.kind == LinearKernel::MatVecRowsBatch)  // x over outputs, y over token groups
     groups = {out_groups, (tn + kernel.tokens_per_group - 1) / kernel.tokens_per_group, 1};
   else

@@ -27,7 +27,7 @@ std::string family(DType t) { return is_quantized(t) ? "linear_q." : "linear."; 
 // The measurements behind each choice are in bench/PERFORMANCE.md ("Decode: the mat-vecs",
 // "Prefill: the GEMM", "GPUs"); build/bench/micro/micro_linear reprints the CPU rates.
 
-Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, bool wide, bool texel, bool norm_before) {
+Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, uint32_t T, bool wide, bool texel, bool norm_before) {
   const auto& caps = ctx.caps();
   Kernel k;
   k.kind = LinearKernel::MatVec;
@@ -59,8 +59,12 @@ Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, bool wide, bool 
     }
   }
   k.local = std::min(k.local, caps.max_workgroup_invocations);  // stays a power of two
-  k.tile = {rows};
+  // Several tokens (a batched decode step with exact rows): up to 8 a workgroup, so each
+  // weight loaded serves them all; every token's sums stay those of its own mat-vec.
+  const uint32_t tokens = T <= 1 ? 1 : std::min(8u, std::bit_floor(T));
+  k.tile = {rows, tokens};
   k.outputs_per_group = rows;
+  k.tokens_per_group = tokens;
   return k;
 }
 
@@ -287,9 +291,9 @@ Kernel choose_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T, cons
                                 std::to_string(kMaxColumnSplitTexels) + " texels of x per lane, " +
                                 std::to_string(K) + " inputs need more");
   const DType dt = W.dtype;
-  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, dt, K, false, false, norm_before)
-             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, dt, K, true, false, norm_before)
-             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, dt, K, false, true, false)
+  Kernel k = want == LinearKernel::MatVec          ? mat_vec(ctx, dt, K, T, false, false, norm_before)
+             : want == LinearKernel::MatVecWide    ? mat_vec(ctx, dt, K, T, true, false, norm_before)
+             : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, dt, K, T, false, true, false)
              : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, dt, W.rows)
              : want == LinearKernel::MatVecRowsBatch ? mat_vec_rows_batch(ctx, W.rows, T)
              : rows                                ? mat_vec_rows(ctx, dt, W.rows, want == LinearKernel::MatVecRowsHeld)

@@ -1,9 +1,11 @@
-// Mat-vec kernel (decode, T == 1; also any T, one token per workgroup row): a workgroup
-// computes R consecutive outputs of token gl_WorkGroupID.y. Its invocations split the
-// input dimension in uvec4 words of W (adjacent invocations read adjacent words, so a GPU
-// coalesces the loads), each keeping R partial sums so one load of x serves R rows; the
-// partial sums are then reduced across the workgroup (subgroupAdd, or shared memory).
-layout(constant_id = 7) const uint R = 4;  // outputs per workgroup
+// Mat-vec kernel (decode, T == 1; also any T, TB tokens per workgroup row): a workgroup
+// computes R consecutive outputs of TB tokens. Its invocations split the input dimension
+// in uvec4 words of W (adjacent invocations read adjacent words, so a GPU coalesces the
+// loads), each keeping R partial sums per token so one load of x serves R rows and one
+// load of W serves TB tokens; each token's partial sums are then reduced across the
+// workgroup (subgroupAdd, or shared memory) as a lone token's are.
+layout(constant_id = 7) const uint R = 4;   // outputs per workgroup
+layout(constant_id = 8) const uint TB = 1;  // tokens per workgroup
 
 #ifdef LN_BEFORE
 // The LayerNorm of x folded in (pre-LN blocks on GPUs, one token):
@@ -15,7 +17,7 @@ layout(constant_id = 7) const uint R = 4;  // outputs per workgroup
 // is read once. The variance is E[x^2] - mean^2, which would cancel only for a mean far
 // above the spread (not so in GPT residual streams; the model tests hold it to PyTorch).
 // The host takes this variant only for K a multiple of the weights per word (no tail).
-layout(constant_id = 8) const float LN_EPS = 1e-5;
+layout(constant_id = 9) const float LN_EPS = 1e-5;
 layout(std430, binding = 6) readonly buffer GammaIn { vec4 gamma_in[]; };
 layout(std430, binding = 7) readonly buffer RowGamma { float row_gamma[]; };
 const uint NSUM = R + 2u;  // the rows' sums, then the sums of x and of x^2
@@ -39,18 +41,21 @@ void accumulate(uint xrow, uint q, uvec4 words[R], inout float acc[NSUM]) {
 
 #include "common/linear_matvec_sums.glsl"
 
-// The invocation's words of every row, LOCAL apart (adjacent invocations read adjacent words).
-void lane_sums(uint xrow, uint wrow[R], uint lane, inout float acc[NSUM]) {
+// The invocation's words of every row, LOCAL apart (adjacent invocations read adjacent
+// words), for each token of the workgroup (xrows[j]: token j's first input).
+void lane_sums(uint xrows[TB], uint wrow[R], uint lane, inout float acc[TB][NSUM]) {
   for (uint q = lane; q < K_FULL; q += LOCAL) {
     uvec4 words[R];
     for (uint i = 0u; i < R; ++i) words[i] = load_w(wrow[i] + q);
-    accumulate(xrow, q, words, acc);
+    for (uint j = 0u; j < TB; ++j) accumulate(xrows[j], q, words, acc[j]);
   }
   // The partial last word, outside the loop so the loop body stays branch-free.
   if (K_TAIL > 0u && lane == K_FULL % LOCAL) {
-    vec4 x_lo, x_hi;
-    load_x_word(xrow, K_FULL, x_lo, x_hi);
-    for (uint i = 0u; i < R; ++i) acc[i] = word_dot(load_w(wrow[i] + K_FULL), x_lo, x_hi, acc[i]);
+    for (uint j = 0u; j < TB; ++j) {
+      vec4 x_lo, x_hi;
+      load_x_word(xrows[j], K_FULL, x_lo, x_hi);
+      for (uint i = 0u; i < R; ++i) acc[j][i] = word_dot(load_w(wrow[i] + K_FULL), x_lo, x_hi, acc[j][i]);
+    }
   }
 }
 
