@@ -61,9 +61,9 @@ struct ExecutionPlan {
   // GEMM, whose broadcast kernel sums each output in the same order, or for up to 4 rows
   // or without subgroup arithmetic the batched row mat-vec
   // (ops::LinearKernel::MatVecRowsBatch); elsewhere (GPUs among them) the one-token
-  // kernel itself over every row, one token per workgroup row (the weights read once per
-  // row, from cache after the first). Without exact rows, the prompt chunks' GEMM as Auto
-  // picks it (the tiled or cooperative-matrix GEMM).
+  // kernel itself over every row (the split-K mat-vec takes up to 8 rows a workgroup, each
+  // weight loaded once for them). Without exact rows, the prompt chunks' GEMM as Auto picks
+  // it (the tiled or cooperative-matrix GEMM).
   ops::LinearKernel batch_linear_kernel(const vk::Context& ctx, uint32_t rows, bool exact_rows, const Matrix& W,
                                         View x) const;
   // Whether a one-token step computes the LayerNorm after W's product in the mat-vec's last
