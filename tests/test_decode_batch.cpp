@@ -51,7 +51,16 @@ struct Fixture : test::NoValidationMessages {
     for (size_t t = 0; t < p.size(); ++t) p[t] = (1000 + 37 * i + 101 * t) % cfg.vocab_size;
     return p;
   }
-  std::unique_ptr<GptModel> model() { return std::make_unique<GptModel>(test::context(), cfg, weights); }
+  // A device's context and the model's weights on it: the suite's device, or the same with
+  // a GPU's kernels (gpu()).
+  struct On {
+    vk::Context& ctx;
+    std::shared_ptr<ModelWeights> weights;
+  };
+  On native() { return {test::context(), weights}; }
+  On gpu() { return {test::gpu_paths_context(), std::make_shared<ModelWeights>(load_weights(test::gpu_paths_context(), cfg))}; }
+  std::unique_ptr<GptModel> model() { return model(native()); }
+  std::unique_ptr<GptModel> model(const On& on) { return std::make_unique<GptModel>(on.ctx, cfg, on.weights); }
   // A burst of 7 prompts against each one alone (a_burst_of_prompts_... below).
   void burst_equals_lone(bool controls) {
     auto params = [&](uint32_t i) {
@@ -102,8 +111,9 @@ struct Fixture : test::NoValidationMessages {
     }
   }
 
-  Run alone(uint32_t i, uint32_t tokens = kTokens) {
-    auto m = model();
+  Run alone(uint32_t i, uint32_t tokens = kTokens) { return alone(native(), i, tokens); }
+  Run alone(const On& on, uint32_t i, uint32_t tokens) {
+    auto m = model(on);
     m->set_sampling(sampling(i));
     Run r;
     r.tokens.push_back(m->prefill_and_sample(prompt(i)));
@@ -118,24 +128,25 @@ struct Fixture : test::NoValidationMessages {
   // sequence that has tokens left, one graph a step. `pooled`: the sequences' KV caches are
   // slots of one KvPool (make_slot_models), whose rows attend in one dispatch a layer where
   // the device can; else each has its own and attends in its own dispatch.
-  std::vector<Run> batched(bool exact_rows, bool pooled) {
+  std::vector<Run> batched(bool exact_rows, bool pooled) { return batched(native(), exact_rows, pooled, kSequences, kTokens); }
+  std::vector<Run> batched(const On& on, bool exact_rows, bool pooled, uint32_t n, uint32_t tokens) {
     std::vector<std::unique_ptr<GptModel>> models;
-    if (pooled) models = make_slot_models(test::context(), cfg, weights, kSequences);
+    if (pooled) models = make_slot_models(on.ctx, cfg, on.weights, n);
     else
-      for (uint32_t i = 0; i < kSequences; ++i) models.push_back(model());
-    std::vector<Run> runs(kSequences);
+      for (uint32_t i = 0; i < n; ++i) models.push_back(model(on));
+    std::vector<Run> runs(n);
     DecodeBatch batch(exact_rows);
     for (uint32_t step = 0;; ++step) {
       std::vector<GptModel*> rows;
       std::vector<uint32_t> which;
-      for (uint32_t i = 0; i < kSequences; ++i) {
+      for (uint32_t i = 0; i < n; ++i) {
         if (step == 2 * i) {
           models[i]->set_sampling(sampling(i));
           runs[i].tokens.push_back(models[i]->prefill_and_sample(prompt(i)));
         }
-        if (step >= 2 * i && runs[i].logits.size() < kTokens) rows.push_back(models[i].get()), which.push_back(i);
+        if (step >= 2 * i && runs[i].logits.size() < tokens) rows.push_back(models[i].get()), which.push_back(i);
       }
-      if (rows.empty() && step > 2 * kSequences) break;
+      if (rows.empty() && step > 2 * n) break;
       if (rows.empty()) continue;
       std::vector<uint32_t> next = batch.decode_next(rows);
       BOOST_REQUIRE_EQUAL(next.size(), rows.size());
@@ -173,6 +184,22 @@ BOOST_AUTO_TEST_CASE(exact_rows_give_each_sequence_its_lone_tokens_and_logits_bi
       BOOST_TEST((runs[i].logits[k] == ref.logits[k]));
     }
   }
+  }
+}
+
+// The same with a GPU's kernels (GPTVK_FORCE=gpu's context, whatever the device): batched
+// steps with exact rows run the one-token mat-vecs over every row (up to 8 a workgroup),
+// their LayerNorms folded in as the one-token step folds them. Five sequences, pooled.
+BOOST_AUTO_TEST_CASE(exact_rows_through_a_gpus_kernels_are_bit_identical_too) {
+  constexpr uint32_t n = 5, tokens = 5;
+  const On on = gpu();
+  const std::vector<Run> runs = batched(on, true, true, n, tokens);
+  for (uint32_t i = 0; i < n; ++i) {
+    BOOST_TEST_INFO("sequence " << i);
+    const Run ref = alone(on, i, tokens);
+    BOOST_TEST(runs[i].tokens == ref.tokens, boost::test_tools::per_element());
+    BOOST_REQUIRE_EQUAL(runs[i].logits.size(), ref.logits.size());
+    for (size_t k = 0; k < ref.logits.size(); ++k) BOOST_TEST((runs[i].logits[k] == ref.logits[k]), "token " << k);
   }
 }
 

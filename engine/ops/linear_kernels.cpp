@@ -59,9 +59,11 @@ Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, uint32_t T, bool
     }
   }
   k.local = std::min(k.local, caps.max_workgroup_invocations);  // stays a power of two
-  // Several tokens (a batched decode step with exact rows): up to 8 a workgroup, so each
-  // weight loaded serves them all; every token's sums stay those of its own mat-vec.
-  const uint32_t tokens = T <= 1 ? 1 : std::min(8u, std::bit_floor(T));
+  // GPUs, several tokens (a batched decode step with exact rows): up to 8 a workgroup, so
+  // each weight loaded serves them all; every token's sums stay those of its own mat-vec.
+  // CPU devices (this kernel is their fallback) keep one: 16 rows' sums per token would
+  // spill, and lavapipe's compile time grows with the unrolled sums.
+  const uint32_t tokens = T <= 1 || ctx.cpu_kernels() ? 1 : std::min(8u, std::bit_floor(T));
   k.tile = {rows, tokens};
   k.outputs_per_group = rows;
   k.tokens_per_group = tokens;
