@@ -34,7 +34,7 @@ std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t para
   if (have && need > have)
     throw UsageError("--parallel " + std::to_string(parallel) + " needs about " + mib(need) + " of device memory (" +
                      mib(weights) + " weights + " + mib(per_slot) + " per slot); the device has " + mib(have) +
-                     (s.ctx->info().is_cpu() ? " (a CPU device: the host memory available now)" : "") +
+                     model_memory_note(*s.ctx) +
                      ": use at most --parallel " + std::to_string(have > weights ? (have - weights) / per_slot : 0));
   // Their KV caches are the slots of one pool (a batched step's attention is then one
   // dispatch a layer on CPU devices); the session's own model makes way for them.

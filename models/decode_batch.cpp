@@ -76,8 +76,8 @@ void DecodeBatch::write_sampler_table(std::span<GptModel* const> seqs) {
 std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs) {
   GptModel& first = *seqs[0];
   // A GPU's exact rows fold the LayerNorms as its one-token step does, from the first
-  // sequence's folded vectors (made once, as GptModel::run makes them).
-  if (exact_rows_ && first.plan_.fold_norms && !first.folded_ready_) first.compute_folded_norms();
+  // sequence's folded vectors.
+  if (exact_rows_) first.ensure_folded_norms();
   if (rows_used_) write_rows(seqs);
   if (sampler_used_) write_sampler_table(seqs);
   g.run();

@@ -118,11 +118,15 @@ vk::Buffer& GptModel::logits_all() {
 }
 
 Graph& GptModel::run(uint32_t T, Head head) {
-  if (plan_.fold_norms && T == 1 && !folded_ready_) compute_folded_norms();
+  if (T == 1) ensure_folded_norms();
   step_logits_ = whole(logits_last_);
   Graph& g = graph(T, head);
   g.run();
   return g;
+}
+
+void GptModel::ensure_folded_norms() {
+  if (plan_.fold_norms && !folded_ready_) compute_folded_norms();
 }
 
 // W gamma and W beta + b of every folded LayerNorm, by the linear op itself: one graph, run once.

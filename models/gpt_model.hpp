@@ -129,6 +129,9 @@ class GptModel {
   // folded LayerNorms' vectors if the graph uses them and they are not made yet; returns
   // the graph that ran.
   Graph& run(uint32_t T, Head head);
+  // The folded LayerNorms' vectors (W gamma, W beta + b), made on first need: the first run
+  // of a graph that folds them (a one-token step, or a batched step with exact rows).
+  void ensure_folded_norms();
   void compute_folded_norms();
   vk::Buffer& logits_all();  // [max_chunk][vocab], allocated on first use
   void check_ids(std::span<const uint32_t> ids, uint32_t pos) const;

@@ -46,7 +46,7 @@ void check_fits(vk::Context& ctx, const ModelConfig& cfg) {
   const uint64_t need = weights_device_bytes(cfg), have = model_memory_bytes(ctx);
   if (have && need > have)
     throw DeviceError("model needs " + mib(need) + " of device memory, device has " + mib(have) +
-                      (ctx.info().is_cpu() ? " (a CPU device: the host memory available now)" : ""));
+                      model_memory_note(ctx));
 }
 
 }  // namespace
@@ -57,6 +57,10 @@ void check_fits(vk::Context& ctx, const ModelConfig& cfg) {
 uint64_t model_memory_bytes(const vk::Context& ctx) {
   const uint64_t heap = ctx.caps().device_local_bytes;
   return ctx.info().is_cpu() ? std::max(heap, host_available_bytes()) : heap;
+}
+
+std::string model_memory_note(const vk::Context& ctx) {
+  return ctx.info().is_cpu() ? " (a CPU device: the host memory available now)" : "";
 }
 
 namespace {

@@ -11,7 +11,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "engine/ops/linear.hpp"
@@ -98,8 +97,7 @@ BOOST_AUTO_TEST_CASE(split_k_matvec_over_tokens_equals_each_token_alone_bit_for_
     uint32_t K, N, T;
   } shapes[] = {{DType::F16, 36, 50, 3}, {DType::F32, 300, 70, 9}, {DType::BF16, 256, 33, 16}, {DType::Q8_0, 320, 40, 5}};
   uint32_t seed = 100;
-  for (auto [label, ctx] : {std::pair<std::string, vk::Context*>{"native", &test::context()},
-                            {"gpu paths", &test::gpu_paths_context()}}) {
+  for (auto [label, ctx] : test::native_and_gpu_contexts()) {
     for (const Shape& s : shapes) {
       BOOST_TEST_CONTEXT(label << ", " << dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T) {
         Matrix W = Matrix::create(*ctx, s.dt, s.N, s.K, "test weights");

@@ -102,8 +102,7 @@ BOOST_AUTO_TEST_CASE(folded_layernorm_matches_cpu) {
 // y bit-identical to that token's product alone, whatever its mean and spread.
 BOOST_AUTO_TEST_CASE(several_tokens_each_equal_their_own_product_bit_for_bit) {
   const uint32_t K = 160, N = 300, T = 5;
-  for (auto [label, ctx] : {std::pair<std::string, vk::Context*>{"native", &test::context()},
-                            {"gpu paths", &test::gpu_paths_context()}}) {
+  for (auto [label, ctx] : test::native_and_gpu_contexts()) {
     BOOST_TEST_CONTEXT(label) {
       auto x = test::random_floats(size_t(T) * K, 11);
       for (uint32_t t = 0; t < T; ++t)

@@ -61,6 +61,10 @@ std::vector<std::pair<std::string, vk::Context*>> all_contexts() {
   return {{"native", &context()}, {"fallback", &fallback_context()}};
 }
 
+std::vector<std::pair<std::string, vk::Context*>> native_and_gpu_contexts() {
+  return {{"native", &context()}, {"gpu paths", &gpu_paths_context()}};
+}
+
 void release_contexts() {
   g_native.reset();
   g_fallback.reset();

@@ -31,6 +31,8 @@ vk::Context& gpu_paths_context();
 vk::Context& other_matvec_context();
 // Both, for tests that must pass on each: {"native", ctx}, {"fallback", ctx}.
 std::vector<std::pair<std::string, vk::Context*>> all_contexts();
+// The device's own kernels and a GPU's: {"native", ctx}, {"gpu paths", gpu_paths_context()}.
+std::vector<std::pair<std::string, vk::Context*>> native_and_gpu_contexts();
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 
