@@ -28,6 +28,53 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// One sequence: each repeat prefills the same random prompt, then decodes gen_tokens
+// greedily; the first repeat warms up. Medians and spreads on stderr, rates on stdout.
+int run_single_bench(ModelSession& s, uint32_t prompt_tokens, uint32_t gen_tokens, uint32_t repeats, bool profile) {
+  const auto& cfg = s.cfg;
+  std::mt19937 rng(42);
+  std::vector<uint32_t> prompt(prompt_tokens);
+  for (auto& t : prompt) t = rng() % cfg.vocab_size;
+  s.model->set_sampling({0.0f, 0, 1.0f, 0});
+  s.model->set_profile(profile);
+
+  std::vector<double> prefill_rates, decode_rates;
+  std::vector<OpTime> prefill_profile;
+  using clock = std::chrono::steady_clock;
+  for (uint32_t r = 0; r <= repeats; ++r) {
+    auto t0 = clock::now();
+    s.model->prefill_and_sample(prompt);
+    auto t1 = clock::now();
+    if (profile) prefill_profile = s.model->profile_summary();
+    for (uint32_t i = 0; i < gen_tokens; ++i) s.model->decode_next();
+    auto t2 = clock::now();
+    if (r == 0) continue;  // warm-up
+    prefill_rates.push_back(prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
+    if (gen_tokens) decode_rates.push_back(gen_tokens / std::chrono::duration<double>(t2 - t1).count());
+  }
+  auto spread = [](const std::vector<double>& v) {
+    if (v.empty()) return std::make_pair(0.0, 0.0);
+    return std::make_pair(*std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
+  };
+  auto [pmin, pmax] = spread(prefill_rates);
+  auto [dmin, dmax] = spread(decode_rates);
+  // No decode measured: nan, not a rate of 0 tokens/s.
+  double p = median(prefill_rates), d = decode_rates.empty() ? std::nan("") : median(decode_rates);
+  std::fprintf(stderr, "prefill %u tokens: median %.1f tok/s (min %.1f, max %.1f) over %u runs\n", prompt_tokens, p,
+               pmin, pmax, repeats);
+  if (gen_tokens)
+    std::fprintf(stderr, "decode %u tokens at depth %u: median %.2f tok/s (min %.2f, max %.2f)\n", gen_tokens,
+                 prompt_tokens, d, dmin, dmax);
+  else
+    std::fprintf(stderr, "decode: not measured (--gen-tokens 0)\n");
+  if (profile) {
+    print_profile_table("prefill", prefill_profile);
+    print_profile_table("decode (one token)", s.model->profile_summary());
+  }
+  print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", p, d);
+  return 0;
+}
+
 }  // namespace
 
 Action add_bench(CLI::App& app, Common& common) {
@@ -82,47 +129,7 @@ Action add_bench(CLI::App& app, Common& common) {
       return run_batch_bench(s, {f->prompt_tokens, f->gen_tokens, f->repeats, f->batches,
                                  f->batch_kernels == "exact", f->profile});
     }
-    std::mt19937 rng(42);
-    std::vector<uint32_t> prompt(f->prompt_tokens);
-    for (auto& t : prompt) t = rng() % cfg.vocab_size;
-    s.model->set_sampling({0.0f, 0, 1.0f, 0});
-    s.model->set_profile(f->profile);
-
-    std::vector<double> prefill_rates, decode_rates;
-    std::vector<OpTime> prefill_profile;
-    using clock = std::chrono::steady_clock;
-    for (uint32_t r = 0; r <= f->repeats; ++r) {
-      auto t0 = clock::now();
-      s.model->prefill_and_sample(prompt);
-      auto t1 = clock::now();
-      if (f->profile) prefill_profile = s.model->profile_summary();
-      for (uint32_t i = 0; i < f->gen_tokens; ++i) s.model->decode_next();
-      auto t2 = clock::now();
-      if (r == 0) continue;  // warm-up
-      prefill_rates.push_back(f->prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
-      if (f->gen_tokens) decode_rates.push_back(f->gen_tokens / std::chrono::duration<double>(t2 - t1).count());
-    }
-    auto spread = [](const std::vector<double>& v) {
-      if (v.empty()) return std::make_pair(0.0, 0.0);
-      return std::make_pair(*std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
-    };
-    auto [pmin, pmax] = spread(prefill_rates);
-    auto [dmin, dmax] = spread(decode_rates);
-    // No decode measured: nan, not a rate of 0 tokens/s.
-    double p = median(prefill_rates), d = decode_rates.empty() ? std::nan("") : median(decode_rates);
-    std::fprintf(stderr, "prefill %u tokens: median %.1f tok/s (min %.1f, max %.1f) over %u runs\n", f->prompt_tokens, p,
-                 pmin, pmax, f->repeats);
-    if (f->gen_tokens)
-      std::fprintf(stderr, "decode %u tokens at depth %u: median %.2f tok/s (min %.2f, max %.2f)\n", f->gen_tokens,
-                   f->prompt_tokens, d, dmin, dmax);
-    else
-      std::fprintf(stderr, "decode: not measured (--gen-tokens 0)\n");
-    if (f->profile) {
-      print_profile_table("prefill", prefill_profile);
-      print_profile_table("decode (one token)", s.model->profile_summary());
-    }
-    print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", p, d);
-    return 0;
+    return run_single_bench(s, f->prompt_tokens, f->gen_tokens, f->repeats, f->profile);
   };
 }
 

@@ -17,16 +17,12 @@ extern char** environ;
 
 namespace gptvk::test {
 
-CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env, double timeout_s,
-                  const CliOptions& options) {
-  CliResult r;
-  r.command = GPTVK_BINARY;
-  for (const auto& a : args) r.command += " '" + a + "'";
-  int out_pipe[2], err_pipe[2];
-  BOOST_REQUIRE(pipe2(out_pipe, O_CLOEXEC) == 0 && pipe2(err_pipe, O_CLOEXEC) == 0);
-  // The caller's environment (sanitizer options, GPTVK_FORCE for the forced-limits run)
-  // without other GPTVK_* settings, validation on, then the row's own settings, which
-  // replace inherited ones (getenv takes the first match).
+namespace {
+
+// The caller's environment (sanitizer options, GPTVK_FORCE for the forced-limits run)
+// without other GPTVK_* settings, validation on, then the row's own settings, which
+// replace inherited ones (getenv takes the first match).
+std::vector<std::string> child_environment(const std::vector<std::string>& env, const CliOptions& options) {
   auto overridden = [&](const char* var) {
     for (const auto& e : env)
       if (std::strncmp(var, e.c_str(), e.find('=') + 1) == 0) return true;
@@ -42,48 +38,53 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
     if ((!ours || kept) && !overridden(*e)) env_strings.push_back(*e);
   }
   for (const auto& e : env) env_strings.push_back(e);
-  std::vector<char*> argv{const_cast<char*>(GPTVK_BINARY)}, envp;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  return env_strings;
+}
 
-  int child_stdout = out_pipe[1];
+// The descriptor the child writes its standard output to: the capture pipe's writing end,
+// or one that fails every write as options.stdout_to asks.
+int child_stdout_fd(int capture_fd, const CliOptions& options) {
   if (options.stdout_to == Stdout::DevFull) {
-    child_stdout = open("/dev/full", O_WRONLY | O_CLOEXEC);
-    BOOST_REQUIRE(child_stdout >= 0);
-  } else if (options.stdout_to == Stdout::ClosedPipe) {
+    int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+    BOOST_REQUIRE(fd >= 0);
+    return fd;
+  }
+  if (options.stdout_to == Stdout::ClosedPipe) {
     int dead[2];
     BOOST_REQUIRE(pipe2(dead, O_CLOEXEC) == 0);
     close(dead[0]);
-    child_stdout = dead[1];
+    return dead[1];
   }
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  BOOST_REQUIRE(pid >= 0);
-  if (pid == 0) {
-    rlimit no_core{0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    if (options.file_size_limit >= 0) {
-      rlimit fsize{static_cast<rlim_t>(options.file_size_limit), static_cast<rlim_t>(options.file_size_limit)};
-      setrlimit(RLIMIT_FSIZE, &fsize);
-    }
-    dup2(child_stdout, STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, STDIN_FILENO);
-    execve(GPTVK_BINARY, argv.data(), envp.data());
-    _exit(127);
+  return capture_fd;
+}
+
+// In the forked child: limits, descriptors, then exec; never returns. It allocates nothing
+// (the parent may have other threads holding malloc's locks).
+[[noreturn]] void exec_child(char* const* argv, char* const* envp, int stdout_fd, int stderr_fd,
+                             const CliOptions& options) {
+  rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  if (options.file_size_limit >= 0) {
+    rlimit fsize{static_cast<rlim_t>(options.file_size_limit), static_cast<rlim_t>(options.file_size_limit)};
+    setrlimit(RLIMIT_FSIZE, &fsize);
   }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (child_stdout != out_pipe[1]) close(child_stdout);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  dup2(stdout_fd, STDOUT_FILENO);
+  dup2(stderr_fd, STDERR_FILENO);
+  int devnull = open("/dev/null", O_RDONLY);
+  dup2(devnull, STDIN_FILENO);
+  execve(GPTVK_BINARY, argv, envp);
+  _exit(127);
+}
+
+// Reads both pipes into r.out and r.err until the child closes them or the time is up
+// (then the child is killed and r.timed_out set); closes the pipes.
+void read_until_closed(int out_fd, int err_fd, pid_t pid, double timeout_s,
+                       const std::chrono::steady_clock::time_point& start, CliResult& r) {
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   while (open_fds > 0) {
-    double left = timeout_s - elapsed();
+    double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (left <= 0) {
       r.timed_out = true;
       kill(pid, SIGKILL);
@@ -105,9 +106,35 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   }
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
+}
+
+}  // namespace
+
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env, double timeout_s,
+                  const CliOptions& options) {
+  CliResult r;
+  r.command = GPTVK_BINARY;
+  for (const auto& a : args) r.command += " '" + a + "'";
+  int out_pipe[2], err_pipe[2];
+  BOOST_REQUIRE(pipe2(out_pipe, O_CLOEXEC) == 0 && pipe2(err_pipe, O_CLOEXEC) == 0);
+  std::vector<std::string> child_args = args, env_strings = child_environment(env, options);
+  std::vector<char*> argv{const_cast<char*>(GPTVK_BINARY)}, envp;
+  for (auto& a : child_args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int child_stdout = child_stdout_fd(out_pipe[1], options);
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) exec_child(argv.data(), envp.data(), child_stdout, err_pipe[1], options);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (child_stdout != out_pipe[1]) close(child_stdout);
+  read_until_closed(out_pipe[0], err_pipe[0], pid, timeout_s, start, r);
   int status = 0;
   waitpid(pid, &status, 0);
-  r.seconds = elapsed();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) {
     r.signaled = !r.timed_out;
