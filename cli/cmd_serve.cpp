@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,9 @@ namespace gptvk::cli {
 namespace {
 
 constexpr auto kShutdownGrace = std::chrono::seconds(10);
+// After the grace period, how long the HTTP threads get to finish writing; a client that
+// trickles a request holds its thread past any such wait, so the process exits without it.
+constexpr auto kHttpStopWait = std::chrono::seconds(3);
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
@@ -100,8 +104,10 @@ Action add_serve(CLI::App& app, Common& common) {
       "messages, max_completion_tokens, logprobs (true) with top_logprobs (0..20).");
   return [&common, f] {
     const sigset_t stop_signals = block_stop_signals();
-    // Every client waiting or generating holds an HTTP thread; a few more answer the rest.
-    f->http.threads = std::min<size_t>(f->parallel + f->queue + 8, 512);
+    // Every client waiting or generating holds an HTTP thread, and so does every open
+    // connection (an idle keep-alive one until its timeout); the spare threads keep /health
+    // and short requests answered beside many of those. Idle threads cost only address space.
+    f->http.threads = std::min<size_t>(f->parallel + f->queue + 128, 1024);
     server::HttpServer http(f->http);
     int port = 0;
     try {
@@ -119,8 +125,13 @@ Action add_serve(CLI::App& app, Common& common) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     std::fprintf(stderr, "gpt-vk: %s: finishing running requests, then exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http.drain();
     scheduler.shutdown(kShutdownGrace);
-    http.stop();
+    if (!http.stop(kHttpStopWait)) {
+      std::fprintf(stderr, "gpt-vk: a client connection is still open after the grace period; exiting without it\n");
+      std::fflush(nullptr);
+      std::_Exit(0);
+    }
     return 0;
   };
 }

@@ -1,5 +1,6 @@
 #include "server/completion_job.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <cstdio>
@@ -56,24 +57,43 @@ void CompletionJob::cancel() {
 }
 
 void CompletionJob::take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs) {
-  const size_t from = c.logprobs.size();
   if (s.token) {
     ++c.generated;
     c.tokens.push_back(*s.token);
     if (s.logprob) {
-      c.offsets.push_back(c.text.size() + (piece ? piece->size() : 0));
+      c.offsets.push_back(c.token_end);
       c.logprobs.push_back(*s.logprob);
     }
+    c.token_end += tok_.token_bytes(*s.token).size();
   }
   c.text += s.text;
   if (piece) *piece += s.text;
-  if (piece_logprobs && req_.logprobs && c.logprobs.size() > from)
-    *piece_logprobs = chat_ ? chat_logprobs_json(c, from) : logprobs_json(c, from, false);
+  const json lp = release_logprobs(c, false);
+  if (piece_logprobs) *piece_logprobs = lp;
+}
+
+// The log-probabilities of the tokens whose text is out: those that start inside the text so
+// far (a token's text may be held back while it could begin a stop string); at the end
+// (`finished`) all that are left, unless a stop string cut the text: the tokens past the
+// cut are not part of the completion. Their JSON, or null when none were released.
+json CompletionJob::release_logprobs(Choice& c, bool finished) {
+  const size_t from = c.logprobs_sent;
+  if (finished && c.seq->finish_reason() != FinishReason::StopString) c.logprobs_sent = c.logprobs.size();
+  while (c.logprobs_sent < c.logprobs.size() && c.offsets[c.logprobs_sent] < c.text.size()) ++c.logprobs_sent;
+  if (!req_.logprobs || c.logprobs_sent == from) return nullptr;
+  return chat_ ? chat_logprobs_json(c, from, c.logprobs_sent) : logprobs_json(c, from, c.logprobs_sent, false);
+}
+
+// The text a choice starts with: the prompt's when echoed, and the token offsets from its end.
+void CompletionJob::begin_text(Choice& c) {
+  c.started = true;
+  if (req_.echo && !chat_) c.text = req_.prompt_texts[c.prompt];
+  c.token_end = c.text.size();
 }
 
 std::string CompletionJob::finish_reason(const Choice& c) const { return finish_reason_name(c.seq->finish_reason()); }
 
-json CompletionJob::logprobs_json(const Choice& c, size_t from, bool with_prompt) const {
+json CompletionJob::logprobs_json(const Choice& c, size_t from, size_t to, bool with_prompt) const {
   json tokens = json::array(), token_lp = json::array(), top = json::array(), offsets = json::array();
   const uint32_t k = req_.logprobs.value_or(0);
   auto add = [&](const TokenLogprob& lp, size_t offset) {
@@ -100,18 +120,18 @@ json CompletionJob::logprobs_json(const Choice& c, size_t from, bool with_prompt
       offset += tok_.token_bytes(prompt[i]).size();
     }
   }
-  for (size_t i = from; i < c.logprobs.size(); ++i) add(c.logprobs[i], c.offsets[i]);
+  for (size_t i = from; i < to; ++i) add(c.logprobs[i], c.offsets[i]);
   return {{"tokens", tokens}, {"token_logprobs", token_lp}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
-json CompletionJob::chat_logprobs_json(const Choice& c, size_t from) const {
+json CompletionJob::chat_logprobs_json(const Choice& c, size_t from, size_t to) const {
   auto entry = [&](uint32_t token, float logprob) {
     const std::string bytes = tok_.token_bytes(token);
     return json{{"token", bytes}, {"logprob", logprob}, {"bytes", std::vector<uint8_t>(bytes.begin(), bytes.end())}};
   };
   json content = json::array();
   const uint32_t k = req_.logprobs.value_or(0);
-  for (size_t i = from; i < c.logprobs.size(); ++i) {
+  for (size_t i = from; i < to; ++i) {
     const TokenLogprob& lp = c.logprobs[i];
     json e = entry(lp.token, lp.logprob), top = json::array();
     for (uint32_t j = 0; j < k && j < lp.top.size(); ++j) top.push_back(entry(lp.top[j].first, lp.top[j].second));
@@ -126,11 +146,11 @@ json CompletionJob::choice_json(const Choice& c) const {
   if (chat_)
     return {{"index", c.index},
             {"message", {{"role", "assistant"}, {"content", strip_leading_space(c.text)}}},
-            {"logprobs", req_.logprobs ? chat_logprobs_json(c, 0) : json(nullptr)},
+            {"logprobs", req_.logprobs ? chat_logprobs_json(c, 0, c.logprobs_sent) : json(nullptr)},
             {"finish_reason", fr}};
   return {{"text", c.text},
           {"index", c.index},
-          {"logprobs", req_.logprobs ? logprobs_json(c, 0, req_.echo) : json(nullptr)},
+          {"logprobs", req_.logprobs ? logprobs_json(c, 0, c.logprobs_sent, req_.echo) : json(nullptr)},
           {"finish_reason", fr}};
 }
 
@@ -141,27 +161,43 @@ json CompletionJob::usage() const {
   return {{"prompt_tokens", prompt}, {"completion_tokens", generated}, {"total_tokens", prompt + generated}};
 }
 
-json CompletionJob::wait_response() {
+std::optional<json> CompletionJob::poll_response(std::chrono::milliseconds wait) {
   for (auto& c : choices_) {
-    if (req_.echo && !chat_) c.text = req_.prompt_texts[c.prompt];
+    if (c.done) continue;
+    if (!c.started) begin_text(c);
     std::vector<GenerationStep> steps;
-    bool done = false;
-    while (!done) {
-      steps.clear();
-      done = c.seq->wait_steps(steps, std::chrono::milliseconds(200));
-      for (const auto& s : steps) take_step(c, s, nullptr, nullptr);
-    }
+    const bool done = c.seq->wait_steps(steps, wait);
+    for (const auto& s : steps) take_step(c, s, nullptr, nullptr);
+    if (!done) return std::nullopt;
+    c.done = true;
+    release_logprobs(c, true);
     if (!c.seq->error().empty())
       throw ApiError(500, "generation failed: " + c.seq->error(), "", "generation_failed", "server_error");
   }
   json choices = json::array();
   for (const auto& c : choices_) choices.push_back(choice_json(c));
-  return {{"id", id_},
-          {"object", chat_ ? "chat.completion" : "text_completion"},
-          {"created", created_},
-          {"model", model_},
-          {"choices", choices},
-          {"usage", usage()}};
+  return json{{"id", id_},
+              {"object", chat_ ? "chat.completion" : "text_completion"},
+              {"created", created_},
+              {"model", model_},
+              {"choices", choices},
+              {"usage", usage()}};
+}
+
+std::optional<json> CompletionJob::response_within(std::chrono::milliseconds budget) {
+  using clock = std::chrono::steady_clock;
+  const auto end = clock::now() + budget;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock::now());
+    if (auto body = poll_response(std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(200))))
+      return body;
+    if (clock::now() >= end) return std::nullopt;
+  }
+}
+
+json CompletionJob::wait_response() {
+  for (;;)
+    if (auto body = poll_response(std::chrono::milliseconds(200))) return *body;
 }
 
 json CompletionJob::chunk(const Choice& c, const std::string& piece, const json& logprobs, const json& finish) const {
@@ -182,14 +218,13 @@ json CompletionJob::chunk(const Choice& c, const std::string& piece, const json&
 
 // The first event of a choice: the assistant role (chat) or the echoed prompt.
 void CompletionJob::start_stream(Choice& c, std::string& out) {
-  c.started = true;
+  begin_text(c);
   if (chat_) {
     json first = chunk(c, "", nullptr, nullptr);
     first["choices"][0]["delta"] = {{"role", "assistant"}, {"content", ""}};
     out += sse(first);
   } else if (req_.echo) {
-    c.text = req_.prompt_texts[c.prompt];
-    out += sse(chunk(c, c.text, req_.logprobs ? logprobs_json(c, 0, true) : json(nullptr), nullptr));
+    out += sse(chunk(c, c.text, req_.logprobs ? logprobs_json(c, 0, 0, true) : json(nullptr), nullptr));
   }
 }
 
@@ -217,7 +252,7 @@ bool CompletionJob::poll_events(std::string& out, std::chrono::milliseconds wait
       if (!c.seq->error().empty()) {
         out += sse(error_body(ApiError(500, "generation failed: " + c.seq->error(), "", "generation_failed", "server_error")));
       } else {
-        out += sse(chunk(c, "", nullptr, finish_reason(c)));
+        out += sse(chunk(c, "", release_logprobs(c, true), finish_reason(c)));
       }
     }
     all_done = all_done && c.done;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ class CompletionJob {
   // Non-streamed: waits for every sequence and returns the response body; ApiError 500
   // when a sequence failed.
   json wait_response();
+  // The same when it is ready within `budget`; nullopt when some sequence still runs.
+  std::optional<json> response_within(std::chrono::milliseconds budget);
   // Streamed: appends to `out` the events of the steps that came within `wait`; returns true
   // when everything, `data: [DONE]` included, is in `out`.
   bool poll_events(std::string& out, std::chrono::milliseconds wait);
@@ -44,15 +47,21 @@ class CompletionJob {
     std::vector<uint32_t> tokens;          // logged tokens (echoed prompt's included)
     std::vector<TokenLogprob> logprobs;    // one per generated token
     std::vector<size_t> offsets;           // text offset of each generated token
+    size_t token_end = 0;                  // text offset after the last token (held-back text included)
+    size_t logprobs_sent = 0;              // entries of `logprobs` released (their text is out)
     size_t generated = 0;
     bool started = false, done = false;
     bool text_begun = false;  // chat: the reply's first text was seen (its leading space dropped)
   };
+  void begin_text(Choice& c);
   void take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs);
+  json release_logprobs(Choice& c, bool finished);
+  std::optional<json> poll_response(std::chrono::milliseconds wait);
   json choice_json(const Choice& c) const;
-  json logprobs_json(const Choice& c, size_t from, bool with_prompt) const;
+  // Entries [from, to) of a choice's logprobs (with the echoed prompt's before them).
+  json logprobs_json(const Choice& c, size_t from, size_t to, bool with_prompt) const;
   // Chat's shape: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}.
-  json chat_logprobs_json(const Choice& c, size_t from) const;
+  json chat_logprobs_json(const Choice& c, size_t from, size_t to) const;
   json chunk(const Choice& c, const std::string& piece, const json& logprobs, const json& finish) const;
   json usage() const;
   std::string finish_reason(const Choice& c) const;

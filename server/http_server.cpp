@@ -4,10 +4,12 @@
 #include <sys/socket.h>
 
 #include <ctime>
+#include <future>
 #include <sstream>
 #include <stdexcept>
 
 #include "server/completion_job.hpp"
+#include "server/request_framing.hpp"
 
 namespace gptvk::server {
 
@@ -23,35 +25,67 @@ void send_json(httplib::Response& res, const json& body, int status = 200) {
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, error_body(e), e.status); }
 
-json parse_body(const httplib::Request& req) {
-  json body = json::parse(req.body, nullptr, false);
+// A non-streamed completion answers as a plain JSON response when it is done within this
+// wait; a longer one goes out chunked, with a space (JSON's leading whitespace) written each
+// kHeartbeat while it runs, so that a client that hangs up fails a write and frees its
+// slots instead of holding them to the end.
+constexpr auto kPlainWait = std::chrono::seconds(2);
+constexpr auto kHeartbeat = std::chrono::seconds(1);
+
+json parse_body(const std::string& text) {
+  json body = json::parse(text, nullptr, false);
   if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_type");
   return body;
 }
 
-// Runs a route's handler, turning what it throws into OpenAI's error body.
+// Runs `f`, turning what it throws into OpenAI's error body.
+template <class F>
+void answer_errors(httplib::Response& res, F&& f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const json::exception& e) {
+    send_error(res, ApiError(400, std::string("malformed request: ") + e.what(), "", "invalid_value"));
+  } catch (const std::exception& e) {
+    send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "", "internal_error", "server_error"));
+  }
+}
+
 template <class F>
 httplib::Server::Handler guarded(F f) {
-  return [f](const httplib::Request& req, httplib::Response& res) {
-    try {
-      f(req, res);
-    } catch (const ApiError& e) {
-      send_error(res, e);
-    } catch (const json::exception& e) {
-      send_error(res, ApiError(400, std::string("malformed request: ") + e.what(), "", "invalid_value"));
-    } catch (const std::exception& e) {
-      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "", "internal_error", "server_error"));
-    }
+  return [f](const httplib::Request& req, httplib::Response& res) { answer_errors(res, [&] { f(req, res); }); };
+}
+
+// A POST route: its body read through read_body (the size limit holds for chunked bodies
+// too), then f(req, body, res).
+template <class F>
+httplib::Server::HandlerWithContentReader guarded_post(size_t max_body, F f) {
+  return [max_body, f](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    answer_errors(res, [&] { f(req, read_body(req, reader, max_body), res); });
   };
 }
 
-std::string status_message(int status, const httplib::Request& req, size_t max_body) {
+bool known_route(const std::string& path) {
+  for (const char* r : kRoutes)
+    if (path == r) return true;
+  return false;
+}
+
+// The error body of a status httplib set itself, before any handler ran.
+ApiError library_error(int status, const httplib::Request& req, size_t max_body) {
   switch (status) {
-    case 404: return "no route " + req.method + " " + req.path;
-    case 413: return "the request body is larger than " + std::to_string(max_body) + " bytes";
-    case 414: return "the request URI is too long";
-    default: return "HTTP status " + std::to_string(status);
+    case 404: return ApiError(404, "no route " + req.method + " " + req.path, "", "not_found");
+    case 405: return ApiError(405, req.method + " is not allowed on " + req.path, "", "method_not_allowed");
+    case 413:
+      return ApiError(413, "the request body is larger than " + std::to_string(max_body) + " bytes", "",
+                      "payload_too_large");
+    case 414: return ApiError(414, "the request URI is too long", "", "uri_too_long");
+    case 400: return ApiError(400, "malformed HTTP request", "", "invalid_request");
+    default:
+      return ApiError(status, "HTTP status " + std::to_string(status), "", "",
+                      status >= 500 ? "server_error" : "invalid_request_error");
   }
 }
 
@@ -85,41 +119,60 @@ void HttpServer::check_ready() const {
 
 bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res) {
   if (opts_.api_key.empty() || req.path == "/health") return true;
-  if (req.get_header_value("Authorization") == "Bearer " + opts_.api_key) return true;
+  if (bearer_matches(req.get_header_value("Authorization"), opts_.api_key)) return true;
   send_error(res, ApiError(401, "missing or incorrect API key (send \"Authorization: Bearer KEY\")", "",
                            "invalid_api_key", "authentication_error"));
+  res.set_header("WWW-Authenticate", "Bearer");
   return false;
 }
 
 void HttpServer::count(const httplib::Request& req, const httplib::Response& res) {
-  std::string route = "other";
-  for (const char* r : kRoutes)
-    if (req.path == r) route = r;
+  const std::string route = known_route(req.path) ? req.path : "other";
   std::lock_guard lock(counts_mu_);
   ++requests_[{route, res.status}];
 }
 
 void HttpServer::routes() {
   auto& s = *http_;
+  // Before the body is read: the API key, then the body's framing.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    return authorized(req, res) ? httplib::Server::HandlerResponse::Unhandled
-                                : httplib::Server::HandlerResponse::Handled;
+    if (!authorized(req, res)) return httplib::Server::HandlerResponse::Handled;
+    if (auto e = framing_error(req, opts_.max_body_bytes, false)) {
+      send_error(res, *e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
-  // Statuses httplib sets itself (404, 413, ...) get the same error body as ours.
+  // "Expect: 100-continue": refuse before the client sends the body.
+  s.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+    auto e = framing_error(req, opts_.max_body_bytes, true);
+    if (!e) return 100;
+    send_error(res, *e);
+    return e->status;
+  });
+  // Statuses httplib sets itself (404, 413, ...) get the same error body as ours; a known
+  // route asked with another method is a 405.
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    const int status = res.status;
-    send_error(res, ApiError(status, status_message(status, req, opts_.max_body_bytes), "",
-                             status == 404 ? "not_found" : "", status >= 500 ? "server_error" : "invalid_request_error"));
+    if (res.status == 404 && known_route(req.path)) {
+      res.status = 405;
+      res.set_header("Allow", req.path == "/v1/models" || req.path == "/health" || req.path == "/metrics" ? "GET" : "POST");
+    }
+    send_error(res, library_error(res.status, req, opts_.max_body_bytes));
     return httplib::Server::HandlerResponse::Handled;
   }));
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) { count(req, res); });
-  s.Post("/v1/completions", guarded([this](auto& req, auto& res) { completions(req, res, false); }));
-  s.Post("/v1/chat/completions", guarded([this](auto& req, auto& res) { completions(req, res, true); }));
+  const size_t max_body = opts_.max_body_bytes;
+  s.Post("/v1/completions", guarded_post(max_body, [this](auto& req, auto body, auto& res) {
+    completions(req, body, res, false);
+  }));
+  s.Post("/v1/chat/completions", guarded_post(max_body, [this](auto& req, auto body, auto& res) {
+    completions(req, body, res, true);
+  }));
   s.Get("/v1/models", guarded([this](auto&, auto& res) { models(res); }));
   s.Get("/health", guarded([this](auto&, auto& res) { health(res); }));
-  s.Post("/tokenize", guarded([this](auto& req, auto& res) { tokenize(req, res); }));
-  s.Post("/detokenize", guarded([this](auto& req, auto& res) { detokenize(req, res); }));
+  s.Post("/tokenize", guarded_post(max_body, [this](auto&, auto body, auto& res) { tokenize(body, res); }));
+  s.Post("/detokenize", guarded_post(max_body, [this](auto&, auto body, auto& res) { detokenize(body, res); }));
   s.Get("/metrics", guarded([this](auto&, auto& res) { metrics(res); }));
 }
 
@@ -131,7 +184,12 @@ int HttpServer::start() {
   // waits for a CPU, and the kernel drops their handshakes, delaying each by a TCP
   // retransmission. Linux lets listen() on a listening socket set a new backlog.
   if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  std::promise<void> listening_ended;
+  listen_ended_ = listening_ended.get_future();
+  thread_ = std::thread([this, ended = std::move(listening_ended)]() mutable {
+    http_->listen_after_bind();
+    ended.set_value();
+  });
   return port;
 }
 
@@ -142,14 +200,21 @@ void HttpServer::set_ready(Scheduler& scheduler, const Tokenizer& tokenizer, Mod
   ready_.store(true, std::memory_order_release);
 }
 
-void HttpServer::stop() {
+void HttpServer::drain() { draining_.store(true, std::memory_order_release); }
+
+bool HttpServer::stop(std::optional<std::chrono::seconds> wait) {
   if (http_) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return true;
+  // httplib's listening thread ends once its workers have: one held by a client that
+  // trickles its request keeps it until the read timeout, again and again.
+  if (wait && listen_ended_.wait_for(*wait) != std::future_status::ready) return false;
+  thread_.join();
+  return true;
 }
 
-void HttpServer::completions(const httplib::Request& req, httplib::Response& res, bool chat) {
+void HttpServer::completions(const httplib::Request& req, const std::string& text, httplib::Response& res, bool chat) {
   check_ready();
-  json body = parse_body(req);
+  json body = parse_body(text);
   CompletionRequest request = chat ? parse_chat_request(body, *tok_, model_.context)
                                    : parse_completion_request(body, *tok_, model_.context);
   const bool stream = request.stream;
@@ -158,7 +223,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
   if (sequences > capacity.slots + capacity.max_queue)
     throw ApiError(400, "the request needs " + std::to_string(sequences) + " sequences (prompts x n); this server takes " +
                             std::to_string(capacity.slots + capacity.max_queue) + " at once (--parallel + --queue)",
-                   "n", "invalid_value");
+                   request.n > 1 ? "n" : "prompt", "invalid_value");
   std::shared_ptr<CompletionJob> job;
   try {
     job = std::make_shared<CompletionJob>(std::move(request), chat, model_.name, *scheduler_, *tok_);
@@ -167,25 +232,48 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
   } catch (const ShuttingDown& e) {
     throw ApiError(503, e.what(), "", "shutting_down", "unavailable_error");
   }
-  if (!stream) return send_json(res, job->wait_response());
+  if (!stream) return respond_when_done(req, res, job);
   res.set_header("Cache-Control", "no-cache");
+  auto events = [job](size_t, httplib::DataSink& sink) {
+    std::string out;
+    const bool done = job->poll_events(out, std::chrono::milliseconds(100));
+    // A failed write means the client is gone: returning false ends the connection and
+    // the releaser below cancels the sequences, which frees their slots.
+    if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+    if (done) sink.done();
+    return true;
+  };
+  auto cancel = [job](bool) { job->cancel(); };
+  // HTTP/1.0 has no chunked encoding: the stream ends when the connection closes.
+  if (req.version == "HTTP/1.0") res.set_content_provider("text/event-stream", events, cancel);
+  else res.set_chunked_content_provider("text/event-stream", events, cancel);
+}
+
+void HttpServer::respond_when_done(const httplib::Request& req, httplib::Response& res,
+                                   const std::shared_ptr<CompletionJob>& job) {
+  if (auto body = job->response_within(kPlainWait)) return send_json(res, *body);
+  if (req.version == "HTTP/1.0") return send_json(res, job->wait_response());
   res.set_chunked_content_provider(
-      "text/event-stream",
+      "application/json",
       [job](size_t, httplib::DataSink& sink) {
-        std::string out;
-        const bool done = job->poll_events(out, std::chrono::milliseconds(100));
-        // A failed write means the client is gone: returning false ends the connection and
-        // the releaser below cancels the sequences, which frees their slots.
-        if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-        if (done) sink.done();
+        std::optional<json> body;
+        try {
+          body = job->response_within(kHeartbeat);
+        } catch (const ApiError& e) {  // the status line has gone out: the error is the body
+          body = error_body(e);
+        }
+        if (!body) return sink.write(" ", 1);
+        const std::string text = dump(*body);
+        if (!sink.write(text.data(), text.size())) return false;
+        sink.done();
         return true;
       },
       [job](bool) { job->cancel(); });
 }
 
-void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::tokenize(const std::string& text, httplib::Response& res) {
   check_ready();
-  json body = parse_body(req);
+  json body = parse_body(text);
   if (!body.contains("content") || !body["content"].is_string())
     throw ApiError(400, "'content' must be a string", "content", "invalid_type");
   const bool pieces = body.value("with_pieces", false);
@@ -196,9 +284,9 @@ void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
   send_json(res, {{"tokens", tokens}});
 }
 
-void HttpServer::detokenize(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::detokenize(const std::string& text, httplib::Response& res) {
   check_ready();
-  json body = parse_body(req);
+  json body = parse_body(text);
   const json& t = body.contains("tokens") ? body["tokens"] : json();
   if (!t.is_array()) throw ApiError(400, "'tokens' must be an array of token ids", "tokens", "invalid_type");
   std::vector<uint32_t> ids;
@@ -222,6 +310,7 @@ void HttpServer::models(httplib::Response& res) {
 }
 
 void HttpServer::health(httplib::Response& res) {
+  if (draining_.load(std::memory_order_acquire)) return send_json(res, {{"status", "shutting down"}}, 503);
   if (ready_.load(std::memory_order_acquire)) return send_json(res, {{"status", "ok"}});
   send_json(res, {{"status", "loading"}}, 503);
 }

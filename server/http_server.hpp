@@ -8,10 +8,13 @@
 // /health and /metrics answers 503 (loading).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -25,6 +28,8 @@ struct Response;
 }  // namespace httplib
 
 namespace gptvk::server {
+
+class CompletionJob;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -50,14 +55,18 @@ class HttpServer {
   int start();
   // From now on requests go to `scheduler`; both must outlive the server (or stop() first).
   void set_ready(Scheduler& scheduler, const Tokenizer& tokenizer, ModelInfo model);
-  // Stops listening and waits for the answering threads; idempotent.
-  void stop();
+  // From now on /health answers 503 (shutting down); the scheduler refuses new work.
+  void drain();
+  // Stops listening and waits for the answering threads, at most `wait` when given: false
+  // when some are still busy then (a client trickling its request); idempotent.
+  bool stop(std::optional<std::chrono::seconds> wait = std::nullopt);
 
  private:
   void routes();
-  void completions(const httplib::Request& req, httplib::Response& res, bool chat);
-  void tokenize(const httplib::Request& req, httplib::Response& res);
-  void detokenize(const httplib::Request& req, httplib::Response& res);
+  void completions(const httplib::Request& req, const std::string& body, httplib::Response& res, bool chat);
+  void respond_when_done(const httplib::Request& req, httplib::Response& res, const std::shared_ptr<CompletionJob>& job);
+  void tokenize(const std::string& body, httplib::Response& res);
+  void detokenize(const std::string& body, httplib::Response& res);
   void models(httplib::Response& res);
   void health(httplib::Response& res);
   void metrics(httplib::Response& res);
@@ -68,8 +77,9 @@ class HttpServer {
   ServerOptions opts_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
+  std::future<void> listen_ended_;  // ready when the listening thread is done
   int listen_fd_ = -1;  // the listening socket, seen by httplib's socket-options hook
-  std::atomic<bool> ready_{false};
+  std::atomic<bool> ready_{false}, draining_{false};
   Scheduler* scheduler_ = nullptr;  // set before ready_
   const Tokenizer* tok_ = nullptr;
   ModelInfo model_;

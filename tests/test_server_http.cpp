@@ -1,0 +1,279 @@
+// `gpt-vk serve` against hostile or odd HTTP, over raw loopback sockets: body framing that
+// must be refused before the body is read (a Content-Length over the limit, lying or
+// contradicting ones, unknown transfer codings, Expect: 100-continue), a chunked body past
+// the limit, methods a route does not take, the Bearer scheme in any case, logprobs that
+// stop where a stop string cuts the text, and a non-streamed client that hangs up (its
+// slots freed while its request still runs). Every socket read has a deadline.
+#define BOOST_TEST_MODULE server_http
+#include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "tests/support/server_process.hpp"
+
+using json = nlohmann::json;
+using namespace gptvk;
+
+namespace {
+
+test::ServerProcess& shared_server() {
+  static test::ServerProcess server({"--parallel", "2"});
+  return server;
+}
+
+int connect_to(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  BOOST_REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
+// Sends `request` on a new connection and reads until the server closes it, `deadline_s`
+// passes, or (`one_response`) a whole response with a Content-Length is in.
+std::string round_trip(int port, const std::string& request, double deadline_s = 3.0, bool one_response = true) {
+  int fd = connect_to(port);
+  (void)!send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string out;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  while (std::chrono::steady_clock::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    char buf[4096];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    const size_t head_end = out.find("\r\n\r\n"), cl = out.find("Content-Length: ");
+    if (one_response && head_end != std::string::npos && cl != std::string::npos && cl < head_end &&
+        out.size() >= head_end + 4 + std::stoul(out.substr(cl + 16)))
+      break;
+  }
+  close(fd);
+  return out;
+}
+
+int status_of(const std::string& response) {
+  return response.rfind("HTTP/1.", 0) == 0 && response.size() > 12 ? std::stoi(response.substr(9, 3)) : 0;
+}
+
+json body_of(const std::string& response) {
+  const size_t at = response.find("\r\n\r\n");
+  return at == std::string::npos ? json() : json::parse(response.substr(at + 4), nullptr, false);
+}
+
+// The status and OpenAI error body of `response`.
+void check_error(const std::string& response, int status, const std::string& code) {
+  BOOST_TEST_INFO("response: " << response.substr(0, 400));
+  BOOST_TEST(status_of(response) == status);
+  const json body = body_of(response);
+  BOOST_REQUIRE(body.is_object() && body.contains("error"));
+  BOOST_TEST(body["error"]["code"] == code);
+  BOOST_TEST(body["error"]["message"].is_string());
+}
+
+std::string post_head(const std::string& path, const std::string& headers) {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers + "\r\n";
+}
+
+json post_json(int port, const std::string& path, const json& body) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(60, 0);
+  auto r = cli.Post(path.c_str(), body.dump(), "application/json");
+  BOOST_REQUIRE(r);
+  BOOST_TEST_INFO("body: " << r->body);
+  BOOST_REQUIRE(r->status == 200);
+  return json::parse(r->body);
+}
+
+double metric(int port, const std::string& name) {
+  httplib::Client cli("127.0.0.1", port);
+  auto r = cli.Get("/metrics");
+  BOOST_REQUIRE(r);
+  auto at = r->body.find("\n" + name + " ");
+  BOOST_REQUIRE(at != std::string::npos);
+  return std::stod(r->body.substr(at + name.size() + 2));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(server_http)
+
+// Refused from the headers alone, at once: before, a Content-Length over the limit got its
+// 413 only after the server had waited out its 30 s read timeout for the body.
+BOOST_AUTO_TEST_CASE(framing_is_refused_before_the_body) {
+  const int port = shared_server().port();
+  auto t0 = std::chrono::steady_clock::now();
+  check_error(round_trip(port, post_head("/v1/completions", "Content-Length: 999999999999\r\n")), 413,
+              "payload_too_large");
+  BOOST_TEST(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 3.0);
+  // The same without a 100 Continue first.
+  const std::string expect = round_trip(port, post_head("/tokenize", "Content-Length: 2000000\r\nExpect: 100-continue\r\n"));
+  check_error(expect, 413, "payload_too_large");
+  BOOST_TEST(expect.find("100 Continue") == std::string::npos);
+  check_error(round_trip(port, post_head("/tokenize", "Content-Length: -5\r\n")), 400, "invalid_request");
+  check_error(round_trip(port, post_head("/tokenize", "Content-Length: abc\r\n")), 400, "invalid_request");
+  check_error(round_trip(port, post_head("/tokenize", "Content-Length: 2\r\nContent-Length: 30\r\n") + "{}"), 400,
+              "invalid_request");
+  check_error(round_trip(port, post_head("/tokenize", "Transfer-Encoding: gzip\r\n")), 501, "unsupported_transfer_encoding");
+  // httplib's own refusals get OpenAI's body with a code too.
+  check_error(round_trip(port, "GET /health HTTP/2.0\r\nHost: x\r\n\r\n"), 400, "invalid_request");
+}
+
+// A chunked body may be read only up to the limit (before, 512 MiB were read into memory
+// and answered 200); one under the limit is read and answered as usual.
+BOOST_AUTO_TEST_CASE(chunked_bodies_keep_the_size_limit) {
+  const int port = shared_server().port();
+  auto chunked = [](const std::string& body) {
+    std::string out = post_head("/tokenize", "Transfer-Encoding: chunked\r\nConnection: close\r\n");
+    for (size_t at = 0; at < body.size(); at += 65536) {
+      const std::string part = body.substr(at, 65536);
+      char size[32];
+      std::snprintf(size, sizeof size, "%zx\r\n", part.size());
+      out += size + part + "\r\n";
+    }
+    return out + "0\r\n\r\n";
+  };
+  const std::string small = round_trip(port, chunked(json{{"content", "Hello world"}}.dump()), 10.0, false);
+  BOOST_TEST_INFO("response: " << small);
+  BOOST_TEST(status_of(small) == 200);
+  BOOST_TEST(small.find("15496") != std::string::npos);
+  const std::string big = json{{"content", "a"}, {"pad", std::string(3 << 20, 'a')}}.dump();
+  const std::string r = round_trip(port, chunked(big), 20.0, false);
+  BOOST_TEST_INFO("response: " << r.substr(0, 300));
+  // The server stops reading at the limit; a client still sending may see its 413 or a reset.
+  BOOST_TEST(status_of(r) != 200);
+  if (status_of(r) != 0) check_error(r, 413, "payload_too_large");
+}
+
+BOOST_AUTO_TEST_CASE(a_known_route_asked_with_another_method_is_405) {
+  const int port = shared_server().port();
+  const std::string r = round_trip(port, "GET /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n");
+  check_error(r, 405, "method_not_allowed");
+  BOOST_TEST(r.find("Allow: POST") != std::string::npos);
+  check_error(round_trip(port, "GET /v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n"), 404, "not_found");
+}
+
+BOOST_AUTO_TEST_CASE(the_bearer_scheme_is_case_insensitive_and_401_says_so) {
+  test::ServerProcess server({"--parallel", "1", "--api-key", "sesame"});
+  const std::string body = R"({"content": "Hello"})";
+  auto with_auth = [&](const std::string& auth) {
+    return post_head("/tokenize", auth + "Content-Length: " + std::to_string(body.size()) + "\r\n") + body;
+  };
+  BOOST_TEST(status_of(round_trip(server.port(), with_auth("Authorization: bearer sesame\r\n"))) == 200);
+  BOOST_TEST(status_of(round_trip(server.port(), with_auth("Authorization: BEARER sesame\r\n"))) == 200);
+  const std::string refused = round_trip(server.port(), with_auth("Authorization: Bearer Sesame\r\n"));
+  check_error(refused, 401, "invalid_api_key");
+  BOOST_TEST(refused.find("WWW-Authenticate: Bearer") != std::string::npos);
+}
+
+// A stop string that cuts a token: the logprobs list only tokens that start inside the
+// text, at their true offsets, streamed or not. Before, the tokens of the stop string came
+// too, and offsets after a held-back piece were wrong.
+BOOST_AUTO_TEST_CASE(logprobs_end_where_a_stop_string_cuts_the_text) {
+  const int port = shared_server().port();
+  json req{{"prompt", "It was a fine morning, and"}, {"temperature", 0}, {"max_tokens", 12}, {"logprobs", 1}};
+  const json full = post_json(port, "/v1/completions", req)["choices"][0];
+  const std::vector<std::string> tokens = full["logprobs"]["tokens"];
+  const std::string text = full["text"];
+  // A stop string from one byte into token i (of two bytes or more) to one byte into i + 1.
+  size_t i = 1, offset = tokens[0].size();
+  while (i + 1 < tokens.size() && tokens[i].size() < 2) offset += tokens[i++].size();
+  BOOST_REQUIRE(i + 1 < tokens.size());
+  const size_t cut = offset + 1;
+  const std::string stop = text.substr(cut, tokens[i].size());
+  BOOST_REQUIRE(text.find(stop) == cut);
+  req["stop"] = stop;
+  const json want_tokens(std::vector<std::string>(tokens.begin(), tokens.begin() + i + 1));
+  json want_offsets = json::array();
+  for (size_t j = 0, at = 0; j <= i; at += tokens[j++].size()) want_offsets.push_back(at);
+  const json stopped = post_json(port, "/v1/completions", req)["choices"][0];
+  BOOST_TEST(stopped["text"] == text.substr(0, cut));
+  BOOST_TEST(stopped["finish_reason"] == "stop");
+  BOOST_TEST(stopped["logprobs"]["tokens"] == want_tokens);
+  BOOST_TEST(stopped["logprobs"]["text_offset"] == want_offsets);
+  // Streamed: the same tokens, each in the chunk whose text it starts.
+  req["stream"] = true;
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(60, 0);
+  auto r = cli.Post("/v1/completions", req.dump(), "application/json");
+  BOOST_REQUIRE(r);
+  json streamed = json::array();
+  std::string streamed_text;
+  for (size_t at = 0; (at = r->body.find("data: {", at)) != std::string::npos; ++at) {
+    const json choice = json::parse(r->body.substr(at + 6, r->body.find("\n\n", at) - at - 6))["choices"][0];
+    streamed_text += choice["text"].get<std::string>();
+    if (!choice["logprobs"].is_null())
+      for (const auto& t : choice["logprobs"]["tokens"]) streamed.push_back(t);
+  }
+  BOOST_TEST(streamed_text == text.substr(0, cut));
+  BOOST_TEST(streamed == want_tokens);
+}
+
+// A non-streamed request that outlasts the plain wait goes out chunked, JSON after spaces;
+// when its client hangs up, the failed writes cancel it. Before, its sequences ran to the
+// end (here 64 x 240 tokens, ~15 s of the bundled model) holding the slot and the queue.
+BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
+  test::ServerProcess server({"--parallel", "1", "--queue", "64"});
+  const int port = server.port();
+  // <|endoftext|> barred, so that every sequence runs its 240 tokens.
+  json req{{"prompt", "It was a fine morning, and"}, {"max_tokens", 240}, {"temperature", 0.9}, {"seed", 3},
+           {"logit_bias", {{"50256", -100}}}};
+  req["n"] = 12;
+  const json done = post_json(port, "/v1/completions", req);
+  BOOST_TEST(done["choices"].size() == 12u);
+  BOOST_TEST(done["usage"]["completion_tokens"] == 12 * 240);
+  const double before = metric(port, "gptvk_generated_tokens_total");
+  // 4 prompts x 16: 64 sequences, the slot and every queue place, ~15 s of work.
+  req["prompt"] = std::vector<std::string>(4, "It was a fine morning, and");
+  req["n"] = 16;
+  const std::string body = req.dump();
+  int fd = connect_to(port);
+  const std::string request = post_head("/v1/completions", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body;
+  BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  close(fd);
+  bool freed = false;
+  for (int i = 0; i < 200 && !freed; ++i) {  // at most 10 s
+    freed = metric(port, "gptvk_active_sequences") == 0 && metric(port, "gptvk_queue_depth") == 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  BOOST_TEST(freed);
+  BOOST_TEST(metric(port, "gptvk_generated_tokens_total") - before < 64 * 240 / 2);
+}
+
+// SIGTERM while a client trickles its request (a header line every second, which keeps
+// resetting the read timeout): the server still exits 0 within its grace periods. Before,
+// it waited for that client for as long as it kept sending.
+BOOST_AUTO_TEST_CASE(sigterm_exits_while_a_client_trickles_its_request) {
+  test::ServerProcess server({"--parallel", "1"});
+  int fd = connect_to(server.port());
+  const std::string line = "GET /health HTTP/1.1\r\n";
+  BOOST_REQUIRE(send(fd, line.data(), line.size(), MSG_NOSIGNAL) > 0);
+  std::atomic<bool> stopped{false};
+  std::thread trickle([&] {
+    for (int i = 0; i < 60 && !stopped; ++i) {
+      (void)!send(fd, "X: y\r\n", 6, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  });
+  const int code = server.stop(SIGTERM, 20.0);
+  stopped = true;
+  trickle.join();
+  close(fd);
+  BOOST_TEST(code == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
