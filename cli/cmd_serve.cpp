@@ -100,7 +100,8 @@ Action add_serve(CLI::App& app, Common& common) {
       "top_k, seed, stop, n, stream, stream_options.include_usage, presence_penalty and\n"
       "frequency_penalty (-2..2), logit_bias ({\"<token id>\": -100..100}), repeat_penalty (> 0),\n"
       "repeat_last_n (-1 = all, 0 = off, default 64), min_p (0..1); the controls apply in\n"
-      "generate's order. /v1/completions: prompt, logprobs (0..5), echo. /v1/chat/completions:\n"
+      "generate's order. /v1/completions: prompt, logprobs (0..5), echo (with max_tokens 0: the\n"
+      "prompt scored, nothing generated). /v1/chat/completions:\n"
       "messages, max_completion_tokens, logprobs (true) with top_logprobs (0..20).");
   return [&common, f] {
     const sigset_t stop_signals = block_stop_signals();

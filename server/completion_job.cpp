@@ -57,6 +57,7 @@ void CompletionJob::cancel() {
 }
 
 void CompletionJob::take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs) {
+  if (req_.score_only) return;
   if (s.token) {
     ++c.generated;
     c.tokens.push_back(*s.token);
@@ -91,7 +92,9 @@ void CompletionJob::begin_text(Choice& c) {
   c.token_end = c.text.size();
 }
 
-std::string CompletionJob::finish_reason(const Choice& c) const { return finish_reason_name(c.seq->finish_reason()); }
+std::string CompletionJob::finish_reason(const Choice& c) const {
+  return req_.score_only ? "length" : finish_reason_name(c.seq->finish_reason());
+}
 
 json CompletionJob::logprobs_json(const Choice& c, size_t from, size_t to, bool with_prompt) const {
   json tokens = json::array(), token_lp = json::array(), top = json::array(), offsets = json::array();

@@ -204,7 +204,8 @@ SamplingRequest generation_options_from_json(const json& body, bool chat, uint32
     p.seed = static_cast<uint64_t>(*seed);
   }
   parse_controls(p, body, vocab);
-  std::optional<int64_t> max_tokens = integer(body, "max_tokens", 1, std::numeric_limits<uint32_t>::max());
+  // Completions take 0 with echo (parse_completion_request): the prompt scored, nothing made.
+  std::optional<int64_t> max_tokens = integer(body, "max_tokens", chat ? 1 : 0, std::numeric_limits<uint32_t>::max());
   if (chat && !max_tokens) max_tokens = integer(body, "max_completion_tokens", 1, std::numeric_limits<uint32_t>::max());
   // Chat without a limit: up to the context (parse_chat_request fills in the room left).
   r.options.max_tokens = static_cast<uint32_t>(max_tokens.value_or(chat ? 0 : kDefaultMaxTokens));
@@ -227,6 +228,12 @@ CompletionRequest parse_completion_request(const json& body, const Tokenizer& to
     throw ApiError(400, "'best_of' other than n is not supported by this server", "best_of", "unsupported_parameter");
   if (const json* s = field(body, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
     throw ApiError(400, "'suffix' is not supported by this server", "suffix", "unsupported_parameter");
+  if (r.sampling.options.max_tokens == 0) {
+    if (!r.echo) throw bad("max_tokens", "must be at least 1 (0 only with 'echo': true, to score the prompt)");
+    // The sequence makes one token, which the response leaves out.
+    r.score_only = true;
+    r.sampling.options.max_tokens = 1;
+  }
   parse_prompts(r, body, tok);
   check_fits(r, context);
   return r;

@@ -222,6 +222,35 @@ BOOST_AUTO_TEST_CASE(logprobs_end_where_a_stop_string_cuts_the_text) {
   BOOST_TEST(streamed == want_tokens);
 }
 
+// echo with max_tokens 0 (how lm-evaluation-harness scores text through a completions API):
+// the prompt and its log-probabilities, the same as those of a request that also generates,
+// and no generated token.
+BOOST_AUTO_TEST_CASE(echo_with_max_tokens_0_scores_the_prompt) {
+  const int port = shared_server().port();
+  json req{{"prompt", "It was a fine morning, and"}, {"echo", true}, {"logprobs", 2}, {"temperature", 0}};
+  req["max_tokens"] = 3;
+  const json generated = post_json(port, "/v1/completions", req);
+  req["max_tokens"] = 0;
+  const json scored = post_json(port, "/v1/completions", req);
+  const json& choice = scored["choices"][0];
+  BOOST_TEST(choice["text"] == "It was a fine morning, and");
+  BOOST_TEST(choice["finish_reason"] == "length");
+  BOOST_TEST(scored["usage"]["completion_tokens"] == 0);
+  const size_t n = scored["usage"]["prompt_tokens"].get<size_t>();
+  BOOST_REQUIRE(n >= 3u);
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    const json& want = generated["choices"][0]["logprobs"][key];
+    BOOST_TEST(choice["logprobs"][key] == json(std::vector<json>(want.begin(), want.begin() + n)), key);
+  }
+  BOOST_TEST(choice["logprobs"]["token_logprobs"][0].is_null());
+  BOOST_TEST(choice["logprobs"]["token_logprobs"][1].is_number());
+  req["echo"] = false;
+  httplib::Client cli("127.0.0.1", port);
+  auto refused = cli.Post("/v1/completions", req.dump(), "application/json");
+  BOOST_REQUIRE(refused);
+  BOOST_TEST(refused->status == 400);
+}
+
 // A non-streamed request that outlasts the plain wait goes out chunked, JSON after spaces;
 // when its client hangs up, the failed writes cancel it. Before, its sequences ran to the
 // end (here 64 x 240 tokens, ~15 s of the bundled model) holding the slot and the queue.
