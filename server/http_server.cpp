@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "models/tokenizer/utf8.hpp"
 #include "server/completion_job.hpp"
 #include "server/request_framing.hpp"
 
@@ -65,6 +66,13 @@ httplib::Server::HandlerWithContentReader guarded_post(size_t max_body, F f) {
   return [max_body, f](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     answer_errors(res, [&] { f(req, read_body(req, reader, max_body), res); });
   };
+}
+
+// A token's text for /tokenize's pieces: a string when it is whole UTF-8, else its bytes
+// (a token can end inside a character), as llama.cpp's server answers.
+json piece_json(const std::string& bytes) {
+  if (tokenizer::utf8_valid_until(bytes, 0) == bytes.size()) return bytes;
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
 bool known_route(const std::string& path) {
@@ -280,7 +288,7 @@ void HttpServer::tokenize(const std::string& text, httplib::Response& res) {
   auto ids = tok_->encode(body["content"].get<std::string>(), body.value("parse_special", false));
   json tokens = json::array();
   for (uint32_t id : ids)
-    tokens.push_back(pieces ? json{{"id", id}, {"piece", tok_->token_bytes(id)}} : json(id));
+    tokens.push_back(pieces ? json{{"id", id}, {"piece", piece_json(tok_->token_bytes(id))}} : json(id));
   send_json(res, {{"tokens", tokens}});
 }
 

@@ -222,6 +222,27 @@ BOOST_AUTO_TEST_CASE(logprobs_end_where_a_stop_string_cuts_the_text) {
   BOOST_TEST(streamed == want_tokens);
 }
 
+// /tokenize's pieces: whole UTF-8 as a string, a token that ends inside a character as its
+// bytes (before, U+FFFD stood in for them).
+BOOST_AUTO_TEST_CASE(tokenize_pieces_that_split_a_character_are_bytes) {
+  const int port = shared_server().port();
+  const json r = post_json(port, "/tokenize", json{{"content", "caf\u00e9 \u4e16"}, {"with_pieces", true}});
+  std::string joined;
+  bool some_bytes = false;
+  for (const json& t : r["tokens"]) {
+    const json& piece = t["piece"];
+    if (piece.is_string()) {
+      joined += piece.get<std::string>();
+    } else {
+      BOOST_REQUIRE(piece.is_array());
+      some_bytes = true;
+      for (const json& b : piece) joined += static_cast<char>(b.get<int>());
+    }
+  }
+  BOOST_TEST(joined == "caf\u00e9 \u4e16");
+  BOOST_TEST(some_bytes);  // GPT-2 splits U+4E16 across tokens
+}
+
 // echo with max_tokens 0 (how lm-evaluation-harness scores text through a completions API):
 // the prompt and its log-probabilities, the same as those of a request that also generates,
 // and no generated token.
