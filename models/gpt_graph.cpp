@@ -154,9 +154,13 @@ struct GptModel::GraphBuild {
         ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb,
                    rows_at(m.x_, firsts[b], lens[b], C), lens[b], "embed");
     } else if (batch) {
-      for (uint32_t b = 0; b < T; ++b)  // each sequence's last token at its own position
-        ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb, row(m.x_, b, C), 1,
-                   "embed");
+      // Each sequence's last token at its own position, to row b of x; where row b's offset
+      // does not meet the device's binding alignment (C % 4 != 0), x is bound from row 0.
+      for (uint32_t b = 0; b < T; ++b) {
+        const bool aligned = uint64_t(b) * C * 4 % m.ctx_.caps().storage_offset_alignment == 0;
+        ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb,
+                   aligned ? row(m.x_, b, C) : rows_of(m.x_, b + 1, C), 1, "embed", aligned ? 0 : b);
+      }
     } else {
       ops::embed(*g, ids, step, w.tok_emb, w.pos_emb, x, T, "embed");
     }
@@ -173,11 +177,7 @@ struct GptModel::GraphBuild {
       return T;
     }
     if (batch) {  // each row over its own sequence's KV cache, as that sequence's one-token step does
-      for (uint32_t b = 0; b < T; ++b) {
-        GptModel& s = *seqs[b];
-        ops::kv_append_attention(*g, row(m.qkv_, b, 3 * C), whole(s.step_), s.k_cache(l),
-                                 s.v_cache(l), row(m.att_, b, C), 1, shape, p + "attention", maybe(s.scores_));
-      }
+      for (uint32_t b = 0; b < T; ++b) attend_row(l, b, p);
       return T;
     }
     const View k_cache = m.k_cache(l), v_cache = m.v_cache(l);
@@ -191,6 +191,21 @@ struct GptModel::GraphBuild {
     ops::copy_rows(*g, x, rows_of(m.x_, 1, C), T - 1, 1, C, p + "last_x");
     last_row_attention(l, m, rows_of(m.qkv_, 1, 3 * C), rows_of(m.att_, 1, C), T, p);
     return 1;
+  }
+
+  // A batched step's row b over its own sequence's KV cache. Where row b's offsets in qkv
+  // and att do not meet the device's binding alignment (C % 4 != 0), the row goes through
+  // row 0 of the sequence's own qkv and att buffers, which nothing else uses in this step.
+  void attend_row(uint32_t l, uint32_t b, const std::string& p) {
+    GptModel& s = *seqs[b];
+    const uint64_t align = m.ctx_.caps().storage_offset_alignment;
+    const bool aligned = uint64_t(b) * C * 4 % align == 0 && uint64_t(b) * 3 * C * 4 % align == 0;
+    const View q = aligned ? row(m.qkv_, b, 3 * C) : rows_of(s.qkv_, 1, 3 * C);
+    const View out = aligned ? row(m.att_, b, C) : rows_of(s.att_, 1, C);
+    if (!aligned) ops::copy_rows(*g, qkv, q, b, 1, 3 * C, p + "row_qkv");
+    ops::kv_append_attention(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), out, 1, shape, p + "attention",
+                             maybe(s.scores_));
+    if (!aligned) ops::copy_rows(*g, out, rows_of(m.att_, b + 1, C), 0, 1, C, p + "row_att", b);
   }
 
   // The attention of the last of `len` tokens alone, their keys and values appended: q its

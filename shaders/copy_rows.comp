@@ -5,7 +5,7 @@
 // meet the device's offset alignment.
 // Each invocation copies every (invocations in the grid)-th unit from its own on: one
 // element on GPUs, whose grids cover the rows; many on CPU devices, which get a few
-// workgroups and copy vec4 units (engine/ops/copy_rows.cpp).
+// workgroups and copy vec4 units (engine/ops/copy_rows.cpp; only where d % 4 == 0).
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint COLS = 1;
 // vec4 units through bindings 2 and 3, the same views as 0 and 1: on lavapipe every
@@ -16,10 +16,12 @@ layout(std430, binding = 0) readonly buffer Src { float src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { float dst[]; };
 layout(std430, binding = 2) readonly buffer SrcV { vec4 srcv[]; };
 layout(std430, binding = 3) writeonly buffer DstV { vec4 dstv[]; };
-layout(push_constant) uniform Push { uint src_row; uint rows; } pc;
+// dst_row: the first row of dst written (a batched step's row b, whose offset as a view's
+// would not meet the device's binding alignment where the rows are not whole vec4s).
+layout(push_constant) uniform Push { uint src_row; uint rows; uint dst_row; } pc;
 
 void main() {
-  const uint n = pc.rows * COLS, s = pc.src_row * COLS;
+  const uint n = pc.rows * COLS, s = pc.src_row * COLS, d = pc.dst_row * COLS;
   const uint id = gl_GlobalInvocationID.x, stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   uint scalar_from = 0;
   if (VECTOR) {
@@ -30,9 +32,10 @@ void main() {
     const uint full = nv > 0u ? nv - 1u : 0u;
     for (uint k = id; k < full; k += stride) {
       vec4 lo = srcv[a0 + k], hi = srcv[a0 + k + 1u];
-      dstv[k] = sh == 0u ? lo : sh == 1u ? vec4(lo.yzw, hi.x) : sh == 2u ? vec4(lo.zw, hi.xy) : vec4(lo.w, hi.xyz);
+      dstv[d / 4u + k] =
+          sh == 0u ? lo : sh == 1u ? vec4(lo.yzw, hi.x) : sh == 2u ? vec4(lo.zw, hi.xy) : vec4(lo.w, hi.xyz);
     }
     scalar_from = 4u * full;
   }
-  for (uint i = scalar_from + id; i < n; i += stride) dst[i] = src[s + i];
+  for (uint i = scalar_from + id; i < n; i += stride) dst[d + i] = src[s + i];
 }

@@ -25,6 +25,8 @@ layout(push_constant) uniform Push {
   uint tok_rows;  // rows in that chunk
   uint pos_row0;
   uint pos_rows;
+  uint x_row0;    // row of x that token 0 goes to (a batched step's row b: its offset would
+                  // not meet the device's binding alignment where emb_dim % 4 != 0)
 } pc;
 
 layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
@@ -83,6 +85,6 @@ void main() {
     else pv = unpack(POS_DT, pos[word_index(POS_DT, pi)], pi);
     if (TOK_DT == 1u) tv *= tok_scale[id];
     if (POS_DT == 1u) pv *= pos_scale[p];
-    x[t * C + c] = tv + pv;
+    x[(pc.x_row0 + t) * C + c] = tv + pv;
   }
 }

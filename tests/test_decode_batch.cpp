@@ -295,3 +295,53 @@ BOOST_AUTO_TEST_CASE(a_full_context_or_a_repeated_sequence_is_refused) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// emb_dim 66 (3 heads of 22): row b of a batch's activations starts at 264 b bytes, for
+// odd b not a multiple of 16 (lavapipe's binding alignment, and most GPUs'), and head_dim 22
+// keeps attention off the one-dispatch row table, so every row's embedding and attention go
+// to rows that no view could start at. Random weights; pooled and own KV caches, exact rows
+// and GEMMs, the device's kernels and a GPU's: each sequence's tokens are its lone tokens.
+BOOST_FIXTURE_TEST_CASE(rows_that_are_not_whole_vec4s_decode_as_each_sequence_alone, test::NoValidationMessages) {
+  ModelConfig c;
+  c.name = "emb66";
+  c.vocab_size = 257, c.context_length = 32, c.emb_dim = 66, c.n_heads = 3, c.n_layers = 2, c.ffn_dim = 264;
+  for (const auto& [which, on] : test::native_and_gpu_contexts()) {
+    vk::Context& ctx = *on;
+    auto w = std::make_shared<ModelWeights>(random_weights(ctx, c, 5));
+    for (bool exact : {true, false})
+      for (bool pooled : {true, false}) {
+        constexpr uint32_t n = 3, tokens = 4;
+        std::vector<std::unique_ptr<GptModel>> models;
+        if (pooled) models = make_slot_models(ctx, c, w, n);
+        else
+          for (uint32_t i = 0; i < n; ++i) models.push_back(std::make_unique<GptModel>(ctx, c, w));
+        auto prompt = [](uint32_t i) { return std::vector<uint32_t>{10 + i, 200 - 7 * i, 33 * i + 1}; };
+        std::vector<std::vector<uint32_t>> got(n);
+        std::vector<GptModel*> rows;
+        auto params = [](uint32_t i) {
+          ops::SamplingParams p;
+          p.temperature = i == 0 ? 0.0f : 0.9f, p.seed = 3 + i;
+          return p;
+        };
+        for (uint32_t i = 0; i < n; ++i) {
+          models[i]->set_sampling(params(i));
+          got[i].push_back(models[i]->prefill_and_sample(prompt(i)));
+          rows.push_back(models[i].get());
+        }
+        DecodeBatch batch(exact);
+        for (uint32_t k = 0; k < tokens; ++k) {
+          const std::vector<uint32_t> next = batch.decode_next(rows);
+          for (uint32_t i = 0; i < n; ++i) got[i].push_back(next[i]);
+        }
+        for (uint32_t i = 0; i < n; ++i) {
+          BOOST_TEST_INFO(which << (exact ? ", exact rows" : ", GEMM rows")
+                                << (pooled ? ", KV pool" : ", own KV caches") << ", sequence " << i);
+          GptModel alone(ctx, c, w);
+          alone.set_sampling(params(i));
+          std::vector<uint32_t> ref = {alone.prefill_and_sample(prompt(i))};
+          for (uint32_t k = 0; k < tokens; ++k) ref.push_back(alone.decode_next());
+          BOOST_TEST(got[i] == ref, boost::test_tools::per_element());
+        }
+      }
+  }
+}

@@ -19,7 +19,7 @@ uint32_t row_stride(const Matrix& m) {
 }  // namespace
 
 void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& pos_emb, View x, uint32_t T,
-           const std::string& name) {
+           const std::string& name, uint32_t x_row0) {
   const uint32_t C = tok_emb.cols;
   if (pos_emb.cols != C)
     throw std::logic_error(name + ": position table is " + std::to_string(pos_emb.cols) + " wide, token table " +
@@ -27,7 +27,8 @@ void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& p
   if (tok_emb.chunks.empty() || pos_emb.chunks.empty()) throw std::logic_error(name + ": empty embedding table");
   if (ids.size() < uint64_t(T) * 4) throw std::logic_error(name + ": ids hold fewer than T ids");
   if (step.size() < sizeof(StepState)) throw std::logic_error(name + ": step buffer is too small");
-  if (x.size() < uint64_t(T) * C * 4) throw std::logic_error(name + ": x holds fewer than T * C floats");
+  if (x.size() < (uint64_t(x_row0) + T) * C * 4)
+    throw std::logic_error(name + ": x holds fewer than x_row0 + T rows of C floats");
   if (T == 0) return;
 
   constexpr uint32_t local = 64;
@@ -35,7 +36,7 @@ void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& p
       {"embed",
        {local, C, static_cast<uint32_t>(tok_emb.dtype), row_stride(tok_emb), tok_emb.rows,
         static_cast<uint32_t>(pos_emb.dtype), row_stride(pos_emb), pos_emb.rows},
-       7, 5 * 4});
+       7, 6 * 4});
   const std::array<uint32_t, 3> groups{(C + local - 1) / local, std::min<uint32_t>(T, 65535), 1};
   // Each dispatch writes the rows of x whose token and position its chunks hold; they all
   // declare a write of x, so the graph orders them (the rows are disjoint, the order is not
@@ -43,7 +44,7 @@ void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& p
   for (size_t tc = 0; tc < tok_emb.chunks.size(); ++tc)
     for (size_t pc = 0; pc < pos_emb.chunks.size(); ++pc) {
       std::vector<uint32_t> push{T, static_cast<uint32_t>(tc) * tok_emb.rows_per_chunk, tok_emb.chunk_rows(tc),
-                                 static_cast<uint32_t>(pc) * pos_emb.rows_per_chunk, pos_emb.chunk_rows(pc)};
+                                 static_cast<uint32_t>(pc) * pos_emb.rows_per_chunk, pos_emb.chunk_rows(pc), x_row0};
       g.add({name, &p,
              {{ids, Access::Read},
               {step, Access::Read},

@@ -14,7 +14,9 @@ namespace gptvk::ops {
 // T x C floats. The tables may be f32, f16 or bf16 and split into chunks: one dispatch per
 // (token chunk, position chunk) pair. Ids >= tok_emb.rows and positions >= pos_emb.rows are
 // clamped to the last row (the host must reject them; the clamp only keeps reads in bounds).
+// x_row0: token t goes to row x_row0 + t of x, for a row whose byte offset would not meet
+// the device's storage-buffer offset alignment as a view's offset (C % 4 != 0).
 void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& pos_emb, View x, uint32_t T,
-           const std::string& name = "embed");
+           const std::string& name = "embed", uint32_t x_row0 = 0);
 
 }  // namespace gptvk::ops
