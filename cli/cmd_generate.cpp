@@ -72,7 +72,8 @@ void add_flags(CLI::App* cmd, Flags& f) {
                   "read the prompt from this file (its bytes as they are); a file named *.jsonl holds one prompt\n"
                   "per non-blank line, run as one batch: a JSON string, or {\"prompt\": TEXT} with optional\n"
                   "\"max_tokens\" and \"seed\" for that prompt alone");
-  cmd->add_option("--max-tokens", f.max_tokens, "most tokens to generate (at most the context length)")
+  cmd->add_option("--max-tokens", f.max_tokens,
+                  "most tokens to generate (at most the context length; the default is cut to a shorter one)")
       ->capture_default_str()->check(whole_number_in(1, 1 << 30));
   auto& s = f.sampling;
   cmd->add_option("--temperature", s.temperature, "sampling temperature; 0 = greedy (argmax)")
@@ -107,7 +108,8 @@ void add_flags(CLI::App* cmd, Flags& f) {
   cmd->add_option("--logprobs", f.logprobs,
                   "each token's log-probability and the K most likely alternatives (the model's own\n"
                   "distribution, before penalties and temperature): JSON fields with --json, else a\n"
-                  "tab-separated table on stderr after each completion (id, text, logprob, id:logprob...)")
+                  "tab-separated table on stderr after each completion (id, text, logprob, id:logprob...;\n"
+                  "\\\\, \\t, \\n, \\r and \\0 (a NUL byte) escaped in text)")
       ->check(whole_number_in(0, 100));
   cmd->add_flag("--json", f.json,
                 "one JSON object per completion per line: text (the continuation), tokens, finish_reason\n"
@@ -278,6 +280,9 @@ Action add_generate(CLI::App& app, Common& common) {
     // tokenized and the model's graphs are built; elsewhere after, in load_weights().
     s.start_loading_weights();
     const auto& cfg = s.cfg;
+    // The default of 100 fits the model's context when the context is shorter (the run stops
+    // when the context is full); only a value the user gave is refused for not fitting.
+    if (cmd->get_option("--max-tokens")->count() == 0) f->max_tokens = std::min(f->max_tokens, cfg.context_length);
     if (f->max_tokens > cfg.context_length)
       throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +
                        std::to_string(cfg.context_length) + " tokens");

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/model_rules.hpp"
@@ -19,7 +20,7 @@ Action add_perplexity(CLI::App& app, Common& common) {
   struct Flags {
     ModelFlags model;
     std::string file;
-    uint32_t context = 0, stride = 0;
+    std::optional<uint32_t> context, stride;  // none: the defaults (a 0 given is refused, as 1 is)
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
@@ -36,8 +37,8 @@ Action add_perplexity(CLI::App& app, Common& common) {
   return [&common, f] {
     std::string text = files::read_regular(f->file, "cannot read " + f->file + ": ", files::kMaxTextBytes);
     auto s = open_model(common, f->model);
-    uint32_t N = f->context ? f->context : s.cfg.context_length;
-    uint32_t S = f->stride ? f->stride : std::max(1u, N / 2);
+    uint32_t N = f->context.value_or(s.cfg.context_length);
+    uint32_t S = f->stride.value_or(std::max(1u, N / 2));
     Tokenizer tok = load_tokenizer(s.cfg);
     require_tokenizer_fits(tok, s.cfg);
     auto ids = tok.encode(text);

@@ -3,6 +3,7 @@
 // log-probabilities is minus the log of perplexity's value for the same window and stride).
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +23,7 @@ Action add_score(CLI::App& app, Common& common) {
   struct Flags {
     ModelFlags model;
     std::string file, text;
-    uint32_t context = 0, stride = 0;
+    std::optional<uint32_t> context, stride;  // none: the defaults (a 0 given is refused, as 1 is)
     bool tsv = false;
   };
   auto f = std::make_shared<Flags>();
@@ -33,7 +34,7 @@ Action add_score(CLI::App& app, Common& common) {
       "stdout: one JSON object per scored token and line, {\"id\", \"text\", \"logprob\", \"rank\"}:\n"
       "logprob the natural log of its probability, rank 1 + the number of tokens the model found\n"
       "more likely; with --tsv a header line and tab-separated id, text, logprob, rank (\\\\, \\t, \\n,\n"
-      "\\r escaped in text). stderr: the count, mean log-probability and perplexity.");
+      "\\r and \\0, a NUL byte, escaped in text). stderr: the count, mean log-probability and perplexity.");
   add_model_flags(cmd, f->model);
   auto* file = cmd->add_option("--file", f->file, "text file to score (its bytes as they are)");
   cmd->add_option("--text", f->text, "text to score")->excludes(file);
@@ -45,8 +46,8 @@ Action add_score(CLI::App& app, Common& common) {
     const bool has_file = cmd->get_option("--file")->count() > 0;
     const std::string text = has_text ? f->text : has_file ? read_file_bytes(f->file, "--file") : read_stdin();
     auto s = open_model(common, f->model);
-    const uint32_t N = f->context ? f->context : s.cfg.context_length;
-    const uint32_t S = f->stride ? f->stride : std::max(1u, N / 2);
+    const uint32_t N = f->context.value_or(s.cfg.context_length);
+    const uint32_t S = f->stride.value_or(std::max(1u, N / 2));
     Tokenizer tok = load_tokenizer(s.cfg);
     require_tokenizer_fits(tok, s.cfg);
     const auto ids = tok.encode(text);

@@ -179,6 +179,9 @@ std::string tsv_field(const std::string& bytes) {
       case '\t': out += "\\t"; break;
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
+      // A NUL byte (GPT-2's token 188) would end the line where it is printed as a C string,
+      // and an empty field would read as an empty token.
+      case '\0': out += "\\0"; break;
       default: out += c;
     }
   }

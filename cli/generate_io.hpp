@@ -50,7 +50,8 @@ std::pair<uint32_t, float> parse_logit_bias(const std::string& s);
 std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t index, uint32_t prompt_index,
                             uint64_t seed, bool with_logprobs);
 
-// A token's bytes for one TSV field: backslash, tab, newline and carriage return escaped.
+// A token's bytes for one TSV field: backslash, tab, newline, carriage return and NUL
+// escaped (\\, \t, \n, \r, \0).
 std::string tsv_field(const std::string& bytes);
 
 // A completion's log-probabilities as tab-separated lines (generate --logprobs without

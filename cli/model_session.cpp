@@ -18,11 +18,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A path flag given as "" (an unset shell variable, -m "$MODEL") is refused: ignored, it
+// would run the bundled model, or the config's weights, in place of the one meant.
+CLI::Validator non_empty_path() {
+  return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "empty path" : ""; }, "PATH");
+}
+
 CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags) {
-  auto* config = cmd->add_option("--config", flags.config, "model config (TOML); default: the bundled model");
+  auto* config = cmd->add_option("--config", flags.config, "model config (TOML); default: the bundled model")
+                     ->check(non_empty_path());
   auto* model = cmd->add_option("-m,--model", flags.model,
                                 "instead of --config: a GGUF file (llama.cpp's gpt2) or a Hugging Face snapshot folder "
-                                "(config.json of gpt2 or openai-gpt, safetensors weights, vocab.json + merges.txt)");
+                                "(config.json of gpt2 or openai-gpt, safetensors weights, vocab.json + merges.txt)")
+                    ->check(non_empty_path());
   model->excludes(config);
   cmd->add_option("--dtype", flags.dtype,
                   "device storage of the weights with --model: f32, f16, bf16, q8_0 or q4_0 (8 or 4-bit blocks); "
@@ -39,6 +47,7 @@ void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
   cmd->add_option("--weights", flags.weights,
                   "weights file (safetensors, GGUF or torch.save, told by content); overrides the config's "
                   "[weights] file")
+      ->check(non_empty_path())
       ->excludes(model);
 }
 

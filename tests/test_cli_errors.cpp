@@ -187,6 +187,15 @@ BOOST_AUTO_TEST_CASE(detokenize_id_out_of_vocabulary) {
 BOOST_AUTO_TEST_CASE(id_not_a_number) {
   check(forward(fixture_with("", ""), "", "464,x2"), {1, {"'x2' is not a token id"}});
 }
+// No ids, or an empty item, is refused: it wrote a [0, vocab] array, or read 1,,2 as 1,2.
+BOOST_AUTO_TEST_CASE(ids_empty_or_with_an_empty_item) {
+  check(forward(fixture_with("", ""), "", ""), {1, {"--ids: no token ids"}});
+  check(forward(fixture_with("", ""), "", " "), {1, {"--ids: no token ids"}});
+  for (const char* ids : {",", "1,,2", ",1", "1,", "1, ,2"})
+    check(forward(fixture_with("", ""), "", ids), {1, {"--ids: an empty item"}});
+  check(run_cli({"detokenize", "--config", gpt2_tokenizer_config(), "--ids", "464,,2068"}),
+        {1, {"--ids: an empty item"}});
+}
 BOOST_AUTO_TEST_CASE(id_beyond_32_bits) {
   check(forward(fixture_with("", ""), "", "4294967296"), {1, {"4294967296"}});
 }
@@ -220,6 +229,62 @@ BOOST_AUTO_TEST_CASE(top_p_out_of_range) {
   for (const char* p : {"0", "-0.5", "1.5", "nan", "abc"})
     check(run_cli({"generate", "--config", fixture_with("", ""), "--prompt", "x", "--top-p", p}),
           {2, {"--top-p", "(0, 1]"}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The fixture (context 73) with a tokenizer of its 311 tokens: GPT-2's first 311, whose
+// ids 256-310 are its first 55 merges.
+struct ShortContext : Rows {
+  std::string text_config() {
+    const fs::path tok = kSource / "models/gpt2-tokenizer";
+    nlohmann::json vocab = nlohmann::json::object();
+    const nlohmann::json gpt2 = nlohmann::json::parse(read_text(tok / "encoder.json"));
+    for (auto it = gpt2.begin(); it != gpt2.end(); ++it)
+      if (it.value().get<uint32_t>() < 311) vocab[it.key()] = it.value();
+    std::istringstream bpe(read_text(tok / "vocab.bpe"));
+    std::string merges;
+    std::string line;
+    for (int i = 0; i < 56 && std::getline(bpe, line); ++i) merges += line + "\n";  // the version line, 55 merges
+    write_text(dir / "vocab.json", vocab.dump());
+    write_text(dir / "merges.txt", merges);
+    return config(read_text(fixture_with("", "")) + "\n[tokenizer]\nvocab = \"vocab.json\"\nmerges = \"merges.txt\"\n");
+  }
+};
+
+BOOST_FIXTURE_TEST_SUITE(short_context, ShortContext)
+
+// The default --max-tokens (100) is cut to a shorter context: the run stops when the
+// context is full. A value given, on the command line or a prompt line, is still refused.
+BOOST_AUTO_TEST_CASE(default_max_tokens_fits_the_context) {
+  const std::string cfg = text_config();
+  write_text(dir / "p.jsonl", "\"the cat\"\n{\"prompt\": \"a\", \"seed\": 3}\n");
+  using Args = std::vector<std::string>;
+  for (const Args& prompt : {Args{"--prompt", "the cat"}, Args{"--prompt-file", (dir / "p.jsonl").string()}}) {
+    std::vector<std::string> args = {"generate", "--config", cfg, "--seed", "1"};
+    args.insert(args.end(), prompt.begin(), prompt.end());
+    const CliResult r = run_cli(args);
+    BOOST_TEST_INFO("stderr: " << r.err);
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.err.find("the context of 73 tokens is full") != std::string::npos);
+  }
+  check(run_cli({"generate", "--config", cfg, "--prompt", "x", "--max-tokens", "74"}), {1, {"--max-tokens 74"}});
+  write_text(dir / "p.jsonl", "{\"prompt\": \"a\", \"max_tokens\": 100}\n");
+  check(run_cli({"generate", "--config", cfg, "--prompt-file", (dir / "p.jsonl").string()}),
+        {1, {"\"max_tokens\" 100 exceeds the model's context of 73"}});
+}
+// perplexity and score: --context 0 and --stride 0 are refused as --context 1 is (0 is no
+// documented default).
+BOOST_AUTO_TEST_CASE(zero_window_or_stride) {
+  const std::string cfg = text_config();
+  write_text(dir / "t.txt", "the cat sat on the mat and the cat sat on the hat");
+  const std::string file = (dir / "t.txt").string();
+  for (const char* cmd : {"perplexity", "score"}) {
+    check(run_cli({cmd, "--config", cfg, "--file", file, "--context", "0"}),
+          {2, {"--context must be between 2 and the model's context of 73"}});
+    check(run_cli({cmd, "--config", cfg, "--file", file, "--context", "1"}), {2, {"--context must be between 2"}});
+    check(run_cli({cmd, "--config", cfg, "--file", file, "--stride", "0"}), {2, {"--stride must be between 1"}});
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -313,6 +378,17 @@ BOOST_AUTO_TEST_CASE(output_not_writable) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out",
                  (dir / "no/such/dir/o.npy").string()}),
         {1, {"cannot write", "o.npy", "No such file or directory"}});
+}
+// An empty path (-m "$MODEL" with the variable unset) is refused, not read as "no flag",
+// which ran the bundled model or the config's own weights.
+BOOST_AUTO_TEST_CASE(empty_model_paths) {
+  const std::string out = (dir / "o.npy").string();
+  check(run_cli({"forward", "-m", "", "--ids", "1", "--out", out}), {2, {"--model: empty path"}});
+  check(run_cli({"forward", "--config", "", "--ids", "1", "--out", out}), {2, {"--config: empty path"}});
+  check(run_cli({"forward", "--config", fixture_with("", ""), "--weights", "", "--ids", "1", "--out", out}),
+        {2, {"--weights: empty path"}});
+  check(run_cli({"tokenize", "--model", "", "--text", "hi"}), {2, {"--model: empty path"}});
+  BOOST_TEST(!fs::exists(out));
 }
 BOOST_AUTO_TEST_CASE(text_file_missing) {
   check(run_cli({"tokenize", "--config", gpt2_tokenizer_config(), "--file", (dir / "absent.txt").string()}),

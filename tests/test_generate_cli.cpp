@@ -344,6 +344,21 @@ BOOST_AUTO_TEST_CASE(plain_logprobs_table_equals_json) {
   }
 }
 
+// A token whose text is a NUL byte (GPT-2's 188, forced by its bias) is printed as \0: the
+// table keeps every row and its line ends (printed as a C string, the NUL cut it short).
+BOOST_AUTO_TEST_CASE(plain_logprobs_table_escapes_a_nul_byte) {
+  const auto r = generate({"--prompt", kPrompt, "--max-tokens", "3", "--seed", "1", "--logprobs", "1", "--logit-bias",
+                           "188=100"});
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.err.find('\0') == std::string::npos);
+  std::istringstream err(r.err);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(err, line);)
+    if (!line.starts_with("gpt-vk:")) rows.push_back(line);
+  BOOST_REQUIRE(rows.size() == 4u);
+  for (size_t i = 1; i < rows.size(); ++i) BOOST_TEST(rows[i].starts_with("188\t\\0\t"), rows[i]);
+}
+
 // The done-when: greedy with --repeat-penalty 1.3 repeats no 4-gram in 60 tokens
 // (without it, "Hello, and the house, and the house, ..." repeats at once).
 BOOST_AUTO_TEST_CASE(repeat_penalty_breaks_greedy_loops) {

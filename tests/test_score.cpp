@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -105,6 +106,17 @@ BOOST_AUTO_TEST_CASE(mean_equals_perplexity_on_heldout) {
   // stderr is a pipe here: no progress bar (it redraws with carriage returns on a terminal).
   BOOST_TEST(p.err.find('\r') == std::string::npos);
   BOOST_TEST(p.err.find("+/-") != std::string::npos, p.err);
+}
+
+// --tsv escapes a NUL byte (GPT-2's token 188) as \0: an empty field would read as an
+// empty token.
+BOOST_AUTO_TEST_CASE(tsv_escapes_a_nul_byte) {
+  const fs::path file = fs::temp_directory_path() / "gptvk_test_score_nul.txt";
+  std::ofstream(file, std::ios::binary) << std::string("a\0b", 3);
+  auto s = run_ok({"score", "--config", kConfig.string(), "--file", file.string(), "--tsv"});
+  fs::remove(file);
+  BOOST_TEST(s.out.find("\n188\t\\0\t") != std::string::npos, s.out);
+  BOOST_TEST(s.out.find('\0') == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input) {

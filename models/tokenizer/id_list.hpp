@@ -9,7 +9,9 @@
 namespace gptvk {
 
 // Throws InputError "<what>: 'x' is not a token id" for anything but decimal integers
-// below 2^32 (whether they are in a vocabulary is for the tokenizer to check).
+// below 2^32 (whether they are in a vocabulary is for the tokenizer to check), and for a
+// comma with no id before it or after it ("1,,2", ",1", "1,"). An empty or blank text is
+// an empty list (commands that need ids say so).
 std::vector<uint32_t> parse_id_list(std::string_view text, std::string_view what = "--ids");
 
 }  // namespace gptvk
