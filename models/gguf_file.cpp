@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -116,9 +117,23 @@ class GgufParser {
       if (t.offset > data_len || t.bytes > data_len - t.offset)
         fail("tensor '" + t.name + "' (" + std::to_string(t.bytes) + " bytes at data offset " +
              std::to_string(t.offset) + ") runs past the end of the file: truncated");
+    check_no_overlap();
   }
 
  private:
+  // No two tensors may share bytes (as in safetensors): weights aliased onto each other
+  // would load without a word, and a header that overlaps them lies about at least one.
+  void check_no_overlap() const {
+    std::vector<const GgufTensor*> by_offset;
+    for (const GgufTensor& t : f_.tensors_)
+      if (t.bytes) by_offset.push_back(&t);
+    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < by_offset.size(); ++i)
+      if (by_offset[i]->offset < by_offset[i - 1]->offset + by_offset[i - 1]->bytes)
+        fail("tensor '" + by_offset[i]->name + "' overlaps tensor '" + by_offset[i - 1]->name +
+             "' in the data area: a lying header");
+  }
+
   [[noreturn]] void fail(const std::string& what) const { throw InputError(f_.path_ + ": " + what); }
   uint64_t remaining() const { return b_.size() - pos_; }
   void need(uint64_t n, const std::string& what) const {

@@ -110,7 +110,11 @@ class KeyReader {
 // tokenizer.ggml.* as the text of a vocab.json and a merges.txt, which spell tokens in the
 // same byte alphabet GGUF's gpt2 tokenizer does.
 void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
-  if (!f.find("tokenizer.ggml.model")) return;
+  if (!f.find("tokenizer.ggml.model")) {  // (a TOML's "[tokenizer] section" would mislead here)
+    cfg.tokenizer_unsupported = f.path() + ": no tokenizer in the file (metadata key tokenizer.ggml.model): text "
+                                           "commands cannot run; use forward --ids";
+    return;
+  }
   const std::string model = k.string("tokenizer.ggml.model");
   if (model != "gpt2") {
     cfg.tokenizer_unsupported = f.path() + ": tokenizer.ggml.model is '" + model +

@@ -44,8 +44,11 @@ class ConfigJson {
   float eps_or(const std::string& key, float fallback) const {
     if (!has(key)) return fallback;
     if (!j_.at(key).is_number()) fail(key, "expected a number");
-    const float e = static_cast<float>(j_.at(key).get<double>());
-    if (!(std::isfinite(e) && e > 0)) fail(key, "must be a positive number");
+    const double d = j_.at(key).get<double>();
+    if (!(std::isfinite(d) && d > 0)) fail(key, "must be a positive number");
+    const float e = static_cast<float>(d);
+    if (!std::isfinite(e) || e == 0)
+      fail(key, j_.at(key).dump() + " is outside the range of a float (about 1e-38 to 3e38)");
     return e;
   }
   Activation activation(const std::string& key, const std::string& fallback) const {
@@ -73,7 +76,8 @@ json read_json(const std::string& path) {
 
 void read_gpt2(const ConfigJson& c, ModelConfig& cfg) {
   cfg.vocab_size = c.dim("vocab_size");
-  cfg.context_length = c.has("n_positions") ? c.dim("n_positions") : c.dim("n_ctx");
+  // n_positions is HF's own key (n_ctx an older alias): the one to name when both are absent.
+  cfg.context_length = c.has("n_ctx") && !c.has("n_positions") ? c.dim("n_ctx") : c.dim("n_positions");
   cfg.emb_dim = c.dim("n_embd");
   cfg.n_layers = c.dim("n_layer");
   cfg.n_heads = c.dim("n_head");
@@ -152,7 +156,12 @@ std::unique_ptr<TensorSource> open_snapshot_weights(const std::string& dir) {
   const fs::path d(dir);
   const fs::path single = d / "model.safetensors", index = d / "model.safetensors.index.json";
   const fs::path bin = d / "pytorch_model.bin";
-  if (fs::exists(single)) return open_tensor_source(single.string());
+  // A link counts as present even when dangling: opening it says why it cannot be read.
+  auto present = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(fs::symlink_status(p, ec));
+  };
+  if (present(single)) return open_tensor_source(single.string());
   if (fs::exists(index)) {
     json j = read_json(index.string());
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
@@ -161,6 +170,10 @@ std::unique_ptr<TensorSource> open_snapshot_weights(const std::string& dir) {
     for (auto& [name, file] : j["weight_map"].items()) {
       if (!file.is_string()) throw InputError(index.string() + ": weight_map['" + name + "'] is not a file name");
       const std::string f = file.get<std::string>();
+      // Opened as a C string, a name with a NUL would open the name cut there.
+      if (f.find('\0') != std::string::npos)
+        throw InputError(index.string() + ": weight_map['" + name + "'] = " + file.dump() +
+                         " holds a NUL byte: not a file name");
       if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
         throw InputError(index.string() + ": weight_map['" + name + "'] = '" + f + "' is not a file in the folder");
       shards.insert(f);

@@ -79,7 +79,8 @@ struct TensorNames {
 class WeightsFile {
  public:
   // Opens `weights_path` (cfg.weights_file when empty) and checks its header against cfg:
-  // every tensor the layout names is present, loadable, and shaped as [model] says.
+  // every tensor the layout names is present, loadable, and shaped as [model] says, and
+  // no layer past [model]'s count is.
   // Reads no tensor data. Throws InputError naming the file and the tensor.
   static WeightsFile open(const ModelConfig& cfg, const std::string& weights_path = "");
   // Writes every tensor into `w` (from allocate_weights for the same config) in cfg.dtype;
@@ -88,6 +89,8 @@ class WeightsFile {
 
  private:
   WeightsFile() = default;
+  // InputError when the file holds a layer past cfg.n_layers under the layout's names.
+  void check_layer_count() const;
   ModelConfig cfg_;
   std::unique_ptr<TensorSource> file_;
   TensorNames names_;
@@ -108,9 +111,11 @@ ModelWeights random_weights(vk::Context& ctx, const ModelConfig& cfg, uint64_t s
 // [rows][m.cols], or [m.cols][rows] when `in_out` (then transposed), converting to m's dtype
 // through at most `block_bytes` of host staging at a time. The building block of
 // load_weights, public for tools and tests (e.g. matrices split into small chunks).
-void write_tensor_rows(Matrix& m, uint32_t row0, const TensorSource& file, const TensorInfo& t, bool in_out,
-                       uint64_t block_bytes = 16ull << 20);
-void write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,
-                       uint64_t block_bytes = 16ull << 20);
+// Values beyond f16's range (|w| > 65504) bound for an f16 matrix are stored as +-65504,
+// not as infinities; returns how many were (load_weights says so once).
+uint64_t write_tensor_rows(Matrix& m, uint32_t row0, const TensorSource& file, const TensorInfo& t, bool in_out,
+                           uint64_t block_bytes = 16ull << 20);
+uint64_t write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,
+                           uint64_t block_bytes = 16ull << 20);
 
 }  // namespace gptvk

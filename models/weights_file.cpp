@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -207,6 +208,7 @@ WeightsFile WeightsFile::open(const ModelConfig& cfg, const std::string& weights
     for (uint32_t l = 0; l < (per_layer ? cfg.n_layers : 1u); ++l)
       f.total_bytes_ += f.file_->get(f.names_.name(role, l)).bytes();
   }
+  f.check_layer_count();
   // ...and has the shape [model] implies.
   ModelWeights shapes_only;
   shapes_only.layers.resize(cfg.n_layers);
@@ -223,14 +225,30 @@ WeightsFile WeightsFile::open(const ModelConfig& cfg, const std::string& weights
   return f;
 }
 
+// A file with a layer past the config's count would run as a shallower model without a
+// word (llama.cpp refuses such a GGUF: not every tensor is used). Tensors no role names,
+// such as HF GPT-2's attn.bias masks or a tied lm_head.weight, are not layers.
+void WeightsFile::check_layer_count() const {
+  for (const auto& [role, pattern] : names_.roles) {
+    if (pattern.find("{i}") == std::string::npos) continue;
+    const std::string extra = names_.name(role, cfg_.n_layers);
+    if (file_->contains(extra))
+      throw InputError(file_->path() + ": holds tensor '" + extra + "' of layer " + std::to_string(cfg_.n_layers) +
+                       ", but the model declares " + std::to_string(cfg_.n_layers) + " layer" +
+                       (cfg_.n_layers == 1 ? "" : "s") +
+                       (cfg_.source == file_->path() ? "" : " (" + cfg_.source + ")") + ": a wrong layer count");
+  }
+}
+
 void WeightsFile::load_into(ModelWeights& w) const {
   Progress progress(total_bytes_);
+  uint64_t clamped = 0;  // values beyond f16's range, in tensors stored as f16
   for (const Job& j : plan(cfg_, names_, w)) {
     const TensorInfo& t = file_->get(names_.name(j.role, j.layer));
     // The file is mapped: if it is truncated underneath, reading it faults (SIGBUS).
     bool read = run_catching_sigbus([&] {
       if (j.matrix) {
-        write_tensor_rows(*j.matrix, j.row0, *file_, t, j.in_out);
+        clamped += write_tensor_rows(*j.matrix, j.row0, *file_, t, j.in_out);
       } else {
         std::vector<std::byte> raw(t.bytes());  // aligned copy: the mapping may not be
         std::memcpy(raw.data(), file_->data(t).data(), raw.size());
@@ -244,15 +262,63 @@ void WeightsFile::load_into(ModelWeights& w) const {
       throw InputError(file_->path() + ": file changed or truncated while loading (reading tensor '" + t.name + "')");
     progress.add(t.bytes());
   }
+  if (clamped)
+    std::fprintf(stderr, "gpt-vk: %s: %llu weights beyond f16's range (|w| > 65504) were clamped to +-65504 in f16 "
+                 "storage; --dtype f32 or bf16 (or [weights] dtype) keeps them\n", file_->path().c_str(),
+                 static_cast<unsigned long long>(clamped));
 }
 
 // ---------------------------------------------------------------- one tensor
 
 namespace {
 
+// How many finite values of an f32 or bf16 tensor lie beyond f16's largest, 65504. A test
+// on the bits, which the compiler vectorizes: it reads every weight bound for f16 storage.
+uint64_t beyond_f16_range(const std::byte* src, DType from, uint64_t n) {
+  // One unsigned compare a value: (|w| bits - lo) <= (hi - lo) holds for lo <= bits <= hi.
+  uint64_t over = 0;
+  if (from == DType::F32) {
+    for (uint64_t i = 0; i < n; ++i) {
+      uint32_t b;
+      std::memcpy(&b, src + 4 * i, 4);
+      over += ((b & 0x7fffffffu) - 0x477fe001u) <= 0x7f7fffffu - 0x477fe001u;  // 65504 < |w| < inf
+    }
+  } else if (from == DType::BF16) {
+    for (uint64_t i = 0; i < n; ++i) {
+      uint16_t b;
+      std::memcpy(&b, src + 2 * i, 2);
+      over += uint16_t((b & 0x7fffu) - 0x4780u) <= 0x7f7fu - 0x4780u;  // 65536 <= |w| < inf
+    }
+  }
+  return over;
+}
+
+// An f32 or bf16 tensor bound for f16 storage with values beyond f16's range: the tensor as
+// f32 with those clamped to +-65504 (a cast would make them infinities), and how many there
+// were; else nothing. Infinities and NaNs stay as they are.
+std::pair<std::vector<float>, uint64_t> clamped_to_f16_range(const std::byte* src, DType from, DType to, uint64_t n) {
+  if (to != DType::F16 || (from != DType::F32 && from != DType::BF16)) return {};
+  const uint64_t over = beyond_f16_range(src, from, n);
+  if (!over) return {};
+  constexpr float kMax = 65504.0f;
+  std::vector<float> v(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    float f;
+    if (from == DType::BF16) {
+      uint16_t b;
+      std::memcpy(&b, src + 2 * i, 2);
+      f = bf16_to_f32(b);
+    } else {
+      std::memcpy(&f, src + 4 * i, 4);
+    }
+    v[i] = std::isfinite(f) ? std::clamp(f, -kMax, kMax) : f;
+  }
+  return {std::move(v), over};
+}
+
 template <class File>
-void write_rows_from(Matrix& m, uint32_t row0, const File& file, const TensorInfo& t, bool in_out,
-                     uint64_t block_bytes) {
+uint64_t write_rows_from(Matrix& m, uint32_t row0, const File& file, const TensorInfo& t, bool in_out,
+                         uint64_t block_bytes) {
   const bool is_2d = t.shape.size() == 2;
   const uint64_t want_rows = !is_2d ? 0 : in_out ? t.shape[1] : t.shape[0];
   const uint64_t want_cols = !is_2d ? 0 : in_out ? t.shape[0] : t.shape[1];
@@ -262,13 +328,16 @@ void write_rows_from(Matrix& m, uint32_t row0, const File& file, const TensorInf
                      " matrix");
   const uint32_t rows = static_cast<uint32_t>(want_rows), cols = m.cols;
   const std::byte* src = file.data(t).data();
-  const uint64_t esize = dtype_bytes(t.dtype);
+  DType from = t.dtype;
+  const auto [clamped, over] = clamped_to_f16_range(src, from, m.dtype, t.elements());
+  if (over) src = reinterpret_cast<const std::byte*>(clamped.data()), from = DType::F32;
+  const uint64_t esize = dtype_bytes(from);
   const uint32_t block = static_cast<uint32_t>(std::clamp<uint64_t>(block_bytes / (uint64_t(cols) * esize), 1, rows));
   std::vector<std::byte> staging;
   for (uint32_t r = 0; r < rows; r += block) {
     const uint32_t n = std::min(block, rows - r);
     if (in_out) {  // row r of m is column r of t
-      m.write_rows_transposed(row0 + r, n, src + uint64_t(r) * esize, rows, t.dtype);
+      m.write_rows_transposed(row0 + r, n, src + uint64_t(r) * esize, rows, from);
       continue;
     }
     const void* rows_ptr = src + uint64_t(r) * cols * esize;
@@ -277,27 +346,28 @@ void write_rows_from(Matrix& m, uint32_t row0, const File& file, const TensorInf
       staging.assign(p, p + uint64_t(n) * cols * esize);
       rows_ptr = staging.data();
     }
-    m.write_rows(row0 + r, n, rows_ptr, t.dtype);
+    m.write_rows(row0 + r, n, rows_ptr, from);
   }
   file.release(t);
+  return over;
 }
 
 }  // namespace
 
-void write_tensor_rows(Matrix& m, uint32_t row0, const TensorSource& file, const TensorInfo& t, bool in_out,
-                       uint64_t block_bytes) {
+uint64_t write_tensor_rows(Matrix& m, uint32_t row0, const TensorSource& file, const TensorInfo& t, bool in_out,
+                           uint64_t block_bytes) {
   // A GGUF tensor already in the matrix's block format goes up as it is (repacked, no arithmetic).
   const auto blocks = is_quantized(m.dtype) && !in_out ? file.ggml_blocks(t, m.dtype) : std::span<const std::byte>{};
   if (!blocks.empty() && t.shape.size() == 2 && t.shape[1] == m.cols && row0 + t.shape[0] <= m.rows) {
     m.write_rows_ggml(row0, static_cast<uint32_t>(t.shape[0]), blocks.data());
-    return;
+    return 0;
   }
-  write_rows_from(m, row0, file, t, in_out, block_bytes);
+  return write_rows_from(m, row0, file, t, in_out, block_bytes);
 }
 
-void write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,
-                       uint64_t block_bytes) {
-  write_rows_from(m, row0, file, t, in_out, block_bytes);
+uint64_t write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,
+                           uint64_t block_bytes) {
+  return write_rows_from(m, row0, file, t, in_out, block_bytes);
 }
 
 }  // namespace gptvk

@@ -17,6 +17,9 @@ namespace fs = std::filesystem;
 const TensorInfo& TensorSource::get(std::string_view name) const {
   const TensorInfo* t = find(name);
   if (!t) throw InputError(path() + ": tensor '" + std::string(name) + "' not found");
+  // (A GGUF tensor with a 0 dimension holds no values: not a matter of its type.)
+  if (!t->supported && t->elements() == 0)
+    throw InputError(path() + ": tensor '" + std::string(name) + "' has shape " + t->shape_str() + ": no values");
   if (!t->supported)
     throw InputError(path() + ": tensor '" + std::string(name) + "' has type " + t->dtype_name +
                      " (gpt-vk loads F32, F16 and BF16" + (sniff_format(path()) == FileFormat::Gguf

@@ -333,6 +333,30 @@ BOOST_AUTO_TEST_CASE(other_architecture_and_missing_keys) {
   check(forward_model(gguf_with("gpt2.block_count", "gpt2.block_xount")),
         {1, {"bad.gguf", "missing metadata key gpt2.block_count"}});
 }
+// Tensors whose bytes overlap (position_embd at token_embd's offset) are refused, as in
+// safetensors: the header lies about one of them.
+BOOST_AUTO_TEST_CASE(overlapping_tensors) {
+  const size_t tok = tensor_entry("token_embd.weight") + 4 + 16 + 4;
+  uint64_t offset = 0;
+  for (int i = 7; i >= 0; --i) offset = offset << 8 | uint8_t(gguf[tok + size_t(i)]);
+  const std::string bad = gguf_poke(tensor_entry("position_embd.weight") + 4 + 16 + 4, offset, 8);
+  check(forward_model(bad), {1, {"bad.gguf", "overlaps tensor", "token_embd.weight", "position_embd.weight"}});
+}
+// A block_count below the file's layers would run a shallower model (llama.cpp refuses it).
+BOOST_AUTO_TEST_CASE(block_count_below_the_files_layers) {
+  const size_t at = gguf.find("gpt2.block_count") + 16;
+  BOOST_REQUIRE(gguf.substr(at, 8) == std::string("\x04\0\0\0\x02\0\0\0", 8));  // u32 2
+  check(forward_model(gguf_poke(at + 4, 1, 4)),
+        {1, {"bad.gguf", "holds tensor 'blk.1.", "of layer 1, but the model declares 1 layer"}});
+}
+// Messages that name the cause: a 0 dimension is no question of type, and a GGUF without
+// a tokenizer has no [tokenizer] section to speak of.
+BOOST_AUTO_TEST_CASE(zero_dimension_and_no_tokenizer) {
+  check(forward_model(gguf_poke(tensor_entry("output_norm.bias") + 4, 0, 8)),
+        {1, {"tensor 'output_norm.bias' has shape [0]: no values"}});
+  check(run_cli({"tokenize", "-m", gguf_with("tokenizer.ggml.model", "tokenizer.ggml.modex"), "--text", "hi"}),
+        {1, {"bad.gguf: no tokenizer in the file (metadata key tokenizer.ggml.model)"}});
+}
 BOOST_AUTO_TEST_CASE(shape_disagrees_with_metadata) {
   size_t e = tensor_entry("position_embd.weight");
   check(forward_model(gguf_poke(e + 4 + 8, 72, 8)), {1, {"position_embd.weight", "has shape [72, 64]", "[73, 64]"}});
@@ -400,6 +424,42 @@ BOOST_AUTO_TEST_CASE(snapshot_weights_missing_or_inconsistent) {
   fs::copy_file(kModels / "hf_gpt2/model.safetensors", dir / "b.safetensors");
   dir.write("model.safetensors.index.json", R"({"weight_map": {"wte.weight": "a.safetensors", "wpe.weight": "b.safetensors"}})");
   check(forward_model(dir.path.string()), {1, {"is in two shards"}});
+}
+// Messages that name the cause: HF's own key for the context, a float out of range, and
+// a model.safetensors link whose target is gone.
+BOOST_AUTO_TEST_CASE(config_json_and_link_messages) {
+  auto j = hf_gpt2_json();
+  j.erase("n_positions");
+  check(forward_model(snapshot(dir, j, kModels / "hf_gpt2/model.safetensors")), {1, {"missing key n_positions"}});
+  j = hf_gpt2_json();
+  j["layer_norm_epsilon"] = 1e300;
+  check(forward_model(snapshot(dir, j, kModels / "hf_gpt2/model.safetensors")),
+        {1, {"layer_norm_epsilon: 1e+300 is outside the range of a float"}});
+  dir.write("config.json", hf_gpt2_json().dump());
+  fs::remove(dir / "model.safetensors");
+  fs::create_symlink(dir / "gone.safetensors", dir / "model.safetensors");
+  check(forward_model(dir.path.string()), {1, {"model.safetensors: cannot open", "No such file"}});
+}
+// A shard name with a NUL byte would open the name cut there: refused, the NUL shown.
+BOOST_AUTO_TEST_CASE(shard_name_with_a_nul_byte) {
+  dir.write("config.json", hf_gpt2_json().dump());
+  fs::copy_file(kModels / "hf_gpt2/model.safetensors", dir / "a.safetensors");
+  nlohmann::json map = nlohmann::json::object();
+  const SafetensorsFile shard = SafetensorsFile::open((dir / "a.safetensors").string());
+  for (const TensorInfo& t : shard.tensors()) map[t.name] = std::string("a.safetensors\0.txt", 18);
+  dir.write("model.safetensors.index.json", nlohmann::json{{"weight_map", map}}.dump());
+  check(forward_model(dir.path.string()),
+        {1, {"model.safetensors.index.json", "\"a.safetensors\\u0000.txt\" holds a NUL byte"}});
+}
+// n_layer below the file's layers is refused; the 2-layer file with its h.{i}.attn.bias
+// masks (no layer role) loads with n_layer 2.
+BOOST_AUTO_TEST_CASE(n_layer_below_the_files_layers) {
+  auto j = hf_gpt2_json();
+  j["n_layer"] = 1;
+  check(forward_model(snapshot(dir, j, kModels / "hf_gpt2/model.safetensors")),
+        {1, {"model.safetensors: holds tensor 'h.1.", "of layer 1, but the model declares 1 layer", "config.json"}});
+  CliResult ok = forward_model(snapshot(dir, hf_gpt2_json(), kModels / "hf_gpt2/model.safetensors"));
+  BOOST_TEST(ok.exit_code == 0, ok.err);
 }
 BOOST_AUTO_TEST_CASE(gpt1_text_commands_say_why) {
   const std::string gpt1 = (kFormats / "gpt1_snapshot").string();
