@@ -97,6 +97,7 @@ struct GptModel::GraphBuild {
   const ops::LinearEpilogue plain{}, residual{Activation::None, true}, act;
   const uint64_t counter_stride;
   const bool last_row_only, fold;
+  uint32_t logits_from = 0;  // AllLogits: the LM head's first row (build_graph sets it)
 
   // Every LayerNorm that follows a residual add goes to the linear that does the add
   // (ops::NormAfter): for one token on CPU devices its last workgroup computes it, saving
@@ -300,7 +301,11 @@ struct GptModel::GraphBuild {
       if (head == Head::LastSample)
         ops::sample(*g, logits, ids, step, whole(m.sample_scratch_), V, m.sampling_, "sample", m.sampling_state_.get());
     } else if (head == Head::AllLogits) {
-      ops::linear(*g, normed, w.lm_head(), head_bias, rows_of(m.logits_all(), T, V), T, plain, none(), "lm_head");
+      const uint32_t rows = T - logits_from;  // from row logits_from on (GptModel::aligned_logit_row)
+      const View from = logits_from ? View{normed.buffer, normed.offset + uint64_t(logits_from) * C * 4,
+                                           uint64_t(rows) * C * 4}
+                                    : normed;
+      ops::linear(*g, from, w.lm_head(), head_bias, rows_of(m.logits_all(), rows, V), rows, plain, none(), "lm_head");
     } else {
       last_row_head(normed);
     }
@@ -358,8 +363,9 @@ struct GptModel::GraphBuild {
 };
 
 // embed -> per layer (LayerNorm, attention, LayerNorm, MLP) -> final norm and LM head.
-std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head, const BatchStep* batch) {
+std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head, const BatchStep* batch, uint32_t logits_from) {
   GraphBuild b(*this, T, head, batch ? *batch : BatchStep{});
+  b.logits_from = logits_from;
   b.embed();
   for (uint32_t l = 0; l < cfg_.n_layers; ++l)
     if (!(b.pre ? b.pre_ln_layer(l) : b.post_ln_layer(l))) break;  // nothing past the KV cache

@@ -103,10 +103,10 @@ void GptModel::set_sampling(const ops::SamplingParams& params) {
     it = std::get<1>(it->first) == Head::LastSample ? graphs_.erase(it) : std::next(it);
 }
 
-Graph& GptModel::graph(uint32_t T, Head head) {
-  auto key = std::make_tuple(T, head);
+Graph& GptModel::graph(uint32_t T, Head head, uint32_t logits_from) {
+  auto key = std::make_tuple(T, head, logits_from);
   auto it = graphs_.find(key);
-  if (it == graphs_.end()) it = graphs_.emplace(key, build_graph(T, head)).first;
+  if (it == graphs_.end()) it = graphs_.emplace(key, build_graph(T, head, nullptr, logits_from)).first;
   return *it->second;
 }
 
@@ -117,10 +117,10 @@ vk::Buffer& GptModel::logits_all() {
   return logits_all_;
 }
 
-Graph& GptModel::run(uint32_t T, Head head) {
+Graph& GptModel::run(uint32_t T, Head head, uint32_t logits_from) {
   if (T == 1) ensure_folded_norms();
   step_logits_ = whole(logits_last_);
-  Graph& g = graph(T, head);
+  Graph& g = graph(T, head, logits_from);
   g.run();
   return g;
 }
@@ -173,15 +173,32 @@ void GptModel::write_ids(std::span<const uint32_t> ids, uint32_t pos) {
 }
 
 std::vector<float> GptModel::prefill(std::span<const uint32_t> ids, uint32_t pos, bool all_logits) {
+  return prefill_logits_from(ids, pos, all_logits ? 0 : ids.size());
+}
+
+uint32_t GptModel::aligned_logit_row(uint32_t want) const {
+  const uint64_t row_bytes = uint64_t(cfg_.emb_dim) * 4, align = ctx_.caps().storage_offset_alignment;
+  while (want > 0 && want * row_bytes % align) --want;
+  return want;
+}
+
+std::vector<float> GptModel::prefill_logits_from(std::span<const uint32_t> ids, uint32_t pos, size_t first) {
   check_ids(ids, pos);
-  std::vector<float> logits;
-  if (all_logits) logits.resize(ids.size() * uint64_t(cfg_.vocab_size));
+  const uint64_t V = cfg_.vocab_size;
+  std::vector<float> logits(first < ids.size() ? (ids.size() - first) * V : 0);
   last_run_.clear();
   for (size_t done = 0; done < ids.size();) {
-    uint32_t T = static_cast<uint32_t>(std::min<size_t>(max_chunk_, ids.size() - done));
+    const uint32_t T = static_cast<uint32_t>(std::min<size_t>(max_chunk_, ids.size() - done));
     write_ids(ids.subspan(done, T), pos + static_cast<uint32_t>(done));
-    last_run_.push_back(&run(T, all_logits ? Head::AllLogits : Head::KvOnly));
-    if (all_logits) logits_all_.download(logits.data() + done * cfg_.vocab_size, uint64_t(T) * cfg_.vocab_size * 4);
+    if (done + T <= first) {
+      last_run_.push_back(&run(T, Head::KvOnly));
+    } else {
+      // Rows [from, T) of this chunk are wanted; the LM head starts at an aligned row at or
+      // before `from`, and the rows it computes before `from` are not read back.
+      const uint32_t from = static_cast<uint32_t>(first > done ? first - done : 0), head0 = aligned_logit_row(from);
+      last_run_.push_back(&run(T, Head::AllLogits, head0));
+      logits_all_.download(logits.data() + (done + from - first) * V, (T - from) * V * 4, (from - head0) * V * 4);
+    }
     done += T;
   }
   pos_ = pos + static_cast<uint32_t>(ids.size());

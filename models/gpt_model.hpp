@@ -54,6 +54,9 @@ class GptModel {
   // Runs `ids` at positions [pos, pos + n) and fills the KV cache. With `all_logits`,
   // returns the [n][vocab] logits of every position; otherwise returns nothing.
   std::vector<float> prefill(std::span<const uint32_t> ids, uint32_t pos, bool all_logits);
+  // The same, returning the [n - first][vocab] logits of positions [first, n) only: the LM
+  // head leaves out the rows before (perplexity's windows score their last stride).
+  std::vector<float> prefill_logits_from(std::span<const uint32_t> ids, uint32_t pos, size_t first);
 
   // Runs `ids` at positions [pos, pos + n) like prefill and returns the logits of the last
   // position only: the last layer computes the others' keys and values and nothing more.
@@ -99,7 +102,8 @@ class GptModel {
   // sampled from those, or nothing past the layers (a prompt chunk that only fills the KV
   // cache: no final norm of its own, no LM head).
   enum class Head { AllLogits, LastLogits, LastSample, KvOnly };
-  Graph& graph(uint32_t T, Head head);
+  // logits_from (AllLogits): the first row the LM head computes; its logits go to row 0.
+  Graph& graph(uint32_t T, Head head, uint32_t logits_from = 0);
   // A step over several models' sequences (DecodeBatch), run on this model's activations.
   struct BatchStep {
     std::span<GptModel* const> seqs;
@@ -114,7 +118,7 @@ class GptModel {
     // run), the ids it writes and its scratch; or none (a sampler each, with its controls).
     View sample_table, sample_ids, sample_scratch;
   };
-  std::unique_ptr<Graph> build_graph(uint32_t T, Head head, const BatchStep* batch = nullptr);
+  std::unique_ptr<Graph> build_graph(uint32_t T, Head head, const BatchStep* batch = nullptr, uint32_t logits_from = 0);
   friend class DecodeBatch;
   struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_graph.cpp)
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
@@ -128,7 +132,10 @@ class GptModel {
   // Runs the step graph of T tokens (ids and step state written), first computing the
   // folded LayerNorms' vectors if the graph uses them and they are not made yet; returns
   // the graph that ran.
-  Graph& run(uint32_t T, Head head);
+  Graph& run(uint32_t T, Head head, uint32_t logits_from = 0);
+  // The first row an AllLogits step of T rows can start its LM head at, at or before `want`:
+  // a row whose offset meets the device's binding alignment.
+  uint32_t aligned_logit_row(uint32_t want) const;
   // The folded LayerNorms' vectors (W gamma, W beta + b), made on first need: the first run
   // of a graph that folds them (a one-token step, or a batched step with exact rows).
   void ensure_folded_norms();
@@ -176,7 +183,7 @@ class GptModel {
   };
   bool folded_ready_ = false;
   std::vector<FoldedNorm> folded_;  // [2l]: layer l's qkv (ln1), [2l + 1]: its fc (ln2); last: LM head (ln_f)
-  std::map<std::tuple<uint32_t, Head>, std::unique_ptr<Graph>> graphs_;
+  std::map<std::tuple<uint32_t, Head, uint32_t>, std::unique_ptr<Graph>> graphs_;  // (T, head, logits_from)
   std::vector<Graph*> last_run_;
 };
 

@@ -53,11 +53,13 @@ PerplexityResult score_windows(GptModel& model, std::span<const uint32_t> ids, u
   size_t prev_end = 0;
   for (size_t begin = 0;; begin += stride) {
     size_t end = std::min<size_t>(begin + context, ids.size());
-    auto logits = model.prefill(ids.subspan(begin, end - begin), 0, true);
+    // Targets ids[max(begin + 1, prev_end) .. end), each predicted by the position before it:
+    // only those positions' logits are computed.
+    const size_t first = std::max(begin + 1, prev_end);
+    auto logits = model.prefill_logits_from(ids.subspan(begin, end - begin), 0, first - 1 - begin);
     r.evaluated += end - begin;
-    // Targets ids[max(begin + 1, prev_end) .. end), each predicted by the position before it.
-    for (size_t t = std::max(begin + 1, prev_end); t < end; ++t) {
-      ScoredToken s = score(logits.data() + (t - 1 - begin) * cfg.vocab_size, cfg.vocab_size, ids[t]);
+    for (size_t t = first; t < end; ++t) {
+      ScoredToken s = score(logits.data() + (t - first) * cfg.vocab_size, cfg.vocab_size, ids[t]);
       s.index = t;
       sum -= s.logprob;
       sum_sq += s.logprob * s.logprob;

@@ -293,6 +293,26 @@ BOOST_AUTO_TEST_CASE(other_decode_matvec_matches) {
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
+// Logits of the positions from `first` on only (perplexity's windows), in chunks and within
+// one: each such row is PyTorch's, and the LM head ran over fewer rows (first rounded down
+// to an aligned row). Firsts: 0, a row inside the first chunk, one in a later chunk, the last.
+BOOST_AUTO_TEST_CASE(logits_from_a_row_on_match) {
+  Case c = load_case(case_dirs().front());
+  const uint32_t V = c.cfg.vocab_size, n = std::min<uint32_t>(static_cast<uint32_t>(c.ids.size()), 30), chunk = 12;
+  GptModel model(test::context(), c.cfg, load_weights(test::context(), c.cfg), chunk);
+  model.set_profile(true);
+  for (uint32_t first : {0u, 5u, 17u, n - 1}) {
+    const auto logits = model.prefill_logits_from(std::span(c.ids).first(n), 0, first);
+    BOOST_REQUIRE_EQUAL(logits.size(), size_t(n - first) * V);
+    BOOST_TEST(rel_error(logits, c.logits, first, n - first, V) <= tolerance(c.cfg), "first " << first);
+    // The profile covers the call's chunks: each chunk that holds wanted rows ran the LM head
+    // over them and at most a few rows before (down to an aligned row), the others none.
+    const uint64_t per_row = 2ull * V * c.cfg.emb_dim, chunks = (n + chunk - 1) / chunk;
+    BOOST_TEST(op_time(model, "lm_head").flops >= (n - first) * per_row, "first " << first);
+    BOOST_TEST(op_time(model, "lm_head").flops <= (n - first + 3 * chunks) * per_row, "first " << first);
+  }
+}
+
 // `--profile` reports the graphs of the call it follows, each once: a one-token prompt right
 // after a decode step (the same graph) is not counted twice, and a prompt in chunks counts
 // every chunk's layers but only one LM head (the chunks before the last stop at the KV cache).
