@@ -86,9 +86,7 @@ ApiError library_error(int status, const httplib::Request& req, size_t max_body)
   switch (status) {
     case 404: return ApiError(404, "no route " + req.method + " " + req.path, "", "not_found");
     case 405: return ApiError(405, req.method + " is not allowed on " + req.path, "", "method_not_allowed");
-    case 413:
-      return ApiError(413, "the request body is larger than " + std::to_string(max_body) + " bytes", "",
-                      "payload_too_large");
+    case 413: return payload_too_large(max_body);
     case 414: return ApiError(414, "the request URI is too long", "", "uri_too_long");
     case 400: return ApiError(400, "malformed HTTP request", "", "invalid_request");
     default:

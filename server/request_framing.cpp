@@ -11,11 +11,6 @@ namespace {
 // refused from the headers (it would hold a thread until the read timeout if it lied).
 constexpr uint64_t kDroppedAtMost = 64ull << 20;
 
-ApiError too_large(size_t max_body) {
-  return ApiError(413, "the request body is larger than " + std::to_string(max_body) + " bytes", "",
-                  "payload_too_large");
-}
-
 std::optional<ApiError> content_length_error(const httplib::Request& req, size_t max_body, bool body_not_sent) {
   const size_t count = req.get_header_value_count("Content-Length");
   if (count == 0) return std::nullopt;
@@ -26,7 +21,7 @@ std::optional<ApiError> content_length_error(const httplib::Request& req, size_t
   if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string::npos)
     return ApiError(400, "Content-Length '" + value + "' is not a byte count", "", "invalid_request");
   const uint64_t length = std::stoull(value);
-  if (length > max_body && (body_not_sent || length > kDroppedAtMost)) return too_large(max_body);
+  if (length > max_body && (body_not_sent || length > kDroppedAtMost)) return payload_too_large(max_body);
   return std::nullopt;
 }
 
@@ -59,9 +54,14 @@ std::string read_body(const httplib::Request& req, const httplib::ContentReader&
     return true;
   });
   // httplib drops a body whose Content-Length is over its limit (the same) without a byte.
-  if (over || (!complete && req.get_header_value<uint64_t>("Content-Length") > max_body)) throw too_large(max_body);
+  if (over || (!complete && req.get_header_value<uint64_t>("Content-Length") > max_body)) throw payload_too_large(max_body);
   if (!complete) throw ApiError(400, "the request body ended early or is malformed", "", "invalid_request");
   return body;
+}
+
+ApiError payload_too_large(size_t max_body) {
+  return ApiError(413, "the request body is larger than " + std::to_string(max_body) + " bytes", "",
+                  "payload_too_large");
 }
 
 bool bearer_matches(const std::string& authorization, const std::string& key) {

@@ -26,6 +26,9 @@ std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_bo
 // chunked or not; a body that ends early or is malformed is a 400.
 std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_body);
 
+// 413 with OpenAI's fields: the body is over `max_body`.
+ApiError payload_too_large(size_t max_body);
+
 // "Bearer KEY" with the scheme in any case (RFC 7235) and the key exact.
 bool bearer_matches(const std::string& authorization, const std::string& key);
 
