@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "engine/error.hpp"
+#include "engine/parallel.hpp"
 
 namespace gptvk {
 
@@ -58,8 +60,14 @@ PerplexityResult score_windows(GptModel& model, std::span<const uint32_t> ids, u
     const size_t first = std::max(begin + 1, prev_end);
     auto logits = model.prefill_logits_from(ids.subspan(begin, end - begin), 0, first - 1 - begin);
     r.evaluated += end - begin;
+    // Each target's log-softmax (a pass of exp over the vocabulary) on the host's cores; the
+    // sums then add up in target order, as one thread would.
+    std::vector<ScoredToken> scored(end - first);
+    parallel_for(scored.size(), 16, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) scored[i] = score(logits.data() + i * cfg.vocab_size, cfg.vocab_size, ids[first + i]);
+    });
     for (size_t t = first; t < end; ++t) {
-      ScoredToken s = score(logits.data() + (t - first) * cfg.vocab_size, cfg.vocab_size, ids[t]);
+      ScoredToken& s = scored[t - first];
       s.index = t;
       sum -= s.logprob;
       sum_sq += s.logprob * s.logprob;
