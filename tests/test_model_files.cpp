@@ -4,9 +4,12 @@
 // torch.save zips (tests/fixtures/formats, made by tools/make_format_fixtures.py with
 // PyTorch), against PyTorch's logits; then every bad file of those formats and of GGUF as
 // a row of the bad-input matrix: exit code and one line naming the file and the cause.
+// Also what out-of-range f32 values become in f16 storage.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -227,6 +230,37 @@ BOOST_AUTO_TEST_CASE(cpu_device_heap_is_not_the_limit) {
     BOOST_TEST(std::string(e.what()).find("model needs ") != std::string::npos, e.what());
     BOOST_TEST(std::string(e.what()).find(" MiB of device memory, device has ") != std::string::npos, e.what());
   }
+}
+
+// f32 weights beyond f16's range (|w| > 65504) stored as f16 become +-65504, not
+// infinities, and are counted (load_weights says how many once); in f32 storage they stay.
+// An infinity stays one; 65504 itself is in range.
+BOOST_AUTO_TEST_CASE(f16_storage_clamps_values_beyond_its_range_and_counts_them) {
+  auto& ctx = test::context();
+  constexpr uint32_t R = 3, C = 8;
+  std::vector<float> v(R * C, 0.5f);
+  v[1] = 1e7f, v[9] = -70000.0f, v[10] = 65504.0f, v[17] = std::numeric_limits<float>::infinity();
+  SafetensorsWriter w;
+  w.add_f32("t", DType::F32, {R, C}, v);
+  const std::string path = (test::temp_dir() / "big.safetensors").string();
+  w.write(path);
+  SafetensorsFile f = SafetensorsFile::open(path);
+  for (bool in_out : {false, true}) {
+    BOOST_TEST_CONTEXT((in_out ? "in_out" : "out_in")) {
+      Matrix h = Matrix::create(ctx, DType::F16, in_out ? C : R, in_out ? R : C, "f16");
+      BOOST_TEST(write_tensor_rows(h, 0, f, f.get("t"), in_out) == 2u);
+      const std::vector<float> got = h.read_rows_f32(0, in_out ? C : R);
+      auto at = [&](uint32_t r, uint32_t c) { return in_out ? got[c * R + r] : got[r * C + c]; };
+      BOOST_TEST(at(0, 1) == 65504.0f);
+      BOOST_TEST(at(1, 1) == -65504.0f);
+      BOOST_TEST(at(1, 2) == 65504.0f);
+      BOOST_TEST(std::isinf(at(2, 1)));
+      BOOST_TEST(at(0, 0) == 0.5f);
+    }
+  }
+  Matrix full = Matrix::create(ctx, DType::F32, R, C, "f32");
+  BOOST_TEST(write_tensor_rows(full, 0, f, f.get("t"), false) == 0u);
+  BOOST_TEST(full.read_rows_f32(0, 1)[1] == 1e7f);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
