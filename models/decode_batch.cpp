@@ -162,7 +162,7 @@ bool DecodeBatch::can_burst(const GptModel& first) const {
   // A GPU's prompt step differs from any burst in its kernels' order (exact rows: one by one).
   if ((exact_rows_ && !first.plan_.cpu_kernels) || first.cfg_.n_layers == 0) return false;
   // Every sequence's rows start on a row of the activations, each view offset aligned.
-  return uint64_t(first.cfg_.emb_dim) * 4 % first.ctx_.caps().storage_offset_alignment == 0;
+  return first.row_aligned(1, first.cfg_.emb_dim);
 }
 
 std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* const> seqs,

@@ -158,7 +158,7 @@ struct GptModel::GraphBuild {
       // Each sequence's last token at its own position, to row b of x; where row b's offset
       // does not meet the device's binding alignment (C % 4 != 0), x is bound from row 0.
       for (uint32_t b = 0; b < T; ++b) {
-        const bool aligned = uint64_t(b) * C * 4 % m.ctx_.caps().storage_offset_alignment == 0;
+        const bool aligned = m.row_aligned(b, C);
         ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb,
                    aligned ? row(m.x_, b, C) : rows_of(m.x_, b + 1, C), 1, "embed", aligned ? 0 : b);
       }
@@ -199,8 +199,7 @@ struct GptModel::GraphBuild {
   // row 0 of the sequence's own qkv and att buffers, which nothing else uses in this step.
   void attend_row(uint32_t l, uint32_t b, const std::string& p) {
     GptModel& s = *seqs[b];
-    const uint64_t align = m.ctx_.caps().storage_offset_alignment;
-    const bool aligned = uint64_t(b) * C * 4 % align == 0 && uint64_t(b) * 3 * C * 4 % align == 0;
+    const bool aligned = m.row_aligned(b, C) && m.row_aligned(b, 3 * C);
     const View q = aligned ? row(m.qkv_, b, 3 * C) : rows_of(s.qkv_, 1, 3 * C);
     const View out = aligned ? row(m.att_, b, C) : rows_of(s.att_, 1, C);
     if (!aligned) ops::copy_rows(*g, qkv, q, b, 1, 3 * C, p + "row_qkv");

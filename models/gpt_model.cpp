@@ -176,9 +176,12 @@ std::vector<float> GptModel::prefill(std::span<const uint32_t> ids, uint32_t pos
   return prefill_logits_from(ids, pos, all_logits ? 0 : ids.size());
 }
 
+bool GptModel::row_aligned(uint32_t row, uint32_t cols) const {
+  return uint64_t(row) * cols * 4 % ctx_.caps().storage_offset_alignment == 0;
+}
+
 uint32_t GptModel::aligned_logit_row(uint32_t want) const {
-  const uint64_t row_bytes = uint64_t(cfg_.emb_dim) * 4, align = ctx_.caps().storage_offset_alignment;
-  while (want > 0 && want * row_bytes % align) --want;
+  while (want > 0 && !row_aligned(want, cfg_.emb_dim)) --want;
   return want;
 }
 

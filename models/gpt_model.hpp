@@ -133,8 +133,10 @@ class GptModel {
   // folded LayerNorms' vectors if the graph uses them and they are not made yet; returns
   // the graph that ran.
   Graph& run(uint32_t T, Head head, uint32_t logits_from = 0);
-  // The first row an AllLogits step of T rows can start its LM head at, at or before `want`:
-  // a row whose offset meets the device's binding alignment.
+  // Whether row `row` of a [*][cols] float buffer starts at an offset a view may bind at
+  // (the device's storage-buffer offset alignment).
+  bool row_aligned(uint32_t row, uint32_t cols) const;
+  // The first row an AllLogits step can start its LM head at, at or before `want`.
   uint32_t aligned_logit_row(uint32_t want) const;
   // The folded LayerNorms' vectors (W gamma, W beta + b), made on first need: the first run
   // of a graph that folds them (a one-token step, or a batched step with exact rows).
