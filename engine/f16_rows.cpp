@@ -33,7 +33,8 @@ uint16_t f16_times_pow2(uint16_t h, int shift) {
 namespace {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // Loading GPT-2 small scales ~10^8 halves: through f32 and back, 8 at a time, exact (every
-// result is representable) and subnormals included; the scalar loop took 0.1 s more.
+// result is representable) and subnormals included, where f16_scale_row's scalar loop adds
+// visibly to the load time (bench/PERFORMANCE.md, "What limits it").
 __attribute__((target("avx,f16c"))) void scale_row_f16c(uint16_t* h, size_t n, int shift) {
   const __m256 factor = _mm256_set1_ps(static_cast<float>(1u << shift));
   size_t i = 0;

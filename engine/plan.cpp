@@ -37,8 +37,8 @@ ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uin
   if (rows <= 4 && !is_quantized(W.dtype)) return ops::LinearKernel::MatVecRowsBatch;
   // The CPU GEMM that broadcasts weights over the lanes (gemm_bcast, which Auto picks where
   // the row kernels run and the device has subgroup arithmetic) sums each output in the row
-  // kernels' order too, and took less CPU time than the batched row kernel: GPT-2 small on
-  // lavapipe, 16 rows x 24 tokens, 12.4 and 15.1 CPU-s against 15.6 and 17.3.
+  // kernels' order too, and took less CPU time than the batched row kernel on lavapipe
+  // (bench/PERFORMANCE.md, "Batched decode").
   return ctx.caps().subgroup_arithmetic ? ops::LinearKernel::Auto : ops::LinearKernel::MatVecRowsBatch;
 }
 

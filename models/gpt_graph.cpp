@@ -64,9 +64,8 @@ struct GptModel::GraphBuild {
         // fills the KV cache), its last layer computes keys and values for every position
         // and the rest for the last one alone, as llama.cpp does: that position's query and
         // residual rows move to row 0, and the layer goes on with one row. GPT-2 small: 9 of
-        // the 144 C^2-sized products of the layers' GEMMs left out, prefill +7-8% on lavapipe
-        // at 128 and 992 tokens (f16, A/B in the same minutes). Which steps do it:
-        // ExecutionPlan::last_row_only.
+        // the 144 C^2-sized products of the layers' GEMMs left out (bench/PERFORMANCE.md,
+        // "Prefill: the GEMM"). Which steps do it: ExecutionPlan::last_row_only.
         last_row_only(!batch && !burst && head != Head::AllLogits && cfg.n_layers > 0 && m.plan_.last_row_only(T)),
         // With folded LayerNorms (the plan's: one-token steps, and batched steps with exact
         // rows, which follow them) the linears after a pre-LN LayerNorm normalise the

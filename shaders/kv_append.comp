@@ -6,8 +6,8 @@
 // every replay. The caches are head-major (common/kv_cache.glsl). Grid: x over the C
 // columns (VEC at a time), y over the T tokens.
 // VEC = 4 (head_dim % 4 == 0) moves 16 bytes per load and store: on lavapipe each
-// storage access is a loop over the lanes, so a quarter as many of them (GPT-2 small, a
-// 128-token step: 4.7 -> 3.0-4.2 ms for the 12 layers; workgroup overhead is the rest).
+// storage access is a loop over the lanes, so a quarter as many of them (the workgroup
+// overhead stays: bench/PERFORMANCE.md, "Prefill: attention").
 // KV_F16: f16 caches (common/kv_cache.glsl), vec4 units only.
 
 //! variant scalar VEC=1

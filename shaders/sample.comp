@@ -93,7 +93,7 @@ bool lists_hold_floor = false;  // the lists hold every token top-k keeps
 float temperature;
 // This draw's other parameters: P's, or (BATCH 2) its row's, which main() copies here. The
 // other modes read P where they use it, as before BATCH 2 existed: through globals they
-// drew 0.02 ms slower (1.5%) and JIT-compiled 10 ms slower (GPT-2's vocabulary, lavapipe).
+// drew and JIT-compiled slower on lavapipe (bench/PERFORMANCE.md, "Start to first token").
 RowParams row;
 uint top_k() { return BATCH == 2u ? row.top_k : P.top_k; }
 float top_p() { return BATCH == 2u ? row.top_p : P.top_p; }
@@ -126,7 +126,7 @@ void tally(uint i, uint k, float f, uint hi, uint cand[NSUM], uint list_from, co
 // key space, so every pass shrinks the interval at least about fourfold whatever the values
 // (at most 16 passes), merged with NSUM / 2 evenly spaced in value space, so that logits
 // crowded in a narrow band, as a model's are, narrow much faster than that. (16 candidates
-// narrowed faster, but lavapipe's JIT of the sampler took 0.14 s longer at a cold start.)
+// narrowed faster, but lengthened lavapipe's JIT of the sampler at a cold start.)
 void candidates(uint lo, uint hi, out uint cand[NSUM]) {
   const uint H = NSUM / 2u;
   uint step = (hi - lo) / H;
@@ -155,8 +155,8 @@ void candidates(uint lo, uint hi, out uint cand[NSUM]) {
 // starts from top-k's lists instead of the whole vocabulary. Its weights stay cached in
 // scratch for the pick. Requires F(lo) >= target and every key <= hi, and keeps that
 // invariant on [lo, hi] while narrowing it. main() runs both filters through one call
-// site in a loop, so the driver compiles this once (two inlined copies doubled lavapipe's
-// JIT time at a cold start, 2.8 -> 2.0 s for GPT-2 small; no measurable cost per token).
+// site in a loop, so the driver compiles this once (two inlined copies lengthened lavapipe's
+// JIT at a cold start; one call site costs nothing measurable per token).
 uint search_threshold(uint lo, uint hi, const bool by_mass) {
   // The first whole pass lists the tokens in the top quarter of the logit range [lo, hi].
   float vlo = key_value(lo);
@@ -177,9 +177,9 @@ uint search_threshold(uint lo, uint hi, const bool by_mass) {
     // walks the vocabulary (this invocation's tokens), a list pass this invocation's list,
     // compacted in place (entry `listed` <= e is free to write). The first pass of top-p
     // weighs its tokens and caches the weights; later passes read them back. Four
-    // specialised loops cost 0.12 s more of lavapipe's JIT at a cold start (0.77 -> 0.65 s);
-    // this one ~0.2 ms more per draw (GPT-2's vocabulary), as lavapipe evaluates the
-    // weighing under a mask in every pass.
+    // specialised loops lengthened lavapipe's JIT at a cold start; this one costs a little
+    // more per draw instead, as lavapipe evaluates the weighing under a mask in every pass
+    // (bench/PERFORMANCE.md, "Start to first token").
     bool first_full = pass == 0u && !walk;
     bool weigh = by_mass && pass == 0u;
     uint list_from = first_full ? list_from_first : 0u;

@@ -6,8 +6,9 @@
 // the Firecracker VMs this project is measured on), each such sleep costs a vCPU wake-up of
 // tens of microseconds, and a GPT-2 small decode step has ~64 dispatches. Staying on the
 // CPU for up to kYieldNs before sleeping, calling sched_yield so that runnable threads
-// (the other workers) still get the vCPU, took GPT-2 small f16 decode from ~45 to ~57
-// tok/s on lavapipe; the same VM with the kernel's guest halt polling on (200 us) gave ~55.
+// (the other workers) still get the vCPU, avoids most of those wake-ups: on lavapipe it
+// speeds decode up more than turning the guest kernel's halt polling on does
+// (bench/PERFORMANCE.md, "What a dispatch costs").
 //
 // How: this file defines pthread_cond_wait, pthread_cond_signal and pthread_cond_broadcast
 // in the executable, which exports them (CMake: gptvk_use_yielding_waits), so calls from
@@ -39,7 +40,7 @@
 
 namespace {
 
-constexpr uint64_t kYieldNs = 100'000;  // 10-400 us measured alike; a dispatch is 50-500 us
+constexpr uint64_t kYieldNs = 100'000;  // not critical over a wide range; a dispatch is 50-500 us
 
 std::atomic<bool> g_enabled{false};
 std::atomic<uint64_t> g_yielding_returns{0};

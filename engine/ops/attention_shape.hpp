@@ -21,8 +21,7 @@ inline uint64_t kv_cache_bytes(AttentionShape s) {
 // (or value) at position j is at this index. A head's keys are then one contiguous run that
 // its attention workgroup streams through in order; position-major rows ([context][C])
 // scattered each head's slices (256 bytes for GPT-2) a whole row apart, which CPU caches
-// prefetch badly (GPT-2 small on lavapipe, decode at depth 960: attention 12-13 -> 7.5-8.5
-// ms per token, 19.5 -> 23 tok/s).
+// prefetch badly (bench/PERFORMANCE.md, "What limits it").
 inline uint64_t kv_cache_index(AttentionShape s, uint64_t h, uint64_t j, uint64_t d) {
   return (h * s.context + j) * s.head_dim + d;
 }

@@ -10,10 +10,9 @@ namespace {
 
 // The device's f16 shape the kernel uses: 16 x 8 x 8 where listed, else 16 x 16 x 16, else
 // the first whose sides are multiples of 8 (the staged rows are uvec4s of 8 halves). On an
-// H100 (VK_NV_cooperative_matrix lists 16x16x16, 16x8x16 and 16x8x8), GPT-2 XL's prompt
-// products with the tiles below, TFLOP/s (bench/micro/coopmat_bench.cpp, one run): qkv of
-// a 256-token chunk 36.5 / 16.2 / 16.0, fc of 512 tokens 41.9 / 26.0 / 20.8, proj 49.1 /
-// 19.7 / 24.9; the FP32 tiled GEMM 23.4, 6.1, 4.9.
+// H100 (VK_NV_cooperative_matrix lists 16x16x16, 16x8x16 and 16x8x8), 16x8x8 with the tiles
+// below was the fastest on every GPT-2 XL prompt product (bench/micro/coopmat_bench.cpp;
+// bench/PERFORMANCE.md, "GPUs", matrix units).
 std::optional<vk::CoopMatShape> pick_shape(const vk::CoopMatSupport& s) {
   for (const vk::CoopMatShape want : {vk::CoopMatShape{16, 8, 8}, vk::CoopMatShape{16, 16, 16}})
     for (const auto& sh : s.shapes)
@@ -58,8 +57,8 @@ std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T) {
   // One matrix row of tokens per workgroup, 4 subgroups side by side, each with 4 (a batch
   // of up to one matrix row of tokens: 2) accumulators along the outputs. Taller tiles
   // (2 x 2 subgroups of 2 x 2 to 4 x 4 accumulators) measured slower on every product
-  // above on the H100, by 1.2x to 3x, and 1.6x for a batch of 16 tokens (GPT-2 XL's fc:
-  // 6.9 TFLOP/s with 2 accumulators, 4.3 with 4).
+  // above on the H100, and so did 4 accumulators for a batch of 16 tokens
+  // (bench/PERFORMANCE.md, "GPUs", matrix units).
   struct Option {
     uint32_t wm, wn, tm, tn;  // subgroups along tokens and outputs, accumulators per subgroup
   };

@@ -87,8 +87,9 @@ void check_vocab_and_count(uint32_t vocab, uint32_t count, const std::string& na
 constexpr uint32_t kModeSingle = 0, kModeMany = 1, kModeRows = 2;
 
 // Which stages run is a specialization constant (FILTERS, sampler_filters()): the driver
-// compiles only those. The whole sampler took 1.5 s of lavapipe's JIT at a cold start,
-// greedy alone a few milliseconds.
+// compiles only those. lavapipe's JIT of the whole sampler dominated a cold start, where
+// greedy alone compiles in a small fraction of that (bench/PERFORMANCE.md, "Start to first
+// token").
 const vk::Pipeline& sampler_pipeline(Graph& g, uint32_t vocab, uint32_t mode, uint32_t filters, bool append) {
   SamplerShape s = sampler_shape(g.context(), vocab);
   return g.context().pipelines().get(

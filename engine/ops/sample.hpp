@@ -104,7 +104,7 @@ void sample_rows(Graph& g, View logits, uint32_t rows, View table, View ids, Vie
 // Starts one draw with parameters `p` on scratch buffers of its own and returns at once, so
 // that the sampler's pipeline for `p` is ready before the model first needs it. lavapipe
 // JIT-compiles a pipeline at its first dispatch, on its queue thread: the sampler with top-k
-// or top-p took ~0.65 s of a cold start, which now overlaps the weight loading. The
+// or top-p is a large part of a cold start, which this overlaps with the weight loading. The
 // destructor waits for the draw. Throws what sample() would on bad parameters.
 class SamplerWarmUp {
  public:

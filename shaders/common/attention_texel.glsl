@@ -3,9 +3,9 @@
 // whole keys, a contiguous run of them (an eighth of the range for 8 invocations), and
 // keeps an online-softmax stream per query; the streams merge once at the end by subgroup
 // arithmetic. Contiguous runs make each invocation's reads of the (head-major) caches one
-// sequential stream the CPU's prefetchers follow: taking keys in turn (j = lane, + WG, ...)
-// was ~35% slower (GPT-2 small decode on lavapipe: attention 3.1-3.4 -> 1.9-2.7 ms per
-// token at depth 128, 8.4-12.7 -> 5.1-6.9 ms at depth 960).
+// sequential stream the CPU's prefetchers follow, where taking keys in turn (j = lane,
+// + WG, ...) interleaves the lanes' reads and was slower (bench/PERFORMANCE.md, "What
+// limits it").
 //   - Keys and values are fetched through uvec4 texel views of qkv and the caches
 //     (bindings 5-7, first texel of each in the push constants): lavapipe vectorises a
 //     texel fetch across the lanes, where a storage load is a loop over them. An f16

@@ -1,8 +1,8 @@
 // Wide kernel (GPUs, shaders/attention.comp): one workgroup of many invocations per
 // (head, query), in two phases with the scores in shared memory, so that all of a step's
 // key loads, then all of its value loads, are in flight at once. (The subgroup kernel walks
-// its keys a block at a time, one subgroupAdd per key: on an H100, GPT-2 XL's decode spent
-// 25 us per layer in it, over a quarter of the token.)
+// its keys a block at a time, one subgroupAdd per key, which left attention a large share
+// of a GPU's decode step: bench/PERFORMANCE.md, "GPUs".)
 //   1. Invocation i takes keys i, i + WG, ...: the whole dot product q . k_j with q from
 //      shared memory, the score to sh_s[j]. Then the workgroup's max M, p_j = exp(s_j - M)
 //      in place, and the workgroup's sum L of the p_j.

@@ -5,7 +5,7 @@
 // The sum over the subgroup, in every lane: a shuffle with a lane-dependent index is one
 // permute on lavapipe, where subgroupAdd is a loop over the lanes. A constant trip count
 // makes the loop unroll (with `m <<= 1` as the step it stayed a loop, ~13 instructions a
-// step: GPT-2 small decode +1-3% unrolled).
+// step, and decode was slower).
 float lanes_sum(float v, uint lane) {
   [[unroll]] for (uint i = 0u; i < 6u; ++i)
     if ((1u << i) < LOCAL) v += subgroupShuffle(v, lane ^ (1u << i));

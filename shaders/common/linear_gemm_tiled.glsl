@@ -14,9 +14,9 @@ layout(constant_id = 11) const uint TN = 4;
 // Split-K: workgroup z sums only its share of the inputs (a multiple of BK) and stores the
 // partial sums as token rows z * T + t, for a split_sum dispatch to add up (the host then
 // gives this pass no bias, activation or residual). A product of few tiles gets that many
-// more workgroups, each with as short a K loop: GPT-2 XL's 128-token prompt on an H100,
-// proj (6400 inputs, 1600 outputs: 50 tiles, one workgroup on each of 50 of the 132
-// multiprocessors, 400 steps of BK each) 0.58 -> 0.17 ms per layer in 6 splits.
+// more workgroups, each with as short a K loop. Without it, GPT-2 XL's 128-token prompt on
+// an H100 runs proj (6400 inputs, 1600 outputs) as 50 tiles: one workgroup on each of 50 of
+// the 132 multiprocessors, 400 steps of BK each (bench/PERFORMANCE.md, "GPUs").
 layout(constant_id = 12) const uint SPLIT_K = 1;
 const uint K_PER_SPLIT = (K + SPLIT_K * BK - 1) / (SPLIT_K * BK) * BK;
 

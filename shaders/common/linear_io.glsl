@@ -33,8 +33,7 @@ layout(push_constant) uniform Push {
 // The push constants as private copies, which every kernel's main() fills first
 // (read_push_constants): on lavapipe a push-constant read inside a loop or a branch is a
 // gather over the lanes (~25 instructions), and the fetch helpers below run in the
-// kernels' innermost loops (GPT-2 small f16 on lavapipe, 128-token prompt: prefill +8%,
-// decode +5%).
+// kernels' innermost loops (bench/PERFORMANCE.md, "What limits it").
 uint pc_T, pc_rows, pc_y_stride, pc_w_base, pc_x_base;
 void read_push_constants() {
   pc_T = pc.T;
@@ -89,7 +88,8 @@ float load_x1(uint e) { return xv[e >> 2][e & 3u]; }
 // a word holds 4 f32 or 8 f16/bf16 weights.
 #ifdef TEXEL
 // W as a uniform texel buffer of uvec4: lavapipe vectorises texel fetches across the lanes,
-// while a storage-buffer load is a scalar loop over them (about 3x the bandwidth measured).
+// while a storage-buffer load is a scalar loop over them (bench/PERFORMANCE.md, "What
+// limits it").
 layout(binding = 1) uniform utextureBuffer w_tex;
 uvec4 load_w(uint i) { return texelFetch(w_tex, int(pc_w_base + i)); }
 #else
@@ -119,8 +119,9 @@ vec4 bf16_hi(uvec4 p) { return uintBitsToFloat(p & 0xffff0000u); }
 void decode(uvec4 p, out vec4 lo, out vec4 hi) {
   if (F16_BITS) {
     // Each half's value * 2^-112 (common/f16_scaled.glsl); the row scaling leaves subnormal
-    // halves only in rows holding values >= 64. Against unpackHalf2x16, GPT-2 small f16 on
-    // lavapipe: decode +9%, prefill +6%.
+    // halves only in rows holding values >= 64. Faster on lavapipe than unpackHalf2x16,
+    // whose F16C conversion competes with the texel fetches for the shuffle port
+    // (bench/PERFORMANCE.md, "What limits it").
     decode_f16_scaled(p, lo, hi);
   } else if (DT == 1u) {
     lo = vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y));
@@ -198,7 +199,6 @@ float finish_y(uint t, uint o, float v) {
 // The CPU kernels (register tiles of 4 to 64 outputs per invocation) call it from a
 // [[dont_unroll]] loop over a copy of their accumulators: on lavapipe every storage access
 // here is a loop over the lanes, and inlined once per output they made most of the code
-// that llvmpipe JIT-compiles at a pipeline's first dispatch (GPT-2 small's four prefill
-// GEMMs: 0.75 -> 0.32 s of a cold start), while running it once per tile costs nothing
-// measurable.
+// that llvmpipe JIT-compiles at a pipeline's first dispatch (bench/PERFORMANCE.md, "Start
+// to first token"), while running it once per tile costs nothing measurable.
 float store_y(uint t, uint o, float acc) { return finish_y(t, o, unscaled(o, acc)); }

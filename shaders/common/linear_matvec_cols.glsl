@@ -6,10 +6,10 @@
 // and lane i keeps the sum of the i-th row of each group of LOCAL rows, so that every lane
 // stores one output per group.
 // Against the row kernel (common/linear_matvec_rows.glsl: a lane per row, LOCAL streams per
-// workgroup, inputs broadcast) on a 2-core AMD EPYC (Zen 5) VM, GPT-2 small decode, the same
-// minutes: f16 63-74 -> 83-85 tok/s, bf16 77 -> 86-94, f32 57 -> 65. On the Intel Xeon VMs
-// of earlier sessions a column split ran at half the row kernel's speed from memory, so
-// the engine picks it by host CPU (Caps::column_split_matvec, engine/vk/context.hpp).
+// workgroup, inputs broadcast), one stream per workgroup decodes faster on AMD EPYC (Zen 5)
+// VMs in every dtype; on Intel Xeon VMs a column split ran at half the row kernel's speed
+// from memory (bench/PERFORMANCE.md, "Decode: the mat-vecs"), so the engine picks it by host
+// CPU (Caps::column_split_matvec, engine/vk/context.hpp).
 layout(constant_id = 7) const uint R = 8;  // groups of LOCAL rows per workgroup
 
 const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)

@@ -3,8 +3,8 @@
 // each from start to end, so a workgroup of one SIMD vector streams R * LOCAL rows and needs
 // no reduction across invocations. One row at a time makes each invocation's reads one
 // contiguous run of R rows, which the CPU's prefetchers follow; walking its R rows side by
-// side (R * LOCAL interleaved streams, each one row long) read ~35% less per second
-// (GPT-2 small f16 on lavapipe: LM head 7.9 -> 12.3 GB/s, fc 7.2 -> 10.2, proj 9.0 -> 10.8).
+// side (R * LOCAL interleaved streams, each one row long) left the prefetchers behind and
+// read markedly less per second (bench/PERFORMANCE.md, "What limits it").
 // Every invocation needs the same inputs: they are fetched LOCAL texels at a time (one
 // vectorised fetch, each invocation its own texel) and handed to all by subgroupShuffle
 // with a constant index (one permute on lavapipe), where a fetch of the same address by

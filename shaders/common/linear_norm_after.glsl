@@ -1,8 +1,9 @@
 // LN_AFTER (decode on CPU devices, shaders/common/linear_matvec_rows.glsl): the linear's
 // output row y (one token, all ROWS outputs, this single dispatch) also goes through
 // LayerNorm into ln_out, computed by whichever workgroup finishes last. That saves the
-// LayerNorm its own dispatch, which on lavapipe costs ~45 us of thread wake-ups for ~3 us
-// of work (GPT-2 small decode: 24 of ~88 dispatches per token).
+// LayerNorm its own dispatch, which on lavapipe costs far more in thread wake-ups than the
+// LayerNorm's own work (GPT-2 small decode: 24 of ~88 dispatches per token;
+// bench/PERFORMANCE.md, "What a dispatch costs").
 // Same formula as shaders/layernorm.comp: two passes (mean, then squared deviations),
 // biased variance.
 #extension GL_KHR_shader_subgroup_arithmetic : require

@@ -4,9 +4,9 @@
 // output, and the step advances (pos += 1, rng += 1). Each invocation keeps the best of the
 // outputs it stores, each workgroup leaves the best of its invocations in pick_partials, and
 // the workgroup that finishes last picks among those. The sampler's own dispatch is one
-// workgroup, so one CPU thread, reading all the logits back after the LM head (~0.15 ms per
-// token on lavapipe, plus the dispatch): greedy decode of the tiny bench model 489 -> 510
-// tok/s; GPT-2 small's ~1% is within the noise of its runs.
+// workgroup, so one CPU thread, reading all the logits back after the LM head, plus the
+// cost of a dispatch: picking here saves both, which shows most on small models
+// (bench/PERFORMANCE.md, "What a dispatch costs").
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
 #include "common/order_key.glsl"
