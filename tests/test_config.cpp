@@ -4,7 +4,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -21,9 +20,7 @@ namespace {
 using test::temp_dir;
 
 std::string write_config(const std::string& text, const std::string& name = "model.toml") {
-  fs::path p = temp_dir() / name;
-  std::ofstream(p) << text;
-  return p.string();
+  return test::write_temp_file(name, text);
 }
 
 // `text` with the first occurrence of `from` replaced by `to` (which must occur).

@@ -1,16 +1,17 @@
 #define BOOST_TEST_MODULE linear
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "tests/reference/elementwise.hpp"
 #include "tests/reference/linear.hpp"
 #include "engine/ops/linear.hpp"
 #include "engine/ops/linear_coopmat.hpp"
+#include "tests/support/linear_labels.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;
 using ops::LinearKernel;
+using test::describe_linear, test::kernel_name;
 
 namespace {
 
@@ -29,22 +30,6 @@ constexpr double kTol = 1e-4;
 // 1e-4 of max |y|; 4e-3 leaves room for the worst output and stays below a dropped product.
 constexpr double kCoopMatTol = 4e-3;
 
-const char* kernel_name(LinearKernel k) {
-  switch (k) {
-    case LinearKernel::Auto: return "auto";
-    case LinearKernel::MatVec: return "matvec";
-    case LinearKernel::MatVecWide: return "matvec_wide";
-    case LinearKernel::MatVecTexel: return "matvec_texel";
-    case LinearKernel::MatVecRows: return "matvec_rows";
-    case LinearKernel::MatVecRowsHeld: return "matvec_rows_held";
-    case LinearKernel::MatVecCols: return "matvec_cols";
-    case LinearKernel::GemmRegisters: return "gemm_reg";
-    case LinearKernel::GemmRegistersWide: return "gemm_reg_wide";
-    case LinearKernel::GemmTiled: return "gemm_tiled";
-    case LinearKernel::GemmCoopMat: return "gemm_coopmat";
-  }
-  return "?";
-}
 const LinearKernel kAllKernels[] = {LinearKernel::Auto,           LinearKernel::MatVec,
                                     LinearKernel::MatVecWide,     LinearKernel::MatVecTexel,
                                     LinearKernel::MatVecRows,     LinearKernel::MatVecRowsHeld,
@@ -156,12 +141,6 @@ std::vector<float> run_gpu(vk::Context& ctx, LinearKernel kernel, const TestMatr
   return test::download(dy, size_t(T) * N);
 }
 
-std::string describe(const std::string& ctx, LinearKernel k, DType dt, uint32_t T, uint32_t K, uint32_t N) {
-  std::ostringstream s;
-  s << ctx << " " << kernel_name(k) << " " << dtype_name(dt) << " T=" << T << " in=" << K << " out=" << N;
-  return s.str();
-}
-
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(linear, test::NoValidationMessages)
@@ -196,7 +175,7 @@ BOOST_AUTO_TEST_CASE(all_kernels_and_dtypes_match_cpu) {
           auto in = make_inputs(T, s.K, s.N, true, false, T + s.K);
           auto got = run_gpu(*ctx, k, w, in, T, Activation::None, Residual::None, x_view);
           BOOST_TEST(test::max_rel_error(got, reference(in, w, T, Activation::None)) <= tol(*ctx, k, dt, T, s.N),
-                     describe(label, k, dt, T, s.K, s.N) << " x_view=" << x_view);
+                     describe_linear(label, k, dt, T, s.K, s.N) << " x_view=" << x_view);
         }
       }
     }
@@ -222,7 +201,7 @@ BOOST_AUTO_TEST_CASE(gemm_tiles_either_side_of_the_wide_tile_threshold) {
             const Activation act = epilogue ? Activation::GeluTanh : Activation::None;
             auto got = run_gpu(*ctx, k, w, in, T, act, epilogue ? Residual::InPlace : Residual::None, K % 4 == 0);
             BOOST_TEST(test::max_rel_error(got, reference(in, w, T, act)) <= kTol,
-                       describe(label, k, dt, T, K, N) << " epilogue=" << epilogue);
+                       describe_linear(label, k, dt, T, K, N) << " epilogue=" << epilogue);
           }
       }
   auto& ctx = test::context();
@@ -253,7 +232,7 @@ BOOST_AUTO_TEST_CASE(gpu_gemm_split_over_k_matches_cpu) {
     Graph probe(ctx);
     vk::Buffer x(ctx, uint64_t(sh.T) * sh.K * 4), y(ctx, uint64_t(sh.T) * sh.N * 4);
     ops::linear_with(probe, whole(x), w.m, View{}, whole(y), sh.T, {.kernel = LinearKernel::GemmTiled});
-    const std::string what = describe("gpu paths", LinearKernel::GemmTiled, sh.dt, sh.T, sh.K, sh.N);
+    const std::string what = describe_linear("gpu paths", LinearKernel::GemmTiled, sh.dt, sh.T, sh.K, sh.N);
     BOOST_TEST(probe.size() == 2u, what << ": split over K");
     auto got = run_gpu(ctx, LinearKernel::GemmTiled, w, in, sh.T, Activation::GeluTanh, sh.res, false);
     BOOST_TEST(test::max_rel_error(got, reference(in, w, sh.T, Activation::GeluTanh)) <= kTol, what);
@@ -289,9 +268,9 @@ BOOST_AUTO_TEST_CASE(fused_epilogues_match_cpu) {
           if ((ki + ei) % 2 || !runs(*ctx, k, true, K, DType::F16)) continue;
           auto got = run_gpu(*ctx, k, w, in, T, e.act, e.res);
           BOOST_TEST(test::max_rel_error(got, want) <= tol(*ctx, k, DType::F16, T, N),
-                     describe(label, k, DType::F16, T, K, N) << " bias=" << e.bias << " act="
-                                                             << static_cast<int>(e.act)
-                                                             << " residual=" << static_cast<int>(e.res));
+                     describe_linear(label, k, DType::F16, T, K, N)
+                         << " bias=" << e.bias << " act=" << static_cast<int>(e.act)
+                         << " residual=" << static_cast<int>(e.res));
         }
       }
   }
@@ -337,7 +316,7 @@ BOOST_AUTO_TEST_CASE(f16_rows_of_any_magnitude_match_cpu) {
             err = std::max(err, std::fabs(double(got[size_t(t) * N + o]) - ref[size_t(t) * N + o]));
           worst = std::max(worst, row_max > 0 ? err / row_max : err);  // the zero rows: exactly 0
         }
-        BOOST_TEST(worst <= kTol, describe(label, k, DType::F16, T, K, N) << " worst row error " << worst);
+        BOOST_TEST(worst <= kTol, describe_linear(label, k, DType::F16, T, K, N) << " worst row error " << worst);
       }
     }
   }
@@ -382,7 +361,7 @@ BOOST_AUTO_TEST_CASE(layernorm_after_matches_cpu) {
           for (int run = 0; run < 2; ++run) {
             if (out_is_r) dr.upload(in.r.data(), in.r.size() * 4);  // the norm overwrote r
             g.run();
-            const std::string what = describe(label, k, DType::F16, T, K, N) + " out_is_r=" +
+            const std::string what = describe_linear(label, k, DType::F16, T, K, N) + " out_is_r=" +
                                      std::to_string(out_is_r) + " run=" + std::to_string(run);
             BOOST_TEST(test::max_rel_error(test::download(dy, want_y.size()), want_y) <= tol(*ctx, k, DType::F16, T, N), what << " y");
             const auto& got_out = out_is_r ? dr : dout;
@@ -414,7 +393,7 @@ BOOST_AUTO_TEST_CASE(chunked_weights_match_cpu) {
         auto in = make_inputs(T, K, N, true, true, T);
         auto got = run_gpu(*ctx, k, w, in, T, Activation::GeluTanh, res);
         BOOST_TEST(test::max_rel_error(got, reference(in, w, T, Activation::GeluTanh)) <= tol(*ctx, k, dt, T, N),
-                   describe(label, k, dt, T, K, N) << " chunks=5 residual=" << static_cast<int>(res));
+                   describe_linear(label, k, dt, T, K, N) << " chunks=5 residual=" << static_cast<int>(res));
       }
     }
 }
@@ -431,7 +410,7 @@ BOOST_AUTO_TEST_CASE(token_split_over_binding_range) {
   auto want = reference(in, w, T, Activation::Relu);
   for (LinearKernel k : {LinearKernel::Auto, LinearKernel::GemmTiled}) {
     auto got = run_gpu(ctx, k, w, in, T, Activation::Relu, Residual::InPlace);
-    BOOST_TEST(test::max_rel_error(got, want) <= kTol, describe("fallback", k, DType::BF16, T, K, N));
+    BOOST_TEST(test::max_rel_error(got, want) <= kTol, describe_linear("fallback", k, DType::BF16, T, K, N));
   }
 }
 
@@ -445,7 +424,7 @@ BOOST_AUTO_TEST_CASE(token_split_over_binding_range_of_x) {
   auto want = reference(in, w, T, Activation::None);
   for (LinearKernel k : {LinearKernel::Auto, LinearKernel::MatVec, LinearKernel::MatVecTexel}) {
     auto got = run_gpu(ctx, k, w, in, T, Activation::None, Residual::None);
-    BOOST_TEST(test::max_rel_error(got, want) <= kTol, describe("fallback", k, DType::F16, T, K, N));
+    BOOST_TEST(test::max_rel_error(got, want) <= kTol, describe_linear("fallback", k, DType::F16, T, K, N));
   }
 }
 
@@ -493,7 +472,7 @@ BOOST_AUTO_TEST_CASE(held_x_matvec_edges) {
         auto in = make_inputs(T, K, N, true, true, K * T);
         auto got = run_gpu(ctx, c.k, w, in, T, Activation::None, Residual::Separate);
         BOOST_TEST(test::max_rel_error(got, reference(in, w, T, Activation::None)) <= kTol,
-                   describe("edge", c.k, dt, T, K, N));
+                   describe_linear("edge", c.k, dt, T, K, N));
       }
     const uint32_t K = c.Ks.back() + 8;
     auto w = make_matrix(ctx, DType::F16, N, K, 3);

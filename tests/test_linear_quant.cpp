@@ -1,16 +1,17 @@
 #define BOOST_TEST_MODULE linear_quant
 #include <cmath>
 #include <cstring>
-#include <sstream>
 
 #include "engine/error.hpp"
 #include "engine/ops/linear.hpp"
 #include "engine/quant.hpp"
 #include "tests/reference/linear.hpp"
+#include "tests/support/linear_labels.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;
 using ops::LinearKernel;
+using test::describe_linear;
 
 namespace {
 
@@ -26,21 +27,6 @@ const LinearKernel kKernels[] = {LinearKernel::Auto,       LinearKernel::MatVec,
                                  LinearKernel::MatVecCols,
                                  LinearKernel::GemmRegisters, LinearKernel::GemmRegistersWide,
                                  LinearKernel::GemmTiled};
-const char* kernel_name(LinearKernel k) {
-  switch (k) {
-    case LinearKernel::Auto: return "auto";
-    case LinearKernel::MatVec: return "matvec";
-    case LinearKernel::MatVecWide: return "matvec_wide";
-    case LinearKernel::MatVecTexel: return "matvec_texel";
-    case LinearKernel::MatVecRows: return "matvec_rows";
-    case LinearKernel::MatVecRowsHeld: return "matvec_rows_held";
-    case LinearKernel::MatVecCols: return "matvec_cols";
-    case LinearKernel::GemmRegisters: return "gemm_reg";
-    case LinearKernel::GemmRegistersWide: return "gemm_reg_wide";
-    case LinearKernel::GemmTiled: return "gemm_tiled";
-    default: return "?";
-  }
-}
 
 // Whether forced kernel k runs here: the texel kernels need W's texel views, the column
 // split x's and subgroup shuffles too, and K within what a lane holds.
@@ -89,12 +75,6 @@ std::vector<float> reference(const Case& c, const std::vector<float>& x, const s
   std::vector<float> y(size_t(T) * c.m.rows);
   cpu::linear(x, c.w, bias, r, y, T, c.m.cols, c.m.rows, act);
   return y;
-}
-
-std::string describe(const std::string& label, LinearKernel k, DType dt, uint32_t T, uint32_t K, uint32_t N) {
-  std::ostringstream s;
-  s << label << " " << kernel_name(k) << " " << dtype_name(dt) << " T=" << T << " in=" << K << " out=" << N;
-  return s.str();
 }
 
 }  // namespace
@@ -156,7 +136,7 @@ BOOST_AUTO_TEST_CASE(every_kernel_matches_cpu) {
             auto bias = test::random_floats(s.N, 3);
             auto got = run(*ctx, k, c.m, x, bias, {}, T, Activation::None);
             BOOST_TEST(test::max_rel_error(got, reference(c, x, bias, {}, T, Activation::None)) <= kTol,
-                       describe(label, k, dt, T, s.K, s.N));
+                       describe_linear(label, k, dt, T, s.K, s.N));
           }
         }
       }
@@ -177,7 +157,7 @@ BOOST_AUTO_TEST_CASE(epilogue_and_chunks) {
           auto bias = test::random_floats(N, 22), r = test::random_floats(size_t(T) * N, 23);
           auto got = run(*ctx, k, c.m, x, bias, r, T, Activation::GeluTanh);
           BOOST_TEST(test::max_rel_error(got, reference(c, x, bias, r, T, Activation::GeluTanh)) <= kTol,
-                     describe(label + " chunked gelu+residual", k, dt, T, K, N));
+                     describe_linear(label + " chunked gelu+residual", k, dt, T, K, N));
         }
       }
     }

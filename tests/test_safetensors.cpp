@@ -6,7 +6,6 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <unistd.h>
@@ -18,16 +17,13 @@
 #include "tests/support/safetensors_writer.hpp"
 
 using namespace gptvk;
-namespace fs = std::filesystem;
 
 namespace {
 
 using test::temp_dir;
 
 std::string write_bytes(const std::string& bytes, const std::string& name = "t.safetensors") {
-  fs::path p = temp_dir() / name;
-  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return p.string();
+  return test::write_temp_file(name, bytes);
 }
 
 std::string le64(uint64_t v) {

@@ -1,7 +1,6 @@
 #define BOOST_TEST_MODULE sample
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 
 #include "tests/reference/sample.hpp"
@@ -12,18 +11,9 @@
 
 using namespace gptvk;
 using ops::SamplingParams;
+using test::lm_logits;
 
 namespace {
-
-// Logits shaped like a language model's: normal with the given spread, so a few tokens
-// stand out over a long tail.
-std::vector<float> lm_logits(uint32_t vocab, uint32_t seed, float spread) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, spread);
-  std::vector<float> v(vocab);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 std::vector<uint32_t> download_ids(const vk::Buffer& b, size_t n) {
   std::vector<uint32_t> v(n);

@@ -1,7 +1,6 @@
 #define BOOST_TEST_MODULE sample_rows
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <stdexcept>
 
 #include "tests/reference/sample.hpp"
@@ -18,13 +17,12 @@ using ops::SamplingParams;
 
 namespace {
 
-// Logits shaped like a language model's (normal, a few tokens stand out), or, for `tied`,
-// rounded to steps of 0.5 so the largest logits and the top-k / top-p thresholds tie.
+// Logits shaped like a language model's (test::lm_logits), or, for `tied`, rounded to
+// steps of 0.5 so the largest logits and the top-k / top-p thresholds tie.
 std::vector<float> row_logits(uint32_t vocab, uint32_t seed, bool tied) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 2.5f);
-  std::vector<float> v(vocab);
-  for (auto& x : v) x = tied ? std::round(d(rng) * 2.0f) / 2.0f : d(rng);
+  std::vector<float> v = test::lm_logits(vocab, seed, 2.5f);
+  if (tied)
+    for (auto& x : v) x = std::round(x * 2.0f) / 2.0f;
   return v;
 }
 

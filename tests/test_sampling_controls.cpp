@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
 #include <set>
 
 #include "tests/reference/sample.hpp"
@@ -22,16 +21,9 @@
 
 using namespace gptvk;
 using ops::SamplingParams;
+using test::lm_logits;
 
 namespace {
-
-std::vector<float> lm_logits(uint32_t vocab, uint32_t seed, float spread) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, spread);
-  std::vector<float> v(vocab);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // The controls' formulas written out plainly (the order of engine/ops/sample_controls.hpp).
 std::vector<float> cpu_controls(const std::vector<float>& logits, const std::vector<uint32_t>& history,

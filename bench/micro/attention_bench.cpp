@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "engine/dtype.hpp"
@@ -20,18 +19,13 @@
 #include "engine/vk/buffer.hpp"
 #include "engine/vk/context.hpp"
 #include "bench/micro/native_and_fallback.hpp"
+#include "bench/micro/random_floats.hpp"
 
 using namespace gptvk;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using micro::random_floats;
 
 // One layer's decode step: qkv, a step state, full caches of noise, the output.
 struct Step {

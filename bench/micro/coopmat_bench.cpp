@@ -17,18 +17,13 @@
 #include "engine/tensor.hpp"
 #include "engine/vk/buffer.hpp"
 #include "engine/vk/context.hpp"
+#include "bench/micro/random_floats.hpp"
 
 using namespace gptvk;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using micro::random_floats;
 
 std::vector<float> rounded(const std::vector<float>& v) {
   std::vector<uint16_t> h(v.size());

@@ -26,6 +26,7 @@
 #include "engine/tensor.hpp"
 #include "engine/vk/buffer.hpp"
 #include "engine/vk/context.hpp"
+#include "bench/micro/random_floats.hpp"
 
 using namespace gptvk;
 
@@ -37,13 +38,7 @@ double cpu_seconds() {
   return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using micro::random_floats;
 
 vk::Buffer upload(vk::Context& ctx, const std::vector<float>& v) {
   vk::Buffer b(ctx, v.size() * 4);

@@ -10,6 +10,11 @@
 namespace gptvk::test {
 
 namespace {
+std::string write_file(const std::filesystem::path& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+  return path.string();
+}
+
 struct ScratchDir {
   std::filesystem::path path;
   ScratchDir() {
@@ -28,6 +33,10 @@ const std::filesystem::path& temp_dir() {
   return dir.path;
 }
 
+std::string write_temp_file(const std::string& name, const std::string& content) {
+  return write_file(temp_dir() / name, content);
+}
+
 TempDir::TempDir() {
   std::string templ = (std::filesystem::temp_directory_path() / "gptvk-test-XXXXXX").string();
   if (!mkdtemp(templ.data())) throw std::runtime_error("cannot create a temporary directory");
@@ -40,9 +49,7 @@ TempDir::~TempDir() {
 }
 
 std::string TempDir::write(const std::string& name, const std::string& content) const {
-  std::string p = (path / name).string();
-  std::ofstream(p, std::ios::binary) << content;
-  return p;
+  return write_file(path / name, content);
 }
 
 }  // namespace gptvk::test

@@ -7,6 +7,8 @@
 namespace gptvk::test {
 
 const std::filesystem::path& temp_dir();
+// Writes `content` (binary) to temp_dir()/name and returns that path.
+std::string write_temp_file(const std::string& name, const std::string& content);
 
 // A fresh directory of its own (mkdtemp), removed with the object: for tests whose rows
 // must not see each other's files.

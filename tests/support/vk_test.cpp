@@ -80,6 +80,14 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   return v;
 }
 
+std::vector<float> lm_logits(uint32_t vocab, uint32_t seed, float spread) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, spread);
+  std::vector<float> v(vocab);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
 vk::Buffer upload(vk::Context& ctx, const std::vector<float>& data) {
   return upload_bytes(ctx, data.data(), data.size() * sizeof(float));
 }

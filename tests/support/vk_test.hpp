@@ -35,6 +35,9 @@ std::vector<std::pair<std::string, vk::Context*>> all_contexts();
 std::vector<std::pair<std::string, vk::Context*>> native_and_gpu_contexts();
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+// Logits shaped like a language model's: normal with the given spread, so a few tokens
+// stand out over a long tail.
+std::vector<float> lm_logits(uint32_t vocab, uint32_t seed, float spread);
 
 vk::Buffer upload(vk::Context& ctx, const std::vector<float>& data);
 vk::Buffer upload_bytes(vk::Context& ctx, const void* data, size_t bytes);
