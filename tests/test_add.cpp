@@ -44,11 +44,12 @@ BOOST_AUTO_TEST_CASE(replay_and_dependency_barriers) {
   BOOST_TEST(test::max_abs_error(y, want) == 0.0);
 }
 
-// Independent dispatches share no barrier.
+// Independent dispatches share no barrier, and both still write their results.
 BOOST_AUTO_TEST_CASE(independent_ops_need_no_barrier) {
   auto& ctx = test::context();
   uint32_t n = 100;
-  auto da = test::upload(ctx, test::random_floats(n, 7));
+  const auto a = test::random_floats(n, 7);
+  auto da = test::upload(ctx, a);
   vk::Buffer x(ctx, n * 4), y(ctx, n * 4);
   Graph g(ctx);
   ops::add(g, whole(da), whole(da), whole(x), n);
@@ -56,6 +57,10 @@ BOOST_AUTO_TEST_CASE(independent_ops_need_no_barrier) {
   g.record();
   BOOST_TEST(g.barrier_count() == 0u);
   g.run();
+  std::vector<float> want(n);
+  for (uint32_t i = 0; i < n; ++i) want[i] = a[i] + a[i];
+  BOOST_TEST(test::max_abs_error(test::download(x, n), want) == 0.0);
+  BOOST_TEST(test::max_abs_error(test::download(y, n), want) == 0.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

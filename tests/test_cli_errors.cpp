@@ -343,10 +343,10 @@ BOOST_AUTO_TEST_CASE(device_index_does_not_exist) {
         {2, {"--device 99 does not exist"}});
 }
 BOOST_AUTO_TEST_CASE(model_does_not_fit_device_memory) {
-  // GPT-2 XL's shape widened 4x: ~100 GiB of f32 weights, more than any device here. No
-  // weights file, so bench would fill random weights; the size check comes first.
+  // GPT-2 XL's shape widened 8x: ~350 GiB of f32 weights, more than any GPU or host here.
+  // No weights file, so bench would fill random weights; the size check comes first.
   auto cfg = config(
-      "[model]\nname = \"huge\"\nvocab_size = 50257\ncontext_length = 1024\nemb_dim = 6400\nn_heads = 25\n"
+      "[model]\nname = \"huge\"\nvocab_size = 50257\ncontext_length = 1024\nemb_dim = 12800\nn_heads = 50\n"
       "n_layers = 48\n\n[weights]\nfile = \"absent.safetensors\"\ndtype = \"f32\"\n");
   CliResult r = run_cli({"bench", "--config", cfg, "--prompt-tokens", "4", "--gen-tokens", "1"});
   check(r, {1, {"model needs ", " MiB of device memory, device has ", " MiB"}, 2});

@@ -1,8 +1,8 @@
 #define BOOST_TEST_MODULE default_model
 // The bundled default model (models/default/): gpt-vk's perplexity on its held-out text
 // matches the value PyTorch computed when the training tool exported the model
-// (reference.json), within 0.5% as the issue asks; and greedy generation is deterministic
-// English-looking text (printable, with spaces between words).
+// (reference.json), within 0.5% as the issue asks; and greedy generation gives the ids
+// PyTorch's greedy generation gave.
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -107,28 +107,29 @@ BOOST_AUTO_TEST_CASE(quantized_perplexity_near_f16) {
   BOOST_TEST(std::abs(q4 - f16) / f16 <= 0.03);
 }
 
-BOOST_AUTO_TEST_CASE(greedy_generation_is_deterministic_text) {
+// Greedy decoding gives PyTorch's greedy ids (tools/train_default_model.py computes them
+// from the same f16 weights in f32; reference.json's "greedy"), twice: every step's two
+// largest logits are at least 0.035 apart there, far beyond f32 rounding, so the ids must
+// be the same.
+BOOST_AUTO_TEST_CASE(greedy_generation_equals_pytorch) {
   auto& ctx = test::context();
   ModelConfig cfg = load_config((kDir / "config.toml").string());
   Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
   GptModel model(ctx, cfg, load_weights(ctx, cfg));
+  const auto greedy = reference()["greedy"];
+  const auto want = greedy["ids"].get<std::vector<uint32_t>>();
+  BOOST_REQUIRE(want.size() == 31u);
+  for (double gap : greedy["top2_gaps"].get<std::vector<double>>()) BOOST_REQUIRE(gap > 1e-2);
   auto run = [&] {
     model.set_sampling({0.0f, 0, 1.0f, 0});
-    std::vector<uint32_t> out{model.prefill_and_sample(tok.encode("It was a fine morning, and"))};
-    for (int i = 0; i < 30; ++i) out.push_back(model.decode_next());
+    std::vector<uint32_t> out{model.prefill_and_sample(tok.encode(greedy["prompt"].get<std::string>()))};
+    while (out.size() < want.size()) out.push_back(model.decode_next());
     return out;
   };
-  auto a = run(), b = run();
-  BOOST_TEST(a == b, boost::test_tools::per_element());
-  std::string text = tok.decode(a);
-  BOOST_TEST_MESSAGE("greedy: " << text);
-  size_t letters = 0, spaces = 0;
-  for (unsigned char c : text) {
-    letters += std::isalpha(c) != 0;
-    spaces += c == ' ';
-  }
-  BOOST_TEST(letters > text.size() / 2);
-  BOOST_TEST(spaces >= 5u);
+  const auto a = run();
+  BOOST_TEST_MESSAGE("greedy: " << tok.decode(a));
+  BOOST_TEST(a == want, boost::test_tools::per_element());
+  BOOST_TEST(run() == want, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,8 +1,11 @@
 #define BOOST_TEST_MODULE dtype
-// Host conversions between storage dtypes: the bulk convert() (vectorised, F16C where the
-// CPU has it) must give exactly what the scalar reference functions give.
+// Host conversions between storage dtypes: the scalar functions round as IEEE 754 says
+// (checked against a reference written from the formats' definitions in double arithmetic,
+// and against known answers), and the bulk convert() (vectorised, F16C where the CPU has
+// it) gives exactly what the scalar functions give.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -55,11 +58,102 @@ size_t bulk_mismatches(DType to, uint16_t (*scalar)(float)) {
   return mismatches;
 }
 
+// The value of a 16-bit float with `mant_bits` stored significand bits and exponent bias
+// `bias` (f16: 10, 15; bf16: 7, 127), from its definition.
+double decode16(uint16_t b, int mant_bits, int bias) {
+  const int exp_bits = 15 - mant_bits;
+  const int e = (b >> mant_bits) & ((1 << exp_bits) - 1);
+  const double m = b & ((1u << mant_bits) - 1);
+  const double mag = e == 0 ? std::ldexp(m, 1 - bias - mant_bits)
+                     : e == (1 << exp_bits) - 1 ? (m == 0 ? INFINITY : NAN)
+                                                : std::ldexp(1.0 + std::ldexp(m, -mant_bits), e - bias);
+  return (b & 0x8000u) ? -mag : mag;
+}
+
+// The nearest 16-bit float to finite f (ties to an even significand, past the largest
+// finite value by half a step or more: infinity), by rounding f / quantum in double
+// arithmetic, where every step is exact.
+uint16_t round16(float f, int mant_bits, int bias) {
+  const uint16_t sign = std::signbit(f) ? 0x8000u : 0u;
+  const double a = std::fabs(double(f));
+  if (a == 0.0) return sign;
+  const int exp2 = std::max(std::ilogb(a), 1 - bias);  // subnormals share the smallest quantum
+  const double n = std::nearbyint(std::ldexp(a, mant_bits - exp2));  // the default mode: ties to even
+  const double v = std::ldexp(n, exp2 - mant_bits);
+  const int exp_bits = 15 - mant_bits;
+  const int max_e = (1 << exp_bits) - 2;
+  if (v >= std::ldexp(1.0, max_e - bias + 1)) return sign | uint16_t(((1u << exp_bits) - 1) << mant_bits);
+  if (v < std::ldexp(1.0, 1 - bias)) return sign | uint16_t(n);  // subnormal (or, rounded up, the smallest normal)
+  const int e = std::ilogb(v);
+  const auto m = uint16_t(std::ldexp(v, mant_bits - e) - std::ldexp(1.0, mant_bits));
+  return sign | uint16_t((e + bias) << mant_bits) | m;
+}
+
+// Every 97th f32 bit pattern (and the test values), NaNs left out.
+template <class F>
+void for_sampled_floats(F&& f) {
+  for (uint64_t b = 0; b <= 0xFFFFFFFFu; b += 97) {
+    const float v = from_bits(static_cast<uint32_t>(b));
+    if (!std::isnan(v)) f(v);
+  }
+  for (float v : test_values()) f(v);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(bulk_f32_to_f16_matches_scalar) { BOOST_TEST(bulk_mismatches(DType::F16, f32_to_f16) == 0u); }
 
 BOOST_AUTO_TEST_CASE(bulk_f32_to_bf16_matches_scalar) { BOOST_TEST(bulk_mismatches(DType::BF16, f32_to_bf16) == 0u); }
+
+// The decoders against the formats' definitions, every non-NaN pattern.
+BOOST_AUTO_TEST_CASE(f16_and_bf16_decode_as_defined) {
+  size_t bad_f16 = 0, bad_bf16 = 0;
+  for (uint32_t b = 0; b < 0x10000u; ++b) {
+    const auto h = static_cast<uint16_t>(b);
+    if (!std::isnan(decode16(h, 10, 15))) bad_f16 += double(f16_to_f32(h)) != decode16(h, 10, 15);
+    if (!std::isnan(decode16(h, 7, 127))) bad_bf16 += double(bf16_to_f32(h)) != decode16(h, 7, 127);
+  }
+  BOOST_TEST(bad_f16 == 0u);
+  BOOST_TEST(bad_bf16 == 0u);
+}
+
+// Round to nearest, ties to even, as IEEE 754 defines it, on ~44 million f32 values spread
+// over every exponent (f32 subnormals, f16 subnormals, overflow) and the halfway points.
+BOOST_AUTO_TEST_CASE(f32_rounds_to_nearest_even) {
+  size_t checked = 0, bad_f16 = 0, bad_bf16 = 0;
+  for_sampled_floats([&](float v) {
+    ++checked;
+    bad_f16 += f32_to_f16(v) != round16(v, 10, 15);
+    bad_bf16 += f32_to_bf16(v) != round16(v, 7, 127);
+  });
+  BOOST_TEST(checked > 40'000'000u);
+  BOOST_TEST(bad_f16 == 0u);
+  BOOST_TEST(bad_bf16 == 0u);
+}
+
+// Known answers, worked by hand: halfway cases go to the even neighbour, the largest finite
+// value and the first value that overflows, subnormals.
+BOOST_AUTO_TEST_CASE(known_answers) {
+  const float third_ulp = std::ldexp(1.0f, -11);  // half an f16 step at 1.0
+  BOOST_TEST(f32_to_f16(1.0f) == 0x3c00u);
+  BOOST_TEST(f32_to_f16(1.0f + third_ulp) == 0x3c00u);      // 1 + half a step: ties to even (down)
+  BOOST_TEST(f32_to_f16(1.0f + 3 * third_ulp) == 0x3c02u);  // 1 + 1.5 steps: ties to even (up)
+  BOOST_TEST(f32_to_f16(-2.0f) == 0xc000u);
+  BOOST_TEST(f32_to_f16(65504.0f) == 0x7bffu);
+  BOOST_TEST(f32_to_f16(65519.996f) == 0x7bffu);
+  BOOST_TEST(f32_to_f16(65520.0f) == 0x7c00u);  // half a step past the largest: infinity
+  BOOST_TEST(f32_to_f16(std::ldexp(1.0f, -24)) == 0x0001u);
+  BOOST_TEST(f32_to_f16(std::ldexp(3.0f, -25)) == 0x0002u);  // 1.5 subnormal steps: to even
+  BOOST_TEST(f32_to_f16(std::ldexp(1.0f, -25)) == 0x0000u);  // half the smallest: to zero (even)
+  BOOST_TEST(f16_to_f32(0x3555u) == 0.333251953125f);
+  BOOST_TEST(f32_to_bf16(from_bits(0x3f808000u)) == 0x3f80u);  // halfway, even below
+  BOOST_TEST(f32_to_bf16(from_bits(0x3f818000u)) == 0x3f82u);  // halfway, even above
+  BOOST_TEST(f32_to_bf16(from_bits(0x3f808001u)) == 0x3f81u);  // just past halfway
+  BOOST_TEST(f32_to_bf16(from_bits(0x7f7fffffu)) == 0x7f80u);  // f32's largest rounds to infinity
+  BOOST_TEST(f32_to_bf16(from_bits(0x00000001u)) == 0x0000u);  // the smallest f32 subnormal
+  BOOST_TEST(f32_to_bf16(from_bits(0x00008000u)) == 0x0000u);  // halfway to bf16's smallest: even
+  BOOST_TEST(f32_to_bf16(from_bits(0x00018000u)) == 0x0002u);
+}
 
 // Every non-NaN f16 goes to f32 and back unchanged, in bulk; and to bf16 as the scalar path does.
 BOOST_AUTO_TEST_CASE(every_f16_round_trips) {

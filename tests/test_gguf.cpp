@@ -75,17 +75,20 @@ BOOST_AUTO_TEST_CASE(llama_quantize_files_match_dequantized_weights) {
       const double f16 = max_rel(logits_at_rows(file, e, DType::F16), want.data);
       BOOST_TEST_MESSAGE(file << ": max |gpt-vk - dequantized reference| / max |logit| = " << f32 << " (f32), " << f16
                               << " (f16)");
+      // f16 storage rounds the dequantized weights again (measured up to 1.2e-3 on lavapipe;
+      // a GPU's matrix units also round x to f16).
       BOOST_TEST(f32 <= 1e-4);
-      BOOST_TEST(f16 <= 3e-2);
+      BOOST_TEST(f16 <= 5e-3);
     }
   }
 }
 
 // Q8_0 and Q4_0 files run in their own format (their default storage, gguf_native_dtype):
 // the matrices go to the device as the file's blocks, repacked, and the int8 / 4-bit
-// kernels multiply them. Within 3e-2 of the largest logit of the dequantized weights'
-// logits (the bound); the weights are the file's values exactly, so the error left
-// is f32 arithmetic and the position table's f16 rounding.
+// kernels multiply them. The bound is 3e-2 of the largest logit of the dequantized
+// weights' logits, but the weights are the file's values exactly, so the error left is f32
+// arithmetic and the position table's f16 rounding: measured 1.7e-4 (Q8_0) and 2.0e-4
+// (Q4_0) on lavapipe, held to 2e-3 so that a kernel misreading a block fails.
 BOOST_AUTO_TEST_CASE(q8_0_and_q4_0_files_run_in_their_own_format) {
   const auto files = expected()["files"];
   for (std::string file : {"small-Q8_0.gguf", "small-Q4_0.gguf"}) {
@@ -95,7 +98,7 @@ BOOST_AUTO_TEST_CASE(q8_0_and_q4_0_files_run_in_their_own_format) {
       const NpyArray want = read_npy((kDir / (file.substr(0, file.size() - 5) + ".logits.npy")).string());
       const double err = max_rel(logits_at_rows(file, files[file], native), want.data);
       BOOST_TEST_MESSAGE(file << " in " << dtype_name(native) << ": max |gpt-vk - dequantized reference| / max |logit| = " << err);
-      BOOST_TEST(err <= 3e-2);
+      BOOST_TEST(err <= 2e-3);
     }
   }
 }

@@ -521,10 +521,6 @@ BOOST_AUTO_TEST_CASE(barriers_follow_declared_accesses) {
   BOOST_TEST(test::max_rel_error(test::download(y, 256), want) <= kTol);
 }
 
-
-// Throughput on the native device, only with GPTVK_LINEAR_BENCH=1 (run with
-// GPTVK_TEST_VALIDATION=0 for meaningful numbers). Prints GB/s of weights read and
-// GFLOP/s; still checks a sample of the outputs against the reference.
 // Arguments the kernels cannot honour are refused instead of racing.
 BOOST_AUTO_TEST_CASE(rejects_overlapping_and_short_views) {
   auto& ctx = test::context();

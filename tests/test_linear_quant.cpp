@@ -1,4 +1,5 @@
 #define BOOST_TEST_MODULE linear_quant
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -44,12 +45,31 @@ struct Case {
   std::vector<float> w;  // the dequantized weights, what the kernels multiply by
 };
 
+// How many of `back` (x quantized to dt and back, blocks of 32 in order) lie further from x
+// than dt's rounding allows: half a step of amax / 127 (Q8_0, 0.57 for the f16 scale's own
+// rounding) or one step of amax / 8 (Q4_0, whose range is asymmetric), amax the block's
+// largest magnitude.
+size_t outside_quant_step(const std::vector<float>& x, const std::vector<float>& back, DType dt) {
+  size_t bad = 0;
+  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b + i]));
+    const float step = dt == DType::Q8_0 ? amax / 127 : amax / 8;
+    for (size_t i = 0; i < 32; ++i)
+      bad += !(std::fabs(back[b + i] - x[b + i]) <= step * (dt == DType::Q8_0 ? 0.57f : 1.01f));
+  }
+  return bad;
+}
+
 Case make_weights(vk::Context& ctx, DType dt, uint32_t N, uint32_t K, uint32_t seed, uint64_t max_chunk = 0) {
   Case c;
   c.m = Matrix::create(ctx, dt, N, K, "test weights", max_chunk);
   auto w = test::random_floats(size_t(N) * K, seed);
   c.m.write_rows(0, N, w.data(), DType::F32);
   c.w = c.m.read_rows_f32(0, N);
+  // What the device holds is w quantized: each weight within its block's step of w (so a
+  // wrong scale or a misplaced block fails here, not only through the kernels).
+  BOOST_TEST(outside_quant_step(w, c.w, dt) == 0u, dtype_name(dt) << " N=" << N << " K=" << K << " as stored");
   return c;
 }
 
@@ -93,13 +113,7 @@ BOOST_AUTO_TEST_CASE(host_quantization_round_trips) {
     quantize_row(x.data(), cols, dt, row.data());
     std::vector<float> back(cols);
     dequantize_row(row.data(), cols, dt, back.data());
-    for (uint32_t b = 0; b < cols / 32; ++b) {
-      float amax = 0;
-      for (uint32_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
-      const float step = dt == DType::Q8_0 ? amax / 127 : amax / 8;
-      for (uint32_t i = 0; i < 32; ++i)
-        BOOST_TEST(std::fabs(back[b * 32 + i] - x[b * 32 + i]) <= step * (dt == DType::Q8_0 ? 0.57f : 1.01f));
-    }
+    BOOST_TEST(outside_quant_step(x, back, dt) == 0u, dtype_name(dt));
     // The same blocks as a GGUF tensor stores them: scale, then data.
     std::vector<std::byte> ggml(cols / 32 * ggml_block_bytes(dt));
     for (uint32_t b = 0; b < cols / 32; ++b) {

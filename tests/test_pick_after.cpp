@@ -67,7 +67,12 @@ BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
 
           auto dx = test::upload(*ctx, x);
           dx.try_create_texel_view();
-          vk::Buffer dbias = test::upload(*ctx, test::random_floats(N, K + 3));
+          const auto bias = test::random_floats(N, K + 3);
+          vk::Buffer dbias = test::upload(*ctx, bias);
+          std::vector<float> w16(w.size()), want_y(N);
+          for (size_t i = 0; i < w.size(); ++i) w16[i] = f16_to_f32(f32_to_f16(w[i]));
+          cpu::linear(x, w16, c.bias ? std::span<const float>(bias) : std::span<const float>{}, {}, want_y, 1, K, N,
+                      Activation::None);
           vk::Buffer dy(*ctx, uint64_t(N) * 4, vk::Memory::Device, "logits");
           vk::Buffer ids(*ctx, 4, vk::Memory::Host, "ids");
           vk::Buffer step(*ctx, sizeof(StepState), vk::Memory::Host, "step");
@@ -96,6 +101,8 @@ BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
             ids.download(&got, 4);
             StepState s{};
             step.download(&s, sizeof s);
+            // f32 sums of f16 weights against double sums of the same weights.
+            BOOST_TEST(test::max_rel_error(y, want_y) <= 1e-4, what << " run " << run << ": logits");
             const uint32_t want = first_argmax(y);
             BOOST_TEST(got == want, what << " run " << run);
             if (!c.winners.empty())

@@ -66,20 +66,6 @@ struct Sampler {
   Graph graph;
 };
 
-// The device's pick equals the reference's for the same u, or both sit on either side of a
-// CDF step within 1e-6 of u (float sums on the device, double on the CPU).
-bool agrees(const std::vector<double>& probs, double u, uint32_t gpu, uint32_t cpu) {
-  if (gpu == cpu) return true;
-  if (gpu >= probs.size() || probs[gpu] == 0) return false;
-  uint32_t lo = std::min(gpu, cpu), hi = std::max(gpu, cpu);
-  double through_lo = 0, before_hi = 0;
-  for (uint32_t i = 0; i < hi; ++i) {
-    if (i <= lo) through_lo += probs[i];
-    before_hi += probs[i];
-  }
-  return std::fabs(through_lo - u) <= 1e-6 && std::fabs(before_hi - u) <= 1e-6;
-}
-
 // Checks draws made with counters first.. against the reference, token by token: at least
 // 99% exactly (the device sums weights in float with compensation, the CPU in double), the
 // rest only where u lies within 1e-6 of a CDF step.
@@ -93,7 +79,7 @@ void check_against_cpu(const std::vector<float>& logits, const SamplingParams& p
     uint32_t want = cpu::pick(probs, u);
     if (got[j] == want) {
       ++exact;
-    } else if (!agrees(probs, u, got[j], want) && bad++ == 0) {
+    } else if (!cpu::agrees_at_a_cdf_step(probs, u, got[j], want) && bad++ == 0) {
       first_bad = "counter " + std::to_string(first + j) + ": device " + std::to_string(got[j]) + ", CPU " +
                   std::to_string(want);
     }

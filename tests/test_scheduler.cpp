@@ -202,7 +202,10 @@ BOOST_AUTO_TEST_CASE(cancel_frees_the_slot_and_the_queue_is_bounded) {
   auto waiting = std::make_shared<Sequence>(prompt(1), options(1));
   sched.submit({running});
   std::vector<GenerationStep> first;
-  while (first.empty()) running->wait_steps(first, std::chrono::milliseconds(50));  // it holds the slot
+  bool ended = false;
+  for (int i = 0; i < 600 && first.empty() && !ended; ++i)  // at most 30 s
+    ended = running->wait_steps(first, std::chrono::milliseconds(50));
+  BOOST_REQUIRE(!first.empty());  // it holds the slot
   sched.submit({waiting});
   BOOST_CHECK_THROW(sched.submit({std::make_shared<Sequence>(prompt(2), options(2))}), QueueFull);
   running->cancel();

@@ -105,6 +105,7 @@ BOOST_AUTO_TEST_CASE(a_waiter_whose_yielding_phase_runs_out_sleeps_and_is_still_
   bool ready = false;
   std::atomic<uint64_t> progress{0};
   Watchdog dog(progress);
+  const uint64_t slept_before = gptvk::yielding_waits::sleeping_waits();
   for (int round = 0; round < 20; ++round) {
     ready = false;
     std::thread waiter([&] {
@@ -121,6 +122,9 @@ BOOST_AUTO_TEST_CASE(a_waiter_whose_yielding_phase_runs_out_sleeps_and_is_still_
     waiter.join();
   }
   BOOST_TEST(progress.load() == 20u);
+  // The waiters went to sleep (a waiter that started only after `ready` never waits, so
+  // not necessarily all 20).
+  BOOST_TEST(gptvk::yielding_waits::sleeping_waits() > slept_before);
 }
 
 BOOST_AUTO_TEST_CASE(broadcast_wakes_every_waiter) {

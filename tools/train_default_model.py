@@ -9,10 +9,11 @@ Debian's r-cran-janeaustenr, see tools/austen_corpus.py), so that a new user's f
 
 re-creates models/default/{model.safetensors, config.toml, heldout.txt,
 reference.json, README.md}; `--resume --minutes M` continues from the checkpoint in
---work for M more minutes (see tools/train_resume.py). The learning-rate schedule
-follows the fraction of the wall-clock budget spent, so a run always ends with a fully
-decayed learning rate however fast the machine is (the result depends on the
-machine's speed).
+--work for M more minutes (see tools/train_resume.py), and `--reference-only` recomputes
+reference.json (held-out perplexity, a greedy continuation) from the committed weights.
+The learning-rate schedule follows the fraction of the wall-clock budget spent, so a run
+always ends with a fully decayed learning rate however fast the machine is (the result
+depends on the machine's speed).
 """
 import argparse
 import json
@@ -237,6 +238,20 @@ def generate(model: GPT, tok: GPT2Tokenizer, prompt: str, n: int, temperature: f
     return tok.decode(ids)
 
 
+@torch.no_grad()
+def greedy_reference(model: GPT, tok: GPT2Tokenizer, prompt: str, n: int) -> dict:
+    """PyTorch's greedy continuation of `prompt` (n tokens) and, per step, the gap between
+    the two largest logits: tests compare gpt-vk's greedy ids with these where the gap
+    leaves no room for f32 rounding to change the pick."""
+    ids, gaps = tok.encode(prompt), []
+    for _ in range(n):
+        logits = model(torch.tensor([ids[-model.context:]]))[0, -1].double()
+        top = torch.topk(logits, 2).values
+        gaps.append(round(float(top[0] - top[1]), 6))
+        ids.append(int(logits.argmax()))
+    return {"prompt": prompt, "ids": ids[len(ids) - n:], "top2_gaps": gaps}
+
+
 # --------------------------------------------------------------------------- training
 
 def lr_at(progress: float, peak: float, warmup: float) -> float:
@@ -374,6 +389,8 @@ def parse_args():
     ap.add_argument("--checkpoint-minutes", type=float, default=5.0)
     ap.add_argument("--export-only", action="store_true",
                     help="skip training; export the checkpoint in --work")
+    ap.add_argument("--reference-only", action="store_true",
+                    help="skip training; recompute reference.json from the weights in --out")
     ap.add_argument("--resume", action="store_true",
                     help="continue training the checkpoint in --work for --minutes more")
     args = ap.parse_args()
@@ -459,6 +476,24 @@ the wall-clock budget, so a faster or slower machine gives somewhat different we
 """)
 
 
+def write_reference(args, tok: GPT2Tokenizer, heldout_text: str, train_facts: dict):
+    """Computes and writes reference.json from the weights as stored in --out (f16 values,
+    computed in f32): the held-out perplexity and a greedy continuation."""
+    stored = GPT(args.emb, args.layers, args.heads, args.context)
+    load_hf_gpt2_state(stored, read_safetensors(os.path.join(args.out, "model.safetensors")))
+    stored.eval()
+    n, s = args.context, args.context // 2
+    scored, ppl = sliding_window_perplexity(stored, tok.encode(heldout_text), n, s)
+    ref = {"heldout": "heldout.txt", "context": n, "stride": s, "tokens_scored": scored,
+           "perplexity": round(ppl, 4), **train_facts,
+           "greedy": greedy_reference(stored, tok, "It was a fine morning, and", 31)}
+    with open(os.path.join(args.out, "reference.json"), "w") as f:
+        json.dump(ref, f, indent=2)
+        f.write("\n")
+    print(f"reference: {ref}", flush=True)
+    return stored, ref
+
+
 def main():
     args = parse_args()
     torch.set_num_threads(args.threads)
@@ -466,6 +501,15 @@ def main():
     random.seed(args.seed)
     tok = GPT2Tokenizer(os.path.join(args.tokenizer_dir, "encoder.json"),
                         os.path.join(args.tokenizer_dir, "vocab.bpe"))
+    if args.reference_only:
+        with open(os.path.join(args.out, "reference.json")) as f:
+            old = json.load(f)
+        with open(os.path.join(args.out, "heldout.txt"), encoding="utf-8") as f:
+            heldout_text = f.read()
+        train_facts = {k: old[k] for k in ("train_tokens", "train_minutes", "train_tokens_in_corpus",
+                                           "final_train_loss_ema")}
+        write_reference(args, tok, heldout_text, train_facts)
+        return
     train_ids, heldout_ids, heldout_text = load_corpus(args, tok)
     print(f"train tokens {len(train_ids)}, held-out tokens {len(heldout_ids)}", flush=True)
     args.checkpoint = os.path.join(args.work, "checkpoint.pt")
@@ -502,21 +546,10 @@ def main():
     with open(os.path.join(args.out, "heldout.txt"), "w", encoding="utf-8") as f:
         f.write(heldout_text)
 
-    # Everything below uses the weights as stored: f16 values, computed in f32.
-    stored = GPT(args.emb, args.layers, args.heads, args.context)
-    load_hf_gpt2_state(stored, read_safetensors(weights))
-    stored.eval()
-    n, s = args.context, args.context // 2
-    scored, ppl = sliding_window_perplexity(stored, tok.encode(heldout_text), n, s)
-    ref = {"heldout": "heldout.txt", "context": n, "stride": s, "tokens_scored": scored,
-           "perplexity": round(ppl, 4), "train_tokens": stats["train_tokens"],
-           "train_minutes": stats["train_minutes"],
-           "train_tokens_in_corpus": int(len(train_ids)),
-           "final_train_loss_ema": stats["final_train_loss_ema"]}
-    with open(os.path.join(args.out, "reference.json"), "w") as f:
-        json.dump(ref, f, indent=2)
-        f.write("\n")
-    print(f"reference: {ref}", flush=True)
+    stored, ref = write_reference(args, tok, heldout_text, {
+        "train_tokens": stats["train_tokens"], "train_minutes": stats["train_minutes"],
+        "train_tokens_in_corpus": int(len(train_ids)),
+        "final_train_loss_ema": stats["final_train_loss_ema"]})
 
     samples = []
     for prompt in ("The", "Once upon a time", "It is a truth universally acknowledged"):

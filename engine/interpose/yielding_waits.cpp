@@ -44,6 +44,7 @@ constexpr uint64_t kYieldNs = 100'000;  // not critical over a wide range; a dis
 
 std::atomic<bool> g_enabled{false};
 std::atomic<uint64_t> g_yielding_returns{0};
+std::atomic<uint64_t> g_sleeping_waits{0};
 
 struct alignas(64) WakeSlot {
   std::atomic<uint32_t> wakes{0};
@@ -107,6 +108,7 @@ extern "C" int pthread_cond_broadcast(pthread_cond_t* c) {
 
 extern "C" int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
   if (!g_enabled.load(std::memory_order_relaxed) || t_sleep_next == c) {
+    if (t_sleep_next == c) g_sleeping_waits.fetch_add(1, std::memory_order_relaxed);
     t_sleep_next = nullptr;
     return glibc(g_wait, "pthread_cond_wait")(c, m);
   }
@@ -140,5 +142,7 @@ void enable(bool on) {
 bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
 uint64_t yielding_returns() { return g_yielding_returns.load(std::memory_order_relaxed); }
+
+uint64_t sleeping_waits() { return g_sleeping_waits.load(std::memory_order_relaxed); }
 
 }  // namespace gptvk::yielding_waits

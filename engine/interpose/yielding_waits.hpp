@@ -16,5 +16,8 @@ bool enabled();
 
 // Waits that returned from the yielding phase (woken, or out of time), for tests.
 uint64_t yielding_returns();
+// Waits that slept in glibc's wait because the caller's yielding phase on that condition
+// had run out, for tests.
+uint64_t sleeping_waits();
 
 }  // namespace gptvk::yielding_waits

@@ -99,6 +99,18 @@ uint32_t pick(const std::vector<double>& probs, double u) {
   return last;
 }
 
+bool agrees_at_a_cdf_step(const std::vector<double>& probs, double u, uint32_t got, uint32_t want) {
+  if (got == want) return true;
+  if (got >= probs.size() || probs[got] == 0) return false;
+  uint32_t lo = std::min(got, want), hi = std::max(got, want);
+  double through_lo = 0, before_hi = 0;
+  for (uint32_t i = 0; i < hi; ++i) {
+    if (i <= lo) through_lo += probs[i];
+    before_hi += probs[i];
+  }
+  return std::fabs(through_lo - u) <= 1e-6 && std::fabs(before_hi - u) <= 1e-6;
+}
+
 uint32_t sample(const float* logits, uint32_t vocab, const ops::SamplingParams& p, uint32_t rng) {
   if (p.temperature == 0) return argmax(logits, vocab);
   return pick(sampling_probs(logits, vocab, p), sample_uniform(p.seed, rng));

@@ -33,6 +33,10 @@ std::vector<double> sampling_probs(const float* logits, uint32_t vocab, const op
 // kept token if rounding leaves u above the total).
 uint32_t pick(const std::vector<double>& probs, double u);
 
+// Whether the device's pick `got` is the reference's pick `want` for the same u, or both sit
+// on either side of a CDF step within 1e-6 of u (float sums on the device, double here).
+bool agrees_at_a_cdf_step(const std::vector<double>& probs, double u, uint32_t got, uint32_t want);
+
 // What ops::sample picks from these logits with step counter `rng`.
 uint32_t sample(const float* logits, uint32_t vocab, const ops::SamplingParams& p, uint32_t rng);
 
