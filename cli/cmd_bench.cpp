@@ -88,7 +88,8 @@ Action add_bench(CLI::App& app, Common& common) {
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
       "bench",
-      "prefill and decode throughput (tokens/s); random weights when no weights file exists");
+      "prefill and decode throughput (tokens/s); deterministic random weights when neither --weights nor the "
+      "config's weights file exists");
   add_model_flags(cmd, f->model);
   cmd->add_option("--prompt-tokens", f->prompt_tokens, "prompt length: the context depth decode starts at")
       ->capture_default_str()->check(whole_number_in(1, 1 << 30));

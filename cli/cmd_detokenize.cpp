@@ -5,7 +5,6 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "cli/device_flags.hpp"
 #include "cli/model_session.hpp"
 #include "cli/output.hpp"
 #include "engine/error.hpp"
@@ -29,8 +28,7 @@ Action add_detokenize(CLI::App& app, Common&) {
   auto* cmd = app.add_subcommand("detokenize", "GPT-2 decoding: prints the text of token ids, byte-exact");
   add_model_source_flags(cmd, args->model);  // --config (its [tokenizer]) or --model
   cmd->add_option("--ids", args->ids, "token ids separated by commas (or spaces), e.g. 464,2068")->required();
-  return [args, cmd] {
-    reject_device_flags(cmd);
+  return [args] {
     std::vector<uint32_t> ids = parse_id_list(args->ids);
     Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
     std::string text = tok.decode(ids);

@@ -1,5 +1,6 @@
 // `gpt-vk devices`: one line per Vulkan device: index, name, type, memory.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -15,6 +16,17 @@ Action add_devices(CLI::App& app, Common& common) {
   auto verbose = std::make_shared<bool>(false);
   cmd->add_flag("-v,--verbose", *verbose, "also print the chosen device's capabilities and execution plan");
   return [&common, verbose] {
+    // A device chosen (-v, --device) or set up from the environment (GPTVK_DEVICE,
+    // GPTVK_VALIDATION, GPTVK_FORCE) is opened before anything is printed, so that a bad
+    // index or setting is a usage error with no output, as in every other command.
+    const bool chosen = *verbose || common.device >= 0;
+    std::unique_ptr<vk::Context> ctx;
+    if (chosen || std::getenv("GPTVK_DEVICE") || std::getenv("GPTVK_VALIDATION") || std::getenv("GPTVK_FORCE")) {
+      vk::ContextOptions o;
+      o.device_index = common.device;
+      o.validation = common.validation;
+      ctx = std::make_unique<vk::Context>(o);
+    }
     auto devices = vk::Context::list_devices();
     if (devices.empty()) {
       std::fprintf(stderr, "gpt-vk: no Vulkan device found (install mesa-vulkan-drivers for lavapipe)\n");
@@ -23,18 +35,14 @@ Action add_devices(CLI::App& app, Common& common) {
     for (const auto& d : devices)
       print_stdout("%u: %s (%s, %llu MiB)\n", d.index, d.name.c_str(), d.type_name().c_str(),
                   static_cast<unsigned long long>(d.device_local_bytes >> 20));
-    if (*verbose || common.device >= 0) {
-      vk::ContextOptions o;
-      o.device_index = common.device;
-      o.validation = common.validation;
-      vk::Context ctx(o);
-      print_stdout("chosen: %u: %s\n", ctx.info().index, ctx.summary().c_str());
-      const std::string& cache = ctx.pipelines().path();
+    if (chosen) {
+      print_stdout("chosen: %u: %s\n", ctx->info().index, ctx->summary().c_str());
+      const std::string& cache = ctx->pipelines().path();
       print_stdout("pipeline cache: %s\n", cache.empty() ? "none" : cache.c_str());
       // What a GPT-2-shaped model runs on it (engine/plan.hpp).
       const PlanModel gpt2{.pre_norm = true, .n_layers = 12, .norms_foldable = true, .max_chunk = 256,
                            .attention = {12, 64, 1024}};
-      print_stdout("%s", describe_plan(ctx, make_plan(ctx, gpt2)).c_str());
+      print_stdout("%s", describe_plan(*ctx, make_plan(*ctx, gpt2)).c_str());
     }
     return 0;
   };

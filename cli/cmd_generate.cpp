@@ -113,7 +113,8 @@ void add_flags(CLI::App* cmd, Flags& f) {
       ->check(whole_number_in(0, 100));
   cmd->add_flag("--json", f.json,
                 "one JSON object per completion per line: text (the continuation), tokens, finish_reason\n"
-                "(stop/length/cancelled), index, seed, prompt_tokens, timings; logprobs with --logprobs");
+                "(stop/length/cancelled), index, prompt_index, seed, prompt_tokens, timings; logprobs with\n"
+                "--logprobs");
   cmd->add_flag("--special", f.special, "treat <|endoftext|> in the prompt as the special token, not text");
 }
 

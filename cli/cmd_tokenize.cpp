@@ -7,7 +7,6 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "cli/device_flags.hpp"
 #include "cli/model_session.hpp"
 #include "cli/output.hpp"
 #include "engine/error.hpp"
@@ -46,8 +45,7 @@ Action add_tokenize(CLI::App& app, Common&) {
   cmd->footer(
       "Input that is not valid UTF-8 is encoded losslessly: each byte that is not part of a valid UTF-8 "
       "character becomes its own byte-level token, so `detokenize` gives back the exact input bytes.");
-  return [args, text, file, cmd] {
-    reject_device_flags(cmd);
+  return [args, text, file] {
     if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
     std::string input = file->count() ? tokenizer::read_file_bytes(args->file, files::kMaxTextBytes) : args->text;
     Tokenizer tok = load_tokenizer(resolve_model_config(args->model));

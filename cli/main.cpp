@@ -37,10 +37,15 @@ int main(int argc, char** argv) {
   reg(cli::add_score);
   reg(cli::add_bench);
   reg(cli::add_serve);
+  // Every command takes --device and --validation (the contract's command line); tokenize
+  // and detokenize open no device, so for them the flags change nothing.
   for (auto& [sub, action] : actions) {
-    sub->add_option("--device", common.device, "Vulkan device index from `gpt-vk devices` (default: best device)")
+    const bool deviceless = sub->get_name() == "tokenize" || sub->get_name() == "detokenize";
+    const std::string unused = deviceless ? " (accepted like every command's; " + sub->get_name() + " uses no device)" : "";
+    sub->add_option("--device", common.device,
+                    "Vulkan device index from `gpt-vk devices` (default: best device)" + unused)
         ->check(device_index());
-    sub->add_flag("--validation", common.validation, "enable the Khronos validation layer (debugging)");
+    sub->add_flag("--validation", common.validation, "enable the Khronos validation layer (debugging)" + unused);
   }
 
   // CLI11 would report a mistyped command as "A subcommand is required"; name it instead.
@@ -59,7 +64,16 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version: written to stdout, checked like any output
+      const int code = app.exit(e);
+      try {
+        close_stdout();
+      } catch (const InputError& failed) {
+        std::fprintf(stderr, "gpt-vk: %s\n", failed.what());
+        return 1;
+      }
+      return code;
+    }
     std::fprintf(stderr, "gpt-vk: %s\n", e.what());
     return 2;
   }

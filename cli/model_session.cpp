@@ -34,7 +34,7 @@ CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags) {
   model->excludes(config);
   cmd->add_option("--dtype", flags.dtype,
                   "device storage of the weights with --model: f32, f16, bf16, q8_0 or q4_0 (8 or 4-bit blocks); "
-                  "default: a GGUF file's own Q8_0 or Q4_0, else f16")
+                  "default: a GGUF file's own Q8_0 or Q4_0, a folder's config.toml's dtype, else f16")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}))
       ->needs(model);
   return model;
@@ -57,8 +57,12 @@ void add_model_source_flags(CLI::App* cmd, ModelFlags& flags) {
 
 ModelConfig resolve_model_config(const ModelFlags& flags) {
   if (!flags.model.empty()) {
-    return model_config_for_path(flags.model, flags.dtype.empty() ? default_dtype_for_path(flags.model)
-                                                                  : parse_dtype(flags.dtype));
+    ModelConfig cfg = model_config_for_path(flags.model, flags.dtype.empty() ? default_dtype_for_path(flags.model)
+                                                                             : parse_dtype(flags.dtype));
+    // A folder's config.toml (or a .toml given as --model) says its own dtype; an explicit
+    // --dtype wins there too, as it does for GGUF files and snapshots.
+    if (!flags.dtype.empty()) cfg.dtype = parse_dtype(flags.dtype);
+    return cfg;
   }
   return load_config(flags.config.empty() ? default_config_path() : flags.config);
 }
@@ -93,7 +97,11 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
   std::string weights = flags.weights.empty() ? s.cfg.weights_file : flags.weights;
   // files::exists: a symlink loop or an unreadable directory is bad input naming the path, not exit 3.
   auto exists = [](const std::string& p) { return files::exists(p, "cannot open weights file " + p + ": "); };
-  if (!flags.weights.empty() && !exists(flags.weights)) throw InputError("weights file " + flags.weights + " not found");
+  // bench (allow_random) fills random weights when neither --weights nor the config's file
+  // exists (the contract); a missing --weights beside an existing config file is a mistake.
+  const bool config_file_exists = !s.cfg.weights_file.empty() && exists(s.cfg.weights_file);
+  if (!flags.weights.empty() && !exists(flags.weights) && !(options.allow_random && !config_file_exists))
+    throw InputError("weights file " + flags.weights + " not found");
   vk::ContextOptions o;
   o.device_index = common.device;
   o.validation = common.validation;

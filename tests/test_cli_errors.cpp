@@ -351,6 +351,24 @@ BOOST_AUTO_TEST_CASE(model_does_not_fit_device_memory) {
   CliResult r = run_cli({"bench", "--config", cfg, "--prompt-tokens", "4", "--gen-tokens", "1"});
   check(r, {1, {"model needs ", " MiB of device memory, device has ", " MiB"}, 2});
 }
+// bench fills random weights when neither --weights nor the config's file exists (the
+// contract); a missing --weights beside a config file that exists is bad input.
+BOOST_AUTO_TEST_CASE(bench_random_weights_only_when_no_weights_file_exists) {
+  auto cfg = config("[model]\nname = \"tiny\"\nvocab_size = 64\ncontext_length = 32\nemb_dim = 32\nn_heads = 2\n"
+                    "n_layers = 1\n\n[weights]\nfile = \"absent.safetensors\"\n");
+  const std::vector<std::string> run = {"--prompt-tokens", "4", "--gen-tokens", "1", "--repeats", "1"};
+  auto bench = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "bench");
+    args.insert(args.end(), run.begin(), run.end());
+    return run_cli(args);
+  };
+  CliResult r = bench({"--config", cfg, "--weights", (dir / "also-absent.safetensors").string()});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.err.find("using deterministic random weights") != std::string::npos, r.err);
+  BOOST_TEST(r.out.find("prefill_tok_s=") != std::string::npos);
+  check(bench({"--config", fixture_with("", ""), "--weights", (dir / "absent.safetensors").string()}),
+        {1, {"absent.safetensors", "not found"}});
+}
 BOOST_AUTO_TEST_CASE(unknown_flag) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string(),
                  "--idz", "1"}),

@@ -82,6 +82,20 @@ BOOST_AUTO_TEST_CASE(devices_to_full_disk) {
   check(run_cli({"devices"}, {}, 10.0, {.stdout_to = Stdout::DevFull}),
         {1, {"cannot write to standard output", "No space left on device"}});
 }
+BOOST_AUTO_TEST_CASE(help_to_full_disk) {
+  check(run_cli({"--help"}, {}, 10.0, {.stdout_to = Stdout::DevFull}), {1, {"cannot write to standard output"}});
+  check(run_cli({"generate", "--help"}, {}, 10.0, {.stdout_to = Stdout::DevFull}),
+        {1, {"cannot write to standard output"}});
+}
+// A bad device index or setting is a usage error before the list is printed, as elsewhere.
+BOOST_AUTO_TEST_CASE(devices_checks_the_device_before_printing) {
+  CliResult r = run_cli({"devices", "--device", "99"});
+  check(r, {2, {"--device 99 does not exist"}});
+  BOOST_TEST(r.out.empty());
+  r = run_cli({"devices"}, {"GPTVK_DEVICE=x"});
+  check(r, {2, {"GPTVK_DEVICE must be a device index"}});
+  BOOST_TEST(r.out.empty());
+}
 BOOST_AUTO_TEST_CASE(perplexity_to_full_disk) {
   std::string text = dir.write("text.txt", "It is a truth universally acknowledged.");
   CliResult r = run_cli({"perplexity", "--config", kDefaultConfig.string(), "--file", text}, {}, 10.0,

@@ -69,11 +69,19 @@ BOOST_AUTO_TEST_CASE(tokenize_pieces_show_each_tokens_text) {
   BOOST_TEST(joined == text);
 }
 
-BOOST_AUTO_TEST_CASE(commands_without_a_device_refuse_device_flags) {
-  expect(test::run_cli({"tokenize", "--text", "hi", "--device", "9"}), 2,
-         "tokenize uses no device: --device does not apply to it");
-  expect(test::run_cli({"detokenize", "--ids", "1", "--validation"}), 2,
-         "detokenize uses no device: --validation does not apply to it");
+// The contract: every command takes --device N. tokenize and detokenize use no device, so
+// the flags leave their output as it is.
+BOOST_AUTO_TEST_CASE(commands_without_a_device_take_device_flags_and_ignore_them) {
+  const test::CliResult plain = test::run_cli({"tokenize", "--text", "hi"});
+  const test::CliResult with = test::run_cli({"tokenize", "--text", "hi", "--device", "9", "--validation"});
+  BOOST_TEST(plain.exit_code == 0);
+  BOOST_TEST(with.exit_code == 0);
+  BOOST_TEST(with.out == plain.out);
+  BOOST_TEST(with.out == "5303\n");
+  const test::CliResult text = test::run_cli({"detokenize", "--ids", "5303", "--device", "0", "--validation"});
+  BOOST_TEST(text.exit_code == 0);
+  BOOST_TEST(text.out == "hi");
+  BOOST_TEST(test::run_cli({"tokenize", "--text", "hi", "--device", "-1"}).exit_code == 2);  // still an index
 }
 
 // --gen-tokens 0 measures prefill only: the decode rate is nan, not 0 tok/s.

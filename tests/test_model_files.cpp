@@ -520,4 +520,19 @@ BOOST_AUTO_TEST_CASE(flag_combinations) {
   // tokenize without either flag uses the bundled tokenizer (tests/test_tokenizer_cli.cpp); both is an error.
   check(run_cli({"tokenize", "-m", g, "--config", c, "--text", "hi"}), {2, {"excludes"}});
 }
+
+// --dtype with --model naming a folder that holds a gpt-vk config.toml: the flag wins over
+// the TOML's dtype (it was ignored), and without it the TOML's dtype stands.
+BOOST_AUTO_TEST_CASE(dtype_wins_over_a_folders_config_toml) {
+  const std::string folder = (kSource / "models/default").string();
+  auto storage = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"bench", "-m", folder, "--prompt-tokens", "4", "--gen-tokens", "1", "--repeats", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = run_cli(args);
+    BOOST_TEST(r.exit_code == 0, r.err);
+    return r.err;
+  };
+  BOOST_TEST(storage({"--dtype", "q8_0"}).find(", q8_0 weights") != std::string::npos);
+  BOOST_TEST(storage({}).find(", f16 weights") != std::string::npos);
+}
 BOOST_AUTO_TEST_SUITE_END()
