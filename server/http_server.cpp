@@ -26,6 +26,33 @@ void send_json(httplib::Response& res, const json& body, int status = 200) {
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, error_body(e), e.status); }
 
+// Answers `e` to a request whose body has not been read, or not wholly: with its
+// Content-Length and "Connection: close", and the connection closed once it is written, so
+// that a client still sending the body (curl sends it after a refused "Expect:
+// 100-continue") cannot have it read as requests of its own. httplib 0.11 keeps the
+// connection open whatever the response's Connection header says, but closes it when a
+// content provider fails: this one writes the whole body, then reports a failure. Its
+// Content-Length is set from the provider's length by httplib's apply_ranges, which the
+// error handler below asks for.
+void refuse_unread_body(httplib::Response& res, const ApiError& e) {
+  const std::string text = dump(error_body(e));
+  res.status = e.status;
+  res.set_content_provider(text.size(), "application/json",
+                           [text](size_t offset, size_t length, httplib::DataSink& sink) {
+                             sink.write(text.data() + offset, length);
+                             return false;  // written: now close the connection
+                           });
+  res.set_header("Connection", "close");
+}
+
+void refuse_unauthorized(const httplib::Request& req, httplib::Response& res) {
+  const ApiError e(401, "missing or incorrect API key (send \"Authorization: Bearer KEY\")", "", "invalid_api_key",
+                   "authentication_error");
+  if (body_follows(req)) refuse_unread_body(res, e);
+  else send_error(res, e);
+  res.set_header("WWW-Authenticate", "Bearer");
+}
+
 // A non-streamed completion answers as a plain JSON response when it is done within this
 // wait; a longer one goes out chunked, with a space (JSON's leading whitespace) written each
 // kHeartbeat while it runs, so that a client that hangs up fails a write and frees its
@@ -60,11 +87,20 @@ httplib::Server::Handler guarded(F f) {
 }
 
 // A POST route: its body read through read_body (the size limit holds for chunked bodies
-// too), then f(req, body, res).
+// too), then f(req, body, res). A body read_body refuses (multipart, over the limit,
+// malformed) is not read wholly: its refusal closes the connection.
 template <class F>
 httplib::Server::HandlerWithContentReader guarded_post(size_t max_body, F f) {
   return [max_body, f](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    answer_errors(res, [&] { f(req, read_body(req, reader, max_body), res); });
+    answer_errors(res, [&] {
+      std::string body;
+      try {
+        body = read_body(req, reader, max_body);
+      } catch (const ApiError& e) {
+        return refuse_unread_body(res, e);
+      }
+      f(req, std::move(body), res);
+    });
   };
 }
 
@@ -123,13 +159,9 @@ void HttpServer::check_ready() const {
     throw ApiError(503, "the model is still loading", "", "model_loading", "unavailable_error");
 }
 
-bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res) {
-  if (opts_.api_key.empty() || req.path == "/health") return true;
-  if (bearer_matches(req.get_header_value("Authorization"), opts_.api_key)) return true;
-  send_error(res, ApiError(401, "missing or incorrect API key (send \"Authorization: Bearer KEY\")", "",
-                           "invalid_api_key", "authentication_error"));
-  res.set_header("WWW-Authenticate", "Bearer");
-  return false;
+bool HttpServer::authorized(const httplib::Request& req) const {
+  return opts_.api_key.empty() || req.path == "/health" ||
+         bearer_matches(req.get_header_value("Authorization"), opts_.api_key);
 }
 
 void HttpServer::count(const httplib::Request& req, const httplib::Response& res) {
@@ -140,26 +172,36 @@ void HttpServer::count(const httplib::Request& req, const httplib::Response& res
 
 void HttpServer::routes() {
   auto& s = *http_;
-  // Before the body is read: the API key, then the body's framing.
+  // Before the body is read: the API key, then the body's framing. A refusal here leaves
+  // the body unread, so it closes the connection.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req, res)) return httplib::Server::HandlerResponse::Handled;
+    if (!authorized(req)) {
+      refuse_unauthorized(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (auto e = framing_error(req, opts_.max_body_bytes, false)) {
-      send_error(res, *e);
+      refuse_unread_body(res, *e);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
   // "Expect: 100-continue": refuse before the client sends the body.
   s.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req)) {
+      refuse_unauthorized(req, res);
+      return 401;
+    }
     auto e = framing_error(req, opts_.max_body_bytes, true);
     if (!e) return 100;
-    send_error(res, *e);
+    refuse_unread_body(res, *e);
     return e->status;
   });
   // Statuses httplib sets itself (404, 413, ...) get the same error body as ours; a known
-  // route asked with another method is a 405.
+  // route asked with another method is a 405. A response whose body a handler set is
+  // "Handled" too: httplib then gives it its Content-Length, which it leaves out of a refusal
+  // of "Expect: 100-continue" otherwise.
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Handled;
     if (res.status == 404 && known_route(req.path)) {
       res.status = 405;
       res.set_header("Allow", req.path == "/v1/models" || req.path == "/health" || req.path == "/metrics" ? "GET" : "POST");
@@ -167,6 +209,14 @@ void HttpServer::routes() {
     send_error(res, library_error(res.status, req, opts_.max_body_bytes));
     return httplib::Server::HandlerResponse::Handled;
   }));
+  // httplib adds "Keep-Alive" to a response unless it closes the connection itself: one that
+  // refuse_unread_body closes says "Connection: close" alone.
+  s.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.get_header_value("Connection") != "close") return;
+    res.headers.erase("Keep-Alive");
+    res.headers.erase("Connection");
+    res.set_header("Connection", "close");
+  });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) { count(req, res); });
   const size_t max_body = opts_.max_body_bytes;
   s.Post("/v1/completions", guarded_post(max_body, [this](auto& req, auto body, auto& res) {

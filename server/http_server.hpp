@@ -70,7 +70,7 @@ class HttpServer {
   void models(httplib::Response& res);
   void health(httplib::Response& res);
   void metrics(httplib::Response& res);
-  bool authorized(const httplib::Request& req, httplib::Response& res);
+  bool authorized(const httplib::Request& req) const;
   void count(const httplib::Request& req, const httplib::Response& res);
   void check_ready() const;
 

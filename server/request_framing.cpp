@@ -40,6 +40,12 @@ std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_bo
   return content_length_error(req, max_body, body_not_sent);
 }
 
+bool body_follows(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding")) return true;
+  const std::string length = req.get_header_value("Content-Length");
+  return length.find_first_not_of('0') != std::string::npos;
+}
+
 std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_body) {
   if (req.is_multipart_form_data())
     throw ApiError(415, "multipart bodies are not accepted: send JSON", "", "unsupported_media_type");

@@ -22,6 +22,10 @@ namespace gptvk::server {
 // does), so that a client still sending it reads the answer instead of a reset.
 std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_body, bool body_not_sent);
 
+// Whether a body follows the request's headers: a Transfer-Encoding, or a Content-Length
+// other than 0 (or not a number).
+bool body_follows(const httplib::Request& req);
+
 // The body through httplib's content reader, refused (413) as soon as it passes `max_body`,
 // chunked or not; a body that ends early or is malformed is a 400.
 std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_body);

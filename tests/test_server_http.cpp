@@ -16,6 +16,7 @@
 #include <chrono>
 #include <csignal>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -88,6 +89,71 @@ std::string post_head(const std::string& path, const std::string& headers) {
   return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers + "\r\n";
 }
 
+// The value of header `name` in the head of `response`, or nullopt.
+std::optional<std::string> header_of(const std::string& response, const std::string& name) {
+  const std::string head = response.substr(0, response.find("\r\n\r\n"));
+  const size_t at = head.find("\r\n" + name + ": ");
+  if (at == std::string::npos) return std::nullopt;
+  const size_t from = at + 4 + name.size();
+  return head.substr(from, head.find("\r\n", from) - from);
+}
+
+// Sends `head` (a request whose body does not follow) on a new connection and reads its
+// answer: `status` with OpenAI's `code`, its length given by Content-Length and
+// "Connection: close" without Keep-Alive. Then sends what a client still sending the body
+// would (here bytes that read as a request of their own) and checks that the server has
+// closed the connection instead of answering them: recv ends (0 or an error) with nothing
+// read, within a few seconds.
+void check_refused_and_closed(int port, const std::string& head, int status, const std::string& code) {
+  BOOST_TEST_CONTEXT("request: " << head.substr(0, 200)) {
+    int fd = connect_to(port);
+    BOOST_REQUIRE(send(fd, head.data(), head.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(head.size()));
+    std::string response;
+    bool closed = false;
+    // Within httplib's keep-alive timeout (5 s), which would close the connection anyway.
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < end) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed = true;
+        break;
+      }
+      response.append(buf, static_cast<size_t>(n));
+      const size_t head_end = response.find("\r\n\r\n");
+      const auto length = header_of(response, "Content-Length");
+      if (head_end != std::string::npos && length && response.size() >= head_end + 4 + std::stoul(*length)) break;
+    }
+    check_error(response, status, code);
+    BOOST_TEST_INFO("response: " << response.substr(0, 400));
+    const auto length = header_of(response, "Content-Length");
+    BOOST_TEST(length.has_value());
+    if (length) BOOST_TEST(*length == std::to_string(response.size() - response.find("\r\n\r\n") - 4));
+    BOOST_TEST(header_of(response, "Connection").value_or("") == "close");
+    BOOST_TEST(!header_of(response, "Keep-Alive").has_value());
+    BOOST_TEST(response.find("100 Continue") == std::string::npos);
+    // The body the server did not read, as a client that goes on sending it would.
+    const std::string body = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(4096, 'a');
+    (void)!send(fd, body.data(), body.size(), MSG_NOSIGNAL);
+    std::string after;
+    end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!closed && std::chrono::steady_clock::now() < end) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) closed = true;
+      else after.append(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+    BOOST_TEST_INFO("after the refusal: " << after.substr(0, 200));
+    BOOST_TEST(after.empty());
+    BOOST_TEST(closed);
+  }
+}
+
 json post_json(int port, const std::string& path, const json& body) {
   httplib::Client cli("127.0.0.1", port);
   cli.set_read_timeout(60, 0);
@@ -129,6 +195,26 @@ BOOST_AUTO_TEST_CASE(framing_is_refused_before_the_body) {
   check_error(round_trip(port, post_head("/tokenize", "Transfer-Encoding: gzip\r\n")), 501, "unsupported_transfer_encoding");
   // httplib's own refusals get OpenAI's body with a code too.
   check_error(round_trip(port, "GET /health HTTP/2.0\r\nHost: x\r\n\r\n"), 400, "invalid_request");
+}
+
+// A refusal sent before the body is read gives its length and closes the connection, so
+// that the client can tell where it ends and the body it may still send is not read as
+// requests of its own. Before, the 413 for "Expect: 100-continue" (which curl adds to
+// bodies over 1 MiB) had no Content-Length and kept the connection alive: curl saw "no
+// chunk, no close, no size", sent its body anyway and got a second answer, a 414 for it;
+// the other early refusals had their length but kept the connection alive too.
+BOOST_AUTO_TEST_CASE(an_early_refusal_has_a_length_and_closes_the_connection) {
+  const int port = shared_server().port();
+  check_refused_and_closed(port, post_head("/v1/completions", "Content-Length: 2000000\r\nExpect: 100-continue\r\n"), 413,
+                           "payload_too_large");
+  check_refused_and_closed(port, post_head("/tokenize", "Content-Length: 999999999999\r\n"), 413, "payload_too_large");
+  check_refused_and_closed(port, post_head("/tokenize", "Content-Length: abc\r\n"), 400, "invalid_request");
+  check_refused_and_closed(port, post_head("/tokenize", "Content-Length: abc\r\nExpect: 100-continue\r\n"), 400,
+                           "invalid_request");
+  check_refused_and_closed(port, post_head("/tokenize", "Transfer-Encoding: gzip\r\n"), 501, "unsupported_transfer_encoding");
+  check_refused_and_closed(
+      port, "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 500\r\n\r\n",
+      415, "unsupported_media_type");
 }
 
 // A chunked body may be read only up to the limit (before, 512 MiB were read into memory
@@ -178,6 +264,12 @@ BOOST_AUTO_TEST_CASE(the_bearer_scheme_is_case_insensitive_and_401_says_so) {
   const std::string refused = round_trip(server.port(), with_auth("Authorization: Bearer Sesame\r\n"));
   check_error(refused, 401, "invalid_api_key");
   BOOST_TEST(refused.find("WWW-Authenticate: Bearer") != std::string::npos);
+  // Refused before its body is read, with or without a 100 Continue asked for first.
+  check_refused_and_closed(server.port(), post_head("/tokenize", "Authorization: Bearer x\r\nContent-Length: 500\r\n"), 401,
+                           "invalid_api_key");
+  check_refused_and_closed(server.port(),
+                           post_head("/tokenize", "Authorization: Bearer x\r\nContent-Length: 500\r\nExpect: 100-continue\r\n"),
+                           401, "invalid_api_key");
 }
 
 // A stop string that cuts a token: the logprobs list only tokens that start inside the
