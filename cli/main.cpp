@@ -11,80 +11,16 @@
 #include "cli/strict_flags.hpp"
 #include "engine/error.hpp"
 
-int main(int argc, char** argv) {
-  using namespace gptvk;
-  using namespace gptvk::cli;
-  // A closed pipe or a file past RLIMIT_FSIZE is then a write error (EPIPE, EFBIG) that
-  // cli/output.cpp and engine/files.cpp report, rather than a silent death by signal.
-  std::signal(SIGPIPE, SIG_IGN);
-  std::signal(SIGXFSZ, SIG_IGN);
-  CLI::App app{"gpt-vk: run GPT-2 family models on any Vulkan device (GPU, or CPU through lavapipe)"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "gpt-vk 0.1");
-  cli::Common common;
-  std::map<CLI::App*, cli::Action> actions;
-  auto reg = [&](cli::Action (*add)(CLI::App&, cli::Common&)) {
-    size_t before = app.get_subcommands({}).size();
-    cli::Action a = add(app, common);
-    actions[app.get_subcommands({})[before]] = std::move(a);
-  };
-  reg(cli::add_devices);
-  reg(cli::add_generate);
-  reg(cli::add_forward);
-  reg(cli::add_tokenize);
-  reg(cli::add_detokenize);
-  reg(cli::add_perplexity);
-  reg(cli::add_score);
-  reg(cli::add_bench);
-  reg(cli::add_serve);
-  // Every command takes --device and --validation (the contract's command line); tokenize
-  // and detokenize open no device, so for them the flags change nothing.
-  for (auto& [sub, action] : actions) {
-    const bool deviceless = sub->get_name() == "tokenize" || sub->get_name() == "detokenize";
-    const std::string unused = deviceless ? " (accepted like every command's; " + sub->get_name() + " uses no device)" : "";
-    sub->add_option("--device", common.device,
-                    "Vulkan device index from `gpt-vk devices` (default: best device)" + unused)
-        ->check(device_index());
-    sub->add_flag("--validation", common.validation, "enable the Khronos validation layer (debugging)" + unused);
-  }
+namespace {
 
-  // CLI11 would report a mistyped command as "A subcommand is required"; name it instead.
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string names;
-    bool known = false;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      known = known || sub->get_name() == argv[1];
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!known) {
-      std::fprintf(stderr, "gpt-vk: unknown command '%s' (commands: %s; see gpt-vk --help)\n", argv[1], names.c_str());
-      return 2;
-    }
-  }
+using namespace gptvk;
+using Actions = std::map<CLI::App*, cli::Action>;
+
+// Runs f, turning what it throws into one line on stderr and the CONTRACT's exit code.
+template <class F>
+int report_errors(F f) {
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {  // --help, --version: written to stdout, checked like any output
-      const int code = app.exit(e);
-      try {
-        close_stdout();
-      } catch (const InputError& failed) {
-        std::fprintf(stderr, "gpt-vk: %s\n", failed.what());
-        return 1;
-      }
-      return code;
-    }
-    std::fprintf(stderr, "gpt-vk: %s\n", e.what());
-    return 2;
-  }
-  try {
-    for (auto& [sub, action] : actions)
-      if (sub->parsed()) {
-        int code = action();
-        close_stdout();
-        return code;
-      }
-    return 2;
+    return f();
   } catch (const UsageError& e) {
     std::fprintf(stderr, "gpt-vk: %s\n", e.what());
     return 2;
@@ -101,4 +37,85 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpt-vk: internal error: %s\n", e.what());
     return 3;
   }
+}
+
+// Every command takes --device and --validation (the contract's command line); tokenize
+// and detokenize open no device, so for them the flags change nothing.
+void add_device_flags(const Actions& actions, cli::Common& common) {
+  for (const auto& [sub, action] : actions) {
+    const bool deviceless = sub->get_name() == "tokenize" || sub->get_name() == "detokenize";
+    const std::string unused = deviceless ? " (accepted like every command's; " + sub->get_name() + " uses no device)" : "";
+    sub->add_option("--device", common.device,
+                    "Vulkan device index from `gpt-vk devices` (default: best device)" + unused)
+        ->check(cli::device_index());
+    sub->add_flag("--validation", common.validation, "enable the Khronos validation layer (debugging)" + unused);
+  }
+}
+
+// CLI11 would report a mistyped command as "A subcommand is required"; name it instead.
+bool unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    known = known || sub->get_name() == argv[1];
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  if (!known)
+    std::fprintf(stderr, "gpt-vk: unknown command '%s' (commands: %s; see gpt-vk --help)\n", argv[1], names.c_str());
+  return !known;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gptvk::cli;
+  // A closed pipe or a file past RLIMIT_FSIZE is then a write error (EPIPE, EFBIG) that
+  // cli/output.cpp and engine/files.cpp report, rather than a silent death by signal.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
+  CLI::App app{"gpt-vk: run GPT-2 family models on any Vulkan device (GPU, or CPU through lavapipe)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gpt-vk 0.1");
+  Common common;
+  Actions actions;
+  auto reg = [&](Action (*add)(CLI::App&, Common&)) {
+    size_t before = app.get_subcommands({}).size();
+    Action a = add(app, common);
+    actions[app.get_subcommands({})[before]] = std::move(a);
+  };
+  reg(add_devices);
+  reg(add_generate);
+  reg(add_forward);
+  reg(add_tokenize);
+  reg(add_detokenize);
+  reg(add_perplexity);
+  reg(add_score);
+  reg(add_bench);
+  reg(add_serve);
+  add_device_flags(actions, common);
+  if (unknown_command(app, argc, argv)) return 2;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0) {
+      std::fprintf(stderr, "gpt-vk: %s\n", e.what());
+      return 2;
+    }
+    // --help, --version: written to stdout, checked like any output.
+    return report_errors([&] {
+      const int code = app.exit(e);
+      close_stdout();
+      return code;
+    });
+  }
+  return report_errors([&] {
+    for (auto& [sub, action] : actions)
+      if (sub->parsed()) {
+        int code = action();
+        close_stdout();
+        return code;
+      }
+    return 2;
+  });
 }

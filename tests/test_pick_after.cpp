@@ -24,6 +24,15 @@ uint32_t first_argmax(const std::vector<float>& y) {
   return static_cast<uint32_t>(std::max_element(y.begin(), y.end()) - y.begin());
 }
 
+// x W^T (+ bias) on the CPU with W rounded to f16 as the device stores it.
+std::vector<float> f16_product(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias,
+                               uint32_t N, uint32_t K) {
+  std::vector<float> w16(w.size()), y(N);
+  for (size_t i = 0; i < w.size(); ++i) w16[i] = f16_to_f32(f32_to_f16(w[i]));
+  cpu::linear(x, w16, bias, {}, y, 1, K, N, Activation::None);
+  return y;
+}
+
 struct Case {
   const char* what;
   std::vector<uint32_t> winners;  // rows set to the largest possible dot product; empty: random
@@ -69,10 +78,7 @@ BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
           dx.try_create_texel_view();
           const auto bias = test::random_floats(N, K + 3);
           vk::Buffer dbias = test::upload(*ctx, bias);
-          std::vector<float> w16(w.size()), want_y(N);
-          for (size_t i = 0; i < w.size(); ++i) w16[i] = f16_to_f32(f32_to_f16(w[i]));
-          cpu::linear(x, w16, c.bias ? std::span<const float>(bias) : std::span<const float>{}, {}, want_y, 1, K, N,
-                      Activation::None);
+          const auto want_y = f16_product(x, w, c.bias ? bias : std::vector<float>{}, N, K);
           vk::Buffer dy(*ctx, uint64_t(N) * 4, vk::Memory::Device, "logits");
           vk::Buffer ids(*ctx, 4, vk::Memory::Host, "ids");
           vk::Buffer step(*ctx, sizeof(StepState), vk::Memory::Host, "step");
