@@ -99,8 +99,8 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
   auto exists = [](const std::string& p) { return files::exists(p, "cannot open weights file " + p + ": "); };
   // bench (allow_random) fills random weights when neither --weights nor the config's file
   // exists (the contract); a missing --weights beside an existing config file is a mistake.
-  const bool config_file_exists = !s.cfg.weights_file.empty() && exists(s.cfg.weights_file);
-  if (!flags.weights.empty() && !exists(flags.weights) && !(options.allow_random && !config_file_exists))
+  if (!flags.weights.empty() && !exists(flags.weights) &&
+      (!options.allow_random || (!s.cfg.weights_file.empty() && exists(s.cfg.weights_file))))
     throw InputError("weights file " + flags.weights + " not found");
   vk::ContextOptions o;
   o.device_index = common.device;
