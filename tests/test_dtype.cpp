@@ -134,10 +134,10 @@ BOOST_AUTO_TEST_CASE(f32_rounds_to_nearest_even) {
 // Known answers, worked by hand: halfway cases go to the even neighbour, the largest finite
 // value and the first value that overflows, subnormals.
 BOOST_AUTO_TEST_CASE(known_answers) {
-  const float third_ulp = std::ldexp(1.0f, -11);  // half an f16 step at 1.0
+  const float half_step = std::ldexp(1.0f, -11);  // half an f16 step at 1.0
   BOOST_TEST(f32_to_f16(1.0f) == 0x3c00u);
-  BOOST_TEST(f32_to_f16(1.0f + third_ulp) == 0x3c00u);      // 1 + half a step: ties to even (down)
-  BOOST_TEST(f32_to_f16(1.0f + 3 * third_ulp) == 0x3c02u);  // 1 + 1.5 steps: ties to even (up)
+  BOOST_TEST(f32_to_f16(1.0f + half_step) == 0x3c00u);      // 1 + half a step: ties to even (down)
+  BOOST_TEST(f32_to_f16(1.0f + 3 * half_step) == 0x3c02u);  // 1 + 1.5 steps: ties to even (up)
   BOOST_TEST(f32_to_f16(-2.0f) == 0xc000u);
   BOOST_TEST(f32_to_f16(65504.0f) == 0x7bffu);
   BOOST_TEST(f32_to_f16(65519.996f) == 0x7bffu);
