@@ -499,16 +499,9 @@ BOOST_AUTO_TEST_CASE(f16_caches_round_to_nearest_even) {
 
 // The texel kernel needs texel views of qkv and both caches at 16-byte aligned offsets; the
 // default choice falls back to storage loads without them, a forced texel kernel is refused.
-struct HasTexelKernel {
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) {
-    auto& ctx = test::context();
-    boost::test_tools::assertion_result r(ctx.caps().texel_uvec4 && ctx.caps().subgroup_arithmetic);
-    if (!r) r.message() << ctx.info().name << " has no uvec4 texel views or subgroup arithmetic: no texel kernel";
-    return r;
-  }
-};
-
-BOOST_AUTO_TEST_CASE(texel_kernel_needs_aligned_texel_views, *boost::unit_test::precondition(HasTexelKernel())) {
+BOOST_AUTO_TEST_CASE(texel_kernel_needs_aligned_texel_views,
+                     *test::device_has([](vk::Context& c) { return c.caps().texel_uvec4 && c.caps().subgroup_arithmetic; },
+                                       "has no uvec4 texel views or subgroup arithmetic: no texel kernel")) {
   auto& ctx = test::context();
   const AttentionShape s{2, 32, 16};
   Rig rig(ctx, s, 1);

@@ -24,16 +24,6 @@ const Shape kShapes[] = {
 };
 const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16};
 
-// The table as the device stores it, read back through the host conversion: the
-// reference gathers the same rounded values the shader unpacks.
-std::vector<float> rounded(const std::vector<float>& v, DType dt) {
-  std::vector<uint32_t> stored(v.size());
-  convert(v.data(), DType::F32, stored.data(), dt, v.size());
-  std::vector<float> back(v.size());
-  convert(stored.data(), dt, back.data(), DType::F32, v.size());
-  return back;
-}
-
 // Random table values plus some f16 subnormals and exact zeros, which must survive, in
 // rows of three magnitudes (f16 rows are stored scaled by a per-row power of two,
 // engine/f16_rows.hpp, that the shader undoes exactly).
@@ -71,8 +61,8 @@ Tables make_tables(vk::Context& ctx, const Shape& s, DType dt) {
   auto tok = table_values(s.vocab, s.C, 3 + s.C), pos = table_values(s.context, s.C, 4 + s.C);
   t.tok.write_rows(0, s.vocab, tok.data(), DType::F32);
   t.pos.write_rows(0, s.context, pos.data(), DType::F32);
-  t.tok_f32 = rounded(tok, dt);
-  t.pos_f32 = rounded(pos, dt);
+  t.tok_f32 = test::rounded_to(tok, dt);
+  t.pos_f32 = test::rounded_to(pos, dt);
   return t;
 }
 

@@ -60,14 +60,6 @@ double tol(vk::Context& ctx, LinearKernel k, DType dt, uint32_t T, uint32_t N) {
   return coop ? kCoopMatTol : kTol;
 }
 
-std::vector<float> rounded_to_f16(const std::vector<float>& v) {
-  std::vector<uint16_t> h(v.size());
-  convert(v.data(), DType::F32, h.data(), DType::F16, v.size());
-  std::vector<float> back(v.size());
-  convert(h.data(), DType::F16, back.data(), DType::F32, v.size());
-  return back;
-}
-
 enum class Residual { None, Separate, InPlace };
 
 // Random weights on the device, and the same values rounded to the storage dtype on the
@@ -82,10 +74,7 @@ TestMatrix make_matrix_from(vk::Context& ctx, DType dtype, uint32_t rows, uint32
   TestMatrix t;
   t.m = Matrix::create(ctx, dtype, rows, cols, "test weights", max_chunk_bytes);
   t.m.write_rows(0, rows, w.data(), DType::F32);
-  std::vector<char> stored(w.size() * dtype_bytes(dtype));
-  convert(w.data(), DType::F32, stored.data(), dtype, w.size());
-  t.rounded.resize(w.size());
-  convert(stored.data(), dtype, t.rounded.data(), DType::F32, w.size());
+  t.rounded = test::rounded_to(w, dtype);
   return t;
 }
 
@@ -301,7 +290,7 @@ BOOST_AUTO_TEST_CASE(f16_rows_of_any_magnitude_match_cpu) {
       // The cooperative-matrix GEMM rounds x to f16: over six decades with cancelling sums,
       // a row's error reaches ~1e-2 of its largest output, so it is held to x rounded the same way.
       auto in_f16 = in;
-      in_f16.x = rounded_to_f16(in.x);
+      in_f16.x = test::rounded_to(in.x, DType::F16);
       const auto want = reference(in, w, T, Activation::None), want_f16 = reference(in_f16, w, T, Activation::None);
       for (LinearKernel k : kAllKernels) {
         if (!runs(*ctx, k, true, K, DType::F16)) continue;

@@ -16,28 +16,13 @@
 
 using namespace gptvk;
 using namespace gptvk::ops;
-namespace utf = boost::unit_test;
-
 
 namespace {
 
 constexpr double kTol = 1e-4;
 
-struct HasMatrixUnits {
-  boost::test_tools::assertion_result operator()(utf::test_unit_id) {
-    boost::test_tools::assertion_result r(ops::coopmat_available(test::context(), DType::F16));
-    if (!r) r.message() << test::context().info().name << " has no cooperative matrices for f16 (or this build no such shader)";
-    return r;
-  }
-};
-
-std::vector<float> round_through(const std::vector<float>& v, DType dt) {
-  std::vector<char> stored(v.size() * dtype_bytes(dt));
-  convert(v.data(), DType::F32, stored.data(), dt, v.size());
-  std::vector<float> back(v.size());
-  convert(stored.data(), dt, back.data(), DType::F32, v.size());
-  return back;
-}
+const auto has_matrix_units = [](vk::Context& c) { return ops::coopmat_available(c, DType::F16); };
+const char* const kNoMatrixUnits = "has no cooperative matrices for f16 (or this build no such shader)";
 
 struct Case {
   uint32_t T, K, N;
@@ -55,7 +40,7 @@ void check(vk::Context& ctx, const Case& c) {
   const auto bias = c.bias ? test::random_floats(c.N, 3) : std::vector<float>{};
   const auto r = c.residual ? test::random_floats(size_t(c.T) * c.N, 5) : std::vector<float>{};
   std::vector<float> want(size_t(c.T) * c.N);
-  cpu::linear(round_through(x, DType::F16), round_through(wv, DType::F16), bias, r, want, c.T, c.K, c.N, c.act);
+  cpu::linear(test::rounded_to(x, DType::F16), test::rounded_to(wv, DType::F16), bias, r, want, c.T, c.K, c.N, c.act);
 
   auto dx = test::upload(ctx, x);
   vk::Buffer dy(ctx, uint64_t(c.T) * c.N * 4, vk::Memory::Device, "y"), db, dr;
@@ -78,7 +63,7 @@ void check(vk::Context& ctx, const Case& c) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *utf::precondition(HasMatrixUnits())) {
+BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *test::device_has(has_matrix_units, kNoMatrixUnits)) {
   auto& ctx = test::context();
   const uint64_t messages = ctx.validation_messages();
   BOOST_TEST_MESSAGE(ctx.info().name << ": " << ctx.caps().coopmat.describe());
@@ -97,7 +82,7 @@ BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *utf::precondition(
 
 // The plan's choice: f16 prompts take the matrix units where the device has them; f32 and
 // bf16 weights, and single tokens, keep the other kernels.
-BOOST_AUTO_TEST_CASE(auto_picks_coopmat_for_f16_prompts_only, *utf::precondition(HasMatrixUnits())) {
+BOOST_AUTO_TEST_CASE(auto_picks_coopmat_for_f16_prompts_only, *test::device_has(has_matrix_units, kNoMatrixUnits)) {
   auto& ctx = test::context();
   vk::Buffer x(ctx, 64 * 768 * 4, vk::Memory::Device, "x");
   for (DType dt : {DType::F16, DType::F32, DType::BF16}) {

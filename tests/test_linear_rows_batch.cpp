@@ -41,17 +41,9 @@ std::vector<float> run(vk::Context& ctx, LinearKernel kernel, const Matrix& W, c
 BOOST_FIXTURE_TEST_SUITE(linear_rows_batch, test::NoValidationMessages)
 
 // The row mat-vec runs on CPU devices only (GPUs take other kernels for every token count).
-struct HasRowMatVec {
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) {
-    vk::Context& ctx = test::context();
-    boost::test_tools::assertion_result r(ops::row_matvec_supported(ctx) && ctx.caps().texel_uvec4);
-    if (!r) r.message() << ctx.info().name << " has no row mat-vec: nothing to compare";
-    return r;
-  }
-};
-
 BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit,
-                     *boost::unit_test::precondition(HasRowMatVec())) {
+                     *test::device_has([](vk::Context& c) { return ops::row_matvec_supported(c) && c.caps().texel_uvec4; },
+                                       "has no row mat-vec: nothing to compare")) {
   vk::Context& ctx = test::context();
   struct Shape {
     DType dt;

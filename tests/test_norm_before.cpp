@@ -24,15 +24,6 @@ namespace {
 
 constexpr double kTol = 1e-4;  // max |got - want| / max |want|, as tests/test_linear.cpp
 
-// The weights as stored (rounded to the dtype), for the reference.
-std::vector<float> rounded(const std::vector<float>& w, DType dt) {
-  std::vector<char> stored(w.size() * dtype_bytes(dt));
-  convert(w.data(), DType::F32, stored.data(), dt, w.size());
-  std::vector<float> out(w.size());
-  convert(stored.data(), dt, out.data(), DType::F32, w.size());
-  return out;
-}
-
 struct Case {
   DType dt;
   LinearKernel kernel;
@@ -72,7 +63,7 @@ BOOST_AUTO_TEST_CASE(folded_layernorm_matches_cpu) {
       // Reference: y = gelu(W LN(x) + b) with the stored weights.
       std::vector<float> normed(c.K), want(c.N);
       cpu::layernorm(x.data(), gamma.data(), beta.data(), normed.data(), 1, c.K, eps);
-      cpu::linear(normed, rounded(w, c.dt), bias, {}, want, 1, c.K, c.N, Activation::GeluTanh);
+      cpu::linear(normed, test::rounded_to(w, c.dt), bias, {}, want, 1, c.K, c.N, Activation::GeluTanh);
 
       auto dx = test::upload(*ctx, x), dg = test::upload(*ctx, gamma), dbeta = test::upload(*ctx, beta);
       auto dbias = test::upload(*ctx, bias);

@@ -27,9 +27,8 @@ uint32_t first_argmax(const std::vector<float>& y) {
 // x W^T (+ bias) on the CPU with W rounded to f16 as the device stores it.
 std::vector<float> f16_product(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias,
                                uint32_t N, uint32_t K) {
-  std::vector<float> w16(w.size()), y(N);
-  for (size_t i = 0; i < w.size(); ++i) w16[i] = f16_to_f32(f32_to_f16(w[i]));
-  cpu::linear(x, w16, bias, {}, y, 1, K, N, Activation::None);
+  std::vector<float> y(N);
+  cpu::linear(x, test::rounded_to(w, DType::F16), bias, {}, y, 1, K, N, Activation::None);
   return y;
 }
 

@@ -43,25 +43,41 @@ int connect_to(int port) {
   return fd;
 }
 
-// Sends `request` on a new connection and reads until the server closes it, `deadline_s`
-// passes, or (`one_response`) a whole response with a Content-Length is in.
-std::string round_trip(int port, const std::string& request, double deadline_s = 3.0, bool one_response = true) {
-  int fd = connect_to(port);
-  (void)!send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string out;
+// Whether `out` holds a whole response with a Content-Length.
+bool whole_response(const std::string& out) {
+  const size_t head_end = out.find("\r\n\r\n"), cl = out.find("Content-Length: ");
+  return head_end != std::string::npos && cl != std::string::npos && cl < head_end &&
+         out.size() >= head_end + 4 + std::stoul(out.substr(cl + 16));
+}
+
+// What fd receives until the server closes it (`closed`), `deadline_s` passes, or
+// (`one_response`) a whole response with a Content-Length is in.
+struct Received {
+  std::string text;
+  bool closed = false;
+};
+Received receive(int fd, double deadline_s, bool one_response) {
+  Received r;
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
-  while (std::chrono::steady_clock::now() < end) {
+  while (std::chrono::steady_clock::now() < end && !(one_response && whole_response(r.text))) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 50) <= 0) continue;
     char buf[4096];
-    ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    const size_t head_end = out.find("\r\n\r\n"), cl = out.find("Content-Length: ");
-    if (one_response && head_end != std::string::npos && cl != std::string::npos && cl < head_end &&
-        out.size() >= head_end + 4 + std::stoul(out.substr(cl + 16)))
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      r.closed = true;
       break;
+    }
+    r.text.append(buf, static_cast<size_t>(n));
   }
+  return r;
+}
+
+// Sends `request` on a new connection and reads its answer (receive()).
+std::string round_trip(int port, const std::string& request, double deadline_s = 3.0, bool one_response = true) {
+  int fd = connect_to(port);
+  (void)!send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string out = receive(fd, deadline_s, one_response).text;
   close(fd);
   return out;
 }
@@ -108,24 +124,9 @@ void check_refused_and_closed(int port, const std::string& head, int status, con
   BOOST_TEST_CONTEXT("request: " << head.substr(0, 200)) {
     int fd = connect_to(port);
     BOOST_REQUIRE(send(fd, head.data(), head.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(head.size()));
-    std::string response;
-    bool closed = false;
     // Within httplib's keep-alive timeout (5 s), which would close the connection anyway.
-    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (std::chrono::steady_clock::now() < end) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, 50) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) {
-        closed = true;
-        break;
-      }
-      response.append(buf, static_cast<size_t>(n));
-      const size_t head_end = response.find("\r\n\r\n");
-      const auto length = header_of(response, "Content-Length");
-      if (head_end != std::string::npos && length && response.size() >= head_end + 4 + std::stoul(*length)) break;
-    }
+    const Received answer = receive(fd, 2.0, true);
+    const std::string& response = answer.text;
     check_error(response, status, code);
     BOOST_TEST_INFO("response: " << response.substr(0, 400));
     const auto length = header_of(response, "Content-Length");
@@ -137,20 +138,11 @@ void check_refused_and_closed(int port, const std::string& head, int status, con
     // The body the server did not read, as a client that goes on sending it would.
     const std::string body = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(4096, 'a');
     (void)!send(fd, body.data(), body.size(), MSG_NOSIGNAL);
-    std::string after;
-    end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!closed && std::chrono::steady_clock::now() < end) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, 50) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) closed = true;
-      else after.append(buf, static_cast<size_t>(n));
-    }
+    const Received after = answer.closed ? Received{"", true} : receive(fd, 5.0, false);
     close(fd);
-    BOOST_TEST_INFO("after the refusal: " << after.substr(0, 200));
-    BOOST_TEST(after.empty());
-    BOOST_TEST(closed);
+    BOOST_TEST_INFO("after the refusal: " << after.text.substr(0, 200));
+    BOOST_TEST(after.text.empty());
+    BOOST_TEST(after.closed);
   }
 }
 

@@ -217,18 +217,7 @@ ModelConfig fused_qkv_config(const std::string& linear) {
 }
 
 // What the device must hold for `v`: rounded to the file's dtype, then to the storage dtype.
-Floats rounded(const Floats& v, DType file, DType device) {
-  Floats a(v.size()), b(v.size());
-  std::vector<uint16_t> h(v.size());
-  auto round = [&](const Floats& in, DType t, Floats& out) {
-    if (t == DType::F32) return void(out = in);
-    convert(in.data(), DType::F32, h.data(), t, in.size());
-    convert(h.data(), t, out.data(), DType::F32, in.size());
-  };
-  round(v, file, a);
-  round(a, device, b);
-  return b;
-}
+Floats rounded(const Floats& v, DType file, DType device) { return test::rounded_to(test::rounded_to(v, file), device); }
 
 // Largest relative error two roundings can add: half an ulp of each 16-bit format.
 double rounding_tolerance(DType file, DType device) {

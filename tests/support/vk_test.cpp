@@ -80,6 +80,15 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   return v;
 }
 
+std::vector<float> rounded_to(const std::vector<float>& v, DType dt) {
+  if (dt == DType::F32) return v;
+  std::vector<char> stored(v.size() * dtype_bytes(dt));
+  convert(v.data(), DType::F32, stored.data(), dt, v.size());
+  std::vector<float> back(v.size());
+  convert(stored.data(), dt, back.data(), DType::F32, v.size());
+  return back;
+}
+
 std::vector<float> lm_logits(uint32_t vocab, uint32_t seed, float spread) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, spread);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/dtype.hpp"
 #include "engine/graph.hpp"
 #include "engine/vk/buffer.hpp"
 #include "engine/vk/context.hpp"
@@ -34,7 +35,21 @@ std::vector<std::pair<std::string, vk::Context*>> all_contexts();
 // The device's own kernels and a GPU's: {"native", ctx}, {"gpu paths", gpu_paths_context()}.
 std::vector<std::pair<std::string, vk::Context*>> native_and_gpu_contexts();
 
+// A Boost precondition on context(): the case runs where `holds` is true of it, and shows
+// as skipped elsewhere, the device named and `lacks` said of it.
+template <class Holds>
+boost::unit_test::precondition device_has(Holds holds, std::string lacks) {
+  return boost::unit_test::precondition([holds, lacks](boost::unit_test::test_unit_id) {
+    boost::test_tools::assertion_result r(holds(context()));
+    if (!r) r.message() << context().info().name << " " << lacks;
+    return r;
+  });
+}
+
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+// v as the device stores it in dtype `dt` (f32, f16 or bf16), read back through the host
+// conversion: what a reference must compute with.
+std::vector<float> rounded_to(const std::vector<float>& v, DType dt);
 // Logits shaped like a language model's: normal with the given spread, so a few tokens
 // stand out over a long tail.
 std::vector<float> lm_logits(uint32_t vocab, uint32_t seed, float spread);
