@@ -95,6 +95,10 @@ Action add_serve(CLI::App& app, Common& common) {
                   "logits within rounding of a lone run")
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->add_option("--request-timeout", f->http.request_timeout_s,
+                  "seconds a request's head and body may take to arrive, from its first byte; a slower\n"
+                  "client gets HTTP 408 and its connection closed")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
   cmd->footer(
       "Request fields (both endpoints; README \"Serving\"): max_tokens, temperature (0..2), top_p,\n"
       "top_k, seed, stop, n, stream, stream_options.include_usage, presence_penalty and\n"

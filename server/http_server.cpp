@@ -10,6 +10,7 @@
 
 #include "models/tokenizer/utf8.hpp"
 #include "server/completion_job.hpp"
+#include "server/connection_server.hpp"
 #include "server/request_framing.hpp"
 
 namespace gptvk::server {
@@ -86,18 +87,33 @@ httplib::Server::Handler guarded(F f) {
   return [f](const httplib::Request& req, httplib::Response& res) { answer_errors(res, [&] { f(req, res); }); };
 }
 
+// The refusal of a request that one of ConnectionServer's limits cut short, if one did.
+std::optional<ApiError> cut_short(const ServerOptions& opts) {
+  switch (request_cut()) {
+    case RequestCut::late:
+      return ApiError(408, "the request did not arrive within " + std::to_string(opts.request_timeout_s) + " s of its first byte",
+                      "", "request_timeout");
+    case RequestCut::head_too_large:
+      return ApiError(431, "the request line and headers are over " + std::to_string(opts.max_head_bytes) + " bytes", "",
+                      "headers_too_large");
+    case RequestCut::none: break;
+  }
+  return std::nullopt;
+}
+
 // A POST route: its body read through read_body (the size limit holds for chunked bodies
 // too), then f(req, body, res). A body read_body refuses (multipart, over the limit,
-// malformed) is not read wholly: its refusal closes the connection.
+// malformed) is not read wholly: its refusal closes the connection. One that a limit cut
+// short is answered 408.
 template <class F>
-httplib::Server::HandlerWithContentReader guarded_post(size_t max_body, F f) {
-  return [max_body, f](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+httplib::Server::HandlerWithContentReader guarded_post(const ServerOptions& opts, F f) {
+  return [opts, f](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     answer_errors(res, [&] {
       std::string body;
       try {
-        body = read_body(req, reader, max_body);
+        body = read_body(req, reader, opts.max_body_bytes);
       } catch (const ApiError& e) {
-        return refuse_unread_body(res, e);
+        return refuse_unread_body(res, cut_short(opts).value_or(e));
       }
       f(req, std::move(body), res);
     });
@@ -134,7 +150,10 @@ ApiError library_error(int status, const httplib::Request& req, size_t max_body)
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options)
-    : opts_(std::move(options)), http_(std::make_unique<httplib::Server>()),
+    : opts_(std::move(options)),
+      http_(std::make_unique<ConnectionServer>(RequestLimits{.arrival = std::chrono::seconds(opts_.request_timeout_s),
+                                                             .head_bytes = opts_.max_head_bytes,
+                                                             .io_wait = std::chrono::seconds(opts_.io_timeout_s)})),
       started_(static_cast<long long>(std::time(nullptr))) {
   const size_t threads = opts_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -147,8 +166,6 @@ HttpServer::HttpServer(ServerOptions options)
     listen_fd_ = sock;
   });
   http_->set_payload_max_length(opts_.max_body_bytes);
-  http_->set_read_timeout(opts_.io_timeout_s, 0);
-  http_->set_write_timeout(opts_.io_timeout_s, 0);
   routes();
 }
 
@@ -206,7 +223,12 @@ void HttpServer::routes() {
       res.status = 405;
       res.set_header("Allow", req.path == "/v1/models" || req.path == "/health" || req.path == "/metrics" ? "GET" : "POST");
     }
-    send_error(res, library_error(res.status, req, opts_.max_body_bytes));
+    const ApiError e = cut_short(opts_).value_or(library_error(res.status, req, opts_.max_body_bytes));
+    // A 404 or 405 comes after the request was read whole. httplib's other refusals (a
+    // malformed head, a cut one, a body over the limit) leave bytes of it unread, which
+    // the connection must not parse as the next request: it closes.
+    if (e.status == 404 || e.status == 405) send_error(res, e);
+    else refuse_unread_body(res, e);
     return httplib::Server::HandlerResponse::Handled;
   }));
   // httplib adds "Keep-Alive" to a response unless it closes the connection itself: one that
@@ -218,17 +240,16 @@ void HttpServer::routes() {
     res.set_header("Connection", "close");
   });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) { count(req, res); });
-  const size_t max_body = opts_.max_body_bytes;
-  s.Post("/v1/completions", guarded_post(max_body, [this](auto& req, auto body, auto& res) {
+  s.Post("/v1/completions", guarded_post(opts_, [this](auto& req, auto body, auto& res) {
     completions(req, body, res, false);
   }));
-  s.Post("/v1/chat/completions", guarded_post(max_body, [this](auto& req, auto body, auto& res) {
+  s.Post("/v1/chat/completions", guarded_post(opts_, [this](auto& req, auto body, auto& res) {
     completions(req, body, res, true);
   }));
   s.Get("/v1/models", guarded([this](auto&, auto& res) { models(res); }));
   s.Get("/health", guarded([this](auto&, auto& res) { health(res); }));
-  s.Post("/tokenize", guarded_post(max_body, [this](auto&, auto body, auto& res) { tokenize(body, res); }));
-  s.Post("/detokenize", guarded_post(max_body, [this](auto&, auto body, auto& res) { detokenize(body, res); }));
+  s.Post("/tokenize", guarded_post(opts_, [this](auto&, auto body, auto& res) { tokenize(body, res); }));
+  s.Post("/detokenize", guarded_post(opts_, [this](auto&, auto body, auto& res) { detokenize(body, res); }));
   s.Get("/metrics", guarded([this](auto&, auto& res) { metrics(res); }));
 }
 
@@ -262,7 +283,7 @@ bool HttpServer::stop(std::optional<std::chrono::seconds> wait) {
   if (http_) http_->stop();
   if (!thread_.joinable()) return true;
   // httplib's listening thread ends once its workers have: one held by a client that
-  // trickles its request keeps it until the read timeout, again and again.
+  // trickles its request keeps it until --request-timeout.
   if (wait && listen_ended_.wait_for(*wait) != std::future_status::ready) return false;
   thread_.join();
   return true;

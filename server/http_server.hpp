@@ -1,5 +1,5 @@
-// gpt-vk's OpenAI-compatible HTTP server (cpp-httplib): the routes, API-key check, error
-// bodies, metrics and timeouts. Generation goes through a Scheduler (all Vulkan work on
+// gpt-vk's OpenAI-compatible HTTP server (cpp-httplib, its connections read by
+// ConnectionServer): the routes, API-key check, error bodies, metrics and timeouts. Generation goes through a Scheduler (all Vulkan work on
 // its thread); the HTTP threads only parse, tokenize, wait and write. They share one
 // Tokenizer: its encode() takes a lock (the BPE cache), decode() and token_bytes() only read.
 //
@@ -36,8 +36,10 @@ struct ServerOptions {
   int port = 8080;          // 0: any free port
   std::string api_key;      // non-empty: every route but /health needs "Authorization: Bearer KEY"
   size_t max_body_bytes = 1 << 20;
-  size_t threads = 32;      // HTTP worker threads (each streaming client holds one)
-  int io_timeout_s = 30;    // read/write timeout of a connection (slow or vanished clients)
+  size_t max_head_bytes = 32 << 10;  // request line and headers together (431 beyond)
+  size_t threads = 32;        // HTTP worker threads (each open connection holds one)
+  int request_timeout_s = 20;  // a request's head and body arrive within this of its first byte (408 beyond)
+  int io_timeout_s = 30;      // one read or write of a connection waits at most this (slow or vanished clients)
 };
 
 struct ModelInfo {

@@ -28,6 +28,9 @@ std::optional<ApiError> content_length_error(const httplib::Request& req, size_t
 }  // namespace
 
 std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_body, bool body_not_sent) {
+  // httplib reads no body for GET and the like: it would be read as the next request.
+  if (req.method != "POST" && body_follows(req))
+    return ApiError(400, req.method + " requests take no body here", "", "invalid_request");
   if (req.has_header("Transfer-Encoding")) {
     const std::string te = req.get_header_value("Transfer-Encoding");
     if (strcasecmp(te.c_str(), "chunked") != 0)

@@ -204,6 +204,9 @@ BOOST_AUTO_TEST_CASE(an_early_refusal_has_a_length_and_closes_the_connection) {
   check_refused_and_closed(port, post_head("/tokenize", "Content-Length: abc\r\nExpect: 100-continue\r\n"), 400,
                            "invalid_request");
   check_refused_and_closed(port, post_head("/tokenize", "Transfer-Encoding: gzip\r\n"), 501, "unsupported_transfer_encoding");
+  // httplib reads no body for a GET: it would be parsed as the next request.
+  check_refused_and_closed(port, "GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n", 400,
+                           "invalid_request");
   check_refused_and_closed(
       port, "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 500\r\n\r\n",
       415, "unsupported_media_type");
@@ -390,6 +393,68 @@ BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
   const double generated = metric(port, "gptvk_generated_tokens_total") - before;
   if (generated < 64 * 240) BOOST_TEST(freed);
   else BOOST_TEST_MESSAGE("this device made all 64 x 240 tokens before the hang-up was seen; nothing to check");
+}
+
+// Requests sent back to back on one connection, before any answer (HTTP/1.1 pipelining),
+// are answered in order. Before, httplib read each request through a buffer of its own and
+// lost the bytes of the next ones read along with it: one answer, then the connection
+// closed after the keep-alive timeout.
+BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
+  auto tokenize = [](const std::string& text) {
+    const std::string body = json{{"content", text}}.dump();
+    return post_head("/tokenize", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body;
+  };
+  const std::string requests =
+      tokenize("hello") + tokenize("world") + "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  const int fd = connect_to(shared_server().port());
+  BOOST_REQUIRE(send(fd, requests.data(), requests.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(requests.size()));
+  const Received r = receive(fd, 4.0, false);  // under the 5 s keep-alive timeout
+  close(fd);
+  BOOST_TEST_INFO("received: " << r.text);
+  BOOST_TEST(r.closed);
+  const size_t hello = r.text.find(R"({"tokens":[31373]})"), world = r.text.find(R"({"tokens":[6894]})"),
+               health = r.text.find(R"({"status":"ok"})");
+  BOOST_TEST((hello != std::string::npos && world != std::string::npos && health != std::string::npos));
+  BOOST_TEST((hello < world && world < health));
+}
+
+// A request must arrive within --request-timeout of its first byte: a client that trickles
+// its headers or its body (each byte within the read timeout, which it keeps resetting)
+// gets a 408 and the connection closed, and so frees its thread. Before, it held the thread
+// for as long as it went on sending.
+BOOST_AUTO_TEST_CASE(a_trickled_request_gets_408_and_is_closed) {
+  test::ServerProcess server({"--parallel", "1", "--request-timeout", "2"});
+  auto trickled = [&](const std::string& start, const std::string& drop) {
+    const int fd = connect_to(server.port());
+    BOOST_REQUIRE(send(fd, start.data(), start.size(), MSG_NOSIGNAL) > 0);
+    Received r;
+    for (int i = 0; i < 40 && !r.closed && !whole_response(r.text); ++i) {  // at most 8 s
+      (void)!send(fd, drop.data(), drop.size(), MSG_NOSIGNAL);
+      const Received more = receive(fd, 0.2, true);
+      r.text += more.text;
+      r.closed = more.closed;
+    }
+    close(fd);
+    return r.text;
+  };
+  check_error(trickled("GET /health HTTP/1.1\r\n", "X: y\r\n"), 408, "request_timeout");
+  check_error(trickled(post_head("/tokenize", "Content-Length: 1000\r\n"), " "), 408, "request_timeout");
+  BOOST_TEST(status_of(round_trip(server.port(), "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
+}
+
+// A header line that never ends is refused once the head passes its limit (32 KiB), with
+// 431 and the connection closed. Before, httplib checked a line's length only once it had
+// ended, holding all of it in memory meanwhile.
+BOOST_AUTO_TEST_CASE(an_endless_header_line_gets_431) {
+  const int fd = connect_to(shared_server().port());
+  const std::string start = "GET /health HTTP/1.1\r\nX: ", chunk(64 << 10, 'a');
+  BOOST_REQUIRE(send(fd, start.data(), start.size(), MSG_NOSIGNAL) > 0);
+  for (int i = 0; i < 64 && send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) > 0; ++i) {
+  }
+  const Received r = receive(fd, 5.0, true);
+  close(fd);
+  check_error(r.text, 431, "headers_too_large");
+  BOOST_TEST(header_of(r.text, "Connection").value_or("") == "close");
 }
 
 // SIGTERM while a client trickles its request (a header line every second, which keeps

@@ -1,0 +1,162 @@
+#include "server/connection_server.hpp"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+namespace gptvk::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Set by the stream of the connection this thread serves; handlers run on that thread.
+thread_local RequestCut t_cut = RequestCut::none;
+
+// Waits at most `wait` for `events` on `fd`; true when they came (or the socket failed, which
+// the read or write that follows reports).
+bool wait_for(int fd, short events, Clock::duration wait) {
+  const auto until = Clock::now() + wait;
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+    pollfd p{fd, events, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 1 << 30)));
+    if (ready > 0) return true;
+    if (ready == 0 || errno != EINTR) return false;
+  }
+}
+
+void numeric_address(int fd, bool peer, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  auto* a = reinterpret_cast<sockaddr*>(&addr);
+  if ((peer ? ::getpeername(fd, a, &len) : ::getsockname(fd, a, &len)) != 0) return;
+  std::array<char, NI_MAXHOST> host{};
+  std::array<char, NI_MAXSERV> service{};
+  if (::getnameinfo(a, len, host.data(), host.size(), service.data(), service.size(), NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+    ip = host.data();
+    port = std::atoi(service.data());
+  }
+}
+
+// A connection's bytes through one read buffer, kept from one request to the next. Reads
+// give up at the request's deadline; reads of the head give up past its byte limit.
+class ConnectionStream final : public httplib::Stream {
+ public:
+  ConnectionStream(int fd, RequestLimits limits) : fd_(fd), limits_(limits) {}
+
+  // Waits at most `idle` for the next request's first byte (true when it is here), then
+  // starts that request's limits.
+  bool next_request(Clock::duration idle) {
+    if (begin_ == end_ && !wait_for(fd_, POLLIN, idle)) return false;
+    deadline_ = Clock::now() + limits_.arrival;
+    head_bytes_ = 0;
+    in_head_ = true;
+    t_cut = RequestCut::none;
+    return true;
+  }
+  void head_done() { in_head_ = false; }
+
+  bool is_readable() const override { return begin_ != end_ || readable_before_deadline(); }
+  bool is_writable() const override { return wait_for(fd_, POLLOUT, limits_.io_wait) && peer_still_there(); }
+
+  ssize_t read(char* out, size_t size) override {
+    if (begin_ == end_) {
+      if (!readable_before_deadline()) return -1;
+      ssize_t n;
+      do n = ::recv(fd_, buffer_.data(), buffer_.size(), 0);
+      while (n < 0 && errno == EINTR);
+      if (n <= 0) return n;
+      begin_ = 0;
+      end_ = static_cast<size_t>(n);
+    }
+    size_t n = std::min(size, end_ - begin_);
+    if (in_head_) {
+      if (head_bytes_ + n > limits_.head_bytes) {
+        t_cut = RequestCut::head_too_large;
+        return -1;
+      }
+      head_bytes_ += n;
+    }
+    std::memcpy(out, buffer_.data() + begin_, n);
+    begin_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* data, size_t size) override {
+    if (!is_writable()) return -1;
+    ssize_t n;
+    do n = ::send(fd_, data, size, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { numeric_address(fd_, true, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { numeric_address(fd_, false, ip, port); }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  bool readable_before_deadline() const {
+    const auto left = deadline_ - Clock::now();
+    if (left > Clock::duration::zero() && wait_for(fd_, POLLIN, std::min<Clock::duration>(limits_.io_wait, left)))
+      return true;
+    if (Clock::now() >= deadline_) t_cut = RequestCut::late;
+    return false;
+  }
+
+  // httplib's test before each write: a client that has closed its end (the socket reads
+  // end-of-file) is gone, and a streamed response to it stops.
+  bool peer_still_there() const {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 0) return true;
+    char byte;
+    return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  }
+
+  int fd_;
+  RequestLimits limits_;
+  std::array<char, 16 << 10> buffer_{};
+  size_t begin_ = 0, end_ = 0;  // the buffered bytes not read yet
+  Clock::time_point deadline_;
+  size_t head_bytes_ = 0;
+  bool in_head_ = true;
+};
+
+// Closes once the client has had everything written. Closing with its bytes unread (the
+// rest of a refused request) would send a reset, which may discard the answer before the
+// client has read it; so the connection is half-closed and drained for a moment first.
+void close_after_answer(int fd) {
+  constexpr auto kLinger = std::chrono::seconds(1);
+  ::shutdown(fd, SHUT_WR);
+  const auto until = Clock::now() + kLinger;
+  std::array<char, 4096> sink;
+  while (Clock::now() < until && wait_for(fd, POLLIN, until - Clock::now()) && ::recv(fd, sink.data(), sink.size(), 0) > 0) {
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+RequestCut request_cut() { return t_cut; }
+
+bool ConnectionServer::process_and_close_socket(socket_t sock) {
+  ConnectionStream stream(sock, limits_);
+  bool ok = false;
+  for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+    if (!stream.next_request(std::chrono::seconds(keep_alive_timeout_sec_))) break;
+    bool closed = false;
+    ok = process_request(stream, left == 1, closed, [&](httplib::Request&) { stream.head_done(); });
+    // After a cut the rest of the request is unread: nothing after it can be parsed.
+    if (!ok || closed || t_cut != RequestCut::none) break;
+  }
+  close_after_answer(sock);
+  return ok;
+}
+
+}  // namespace gptvk::server

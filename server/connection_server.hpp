@@ -1,0 +1,41 @@
+// cpp-httplib's Server (0.11, Debian 12) with its per-connection loop replaced, for three
+// defects of the library's own loop:
+// - each request is read through a buffered stream of its own, so the bytes of a pipelined
+//   next request, read along with this one, are lost: the client waits out the keep-alive
+//   timeout and sees the connection close unanswered;
+// - a request is bounded only per read, so a client that trickles its head or body (one
+//   byte before each read timeout) holds a worker thread for as long as it likes;
+// - a header line's length is checked only once the line has ended, so one that never
+//   ends grows in memory for as long as the client sends it.
+// Here one buffered stream serves every request of a connection, in order, and each request
+// has the RequestLimits below. Everything else (parsing, routing, responses) is httplib's.
+#pragma once
+#include <httplib.h>
+
+#include <chrono>
+#include <cstddef>
+
+namespace gptvk::server {
+
+struct RequestLimits {
+  std::chrono::seconds arrival{20};  // a request's head and body arrive within this of its first byte
+  size_t head_bytes = 32 << 10;      // its request line and headers together
+  std::chrono::seconds io_wait{30};  // one read or write waits at most this long
+};
+
+// Why reading the request on this thread stopped short, when it was one of the limits
+// (the error handlers ask, to answer 408 or 431 instead of httplib's 400).
+enum class RequestCut { none, late, head_too_large };
+RequestCut request_cut();
+
+class ConnectionServer : public httplib::Server {
+ public:
+  explicit ConnectionServer(RequestLimits limits) : limits_(limits) {}
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+
+  RequestLimits limits_;
+};
+
+}  // namespace gptvk::server
