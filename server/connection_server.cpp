@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace gptvk::server {
@@ -46,7 +47,7 @@ void numeric_address(int fd, bool peer, std::string& ip, int& port) {
 }
 
 // A connection's bytes through one read buffer, kept from one request to the next. Reads
-// give up at the request's deadline; reads of the head give up past its byte limit.
+// give up at the request's deadline, and past the byte limit of its head or chunked body.
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(int fd, RequestLimits limits) : fd_(fd), limits_(limits) {}
@@ -56,12 +57,19 @@ class ConnectionStream final : public httplib::Stream {
   bool next_request(Clock::duration idle) {
     if (begin_ == end_ && !wait_for(fd_, POLLIN, idle)) return false;
     deadline_ = Clock::now() + limits_.arrival;
-    head_bytes_ = 0;
-    in_head_ = true;
+    read_ = 0;
+    limit_ = limits_.head_bytes;
+    cut_ = RequestCut::head_too_large;
     t_cut = RequestCut::none;
     return true;
   }
-  void head_done() { in_head_ = false; }
+  // The head is in: from now on the body's bytes count, against a limit when it is chunked
+  // (a Content-Length body is read up to its length, and refused beyond the limit by it).
+  void head_done(bool chunked) {
+    read_ = 0;
+    limit_ = chunked ? limits_.chunked_body_bytes : SIZE_MAX;
+    cut_ = RequestCut::body_too_large;
+  }
 
   bool is_readable() const override { return begin_ != end_ || readable_before_deadline(); }
   bool is_writable() const override { return wait_for(fd_, POLLOUT, limits_.io_wait) && peer_still_there(); }
@@ -76,14 +84,12 @@ class ConnectionStream final : public httplib::Stream {
       begin_ = 0;
       end_ = static_cast<size_t>(n);
     }
-    size_t n = std::min(size, end_ - begin_);
-    if (in_head_) {
-      if (head_bytes_ + n > limits_.head_bytes) {
-        t_cut = RequestCut::head_too_large;
-        return -1;
-      }
-      head_bytes_ += n;
+    const size_t n = std::min(size, end_ - begin_);
+    if (n > limit_ - read_) {
+      t_cut = cut_;
+      return -1;
     }
+    read_ += n;
     std::memcpy(out, buffer_.data() + begin_, n);
     begin_ += n;
     return static_cast<ssize_t>(n);
@@ -124,8 +130,8 @@ class ConnectionStream final : public httplib::Stream {
   std::array<char, 16 << 10> buffer_{};
   size_t begin_ = 0, end_ = 0;  // the buffered bytes not read yet
   Clock::time_point deadline_;
-  size_t head_bytes_ = 0;
-  bool in_head_ = true;
+  size_t read_ = 0, limit_ = 0;  // bytes of the head or body read so far, and their limit
+  RequestCut cut_ = RequestCut::none;  // what passing the limit means
 };
 
 // Closes once the client has had everything written. Closing with its bytes unread (the
@@ -151,7 +157,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
   for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
     if (!stream.next_request(std::chrono::seconds(keep_alive_timeout_sec_))) break;
     bool closed = false;
-    ok = process_request(stream, left == 1, closed, [&](httplib::Request&) { stream.head_done(); });
+    ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) { stream.head_done(req.has_header("Transfer-Encoding")); });
     // After a cut the rest of the request is unread: nothing after it can be parsed.
     if (!ok || closed || t_cut != RequestCut::none) break;
   }

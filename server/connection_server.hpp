@@ -5,8 +5,8 @@
 //   timeout and sees the connection close unanswered;
 // - a request is bounded only per read, so a client that trickles its head or body (one
 //   byte before each read timeout) holds a worker thread for as long as it likes;
-// - a header line's length is checked only once the line has ended, so one that never
-//   ends grows in memory for as long as the client sends it.
+// - a line's length (a header, a chunk's size) is checked only once the line has ended, so
+//   one that never ends grows in memory for as long as the client sends it.
 // Here one buffered stream serves every request of a connection, in order, and each request
 // has the RequestLimits below. Everything else (parsing, routing, responses) is httplib's.
 #pragma once
@@ -20,12 +20,13 @@ namespace gptvk::server {
 struct RequestLimits {
   std::chrono::seconds arrival{20};  // a request's head and body arrive within this of its first byte
   size_t head_bytes = 32 << 10;      // its request line and headers together
+  size_t chunked_body_bytes = 2 << 20;  // a chunked body as sent, its framing included
   std::chrono::seconds io_wait{30};  // one read or write waits at most this long
 };
 
 // Why reading the request on this thread stopped short, when it was one of the limits
 // (the error handlers ask, to answer 408 or 431 instead of httplib's 400).
-enum class RequestCut { none, late, head_too_large };
+enum class RequestCut { none, late, head_too_large, body_too_large };
 RequestCut request_cut();
 
 class ConnectionServer : public httplib::Server {

@@ -96,6 +96,7 @@ std::optional<ApiError> cut_short(const ServerOptions& opts) {
     case RequestCut::head_too_large:
       return ApiError(431, "the request line and headers are over " + std::to_string(opts.max_head_bytes) + " bytes", "",
                       "headers_too_large");
+    case RequestCut::body_too_large: return payload_too_large(opts.max_body_bytes);
     case RequestCut::none: break;
   }
   return std::nullopt;
@@ -153,6 +154,8 @@ HttpServer::HttpServer(ServerOptions options)
     : opts_(std::move(options)),
       http_(std::make_unique<ConnectionServer>(RequestLimits{.arrival = std::chrono::seconds(opts_.request_timeout_s),
                                                              .head_bytes = opts_.max_head_bytes,
+                                                             // the body, plus room for its chunks' framing
+                                                             .chunked_body_bytes = 2 * opts_.max_body_bytes + (64 << 10),
                                                              .io_wait = std::chrono::seconds(opts_.io_timeout_s)})),
       started_(static_cast<long long>(std::time(nullptr))) {
   const size_t threads = opts_.threads;
