@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -53,9 +54,13 @@ class ConnectionStream final : public httplib::Stream {
   ConnectionStream(int fd, RequestLimits limits) : fd_(fd), limits_(limits) {}
 
   // Waits at most `idle` for the next request's first byte (true when it is here), then
-  // starts that request's limits.
-  bool next_request(Clock::duration idle) {
-    if (begin_ == end_ && !wait_for(fd_, POLLIN, idle)) return false;
+  // starts that request's limits. Gives up sooner once the server stops listening, so that
+  // an idle keep-alive connection does not hold up its exit.
+  bool next_request(Clock::duration idle, const std::atomic<socket_t>& listening) {
+    constexpr auto kStopCheck = std::chrono::milliseconds(100);
+    const auto until = Clock::now() + idle;
+    while (begin_ == end_ && !wait_for(fd_, POLLIN, std::min<Clock::duration>(kStopCheck, until - Clock::now())))
+      if (Clock::now() >= until || listening == INVALID_SOCKET) return false;
     deadline_ = Clock::now() + limits_.arrival;
     read_ = 0;
     limit_ = limits_.head_bytes;
@@ -116,13 +121,13 @@ class ConnectionStream final : public httplib::Stream {
     return false;
   }
 
-  // httplib's test before each write: a client that has closed its end (the socket reads
-  // end-of-file) is gone, and a streamed response to it stops.
+  // The test before each write: a client whose socket has failed (it reset the connection,
+  // as its system does to the first write after it closed) is gone, and a streamed answer to
+  // it stops. One that only shut its sending side (end-of-file, a legal half-close) still
+  // reads its answer; httplib's own test took that for gone and answered nothing.
   bool peer_still_there() const {
     pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 0) == 0) return true;
-    char byte;
-    return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+    return ::poll(&p, 1, 0) <= 0 || !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
   }
 
   int fd_;
@@ -155,7 +160,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
   ConnectionStream stream(sock, limits_);
   bool ok = false;
   for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-    if (!stream.next_request(std::chrono::seconds(keep_alive_timeout_sec_))) break;
+    if (!stream.next_request(std::chrono::seconds(keep_alive_timeout_sec_), svr_sock_)) break;
     bool closed = false;
     ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) { stream.head_done(req.has_header("Transfer-Encoding")); });
     // After a cut the rest of the request is unread: nothing after it can be parsed.

@@ -372,7 +372,10 @@ void HttpServer::detokenize(const std::string& text, httplib::Response& res) {
   std::vector<uint32_t> ids;
   for (const json& id : t) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<uint64_t>() >= tok_->vocab_size())
-      throw ApiError(400, "'tokens' holds " + id.dump() + ", not a token id below " + std::to_string(tok_->vocab_size()),
+      // A number is quoted; anything else is named by its type (dumping a deeply nested
+      // value would recurse once per level, and echo the whole body back).
+      throw ApiError(400, "'tokens' holds " + (id.is_number() ? id.dump() : std::string("a ") + id.type_name()) +
+                              ", not a token id below " + std::to_string(tok_->vocab_size()),
                      "tokens", "invalid_value");
     ids.push_back(id.get<uint32_t>());
   }

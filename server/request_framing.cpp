@@ -40,6 +40,9 @@ std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_bo
       return ApiError(400, "the request has both Transfer-Encoding and Content-Length", "", "invalid_request");
     return std::nullopt;
   }
+  // Without either, httplib would read a POST's body until the client closes.
+  if (req.method == "POST" && !req.has_header("Content-Length"))
+    return ApiError(411, "a POST needs a Content-Length header or a chunked body", "", "length_required");
   return content_length_error(req, max_body, body_not_sent);
 }
 

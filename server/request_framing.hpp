@@ -15,10 +15,11 @@ class ContentReader;
 
 namespace gptvk::server {
 
-// The framing's problem, if any: a body on a request other than POST (400), a
-// Transfer-Encoding other than chunked (501), Content-Length headers that disagree or are
-// not a number (400), a Content-Length over `max_body` (413) when the body is not sent yet
-// (Expect: 100-continue) or is too large to read and drop.
+// The framing's problem, if any: a body on a request other than POST (400), a POST with
+// neither Content-Length nor Transfer-Encoding (411), a Transfer-Encoding other than
+// chunked (501), Content-Length headers that disagree or are not a number (400), a
+// Content-Length over `max_body` (413) when the body is not sent yet (Expect:
+// 100-continue) or is too large to read and drop.
 // A body over the limit but under that is read and dropped before the 413 (as httplib
 // does), so that a client still sending it reads the answer instead of a reset.
 std::optional<ApiError> framing_error(const httplib::Request& req, size_t max_body, bool body_not_sent);

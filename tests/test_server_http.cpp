@@ -418,6 +418,44 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
   BOOST_TEST((hello < world && world < health));
 }
 
+// A client may shut its sending side once its requests are out (a half-close, as nc -N or
+// Go's CloseWrite do): it still reads every answer. Before, the end-of-file was taken for
+// a vanished client and nothing was written.
+BOOST_AUTO_TEST_CASE(a_half_closed_client_still_gets_its_answers) {
+  const std::string body = json{{"content", "hello"}}.dump();
+  const std::string requests = post_head("/tokenize", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body +
+                               "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  const int fd = connect_to(shared_server().port());
+  BOOST_REQUIRE(send(fd, requests.data(), requests.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(requests.size()));
+  shutdown(fd, SHUT_WR);
+  const Received r = receive(fd, 4.0, false);
+  close(fd);
+  BOOST_TEST_INFO("received: " << r.text);
+  BOOST_TEST(r.closed);
+  const size_t hello = r.text.find(R"({"tokens":[31373]})"), health = r.text.find(R"({"status":"ok"})");
+  BOOST_TEST((hello != std::string::npos && health != std::string::npos && hello < health));
+}
+
+// A POST with neither Content-Length nor Transfer-Encoding (curl -X POST without data) is
+// answered at once. Before, httplib read its body until the client closed: a 408 after
+// the request timeout, and a request pipelined behind it was taken for that body.
+BOOST_AUTO_TEST_CASE(a_post_without_a_length_is_411_at_once) {
+  check_error(round_trip(shared_server().port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n"), 411,
+              "length_required");
+}
+
+// A value nested 100,000 deep where /detokenize wants a token id is a short 400. Before,
+// the error message dumped it, recursing once per level: the server died of a stack
+// overflow (and at smaller depths echoed the whole value back).
+BOOST_AUTO_TEST_CASE(a_deeply_nested_token_is_a_short_400) {
+  const int port = shared_server().port();
+  const std::string body = R"({"tokens":[)" + std::string(100000, '[') + std::string(100000, ']') + "]}";
+  const std::string r = round_trip(port, post_head("/detokenize", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body);
+  check_error(r, 400, "invalid_value");
+  BOOST_TEST(r.size() < 1000u);
+  BOOST_TEST(status_of(round_trip(port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
+}
+
 // A request must arrive within --request-timeout of its first byte: a client that trickles
 // its headers or its body (each byte within the read timeout, which it keeps resetting)
 // gets a 408 and the connection closed, and so frees its thread. Before, it held the thread
@@ -482,6 +520,21 @@ BOOST_AUTO_TEST_CASE(sigterm_exits_while_a_client_trickles_its_request) {
   trickle.join();
   close(fd);
   BOOST_TEST(code == 0);
+}
+
+// SIGTERM beside an idle keep-alive connection: the server exits 0 without waiting out its
+// keep-alive timeout. Before, the idle connection's thread held up the exit past the grace
+// period, which then said a client connection was still open.
+BOOST_AUTO_TEST_CASE(sigterm_does_not_wait_for_an_idle_keep_alive_connection) {
+  test::ServerProcess server({"--parallel", "1"});
+  const int fd = connect_to(server.port());
+  const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) > 0);
+  BOOST_TEST(status_of(receive(fd, 3.0, true).text) == 200);
+  const int code = server.stop(SIGTERM, 20.0);
+  close(fd);
+  BOOST_TEST(code == 0);
+  BOOST_TEST(server.stderr_text().find("still open") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
