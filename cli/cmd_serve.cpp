@@ -109,9 +109,10 @@ Action add_serve(CLI::App& app, Common& common) {
       "messages, max_completion_tokens, logprobs (true) with top_logprobs (0..20).");
   return [&common, f] {
     const sigset_t stop_signals = block_stop_signals();
-    // Every client waiting or generating holds an HTTP thread, and so does every open
-    // connection (an idle keep-alive one until its timeout); the spare threads keep /health
-    // and short requests answered beside many of those. Idle threads cost only address space.
+    // Every request waiting for its completion or streaming it holds an HTTP thread (a
+    // connection between requests, or with its head still arriving, does not); the spare
+    // threads keep /health and short requests answered beside many of those. Idle threads
+    // cost only address space.
     f->http.threads = std::min<size_t>(f->parallel + f->queue + 128, 1024);
     server::HttpServer http(f->http);
     int port = 0;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace gptvk::server {
 
@@ -51,23 +52,17 @@ void numeric_address(int fd, bool peer, std::string& ip, int& port) {
 // give up at the request's deadline, and past the byte limit of its head or chunked body.
 class ConnectionStream final : public httplib::Stream {
  public:
-  ConnectionStream(int fd, RequestLimits limits) : fd_(fd), limits_(limits) {}
-
-  // Waits at most `idle` for the next request's first byte (true when it is here), then
-  // starts that request's limits. Gives up sooner once the server stops listening, so that
-  // an idle keep-alive connection does not hold up its exit.
-  bool next_request(Clock::duration idle, const std::atomic<socket_t>& listening) {
-    constexpr auto kStopCheck = std::chrono::milliseconds(100);
-    const auto until = Clock::now() + idle;
-    while (begin_ == end_ && !wait_for(fd_, POLLIN, std::min<Clock::duration>(kStopCheck, until - Clock::now())))
-      if (Clock::now() >= until || listening == INVALID_SOCKET) return false;
-    deadline_ = Clock::now() + limits_.arrival;
-    read_ = 0;
-    limit_ = limits_.head_bytes;
-    cut_ = RequestCut::head_too_large;
+  // Serves one request, whose first bytes (its head, as a rule) are `bytes`, due whole by
+  // `deadline`.
+  ConnectionStream(int fd, RequestLimits limits, const std::string& bytes, Clock::time_point deadline)
+      : fd_(fd), limits_(limits), buffer_(std::max(bytes.size(), kBufferBytes)), end_(bytes.size()), deadline_(deadline),
+        limit_(limits.head_bytes), cut_(RequestCut::head_too_large) {
+    std::memcpy(buffer_.data(), bytes.data(), bytes.size());
     t_cut = RequestCut::none;
-    return true;
   }
+  // What was read past the request: the start of the next one.
+  std::string unread() const { return std::string(buffer_.data() + begin_, end_ - begin_); }
+
   // The head is in: from now on the body's bytes count, against a limit when it is chunked
   // (a Content-Length body is read up to its length, and refused beyond the limit by it).
   void head_done(bool chunked) {
@@ -132,11 +127,12 @@ class ConnectionStream final : public httplib::Stream {
 
   int fd_;
   RequestLimits limits_;
-  std::array<char, 16 << 10> buffer_{};
+  static constexpr size_t kBufferBytes = 16 << 10;
+  std::vector<char> buffer_;
   size_t begin_ = 0, end_ = 0;  // the buffered bytes not read yet
   Clock::time_point deadline_;
-  size_t read_ = 0, limit_ = 0;  // bytes of the head or body read so far, and their limit
-  RequestCut cut_ = RequestCut::none;  // what passing the limit means
+  size_t read_ = 0, limit_;  // bytes of the head or body read so far, and their limit
+  RequestCut cut_;           // what passing the limit means
 };
 
 // Closes once the client has had everything written. Closing with its bytes unread (the
@@ -156,18 +152,43 @@ void close_after_answer(int fd) {
 
 RequestCut request_cut() { return t_cut; }
 
+ConnectionServer::ConnectionServer(RequestLimits limits, size_t workers)
+    : limits_(limits), workers_(std::make_unique<httplib::ThreadPool>(workers)),
+      gate_(limits.arrival, limits.head_bytes, [this](WaitingConnection c) {
+        workers_->enqueue([this, c]() mutable { serve(std::move(c)); });
+      }) {
+  // httplib's own pool only hands accepted sockets to the gate.
+  new_task_queue = [] { return new httplib::ThreadPool(2); };
+}
+
+ConnectionServer::~ConnectionServer() { close_connections(); }
+
+void ConnectionServer::close_connections() {
+  std::call_once(closed_, [this] {
+    gate_.stop();
+    workers_->shutdown();
+  });
+}
+
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
-  ConnectionStream stream(sock, limits_);
-  bool ok = false;
-  for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-    if (!stream.next_request(std::chrono::seconds(keep_alive_timeout_sec_), svr_sock_)) break;
-    bool closed = false;
-    ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) { stream.head_done(req.has_header("Transfer-Encoding")); });
-    // After a cut the rest of the request is unread: nothing after it can be parsed.
-    if (!ok || closed || t_cut != RequestCut::none) break;
-  }
-  close_after_answer(sock);
-  return ok;
+  gate_.watch({.fd = sock,
+               .requests_left = keep_alive_max_count_,
+               .idle_until = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_)});
+  return true;
+}
+
+void ConnectionServer::serve(WaitingConnection c) {
+  ConnectionStream stream(c.fd, limits_, c.bytes, c.deadline);
+  bool closed = false;
+  const bool ok = process_request(stream, c.requests_left == 1, closed,
+                                  [&](httplib::Request& req) { stream.head_done(req.has_header("Transfer-Encoding")); });
+  // After a cut the rest of the request is unread: nothing after it can be parsed.
+  if (!ok || closed || t_cut != RequestCut::none || c.requests_left == 1 || svr_sock_ == INVALID_SOCKET)
+    return close_after_answer(c.fd);
+  gate_.watch({.fd = c.fd,
+               .bytes = stream.unread(),
+               .requests_left = c.requests_left - 1,
+               .idle_until = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_)});
 }
 
 }  // namespace gptvk::server

@@ -7,13 +7,21 @@
 //   byte before each read timeout) holds a worker thread for as long as it likes;
 // - a line's length (a header, a chunk's size) is checked only once the line has ended, so
 //   one that never ends grows in memory for as long as the client sends it.
-// Here one buffered stream serves every request of a connection, in order, and each request
-// has the RequestLimits below. Everything else (parsing, routing, responses) is httplib's.
+// - a connection holds a worker thread from accept to close, idle or not, so a client
+//   sending nothing (or one byte now and then) takes a thread from everyone else.
+// Here a HeadGate holds connections until their next request's head is in; a worker then
+// serves that request through a stream that keeps the bytes read past it for the next one
+// (pipelined requests are answered in order), with the RequestLimits below. Everything else
+// (parsing, routing, responses) is httplib's.
 #pragma once
 #include <httplib.h>
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <mutex>
+
+#include "server/head_gate.hpp"
 
 namespace gptvk::server {
 
@@ -31,12 +39,22 @@ RequestCut request_cut();
 
 class ConnectionServer : public httplib::Server {
  public:
-  explicit ConnectionServer(RequestLimits limits) : limits_(limits) {}
+  // `workers`: threads serving requests (each open request holds one, a stream to its end).
+  ConnectionServer(RequestLimits limits, size_t workers);
+  ~ConnectionServer() override;  // close_connections()
+
+  // Once listening has stopped: closes the connections waiting for a request and waits for
+  // the workers to finish theirs; idempotent.
+  void close_connections();
 
  private:
-  bool process_and_close_socket(socket_t sock) override;
+  bool process_and_close_socket(socket_t sock) override;  // hands it to the gate
+  void serve(WaitingConnection c);
 
   RequestLimits limits_;
+  std::unique_ptr<httplib::ThreadPool> workers_;
+  HeadGate gate_;
+  std::once_flag closed_;
 };
 
 }  // namespace gptvk::server

@@ -156,10 +156,11 @@ HttpServer::HttpServer(ServerOptions options)
                                                              .head_bytes = opts_.max_head_bytes,
                                                              // the body, plus room for its chunks' framing
                                                              .chunked_body_bytes = 2 * opts_.max_body_bytes + (64 << 10),
-                                                             .io_wait = std::chrono::seconds(opts_.io_timeout_s)})),
+                                                             .io_wait = std::chrono::seconds(opts_.io_timeout_s)},
+                                               opts_.threads)),
       started_(static_cast<long long>(std::time(nullptr))) {
-  const size_t threads = opts_.threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // A connection may make many requests: waiting for the next one holds no thread.
+  http_->set_keep_alive_max_count(1000);
   // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second
   // server bind a port already in use instead of failing. The hook only sees the listening
   // socket; start() widens its backlog.
@@ -268,6 +269,7 @@ int HttpServer::start() {
   listen_ended_ = listening_ended.get_future();
   thread_ = std::thread([this, ended = std::move(listening_ended)]() mutable {
     http_->listen_after_bind();
+    http_->close_connections();
     ended.set_value();
   });
   return port;
@@ -367,13 +369,15 @@ void HttpServer::tokenize(const std::string& text, httplib::Response& res) {
 void HttpServer::detokenize(const std::string& text, httplib::Response& res) {
   check_ready();
   json body = parse_body(text);
-  const json& t = body.contains("tokens") ? body["tokens"] : json();
-  if (!t.is_array()) throw ApiError(400, "'tokens' must be an array of token ids", "tokens", "invalid_type");
+  // Looked at in place: a copy of a deeply nested value would recurse once per level.
+  const auto t = body.find("tokens");
+  if (t == body.end() || !t->is_array())
+    throw ApiError(400, "'tokens' must be an array of token ids", "tokens", "invalid_type");
   std::vector<uint32_t> ids;
-  for (const json& id : t) {
+  for (const json& id : *t) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<uint64_t>() >= tok_->vocab_size())
-      // A number is quoted; anything else is named by its type (dumping a deeply nested
-      // value would recurse once per level, and echo the whole body back).
+      // A number is quoted; anything else is named by its type (dumping it would recurse
+      // once per level, and echo the whole value back).
       throw ApiError(400, "'tokens' holds " + (id.is_number() ? id.dump() : std::string("a ") + id.type_name()) +
                               ", not a token id below " + std::to_string(tok_->vocab_size()),
                      "tokens", "invalid_value");

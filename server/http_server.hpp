@@ -30,6 +30,7 @@ struct Response;
 namespace gptvk::server {
 
 class CompletionJob;
+class ConnectionServer;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -37,7 +38,7 @@ struct ServerOptions {
   std::string api_key;      // non-empty: every route but /health needs "Authorization: Bearer KEY"
   size_t max_body_bytes = 1 << 20;
   size_t max_head_bytes = 32 << 10;  // request line and headers together (431 beyond)
-  size_t threads = 32;        // HTTP worker threads (each open connection holds one)
+  size_t threads = 32;        // HTTP worker threads (each request holds one while it is read and answered)
   int request_timeout_s = 20;  // a request's head and body arrive within this of its first byte (408 beyond)
   int io_timeout_s = 30;      // one read or write of a connection waits at most this (slow or vanished clients)
 };
@@ -77,7 +78,7 @@ class HttpServer {
   void check_ready() const;
 
   ServerOptions opts_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<ConnectionServer> http_;
   std::thread thread_;
   std::future<void> listen_ended_;  // ready when the listening thread is done
   int listen_fd_ = -1;  // the listening socket, seen by httplib's socket-options hook

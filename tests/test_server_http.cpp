@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/support/server_process.hpp"
 
@@ -478,6 +479,21 @@ BOOST_AUTO_TEST_CASE(a_trickled_request_gets_408_and_is_closed) {
   check_error(trickled("GET /health HTTP/1.1\r\n", "X: y\r\n"), 408, "request_timeout");
   check_error(trickled(post_head("/tokenize", "Content-Length: 1000\r\n"), " "), 408, "request_timeout");
   BOOST_TEST(status_of(round_trip(server.port(), "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
+}
+
+// Clients that open connections and send a byte each (slowloris), more of them than the
+// server has threads, leave it answering others at once. Before, each held a worker
+// thread until its request timeout, and a request behind them waited as long.
+BOOST_AUTO_TEST_CASE(one_byte_clients_do_not_hold_the_threads) {
+  test::ServerProcess server({"--parallel", "1", "--queue", "0"});  // 129 threads
+  std::vector<int> lorises;
+  for (int i = 0; i < 160; ++i) {
+    lorises.push_back(connect_to(server.port()));
+    BOOST_REQUIRE(send(lorises.back(), "G", 1, MSG_NOSIGNAL) == 1);
+  }
+  // Well within the 20 s request timeout that would free a thread.
+  BOOST_TEST(status_of(round_trip(server.port(), "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 5.0)) == 200);
+  for (int fd : lorises) close(fd);
 }
 
 // A line that never ends is refused once it passes its part's limit, and the connection
