@@ -1,4 +1,4 @@
-// cpp-httplib's Server (0.11, Debian 12) with its per-connection loop replaced, for three
+// cpp-httplib's Server (0.11, Debian 12) with its per-connection loop replaced, for four
 // defects of the library's own loop:
 // - each request is read through a buffered stream of its own, so the bytes of a pipelined
 //   next request, read along with this one, are lost: the client waits out the keep-alive
@@ -6,7 +6,7 @@
 // - a request is bounded only per read, so a client that trickles its head or body (one
 //   byte before each read timeout) holds a worker thread for as long as it likes;
 // - a line's length (a header, a chunk's size) is checked only once the line has ended, so
-//   one that never ends grows in memory for as long as the client sends it.
+//   one that never ends grows in memory for as long as the client sends it;
 // - a connection holds a worker thread from accept to close, idle or not, so a client
 //   sending nothing (or one byte now and then) takes a thread from everyone else.
 // Here a HeadGate holds connections until their next request's head is in; a worker then
