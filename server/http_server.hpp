@@ -1,8 +1,8 @@
 // gpt-vk's OpenAI-compatible HTTP server (cpp-httplib, its connections read by
 // ConnectionServer): the routes, API-key check, error bodies, metrics and timeouts.
 // Generation goes through a Scheduler (all Vulkan work on its thread); the HTTP threads
-// only parse, tokenize, wait and write. They share one
-// Tokenizer: its encode() takes a lock (the BPE cache), decode() and token_bytes() only read.
+// only parse, tokenize, wait and write. They share one Tokenizer: its encode() takes a lock
+// (the BPE cache), decode() and token_bytes() only read.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
 // POST /tokenize, POST /detokenize, GET /metrics. Before set_ready() every route but
