@@ -25,11 +25,12 @@
 
 namespace gptvk::server {
 
+// Their values come from ServerOptions.
 struct RequestLimits {
-  std::chrono::seconds arrival{20};  // a request's head and body arrive within this of its first byte
-  size_t head_bytes = 32 << 10;      // its request line and headers together
-  size_t chunked_body_bytes = 2 << 20;  // a chunked body as sent, its framing included
-  std::chrono::seconds io_wait{30};  // one read or write waits at most this long
+  std::chrono::seconds arrival;  // a request's head and body arrive within this of its first byte
+  size_t head_bytes;             // its request line and headers together
+  size_t chunked_body_bytes;     // a chunked body as sent, its framing included
+  std::chrono::seconds io_wait;  // one read or write waits at most this long
 };
 
 // Why reading the request on this thread stopped short, when it was one of the limits

@@ -53,9 +53,9 @@ void HeadGate::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+// Late heads are handed over by expire().
 bool HeadGate::head_in(const WaitingConnection& c) const {
-  return c.bytes.find("\r\n\r\n") != std::string::npos || c.bytes.size() >= head_bytes_ ||
-         (!c.bytes.empty() && Clock::now() >= c.deadline);
+  return c.bytes.find("\r\n\r\n") != std::string::npos || c.bytes.size() >= head_bytes_;
 }
 
 void HeadGate::run() {

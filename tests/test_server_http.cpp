@@ -106,6 +106,11 @@ std::string post_head(const std::string& path, const std::string& headers) {
   return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers + "\r\n";
 }
 
+// A whole POST of `body`, with its Content-Length after `headers`.
+std::string post_request(const std::string& path, const std::string& body, const std::string& headers = "") {
+  return post_head(path, headers + "Content-Length: " + std::to_string(body.size()) + "\r\n") + body;
+}
+
 // The value of header `name` in the head of `response`, or nullopt.
 std::optional<std::string> header_of(const std::string& response, const std::string& name) {
   const std::string head = response.substr(0, response.find("\r\n\r\n"));
@@ -253,7 +258,7 @@ BOOST_AUTO_TEST_CASE(the_bearer_scheme_is_case_insensitive_and_401_says_so) {
   test::ServerProcess server({"--parallel", "1", "--api-key", "sesame"});
   const std::string body = R"({"content": "Hello"})";
   auto with_auth = [&](const std::string& auth) {
-    return post_head("/tokenize", auth + "Content-Length: " + std::to_string(body.size()) + "\r\n") + body;
+    return post_request("/tokenize", body, auth);
   };
   BOOST_TEST(status_of(round_trip(server.port(), with_auth("Authorization: bearer sesame\r\n"))) == 200);
   BOOST_TEST(status_of(round_trip(server.port(), with_auth("Authorization: BEARER sesame\r\n"))) == 200);
@@ -380,7 +385,7 @@ BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
   req["n"] = 16;
   const std::string body = req.dump();
   int fd = connect_to(port);
-  const std::string request = post_head("/v1/completions", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body;
+  const std::string request = post_request("/v1/completions", body);
   BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   close(fd);
@@ -403,7 +408,7 @@ BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
 BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
   auto tokenize = [](const std::string& text) {
     const std::string body = json{{"content", text}}.dump();
-    return post_head("/tokenize", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body;
+    return post_request("/tokenize", body);
   };
   const std::string requests =
       tokenize("hello") + tokenize("world") + "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
@@ -424,7 +429,7 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
 // a vanished client and nothing was written.
 BOOST_AUTO_TEST_CASE(a_half_closed_client_still_gets_its_answers) {
   const std::string body = json{{"content", "hello"}}.dump();
-  const std::string requests = post_head("/tokenize", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body +
+  const std::string requests = post_request("/tokenize", body) +
                                "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
   const int fd = connect_to(shared_server().port());
   BOOST_REQUIRE(send(fd, requests.data(), requests.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(requests.size()));
@@ -451,7 +456,7 @@ BOOST_AUTO_TEST_CASE(a_post_without_a_length_is_411_at_once) {
 BOOST_AUTO_TEST_CASE(a_deeply_nested_token_is_a_short_400) {
   const int port = shared_server().port();
   const std::string body = R"({"tokens":[)" + std::string(100000, '[') + std::string(100000, ']') + "]}";
-  const std::string r = round_trip(port, post_head("/detokenize", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body);
+  const std::string r = round_trip(port, post_request("/detokenize", body));
   check_error(r, 400, "invalid_value");
   BOOST_TEST(r.size() < 1000u);
   BOOST_TEST(status_of(round_trip(port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
