@@ -22,7 +22,6 @@ namespace gptvk::cli {
 
 namespace {
 
-constexpr auto kShutdownGrace = std::chrono::seconds(10);
 // After the grace period, how long the HTTP threads get to finish writing; a client that
 // trickles a request holds its thread past any such wait, so the process exits without it.
 constexpr auto kHttpStopWait = std::chrono::seconds(3);
@@ -69,6 +68,7 @@ Action add_serve(CLI::App& app, Common& common) {
     uint32_t queue = 64;
     uint32_t prefill_chunk = kDefaultMaxChunk;
     std::string batch_kernels = "exact";
+    uint32_t shutdown_grace_s = 10;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand(
@@ -76,7 +76,7 @@ Action add_serve(CLI::App& app, Common& common) {
       "OpenAI-compatible HTTP server: POST /v1/completions and /v1/chat/completions (streamed as\n"
       "server-sent events), GET /v1/models, /health, /metrics, POST /tokenize, /detokenize.\n"
       "Prints 'gpt-vk: listening on http://HOST:PORT' on stderr when ready; SIGTERM or Ctrl-C\n"
-      "finishes the running requests (cancelling what is left after 10 s) and exits 0.");
+      "finishes the running requests (cancelling what is left after --shutdown-grace) and exits 0.");
   add_model_flags(cmd, f->model);
   cmd->add_option("--host", f->http.host, "address to listen on (loopback unless told otherwise)")->capture_default_str();
   cmd->add_option("--port", f->http.port, "TCP port; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
@@ -99,6 +99,10 @@ Action add_serve(CLI::App& app, Common& common) {
                   "seconds a request's head and body may take to arrive, from its first byte; a slower\n"
                   "client gets HTTP 408 and its connection closed")
       ->capture_default_str()->check(CLI::Range(1, 3600));
+  cmd->add_option("--shutdown-grace", f->shutdown_grace_s,
+                  "seconds the running requests get to finish after SIGTERM or Ctrl-C; those still running\n"
+                  "then end with an error (HTTP 503, or an error event in a stream)")
+      ->capture_default_str()->check(CLI::Range(0u, 3600u));
   cmd->footer(
       "Request fields (both endpoints; README \"Serving\"): max_tokens, temperature (0..2), top_p,\n"
       "top_k, seed, stop, n, stream, stream_options.include_usage, presence_penalty and\n"
@@ -132,7 +136,7 @@ Action add_serve(CLI::App& app, Common& common) {
     sigwait(&stop_signals, &sig);
     std::fprintf(stderr, "gpt-vk: %s: finishing running requests, then exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     http.drain();
-    scheduler.shutdown(kShutdownGrace);
+    scheduler.shutdown(std::chrono::seconds(f->shutdown_grace_s));
     if (!http.stop(kHttpStopWait)) {
       std::fprintf(stderr, "gpt-vk: a client connection is still open after the grace period; exiting without it\n");
       std::fflush(nullptr);

@@ -279,6 +279,9 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
         q.prompt_logprobs_.push_back(log_softmax_top(std::span<const float>(logits).subspan((i - 1) * V, V),
                                                      q.prompt()[i], q.options().logprobs));
     }
+    // max_tokens 0 asks for the prompt's scores alone (OpenAI's echo with max_tokens 0): the
+    // prompt may then fill the whole context, with no room for a generated token.
+    if (q.options().max_tokens == 0) return release(slot, {}, FinishReason::Length);
     slot.gen->begin(q.prompt(), q.options());  // its chunks run in prefill_round()
   } catch (const std::exception& e) {
     release(slot, e.what());
@@ -300,7 +303,7 @@ void Scheduler::step(Slot& slot) {
   }
 }
 
-void Scheduler::release(Slot& slot, std::string error) {
+void Scheduler::release(Slot& slot, std::string error, std::optional<FinishReason> why) {
   std::shared_ptr<Sequence> seq = std::move(slot.seq);
   {
     // Counted before the sequence says it finished, so that whoever saw it finish sees it
@@ -309,7 +312,8 @@ void Scheduler::release(Slot& slot, std::string error) {
     --stats_.active;
     ++stats_.sequences_done;
   }
-  if (error.empty()) seq->finish(slot.gen->finish_reason(), slot.gen->timings());
+  if (why) seq->finish(*why, {});
+  else if (error.empty()) seq->finish(slot.gen->finish_reason(), slot.gen->timings());
   else seq->finish(FinishReason::Cancelled, {}, std::move(error));
 }
 

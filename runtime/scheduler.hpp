@@ -46,6 +46,8 @@ class Sequence {
  public:
   // prompt_logprobs: also score the prompt (each prompt token after the first gets its
   // log-probability and options.logprobs alternatives; OpenAI's echo with logprobs).
+  // options.max_tokens 0 generates nothing: the sequence finishes (Length) once the prompt
+  // is scored, and its prompt may fill the whole context.
   Sequence(std::vector<uint32_t> prompt, GenerationOptions options, bool prompt_logprobs = false);
 
   const std::vector<uint32_t>& prompt() const { return prompt_; }
@@ -164,7 +166,8 @@ class Scheduler {
   // One batched decode step of every running sequence that is due one; each then hands out
   // its token (step). Returns the tokens handed out.
   uint64_t step_all();
-  void release(Slot& slot, std::string error = {});
+  // Frees the slot; the sequence finishes as its generator did, failed with `error`, or as `why` says.
+  void release(Slot& slot, std::string error = {}, std::optional<FinishReason> why = {});
   std::shared_ptr<Sequence> next_queued();  // null when none
   bool cancel_due() const;
 

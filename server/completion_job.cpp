@@ -57,7 +57,6 @@ void CompletionJob::cancel() {
 }
 
 void CompletionJob::take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs) {
-  if (req_.score_only) return;
   if (s.token) {
     ++c.generated;
     c.tokens.push_back(*s.token);
@@ -92,8 +91,20 @@ void CompletionJob::begin_text(Choice& c) {
   c.token_end = c.text.size();
 }
 
+// Why a finished choice has no proper end: its generation failed, or the server cancelled it
+// on shutdown (a client's own cancel leaves no one to tell). OpenAI has no finish_reason
+// for either.
+std::optional<ApiError> CompletionJob::failure(const Choice& c) const {
+  if (!c.seq->error().empty())
+    return ApiError(500, "generation failed: " + c.seq->error(), "", "generation_failed", "server_error");
+  if (c.seq->finish_reason() == FinishReason::Cancelled)
+    return ApiError(503, "the server shut down before this completion finished", "", "shutting_down",
+                    "unavailable_error");
+  return std::nullopt;
+}
+
 std::string CompletionJob::finish_reason(const Choice& c) const {
-  return req_.score_only ? "length" : finish_reason_name(c.seq->finish_reason());
+  return finish_reason_name(c.seq->finish_reason());
 }
 
 json CompletionJob::logprobs_json(const Choice& c, size_t from, size_t to, bool with_prompt) const {
@@ -174,8 +185,7 @@ std::optional<json> CompletionJob::poll_response(std::chrono::milliseconds wait)
     if (!done) return std::nullopt;
     c.done = true;
     release_logprobs(c, true);
-    if (!c.seq->error().empty())
-      throw ApiError(500, "generation failed: " + c.seq->error(), "", "generation_failed", "server_error");
+    if (auto e = failure(c)) throw *e;
   }
   json choices = json::array();
   for (const auto& c : choices_) choices.push_back(choice_json(c));
@@ -252,8 +262,8 @@ bool CompletionJob::poll_events(std::string& out, std::chrono::milliseconds wait
     }
     if (done) {
       c.done = true;
-      if (!c.seq->error().empty()) {
-        out += sse(error_body(ApiError(500, "generation failed: " + c.seq->error(), "", "generation_failed", "server_error")));
+      if (auto e = failure(c)) {
+        out += sse(error_body(*e));
       } else {
         out += sse(chunk(c, "", release_logprobs(c, true), finish_reason(c)));
       }

@@ -29,7 +29,8 @@ class CompletionJob {
   ~CompletionJob();  // cancels what still runs (a vanished client frees its slots at once)
 
   // Non-streamed: waits for every sequence and returns the response body; ApiError 500
-  // when a sequence failed.
+  // when a sequence failed, 503 when the server's shutdown cancelled it. (Streamed, the
+  // same errors are an event of their own.)
   json wait_response();
   // The same when it is ready within `budget`; nullopt when some sequence still runs.
   std::optional<json> response_within(std::chrono::milliseconds budget);
@@ -65,6 +66,7 @@ class CompletionJob {
   json chunk(const Choice& c, const std::string& piece, const json& logprobs, const json& finish) const;
   json usage() const;
   std::string finish_reason(const Choice& c) const;
+  std::optional<ApiError> failure(const Choice& c) const;
   void start_stream(Choice& c, std::string& out);
 
   CompletionRequest req_;

@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 namespace gptvk::server {
@@ -134,6 +136,23 @@ class ConnectionStream final : public httplib::Stream {
   RequestCut cut_;           // what passing the limit means
 };
 
+// What RFC 9112 asks of a server before httplib parses a request: empty lines before the
+// request line are ignored (§2.2), and a target in absolute form ("http://host/path", which
+// a server must accept, §3.2.2) is routed by its path. `bytes` starts with the request.
+void normalize_request_start(std::string& bytes) {
+  bytes.erase(0, std::min(bytes.find_first_not_of("\r\n"), bytes.size()));
+  const size_t line_end = bytes.find("\r\n"), target = bytes.find(' ') + 1;
+  if (line_end == std::string::npos || target == 0 || target >= line_end) return;
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (line_end - target < scheme.size() || ::strncasecmp(bytes.data() + target, scheme.data(), scheme.size()) != 0)
+      continue;
+    const size_t authority_end = bytes.find_first_of("/? ", target + scheme.size());
+    if (authority_end >= line_end) return;
+    bytes.replace(target, authority_end - target, bytes[authority_end] == '/' ? "" : "/");
+    return;
+  }
+}
+
 // Closes once the client has had everything written. Closing with its bytes unread (the
 // rest of a refused request) would send a reset, which may discard the answer before the
 // client has read it; so the connection is half-closed and drained for a moment first.
@@ -177,6 +196,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
 }
 
 void ConnectionServer::serve(WaitingConnection c) {
+  normalize_request_start(c.bytes);
   ConnectionStream stream(c.fd, limits_, c.bytes, c.deadline);
   bool closed = false;
   const bool ok = process_request(stream, c.requests_left == 1, closed,

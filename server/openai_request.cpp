@@ -228,12 +228,9 @@ CompletionRequest parse_completion_request(const json& body, const Tokenizer& to
     throw ApiError(400, "'best_of' other than n is not supported by this server", "best_of", "unsupported_parameter");
   if (const json* s = field(body, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
     throw ApiError(400, "'suffix' is not supported by this server", "suffix", "unsupported_parameter");
-  if (r.sampling.options.max_tokens == 0) {
-    if (!r.echo) throw bad("max_tokens", "must be at least 1 (0 only with 'echo': true, to score the prompt)");
-    // The sequence makes one token, which the response leaves out.
-    r.score_only = true;
-    r.sampling.options.max_tokens = 1;
-  }
+  // max_tokens 0 makes a sequence that only scores its prompt.
+  if (r.sampling.options.max_tokens == 0 && !r.echo)
+    throw bad("max_tokens", "must be at least 1 (0 only with 'echo': true, to score the prompt)");
   parse_prompts(r, body, tok);
   check_fits(r, context);
   return r;

@@ -46,7 +46,6 @@ struct CompletionRequest {
   SamplingRequest sampling;
   uint32_t n = 1;
   bool stream = false, echo = false;
-  bool score_only = false;           // echo with max_tokens 0: the prompt (and its logprobs) only
   std::optional<uint32_t> logprobs;  // alternatives: 0..5 (completions), 0..20 (chat top_logprobs)
   bool include_usage = false;        // stream_options.include_usage
 };

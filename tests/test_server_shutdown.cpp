@@ -1,0 +1,95 @@
+// `gpt-vk serve` stopping: SIGTERM beside a client that trickles its request or holds an
+// idle keep-alive connection (the server still exits 0, without waiting for them), and
+// requests still running when the grace period ends (they end with an OpenAI error, not a
+// finish_reason OpenAI does not have). Every socket read has a deadline.
+#define BOOST_TEST_MODULE server_shutdown
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "tests/support/raw_http.hpp"
+#include "tests/support/server_process.hpp"
+
+using json = nlohmann::json;
+using namespace gptvk;
+using namespace gptvk::test;
+
+BOOST_AUTO_TEST_SUITE(server_shutdown)
+
+// SIGTERM while a client trickles its request (a header line every second, which keeps
+// resetting the read timeout): the server still exits 0 within its grace periods. Before,
+// it waited for that client for as long as it kept sending.
+BOOST_AUTO_TEST_CASE(sigterm_exits_while_a_client_trickles_its_request) {
+  test::ServerProcess server({"--parallel", "1"});
+  int fd = connect_to(server.port());
+  const std::string line = "GET /health HTTP/1.1\r\n";
+  BOOST_REQUIRE(send(fd, line.data(), line.size(), MSG_NOSIGNAL) > 0);
+  std::atomic<bool> stopped{false};
+  std::thread trickle([&] {
+    for (int i = 0; i < 60 && !stopped; ++i) {
+      (void)!send(fd, "X: y\r\n", 6, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  });
+  const int code = server.stop(SIGTERM, 20.0);
+  stopped = true;
+  trickle.join();
+  close(fd);
+  BOOST_TEST(code == 0);
+}
+
+// SIGTERM beside an idle keep-alive connection: the server exits 0 without waiting out its
+// keep-alive timeout. Before, the idle connection's thread held up the exit past the grace
+// period, which then said a client connection was still open.
+BOOST_AUTO_TEST_CASE(sigterm_does_not_wait_for_an_idle_keep_alive_connection) {
+  test::ServerProcess server({"--parallel", "1"});
+  const int fd = connect_to(server.port());
+  const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) > 0);
+  BOOST_TEST(status_of(receive(fd, 3.0, true).text) == 200);
+  const int code = server.stop(SIGTERM, 20.0);
+  close(fd);
+  BOOST_TEST(code == 0);
+  BOOST_TEST(server.stderr_text().find("still open") == std::string::npos);
+}
+
+// Past --shutdown-grace, SIGTERM cancels what still runs: a stream gets an OpenAI error
+// event before `data: [DONE]`, a plain request an error body (a 503 while its status line is
+// still unsent), and the server exits 0. Before, both ended with finish_reason "cancelled",
+// which OpenAI's clients do not know. One slot and 4 x 240 tokens a request: the work
+// outlasts the signal by far on any device.
+BOOST_AUTO_TEST_CASE(requests_cut_by_shutdown_end_with_an_error) {
+  test::ServerProcess server({"--parallel", "1", "--shutdown-grace", "0"});
+  const int port = server.port();
+  json long_run{{"prompt", "Once upon a time"}, {"max_tokens", 240}, {"n", 4}, {"logit_bias", {{"50256", -100}}}};
+  const int plain = connect_to(port);
+  const std::string plain_request = post_request("/v1/completions", long_run.dump());
+  BOOST_REQUIRE(send(plain, plain_request.data(), plain_request.size(), MSG_NOSIGNAL) > 0);
+  long_run["stream"] = true;
+  const int streamed = connect_to(port);
+  const std::string streamed_request = post_request("/v1/completions", long_run.dump());
+  BOOST_REQUIRE(send(streamed, streamed_request.data(), streamed_request.size(), MSG_NOSIGNAL) > 0);
+  for (int i = 0; i < 200 && metric(port, "gptvk_queue_depth") < 6; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  BOOST_TEST(server.stop(SIGTERM, 20.0) == 0);
+  const Received plain_answer = receive(plain, 5.0, false), stream_answer = receive(streamed, 5.0, false);
+  close(plain);
+  close(streamed);
+  BOOST_TEST_INFO("plain: " << plain_answer.text.substr(0, 400));
+  BOOST_TEST((status_of(plain_answer.text) == 503 || status_of(plain_answer.text) == 200));
+  BOOST_TEST(plain_answer.text.find(R"("code":"shutting_down")") != std::string::npos);
+  BOOST_TEST_INFO("stream: " << stream_answer.text.substr(0, 400));
+  BOOST_TEST(stream_answer.text.find(R"(data: {"error":{"code":"shutting_down")") != std::string::npos);
+  BOOST_TEST(stream_answer.text.find("data: [DONE]") != std::string::npos);
+  for (const Received* r : {&plain_answer, &stream_answer})
+    BOOST_TEST(r->text.find("cancelled") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
