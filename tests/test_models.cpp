@@ -161,8 +161,10 @@ BOOST_AUTO_TEST_CASE(last_position_only_matches) {
     for_each_case([&](Case c) {
       const uint32_t V = c.cfg.vocab_size;
       const size_t n = std::min<size_t>(c.ids.size() - 2, 40);
-      for (Run run : {Run{48, false}, Run{20, false}, Run{20, true}}) {  // one chunk, then two
-        if (run.kv_f16 && c.cfg.head_dim() % 8) continue;
+      // One chunk with an f32 cache, then two with an f16 one where the head dim allows
+      // (f32 again elsewhere): each model is a new set of lavapipe compiles, so the two
+      // choices are not crossed.
+      for (Run run : {Run{48, false}, Run{20, c.cfg.head_dim() % 8 == 0}}) {
         c.cfg.kv_dtype = run.kv_f16 ? DType::F16 : DType::F32;
         GptModel model(*ctx, c.cfg, load_weights(*ctx, c.cfg), run.chunk);
         double worst = rel_error(model.last_logits(std::span(c.ids).first(n), 0), c.logits, n - 1, 1, V);
