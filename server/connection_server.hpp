@@ -11,8 +11,9 @@
 //   sending nothing (or one byte now and then) takes a thread from everyone else.
 // Here a HeadGate holds connections until their next request's head is in; a worker then
 // serves that request through a stream that keeps the bytes read past it for the next one
-// (pipelined requests are answered in order), with the RequestLimits below. Everything else
-// (parsing, routing, responses) is httplib's.
+// (pipelined requests are answered in order), with the RequestLimits below. Before httplib
+// parses a request, empty lines ahead of it are dropped and an absolute-form target becomes
+// its path (RFC 9112). Everything else (parsing, routing, responses) is httplib's.
 #pragma once
 #include <httplib.h>
 

@@ -25,6 +25,7 @@
 #include "models/weights.hpp"
 #include "runtime/generator.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/raw_http.hpp"
 #include "tests/support/server_process.hpp"
 #include "tests/support/vk_test.hpp"
 
@@ -153,19 +154,10 @@ void check_error(const Reply& r, int status, const std::string& param = "") {
   if (!param.empty()) BOOST_TEST(e["param"] == param);
 }
 
-double metric(int port, const std::string& name) {
-  httplib::Client cli("127.0.0.1", port);
-  auto r = cli.Get("/metrics");
-  BOOST_REQUIRE(r);
-  auto at = r->body.find("\n" + name + " ");
-  BOOST_REQUIRE_MESSAGE(at != std::string::npos, name << " missing from /metrics");
-  return std::stod(r->body.substr(at + name.size() + 2));
-}
-
 // Waits (bounded) until /metrics shows `name` == value.
 bool metric_becomes(int port, const std::string& name, double value, double timeout_s = 30) {
   for (int i = 0; i < timeout_s * 20; ++i) {
-    if (metric(port, name) == value) return true;
+    if (test::metric(port, name) == value) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
@@ -474,7 +466,7 @@ BOOST_AUTO_TEST_CASE(sixteen_concurrent_requests_equal_each_alone) {
     BOOST_TEST(together[i] == alone[i]);
     BOOST_TEST(!alone[i].empty());
   }
-  BOOST_TEST(metric(port, "gptvk_active_sequences") == 0);
+  BOOST_TEST(test::metric(port, "gptvk_active_sequences") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(malformed_requests_get_openai_errors) {
@@ -538,7 +530,7 @@ BOOST_AUTO_TEST_CASE(aborted_stream_frees_its_slot_and_a_full_queue_answers_429)
   BOOST_TEST(metric_becomes(port, "gptvk_active_sequences", 0));
   // Without the cancel it makes all 240 (the mutation that drops it fails here). The write
   // after the hang-up fails a token or two later, however fast the device decodes.
-  const double generated = metric(port, "gptvk_generated_tokens_total");
+  const double generated = test::metric(port, "gptvk_generated_tokens_total");
   BOOST_TEST(generated >= 3);
   BOOST_TEST(generated < 240);
   // One running, one queued: the third has no place.
