@@ -130,7 +130,8 @@ BOOST_AUTO_TEST_CASE(host_quantization_round_trips) {
 // Every quantized kernel against the CPU reference, both types, on the device as it is and
 // with its fallbacks forced: outputs not a multiple of any tile, 3 / 25 / 96 blocks a row
 // (25 and 96: not a multiple of the 8 scales a word holds, nor of the lanes), tokens
-// past a tile, GPT-2's vocabulary as outputs.
+// past a tile, GPT-2's vocabulary as outputs (on the device as it is: the fallbacks' kernels
+// meet no new edge there, and each pipeline is a lavapipe compile of its own).
 BOOST_AUTO_TEST_CASE(every_kernel_matches_cpu) {
   struct Shape {
     uint32_t K, N;
@@ -142,6 +143,7 @@ BOOST_AUTO_TEST_CASE(every_kernel_matches_cpu) {
       for (DType dt : {DType::Q8_0, DType::Q4_0}) {
         const Shape& s = shapes[si];
         if (s.N > 10000 && dt == DType::Q4_0) continue;
+        if (ctx == &test::fallback_context() && s.N > 10000) continue;
         Case c = make_weights(*ctx, dt, s.N, s.K, 7 * s.K + s.N);
         for (LinearKernel k : kKernels) {
           if (!runs(*ctx, k, c.m)) continue;
