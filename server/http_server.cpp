@@ -284,6 +284,23 @@ void HttpServer::set_ready(Scheduler& scheduler, const Tokenizer& tokenizer, Mod
 
 void HttpServer::drain() { draining_.store(true, std::memory_order_release); }
 
+std::function<void(bool)> HttpServer::open_answer(std::shared_ptr<CompletionJob> job) {
+  {
+    std::lock_guard lock(open_mu_);
+    ++open_answers_;
+  }
+  return [this, job = std::move(job)](bool) {
+    job->cancel();
+    std::lock_guard lock(open_mu_);
+    if (--open_answers_ == 0) open_cv_.notify_all();
+  };
+}
+
+bool HttpServer::wait_for_open_answers(std::chrono::milliseconds wait) {
+  std::unique_lock lock(open_mu_);
+  return open_cv_.wait_for(lock, wait, [this] { return open_answers_ == 0; });
+}
+
 bool HttpServer::stop(std::optional<std::chrono::seconds> wait) {
   if (http_) http_->stop();
   if (!thread_.joinable()) return true;
@@ -325,10 +342,9 @@ void HttpServer::completions(const httplib::Request& req, const std::string& tex
     if (done) sink.done();
     return true;
   };
-  auto cancel = [job](bool) { job->cancel(); };
   // HTTP/1.0 has no chunked encoding: the stream ends when the connection closes.
-  if (req.version == "HTTP/1.0") res.set_content_provider("text/event-stream", events, cancel);
-  else res.set_chunked_content_provider("text/event-stream", events, cancel);
+  if (req.version == "HTTP/1.0") res.set_content_provider("text/event-stream", events, open_answer(job));
+  else res.set_chunked_content_provider("text/event-stream", events, open_answer(job));
 }
 
 void HttpServer::respond_when_done(const httplib::Request& req, httplib::Response& res,
@@ -350,7 +366,7 @@ void HttpServer::respond_when_done(const httplib::Request& req, httplib::Respons
         sink.done();
         return true;
       },
-      [job](bool) { job->cancel(); });
+      open_answer(job));
 }
 
 void HttpServer::tokenize(const std::string& text, httplib::Response& res) {

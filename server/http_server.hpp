@@ -10,7 +10,9 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -64,8 +66,17 @@ class HttpServer {
   // Stops listening and waits for the answering threads, at most `wait` when given: false
   // when some are still busy then (a client trickling its request); idempotent.
   bool stop(std::optional<std::chrono::seconds> wait = std::nullopt);
+  // Waits, at most `wait`, until every answer whose body a content provider writes (streams,
+  // heartbeat-chunked answers) has ended; false if some have not. Call once the scheduler
+  // has finished its sequences, before stop(): httplib's writer leaves a body at its next
+  // turn once the server stops, so the events still on their way (a stream's last ones and
+  // its `data: [DONE]`) would be lost.
+  bool wait_for_open_answers(std::chrono::milliseconds wait);
 
  private:
+  // The releaser of an answer whose body a content provider writes: counts the answer open
+  // until httplib releases it, then cancels the job (a no-op once it is done).
+  std::function<void(bool)> open_answer(std::shared_ptr<CompletionJob> job);
   void routes();
   void completions(const httplib::Request& req, const std::string& body, httplib::Response& res, bool chat);
   void respond_when_done(const httplib::Request& req, httplib::Response& res, const std::shared_ptr<CompletionJob>& job);
@@ -88,6 +99,9 @@ class HttpServer {
   const Tokenizer* tok_ = nullptr;
   ModelInfo model_;
   long long started_ = 0;
+  std::mutex open_mu_;
+  std::condition_variable open_cv_;
+  size_t open_answers_ = 0;
   std::mutex counts_mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;  // (route, status) -> count
 };
