@@ -137,8 +137,6 @@ Action add_serve(CLI::App& app, Common& common) {
     std::fprintf(stderr, "gpt-vk: %s: finishing running requests, then exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     http.drain();
     scheduler.shutdown(std::chrono::seconds(f->shutdown_grace_s));
-    // The sequences are done; their answers' last events may still be on the way out.
-    http.wait_for_open_answers(kHttpStopWait);
     if (!http.stop(kHttpStopWait)) {
       std::fprintf(stderr, "gpt-vk: a client connection is still open after the grace period; exiting without it\n");
       std::fflush(nullptr);

@@ -296,12 +296,15 @@ std::function<void(bool)> HttpServer::open_answer(std::shared_ptr<CompletionJob>
   };
 }
 
-bool HttpServer::wait_for_open_answers(std::chrono::milliseconds wait) {
+void HttpServer::wait_for_open_answers(std::optional<std::chrono::seconds> wait) {
   std::unique_lock lock(open_mu_);
-  return open_cv_.wait_for(lock, wait, [this] { return open_answers_ == 0; });
+  const auto ended = [this] { return open_answers_ == 0; };
+  if (wait) open_cv_.wait_for(lock, *wait, ended);
+  else open_cv_.wait(lock, ended);
 }
 
 bool HttpServer::stop(std::optional<std::chrono::seconds> wait) {
+  wait_for_open_answers(wait);
   if (http_) http_->stop();
   if (!thread_.joinable()) return true;
   // httplib's listening thread ends once its workers have: one held by a client that

@@ -63,17 +63,17 @@ class HttpServer {
   void set_ready(Scheduler& scheduler, const Tokenizer& tokenizer, ModelInfo model);
   // From now on /health answers 503 (shutting down); the scheduler refuses new work.
   void drain();
-  // Stops listening and waits for the answering threads, at most `wait` when given: false
-  // when some are still busy then (a client trickling its request); idempotent.
+  // Lets the answers whose bodies are still going out end, then stops listening and waits
+  // for the answering threads; each wait at most `wait` when given. False when threads are
+  // still busy then (a client trickling its request); idempotent. Call once the scheduler
+  // has finished its sequences: httplib's writer leaves a body at its next turn once the
+  // server stops, which would lose a stream's last events and its `data: [DONE]`.
   bool stop(std::optional<std::chrono::seconds> wait = std::nullopt);
-  // Waits, at most `wait`, until every answer whose body a content provider writes (streams,
-  // heartbeat-chunked answers) has ended; false if some have not. Call once the scheduler
-  // has finished its sequences, before stop(): httplib's writer leaves a body at its next
-  // turn once the server stops, so the events still on their way (a stream's last ones and
-  // its `data: [DONE]`) would be lost.
-  bool wait_for_open_answers(std::chrono::milliseconds wait);
 
  private:
+  // Until every answer whose body a content provider writes (streams, heartbeat-chunked
+  // answers) has ended, at most `wait` when given.
+  void wait_for_open_answers(std::optional<std::chrono::seconds> wait);
   // The releaser of an answer whose body a content provider writes: counts the answer open
   // until httplib releases it, then cancels the job (a no-op once it is done).
   std::function<void(bool)> open_answer(std::shared_ptr<CompletionJob> job);
