@@ -76,6 +76,9 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+#if TEXEL
+#extension GL_EXT_control_flow_attributes : require
+#endif
 #if TILED
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require

@@ -27,18 +27,24 @@ vec4 kv_decode(uvec2 u) { return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
 // NVIDIA's compiler (driver 580) folds unpackHalf2x16(packHalf2x16(v)) into v, so the
 // appending kernels' KV_ROUND kept this step's keys unrounded while the cache held them
 // rounded (f16-cache attention off by up to 4e-3 of its largest output on an H100).
-uint kv_f16_bits(float f) {
-  uint x = floatBitsToUint(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-  if (a >= 0x477fe000u) return sign | 0x7bffu;  // |f| >= 65504 (or NaN): the largest finite
-  if (a < 0x38800000u)                          // |f| < 2^-14: an f16 subnormal, in 2^-24 steps
-    return sign | uint(roundEven(uintBitsToFloat(a) * 16777216.0));
+// Four at once, without branches: every lane of every vector takes the same path, so the
+// appending kernels' per-element rounding stays straight-line code (with branches, lavapipe's
+// LLVM took over a minute to compile the f16 decode attention at head dim 128).
+uvec4 kv_f16_bits(vec4 f) {
+  uvec4 x = floatBitsToUint(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  // |f| < 2^-14: an f16 subnormal, in 2^-24 steps.
+  uvec4 subnormal = uvec4(roundEven(uintBitsToFloat(min(a, 0x38800000u)) * 16777216.0));
   // Normal: exponent rebased from 127 to 15, mantissa rounded from 23 bits to 10 (a carry
   // out of the mantissa steps the exponent, as it should).
-  uint r = a - 0x38000000u;
-  return sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+  uvec4 r = a - 0x38000000u;
+  uvec4 normal = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
+  uvec4 bits = mix(normal, subnormal, lessThan(a, uvec4(0x38800000u)));
+  // |f| >= 65504 (or NaN): the largest finite.
+  return sign | mix(bits, uvec4(0x7bffu), greaterThanEqual(a, uvec4(0x477fe000u)));
 }
 uvec2 kv_encode(vec4 v) {
-  return uvec2(kv_f16_bits(v.x) | (kv_f16_bits(v.y) << 16), kv_f16_bits(v.z) | (kv_f16_bits(v.w) << 16));
+  uvec4 b = kv_f16_bits(v);
+  return uvec2(b.x | (b.y << 16), b.z | (b.w << 16));
 }
 // The kernels of CPU devices (texel fetches) decode a 16-byte texel of eight halves as the
 // f16 weights are, into value * 2^-112 (decode_f16_scaled), and multiply what meets them,
