@@ -76,15 +76,12 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
-#if TEXEL
-#extension GL_EXT_control_flow_attributes : require
-#endif
 #if TILED
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_samplerless_texture_functions : require
-#extension GL_EXT_control_flow_attributes : require
 #endif
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HD = 64;          // head dim
@@ -193,7 +190,7 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
     for (uint k = 0; k < KB; ++k) {
       uint j = min(j0 + k, end - 1);
       float part = 0.0;
-      for (uint i = 0; i < DPL; ++i) part += VDOT(qv[i], key_at(j, pos0, h, elem[i], from_qkv));
+      [[unroll]] for (uint i = 0; i < DPL; ++i) part += VDOT(qv[i], key_at(j, pos0, h, elem[i], from_qkv));
       s[k] = subgroupAdd(part);
     }
     float m_new = max(m, s[0]);  // key j0 < end always
@@ -201,12 +198,12 @@ void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
       if (j0 + k < end) m_new = max(m_new, s[k]);
     float corr = exp(m - m_new);
     l *= corr;
-    for (uint i = 0; i < DPL; ++i) acc[i] *= corr;
+    [[unroll]] for (uint i = 0; i < DPL; ++i) acc[i] *= corr;
     for (uint k = 0; k < KB; ++k) {
       if (j0 + k >= end) break;
       float p = exp(s[k] - m_new);
       l += p;
-      for (uint i = 0; i < DPL; ++i) acc[i] += p * value_at(j0 + k, pos0, h, elem[i], from_qkv);
+      [[unroll]] for (uint i = 0; i < DPL; ++i) acc[i] += p * value_at(j0 + k, pos0, h, elem[i], from_qkv);
     }
     m = m_new;
   }
@@ -221,7 +218,7 @@ void main() {
 
   // Lanes past HDV (HDV not a multiple of SG) read a valid element with q = 0, so the key
   // loop needs no bounds test; their accumulators are never stored.
-  for (uint i = 0; i < DPL; ++i) {
+  [[unroll]] for (uint i = 0; i < DPL; ++i) {
     uint e = lane + i * SG;
     elem[i] = min(e, HDV - 1);
     qv[i] = e < HDV ? qkv[t * 3 * CV + h * HDV + e] * SCALE : VT(0.0);
@@ -237,7 +234,7 @@ void main() {
   uint o = t * CV + h * HDV;
   if (NSG == 1) {
     float inv = 1.0 / l;
-    for (uint i = 0; i < DPL; ++i) {
+    [[unroll]] for (uint i = 0; i < DPL; ++i) {
       uint e = lane + i * SG;
       if (e < HDV) out_[o + e] = acc[i] * inv;
     }
@@ -249,7 +246,7 @@ void main() {
     sh_m[sg] = m;
     sh_l[sg] = l;
   }
-  for (uint i = 0; i < DPL; ++i) {
+  [[unroll]] for (uint i = 0; i < DPL; ++i) {
     uint e = lane + i * SG;
     if (e < HDV) sh_acc[sg * HDV + e] = acc[i];
   }
@@ -290,16 +287,16 @@ float m = NEG_BIG, l = 0.0;
 void key_range(uint begin, uint end, uint pos0, uint h, bool from_qkv) {
   for (uint j = begin + gl_LocalInvocationID.x; j < end; j += WG) {
     float s = 0.0;
-    for (uint e = 0; e < HDV; ++e) s += VDOT(q[e], key_at(j, pos0, h, e, from_qkv));
+    [[unroll]] for (uint e = 0; e < HDV; ++e) s += VDOT(q[e], key_at(j, pos0, h, e, from_qkv));
     if (s > m) {  // new max: rescale what was summed so far
       float corr = exp(m - s);
       l *= corr;
-      for (uint e = 0; e < HDV; ++e) acc[e] *= corr;
+      [[unroll]] for (uint e = 0; e < HDV; ++e) acc[e] *= corr;
       m = s;
     }
     float p = exp(s - m);
     l += p;
-    for (uint e = 0; e < HDV; ++e) acc[e] += p * value_at(j, pos0, h, e, from_qkv);
+    [[unroll]] for (uint e = 0; e < HDV; ++e) acc[e] += p * value_at(j, pos0, h, e, from_qkv);
   }
 }
 
@@ -310,7 +307,7 @@ void main() {
   uint lid = gl_LocalInvocationID.x;
   append_slice(h, t, pos0, lid);
 
-  for (uint e = 0; e < HDV; ++e) {
+  [[unroll]] for (uint e = 0; e < HDV; ++e) {
     q[e] = qkv[t * 3 * CV + h * HDV + e] * SCALE;
     acc[e] = VT(0.0);
   }
@@ -335,10 +332,10 @@ void main() {
 
   // Output dims d0 .. d0 + CHUNK - 1 per pass; CHUNK is a multiple of VEC.
   uint o = t * CV + h * HDV;
-  for (uint d0 = 0; d0 < HD; d0 += CHUNK) {
-    for (uint dd = 0; dd < CHUNK && d0 + dd < HD; ++dd) {
+  [[unroll]] for (uint d0 = 0; d0 < HD; d0 += CHUNK) {
+    [[unroll]] for (uint dd = 0; dd < CHUNK; ++dd) {
       uint d = d0 + dd;
-      sh_acc[lid * CHUNK + dd] = COMP(acc[d / VEC], d % VEC) * f;
+      if (d < HD) sh_acc[lid * CHUNK + dd] = COMP(acc[d / VEC], d % VEC) * f;
     }
     barrier();
     for (uint ev = lid; ev * VEC < CHUNK && d0 + ev * VEC < HD; ev += WG) {
