@@ -27,9 +27,13 @@ ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uin
   const ops::LinearKernel one = ops::auto_kernel(ctx, 1, W, x);
   const bool row_kernel = one == ops::LinearKernel::MatVecRows || one == ops::LinearKernel::MatVecRowsHeld;
   if (!exact_rows) return ops::LinearKernel::Auto;
+  if (rows == 1) return one;
+  // CPU devices whose lanes split each row's columns: the same kernel over several rows,
+  // each weight decoded once for them (the GEMMs sum in the row kernels' order, not this).
+  if (one == ops::LinearKernel::MatVecCols) return ops::LinearKernel::MatVecColsBatch;
   // GPUs: the one-token mat-vec over every row (with its LayerNorm folded in where the
   // one-token step folds it), each row's sums as that step's.
-  if (!row_kernel || rows == 1) return one;
+  if (!row_kernel) return one;
   // A few rows leave most lanes of the CPU GEMM's narrowest token tile (a subgroup of
   // tokens) on padding: the batched row mat-vec, which keeps the same order, reads each
   // weight once for them instead. The GEMM wins from 5-7 rows on, depending on the model

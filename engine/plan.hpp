@@ -60,7 +60,8 @@ struct ExecutionPlan {
   // where the one-token step takes the row mat-vec (CPU devices), the prompt chunks' CPU
   // GEMM, whose broadcast kernel sums each output in the same order, or for up to 4 rows
   // or without subgroup arithmetic the batched row mat-vec
-  // (ops::LinearKernel::MatVecRowsBatch); elsewhere (GPUs among them) the one-token
+  // (ops::LinearKernel::MatVecRowsBatch); where it takes the column-split mat-vec, that
+  // kernel over several rows (MatVecColsBatch); elsewhere (GPUs among them) the one-token
   // kernel itself over every row (the split-K mat-vec takes up to 8 rows a workgroup, each
   // weight loaded once for them). Without exact rows, the prompt chunks' GEMM as Auto picks
   // it (the tiled or cooperative-matrix GEMM).

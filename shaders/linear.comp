@@ -9,6 +9,9 @@
 //                _held: x fetched once per workgroup (K <= 1024), not once per row;
 //                _ln: and the LayerNorm of the output row (common/linear_norm_after.glsl);
 //                _pick: and the greedy pick of its largest output (common/linear_pick_after.glsl);
+//                _batch: several tokens a workgroup, each word decoded once for them;
+//   matvec_cols  the same with lanes splitting each row's columns, x held (CPUs that the
+//                host says prefer it, Caps::column_split_matvec); _batch as above;
 //   gemm_bcast   T > 1 on CPU devices with subgroups: register blocking, inputs shared by
 //                subgroupShuffle instead of loaded by every invocation;
 //   gemm_reg     the same without subgroup operations;
@@ -37,6 +40,7 @@
 //! variant matvec_cols MATVEC_COLS TEXEL X_TEXEL
 //! variant matvec_cols_ln MATVEC_COLS TEXEL X_TEXEL LN_AFTER
 //! variant matvec_cols_pick MATVEC_COLS TEXEL X_TEXEL PICK_AFTER
+//! variant matvec_cols_batch MATVEC_COLS TEXEL X_TEXEL COLS_BATCH
 //! variant gemm_reg GEMM_REG
 //! variant gemm_reg_xs GEMM_REG X_SCALAR
 //! variant gemm_bcast GEMM_BCAST

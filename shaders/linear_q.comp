@@ -9,7 +9,8 @@
 //                handed out by shuffles; _held: x fetched once (K <= 1024); _ln / _pick
 //                as linear.comp's;
 //   matvec_cols  the same with lanes splitting each row's blocks, x held (CPUs that the
-//                host says prefer it, Caps::column_split_matvec);
+//                host says prefer it, Caps::column_split_matvec); _batch: several tokens
+//                a workgroup, each block decoded once for them (batched decode steps);
 //   gemm_bcast   T > 1 on CPU devices with subgroups, x broadcast by shuffles;
 //   gemm_reg     the same without subgroup operations (both linear.comp's kernels, over
 //                the blocks of common/linear_quant.glsl);
@@ -22,6 +23,7 @@
 //! variant matvec_cols MATVEC_QCOLS TEXEL X_TEXEL
 //! variant matvec_cols_ln MATVEC_QCOLS TEXEL X_TEXEL LN_AFTER
 //! variant matvec_cols_pick MATVEC_QCOLS TEXEL X_TEXEL PICK_AFTER
+//! variant matvec_cols_batch MATVEC_QCOLS TEXEL X_TEXEL COLS_BATCH
 //! variant matvec_rows MATVEC_QROWS TEXEL X_TEXEL
 //! variant matvec_rows_ln MATVEC_QROWS TEXEL X_TEXEL LN_AFTER
 //! variant matvec_rows_pick MATVEC_QROWS TEXEL X_TEXEL PICK_AFTER

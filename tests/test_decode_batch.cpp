@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "engine/error.hpp"
+#include "engine/ops/linear.hpp"
 #include "models/config.hpp"
 #include "models/decode_batch.hpp"
 #include "models/gpt_model.hpp"
@@ -59,6 +60,10 @@ struct Fixture : test::NoValidationMessages {
   };
   On native() { return {test::context(), weights}; }
   On gpu() { return {test::gpu_paths_context(), std::make_shared<ModelWeights>(load_weights(test::gpu_paths_context(), cfg))}; }
+  On other_matvec() {
+    vk::Context& ctx = test::other_matvec_context();
+    return {ctx, std::make_shared<ModelWeights>(load_weights(ctx, cfg))};
+  }
   std::unique_ptr<GptModel> model() { return model(native()); }
   std::unique_ptr<GptModel> model(const On& on) { return std::make_unique<GptModel>(on.ctx, cfg, on.weights); }
   // A burst of 7 prompts against each one alone (a_burst_of_prompts_... below).
@@ -194,6 +199,25 @@ BOOST_AUTO_TEST_CASE(exact_rows_give_each_sequence_its_lone_tokens_and_logits_bi
 BOOST_AUTO_TEST_CASE(exact_rows_through_a_gpus_kernels_are_bit_identical_too) {
   constexpr uint32_t n = 5, tokens = 3;
   const On on = gpu();
+  const std::vector<Run> runs = batched(on, true, true, n, tokens);
+  for (uint32_t i = 0; i < n; ++i) {
+    BOOST_TEST_INFO("sequence " << i);
+    const Run ref = alone(on, i, tokens);
+    BOOST_TEST(runs[i].tokens == ref.tokens, boost::test_tools::per_element());
+    BOOST_REQUIRE_EQUAL(runs[i].logits.size(), ref.logits.size());
+    for (size_t k = 0; k < ref.logits.size(); ++k) BOOST_TEST((runs[i].logits[k] == ref.logits[k]), "token " << k);
+  }
+}
+
+// The same with the CPU decode mat-vec this host does not pick by itself (rows, or lanes
+// splitting the columns: test::other_matvec_context), so that both batched forms (the GEMMs
+// in the row kernel's order, the column-split kernel over several rows) run on any host.
+// Six sequences, pooled, three steps.
+BOOST_AUTO_TEST_CASE(exact_rows_with_the_other_cpu_matvec_are_bit_identical_too,
+                     *test::device_has([](vk::Context& c) { return c.cpu_kernels() && ops::row_matvec_supported(c); },
+                                       "has no CPU row mat-vecs")) {
+  constexpr uint32_t n = 6, tokens = 3;
+  const On on = other_matvec();
   const std::vector<Run> runs = batched(on, true, true, n, tokens);
   for (uint32_t i = 0; i < n; ++i) {
     BOOST_TEST_INFO("sequence " << i);

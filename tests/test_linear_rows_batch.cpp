@@ -85,6 +85,40 @@ BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit,
   }
 }
 
+// The column-split mat-vec over several tokens (a batched decode step with exact rows where
+// the one-token step takes MatVecCols, as on AMD hosts): every token row equals that token
+// alone through MatVecCols, for float and block-quantized weights, inputs ending in a
+// partial word, token counts that leave the last workgroup short, and inputs wide enough
+// that a workgroup holds fewer tokens (3072 f16 inputs: 2 a workgroup on 8 lanes).
+BOOST_AUTO_TEST_CASE(column_split_matvec_over_tokens_equals_each_token_alone_bit_for_bit,
+                     *test::device_has([](vk::Context& c) { return ops::row_matvec_supported(c) && c.caps().texel_uvec4; },
+                                       "has no column-split mat-vec: nothing to compare")) {
+  vk::Context& ctx = test::context();
+  struct Shape {
+    DType dt;
+    uint32_t K, N, T;
+  } shapes[] = {{DType::F16, 768, 200, 8}, {DType::F16, 3072, 77, 5},  {DType::BF16, 132, 130, 16},
+                {DType::F32, 516, 64, 11}, {DType::Q8_0, 768, 70, 9}, {DType::Q4_0, 320, 40, 16}};
+  uint32_t seed = 50;
+  for (const Shape& s : shapes) {
+    BOOST_TEST_CONTEXT(dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T) {
+      Matrix W = Matrix::create(ctx, s.dt, s.N, s.K, "test weights");
+      const std::vector<float> w = test::random_floats(size_t(s.N) * s.K, seed++);
+      W.write_rows(0, s.N, w.data(), DType::F32);
+      const auto x = test::random_floats(size_t(s.T) * s.K, seed++);
+      const auto bias = test::random_floats(s.N, seed++);
+      const auto r = test::random_floats(size_t(s.T) * s.N, seed++);
+      const auto batched = run(ctx, LinearKernel::MatVecColsBatch, W, x, bias, r, s.T);
+      for (uint32_t t = 0; t < s.T; ++t) {
+        const std::vector<float> xt(x.begin() + size_t(t) * s.K, x.begin() + size_t(t + 1) * s.K);
+        const std::vector<float> rt(r.begin() + size_t(t) * s.N, r.begin() + size_t(t + 1) * s.N);
+        const std::vector<float> row(batched.begin() + size_t(t) * s.N, batched.begin() + size_t(t + 1) * s.N);
+        BOOST_TEST((row == run(ctx, LinearKernel::MatVecCols, W, xt, bias, rt, 1)), "token " << t);
+      }
+    }
+  }
+}
+
 // The split-K mat-vec over several tokens (a GPU's batched decode step with exact rows:
 // up to 8 tokens a workgroup, each weight word loaded once for them): every token row equals
 // that token alone through the same kernel, on this device and with a GPU's kernels, for

@@ -106,9 +106,17 @@ enum class LinearKernel {
   // shaders/common/linear_matvec_rows_batch.glsl): each weight word decoded once for up to
   // kRowsBatchTokens tokens, each token's sum bit-identical to MatVecRows' and
   // MatVecRowsHeld's. Same needs as MatVecRows; never picked by Auto.
-  MatVecRowsBatch
+  MatVecRowsBatch,
+  // MatVecCols over several tokens per workgroup (shaders/common/linear_cols_main.glsl,
+  // COLS_BATCH): each weight word (or Q8_0 / Q4_0 block) decoded once for up to
+  // kColsBatchTokens tokens whose inputs the lanes hold together (at most kColsBatchTexels
+  // texels, so fewer tokens where K is wide), each token's sum bit-identical to
+  // MatVecCols'. Same needs as MatVecCols; never picked by Auto.
+  MatVecColsBatch
 };
 constexpr uint32_t kRowsBatchTokens = 16;  // shaders/common/linear_matvec_rows_batch.glsl, NB_MAX
+constexpr uint32_t kColsBatchTokens = 16;   // shaders/common/linear_cols_batch.glsl, NB_MAX
+constexpr uint32_t kColsBatchTexels = 512;  // the same, XB_MAX
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
 // shaders/common/linear_matvec_cols.glsl, XC_MAX, and linear_matvec_qcols.glsl, XQ_MAX
 constexpr uint32_t kMaxColumnSplitTexels = 256;

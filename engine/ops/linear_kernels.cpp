@@ -93,13 +93,21 @@ bool held_x_fits(uint32_t K, DType dtype) {
   return K <= kMaxHeldInputs && K % weights_per_word(dtype) == 0;
 }
 
-bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype) {
+namespace {
+
+// The texels of one token's inputs that each lane of the column-split mat-vec holds.
+uint64_t column_split_texels(const vk::Context& ctx, uint32_t K, DType dtype) {
   const uint32_t local = ctx.caps().subgroup_size;
-  if (local == 0) return false;
   // Lanes split a row by words of W, or by whole blocks of 32 weights (8 texels of x each).
   const uint32_t per_unit = is_quantized(dtype) ? kQuantBlock : weights_per_word(dtype);
   const uint64_t units = (uint64_t(K) + per_unit - 1) / per_unit, units_per_lane = (units + local - 1) / local;
-  return units_per_lane * (per_unit / 4) <= kMaxColumnSplitTexels;
+  return units_per_lane * (per_unit / 4);
+}
+
+}  // namespace
+
+bool column_split_fits(const vk::Context& ctx, uint32_t K, DType dtype) {
+  return ctx.caps().subgroup_size != 0 && column_split_texels(ctx, K, dtype) <= kMaxColumnSplitTexels;
 }
 
 namespace {
@@ -131,6 +139,22 @@ Kernel mat_vec_rows(const vk::Context& ctx, DType dtype, uint32_t rows, bool hel
 Kernel mat_vec_cols(const vk::Context& ctx, DType dtype, uint32_t rows) {
   Kernel k = mat_vec_rows(ctx, dtype, rows, false);
   k.shader = family(dtype) + "matvec_cols";
+  return k;
+}
+
+// The column-split kernel over several tokens at once (LinearKernel::MatVecColsBatch): as
+// many tokens a workgroup as the lanes can hold the inputs of, the T tokens spread evenly
+// over as few workgroups as that allows.
+Kernel mat_vec_cols_batch(const vk::Context& ctx, DType dtype, uint32_t K, uint32_t rows, uint32_t T) {
+  Kernel k = mat_vec_cols(ctx, dtype, rows);
+  k.kind = LinearKernel::MatVecColsBatch;
+  k.shader += "_batch";
+  k.norm_variant = k.pick_variant = false;
+  const uint64_t per_token = column_split_texels(ctx, K, dtype);
+  const uint32_t most = static_cast<uint32_t>(std::min<uint64_t>(kColsBatchTokens, kColsBatchTexels / per_token));
+  const uint32_t groups = (T + most - 1) / most;
+  k.tokens_per_group = (T + groups - 1) / groups;
+  k.tile.push_back(k.tokens_per_group);
   return k;
 }
 
@@ -279,8 +303,9 @@ Kernel choose_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T, cons
   const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
   if (want == LinearKernel::Auto && norm_before) want = LinearKernel::MatVec;  // the one kernel with it
   if (want == LinearKernel::Auto) want = auto_kernel(ctx, T, W, x);
-  const bool rows = want == LinearKernel::MatVecRows || want == LinearKernel::MatVecRowsHeld ||
-                    want == LinearKernel::MatVecCols || want == LinearKernel::MatVecRowsBatch;
+  const bool cols = want == LinearKernel::MatVecCols || want == LinearKernel::MatVecColsBatch;
+  const bool rows = want == LinearKernel::MatVecRows || want == LinearKernel::MatVecRowsHeld || cols ||
+                    want == LinearKernel::MatVecRowsBatch;
   if ((want == LinearKernel::MatVecTexel || rows) && !w_texel)
     throw DeviceError("linear: the texel mat-vec needs W with texel views, which this device cannot make");
   if (rows && !(x_texel && one_subgroup_shuffles(ctx)))
@@ -288,7 +313,7 @@ Kernel choose_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T, cons
   if (want == LinearKernel::MatVecRowsHeld && !held_x_fits(W.cols, W.dtype))
     throw std::invalid_argument("linear: the held-x row mat-vec takes at most " + std::to_string(kMaxHeldInputs) +
                                 " inputs in whole weight words, not " + std::to_string(K));
-  if (want == LinearKernel::MatVecCols && !column_split_fits(ctx, K, W.dtype))
+  if (cols && !column_split_fits(ctx, K, W.dtype))
     throw std::invalid_argument("linear: the column-split mat-vec holds at most " +
                                 std::to_string(kMaxColumnSplitTexels) + " texels of x per lane, " +
                                 std::to_string(K) + " inputs need more");
@@ -297,6 +322,7 @@ Kernel choose_kernel(const vk::Context& ctx, LinearKernel want, uint32_t T, cons
              : want == LinearKernel::MatVecWide    ? mat_vec(ctx, dt, K, T, true, false, norm_before)
              : want == LinearKernel::MatVecTexel   ? mat_vec(ctx, dt, K, T, false, true, false)
              : want == LinearKernel::MatVecCols    ? mat_vec_cols(ctx, dt, W.rows)
+             : want == LinearKernel::MatVecColsBatch ? mat_vec_cols_batch(ctx, dt, K, W.rows, T)
              : want == LinearKernel::MatVecRowsBatch ? mat_vec_rows_batch(ctx, W.rows, T)
              : rows                                ? mat_vec_rows(ctx, dt, W.rows, want == LinearKernel::MatVecRowsHeld)
              : want == LinearKernel::GemmRegisters || want == LinearKernel::GemmRegistersWide

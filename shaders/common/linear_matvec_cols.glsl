@@ -11,6 +11,9 @@
 // from memory (bench/PERFORMANCE.md, "Decode: the mat-vecs"), so the engine picks it by host
 // CPU (Caps::column_split_matvec, engine/vk/context.hpp).
 layout(constant_id = 7) const uint R = 8;  // groups of LOCAL rows per workgroup
+#ifdef COLS_BATCH
+#include "common/linear_cols_batch.glsl"
+#endif
 
 const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it so)
 
@@ -20,19 +23,26 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 // multiple of LOCAL): those read the row's last word again, against inputs of 0.
 const uint WPL = (K_WORDS + LOCAL - 1u) / LOCAL;
 const uint TPW = KW / 4u;  // x texels per word
-// Held inputs per lane, at most (engine/ops/linear.hpp, kMaxColumnSplitTexels). The loops
-// below are [[unroll]] with trip counts fixed at specialization, so every index into xc is a
-// constant and the array lives in registers and stack slots (see common/linear_matvec_rows.glsl).
+const uint X_PER_TOKEN = WPL * TPW;  // held texels of one token's inputs
+// Held inputs per lane, at most XC_MAX (engine/ops/linear.hpp, kMaxColumnSplitTexels); the
+// batched kernel holds NB tokens' inputs, token t's from xc[t * X_PER_TOKEN], at most
+// XB_MAX (common/linear_cols_batch.glsl). The loops below are
+// [[unroll]] with trip counts fixed at specialization, so every index into xc is a constant
+// and the array lives in registers and stack slots (see common/linear_matvec_rows.glsl).
 const uint XC_MAX = 256u;
+#ifdef COLS_BATCH
+vec4 xc[XB_MAX];
+#else
 vec4 xc[XC_MAX];
+#endif
 
-void hold_x(uint xrow, uint lane) {
+void hold_x(uint xrow, uint lane, uint at) {
   [[unroll]] for (uint q = 0u; q < WPL; ++q) {
     uint word = q * LOCAL + lane;
     vec4 lo = vec4(0.0), hi = vec4(0.0);
     if (word < K_WORDS) load_x_word(xrow, word, lo, hi);
-    xc[q * TPW] = lo;
-    if (TPW == 2u) xc[q * TPW + 1u] = hi;
+    xc[at + q * TPW] = lo;
+    if (TPW == 2u) xc[at + q * TPW + 1u] = hi;
   }
 }
 
@@ -43,5 +53,22 @@ float row_part(uint wrow, uint lane) {
                    TPW == 2u ? xc[q * TPW + 1u] : vec4(0.0), acc);
   return acc;
 }
+
+#ifdef COLS_BATCH
+// row_part for each of the NB held tokens: every word fetched and decoded once for them,
+// each token's sum over the words in row_part's order with the same fma chain (word_dot),
+// so each is bit for bit what row_part gives for that token alone.
+void row_parts(uint wrow, uint lane, out float acc[NB_MAX]) {
+  [[unroll]] for (uint t = 0u; t < NB_MAX; ++t) acc[t] = 0.0;
+  [[unroll]] for (uint q = 0u; q < WPL; ++q) {
+    vec4 lo, hi;
+    decode(load_w(wrow + min(q * LOCAL + lane, K_WORDS - 1u)), lo, hi);
+    [[unroll]] for (uint t = 0u; t < NB; ++t) {
+      acc[t] = fma4(lo, xc[t * X_PER_TOKEN + q * TPW], acc[t]);
+      if (KW == 8u) acc[t] = fma4(hi, xc[t * X_PER_TOKEN + q * TPW + 1u], acc[t]);
+    }
+  }
+}
+#endif
 
 #include "common/linear_cols_main.glsl"

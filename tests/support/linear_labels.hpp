@@ -25,6 +25,7 @@ inline const char* kernel_name(ops::LinearKernel k) {
     case LinearKernel::GemmTiled: return "gemm_tiled";
     case LinearKernel::GemmCoopMat: return "gemm_coopmat";
     case LinearKernel::MatVecRowsBatch: return "matvec_rows_batch";
+    case LinearKernel::MatVecColsBatch: return "matvec_cols_batch";
   }
   return "?";
 }
