@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit,
 }
 
 // The column-split mat-vec over several tokens (a batched decode step with exact rows where
-// the one-token step takes MatVecCols, as on AMD hosts): every token row equals that token
+// the one-token step takes MatVecCols, as on AMD Zen 5 hosts): every token row equals that token
 // alone through MatVecCols, for float and block-quantized weights, inputs ending in a
 // partial word, token counts that leave the last workgroup short, and inputs wide enough
 // that a workgroup holds fewer tokens (3072 f16 inputs: 2 a workgroup on 8 lanes).

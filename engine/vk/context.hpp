@@ -52,7 +52,8 @@ struct Caps {
   float timestamp_period_ns = 1.0f;
   // CPU devices: the decode mat-vec's lanes split each row's columns (one stream of weights
   // per workgroup) rather than take a row each (engine/ops/linear_kernels.cpp). Measured faster on
-  // AMD Zen 5, slower on Intel Xeon, so set where the host CPU is AMD's.
+  // AMD Zen 5, no faster on Zen 3 and slower on Intel Xeon, so set where the host CPU is an AMD
+  // Zen 5 or later.
   bool column_split_matvec = false;
   // Matrix units through cooperative matrices (engine/vk/coopmat.hpp); api None: none, or
   // GPTVK_FORCE=no_coopmat.
