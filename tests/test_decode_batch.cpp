@@ -162,6 +162,19 @@ struct Fixture : test::NoValidationMessages {
     }
     return runs;
   }
+
+  // n sequences, pooled, `tokens` steps with exact rows on `on`: each one's tokens and every
+  // step's logits bit for bit those of the sequence decoding alone there.
+  void check_exact_rows(const On& on, uint32_t n, uint32_t tokens) {
+    const std::vector<Run> runs = batched(on, true, true, n, tokens);
+    for (uint32_t i = 0; i < n; ++i) {
+      BOOST_TEST_INFO("sequence " << i);
+      const Run ref = alone(on, i, tokens);
+      BOOST_TEST(runs[i].tokens == ref.tokens, boost::test_tools::per_element());
+      BOOST_REQUIRE_EQUAL(runs[i].logits.size(), ref.logits.size());
+      for (size_t k = 0; k < ref.logits.size(); ++k) BOOST_TEST((runs[i].logits[k] == ref.logits[k]), "token " << k);
+    }
+  }
 };
 
 float max_abs(const std::vector<float>& v) {
@@ -197,16 +210,7 @@ BOOST_AUTO_TEST_CASE(exact_rows_give_each_sequence_its_lone_tokens_and_logits_bi
 // their LayerNorms folded in as the one-token step folds them. Five sequences, pooled, three
 // steps: on lavapipe a GPU's LM-head mat-vec takes ~0.2 s a row.
 BOOST_AUTO_TEST_CASE(exact_rows_through_a_gpus_kernels_are_bit_identical_too) {
-  constexpr uint32_t n = 5, tokens = 3;
-  const On on = gpu();
-  const std::vector<Run> runs = batched(on, true, true, n, tokens);
-  for (uint32_t i = 0; i < n; ++i) {
-    BOOST_TEST_INFO("sequence " << i);
-    const Run ref = alone(on, i, tokens);
-    BOOST_TEST(runs[i].tokens == ref.tokens, boost::test_tools::per_element());
-    BOOST_REQUIRE_EQUAL(runs[i].logits.size(), ref.logits.size());
-    for (size_t k = 0; k < ref.logits.size(); ++k) BOOST_TEST((runs[i].logits[k] == ref.logits[k]), "token " << k);
-  }
+  check_exact_rows(gpu(), 5, 3);
 }
 
 // The same with the CPU decode mat-vec this host does not pick by itself (rows, or lanes
@@ -216,16 +220,7 @@ BOOST_AUTO_TEST_CASE(exact_rows_through_a_gpus_kernels_are_bit_identical_too) {
 BOOST_AUTO_TEST_CASE(exact_rows_with_the_other_cpu_matvec_are_bit_identical_too,
                      *test::device_has([](vk::Context& c) { return c.cpu_kernels() && ops::row_matvec_supported(c); },
                                        "has no CPU row mat-vecs")) {
-  constexpr uint32_t n = 6, tokens = 3;
-  const On on = other_matvec();
-  const std::vector<Run> runs = batched(on, true, true, n, tokens);
-  for (uint32_t i = 0; i < n; ++i) {
-    BOOST_TEST_INFO("sequence " << i);
-    const Run ref = alone(on, i, tokens);
-    BOOST_TEST(runs[i].tokens == ref.tokens, boost::test_tools::per_element());
-    BOOST_REQUIRE_EQUAL(runs[i].logits.size(), ref.logits.size());
-    for (size_t k = 0; k < ref.logits.size(); ++k) BOOST_TEST((runs[i].logits[k] == ref.logits[k]), "token " << k);
-  }
+  check_exact_rows(other_matvec(), 6, 3);
 }
 
 // Sixteen rows in every step: on lavapipe they fill the CPU GEMM's wide tile (16 tokens a

@@ -36,6 +36,37 @@ std::vector<float> run(vk::Context& ctx, LinearKernel kernel, const Matrix& W, c
   return test::download(dy, size_t(T) * W.rows);
 }
 
+struct Shape {
+  DType dt;
+  uint32_t K, N, T;
+};
+
+// One shape's random weights, its T tokens' inputs and residuals, and the bias.
+struct Case {
+  Case(vk::Context& ctx, const Shape& s, uint32_t& seed)
+      : shape(s), W(Matrix::create(ctx, s.dt, s.N, s.K, "test weights")) {
+    const std::vector<float> w = test::random_floats(size_t(s.N) * s.K, seed++);
+    W.write_rows(0, s.N, w.data(), DType::F32);
+    x = test::random_floats(size_t(s.T) * s.K, seed++);
+    bias = test::random_floats(s.N, seed++);
+    r = test::random_floats(size_t(s.T) * s.N, seed++);
+  }
+  // All T tokens through `kernel`, or token t alone.
+  std::vector<float> all(vk::Context& ctx, LinearKernel kernel) const { return run(ctx, kernel, W, x, bias, r, shape.T); }
+  std::vector<float> alone(vk::Context& ctx, LinearKernel kernel, uint32_t t) const {
+    return run(ctx, kernel, W, part(x, t, shape.K), bias, part(r, t, shape.N), 1);
+  }
+  // Token t's row of all tokens' outputs.
+  std::vector<float> row(const std::vector<float>& y, uint32_t t) const { return part(y, t, shape.N); }
+
+  static std::vector<float> part(const std::vector<float>& v, uint32_t t, uint32_t n) {
+    return std::vector<float>(v.begin() + size_t(t) * n, v.begin() + size_t(t + 1) * n);
+  }
+  Shape shape;
+  Matrix W;
+  std::vector<float> x, bias, r;
+};
+
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(linear_rows_batch, test::NoValidationMessages)
@@ -45,29 +76,17 @@ BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit,
                      *test::device_has([](vk::Context& c) { return ops::row_matvec_supported(c) && c.caps().texel_uvec4; },
                                        "has no row mat-vec: nothing to compare")) {
   vk::Context& ctx = test::context();
-  struct Shape {
-    DType dt;
-    uint32_t K, N, T;
-  } shapes[] = {{DType::F16, 768, 200, 8},  {DType::F16, 3072, 77, 16}, {DType::BF16, 132, 130, 5},
-                {DType::F32, 516, 64, 21},  {DType::F16, 36, 9, 2},     {DType::F16, 256, 1000, 40}};
+  const Shape shapes[] = {{DType::F16, 768, 200, 8}, {DType::F16, 3072, 77, 16}, {DType::BF16, 132, 130, 5},
+                          {DType::F32, 516, 64, 21}, {DType::F16, 36, 9, 2},     {DType::F16, 256, 1000, 40}};
   uint32_t seed = 1;
   for (const Shape& s : shapes) {
     BOOST_TEST_CONTEXT(dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T) {
-      Matrix W = Matrix::create(ctx, s.dt, s.N, s.K, "test weights");
-      const std::vector<float> w = test::random_floats(size_t(s.N) * s.K, seed++);
-      W.write_rows(0, s.N, w.data(), DType::F32);
-      const auto x = test::random_floats(size_t(s.T) * s.K, seed++);
-      const auto bias = test::random_floats(s.N, seed++);
-      const auto r = test::random_floats(size_t(s.T) * s.N, seed++);
-      std::vector<LinearKernel> singles = {LinearKernel::MatVecRows};
-      if (ops::held_x_fits(s.K, s.dt)) singles.push_back(LinearKernel::MatVecRowsHeld);
+      const Case c(ctx, s, seed);
       std::vector<std::vector<float>> alone;  // [t]: token t through the row kernel, alone
       for (uint32_t t = 0; t < s.T; ++t) {
-        const std::vector<float> xt(x.begin() + size_t(t) * s.K, x.begin() + size_t(t + 1) * s.K);
-        const std::vector<float> rt(r.begin() + size_t(t) * s.N, r.begin() + size_t(t + 1) * s.N);
-        alone.push_back(run(ctx, LinearKernel::MatVecRows, W, xt, bias, rt, 1));
+        alone.push_back(c.alone(ctx, LinearKernel::MatVecRows, t));
         if (ops::held_x_fits(s.K, s.dt))
-          BOOST_TEST((run(ctx, LinearKernel::MatVecRowsHeld, W, xt, bias, rt, 1) == alone[t]), "held x, token " << t);
+          BOOST_TEST((c.alone(ctx, LinearKernel::MatVecRowsHeld, t) == alone[t]), "held x, token " << t);
       }
       // The batched row kernel, and the CPU GEMMs where they broadcast the weights (subgroup
       // arithmetic): ExecutionPlan::batch_linear_kernel counts on their order.
@@ -75,11 +94,8 @@ BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit,
       if (ctx.caps().subgroup_arithmetic)
         batched_kernels.insert(batched_kernels.end(), {LinearKernel::GemmRegisters, LinearKernel::GemmRegistersWide});
       for (LinearKernel k : batched_kernels) {
-        const auto batched = run(ctx, k, W, x, bias, r, s.T);
-        for (uint32_t t = 0; t < s.T; ++t) {
-          const std::vector<float> row(batched.begin() + size_t(t) * s.N, batched.begin() + size_t(t + 1) * s.N);
-          BOOST_TEST((row == alone[t]), "kernel " << int(k) << ", token " << t);
-        }
+        const auto batched = c.all(ctx, k);
+        for (uint32_t t = 0; t < s.T; ++t) BOOST_TEST((c.row(batched, t) == alone[t]), "kernel " << int(k) << ", token " << t);
       }
     }
   }
@@ -94,27 +110,15 @@ BOOST_AUTO_TEST_CASE(column_split_matvec_over_tokens_equals_each_token_alone_bit
                      *test::device_has([](vk::Context& c) { return ops::row_matvec_supported(c) && c.caps().texel_uvec4; },
                                        "has no column-split mat-vec: nothing to compare")) {
   vk::Context& ctx = test::context();
-  struct Shape {
-    DType dt;
-    uint32_t K, N, T;
-  } shapes[] = {{DType::F16, 768, 200, 8}, {DType::F16, 3072, 77, 5},  {DType::BF16, 132, 130, 16},
-                {DType::F32, 516, 64, 11}, {DType::Q8_0, 768, 70, 9}, {DType::Q4_0, 320, 40, 16}};
+  const Shape shapes[] = {{DType::F16, 768, 200, 8}, {DType::F16, 3072, 77, 5},  {DType::BF16, 132, 130, 16},
+                          {DType::F32, 516, 64, 11}, {DType::Q8_0, 768, 70, 9}, {DType::Q4_0, 320, 40, 16}};
   uint32_t seed = 50;
   for (const Shape& s : shapes) {
     BOOST_TEST_CONTEXT(dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T) {
-      Matrix W = Matrix::create(ctx, s.dt, s.N, s.K, "test weights");
-      const std::vector<float> w = test::random_floats(size_t(s.N) * s.K, seed++);
-      W.write_rows(0, s.N, w.data(), DType::F32);
-      const auto x = test::random_floats(size_t(s.T) * s.K, seed++);
-      const auto bias = test::random_floats(s.N, seed++);
-      const auto r = test::random_floats(size_t(s.T) * s.N, seed++);
-      const auto batched = run(ctx, LinearKernel::MatVecColsBatch, W, x, bias, r, s.T);
-      for (uint32_t t = 0; t < s.T; ++t) {
-        const std::vector<float> xt(x.begin() + size_t(t) * s.K, x.begin() + size_t(t + 1) * s.K);
-        const std::vector<float> rt(r.begin() + size_t(t) * s.N, r.begin() + size_t(t + 1) * s.N);
-        const std::vector<float> row(batched.begin() + size_t(t) * s.N, batched.begin() + size_t(t + 1) * s.N);
-        BOOST_TEST((row == run(ctx, LinearKernel::MatVecCols, W, xt, bias, rt, 1)), "token " << t);
-      }
+      const Case c(ctx, s, seed);
+      const auto batched = c.all(ctx, LinearKernel::MatVecColsBatch);
+      for (uint32_t t = 0; t < s.T; ++t)
+        BOOST_TEST((c.row(batched, t) == c.alone(ctx, LinearKernel::MatVecCols, t)), "token " << t);
     }
   }
 }
@@ -125,27 +129,15 @@ BOOST_AUTO_TEST_CASE(column_split_matvec_over_tokens_equals_each_token_alone_bit
 // float and block-quantized weights, inputs ending in a partial word, token counts that
 // leave the last workgroup short.
 BOOST_AUTO_TEST_CASE(split_k_matvec_over_tokens_equals_each_token_alone_bit_for_bit) {
-  struct Shape {
-    DType dt;
-    uint32_t K, N, T;
-  } shapes[] = {{DType::F16, 36, 50, 3}, {DType::F32, 300, 70, 9}, {DType::BF16, 256, 33, 16}, {DType::Q8_0, 320, 40, 5}};
+  const Shape shapes[] = {{DType::F16, 36, 50, 3}, {DType::F32, 300, 70, 9}, {DType::BF16, 256, 33, 16}, {DType::Q8_0, 320, 40, 5}};
   uint32_t seed = 100;
   for (auto [label, ctx] : test::native_and_gpu_contexts()) {
     for (const Shape& s : shapes) {
       BOOST_TEST_CONTEXT(label << ", " << dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T) {
-        Matrix W = Matrix::create(*ctx, s.dt, s.N, s.K, "test weights");
-        const std::vector<float> w = test::random_floats(size_t(s.N) * s.K, seed++);
-        W.write_rows(0, s.N, w.data(), DType::F32);
-        const auto x = test::random_floats(size_t(s.T) * s.K, seed++);
-        const auto bias = test::random_floats(s.N, seed++);
-        const auto r = test::random_floats(size_t(s.T) * s.N, seed++);
-        const auto all = run(*ctx, LinearKernel::MatVec, W, x, bias, r, s.T);
-        for (uint32_t t = 0; t < s.T; ++t) {
-          const std::vector<float> xt(x.begin() + size_t(t) * s.K, x.begin() + size_t(t + 1) * s.K);
-          const std::vector<float> rt(r.begin() + size_t(t) * s.N, r.begin() + size_t(t + 1) * s.N);
-          const std::vector<float> row(all.begin() + size_t(t) * s.N, all.begin() + size_t(t + 1) * s.N);
-          BOOST_TEST((row == run(*ctx, LinearKernel::MatVec, W, xt, bias, rt, 1)), "token " << t);
-        }
+        const Case c(*ctx, s, seed);
+        const auto all = c.all(*ctx, LinearKernel::MatVec);
+        for (uint32_t t = 0; t < s.T; ++t)
+          BOOST_TEST((c.row(all, t) == c.alone(*ctx, LinearKernel::MatVec, t)), "token " << t);
       }
     }
   }

@@ -16,7 +16,8 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 // Blocks of a row per lane; lanes past the row's last block read that block again
 // against inputs of 0. XQ_MAX texels of x per lane at most (engine/ops/linear.hpp, kMaxColumnSplitTexels).
 const uint BPL = (QB + LOCAL - 1u) / LOCAL;
-// The batched kernel holds NB tokens' inputs, token t's from xc[t * X_PER_TOKEN].
+// The batched kernel holds NB tokens' inputs, token t's from xc[t * X_PER_TOKEN], at most
+// XB_MAX (common/linear_cols_batch.glsl).
 const uint X_PER_TOKEN = BPL * 8u;
 const uint XQ_MAX = 256u;
 #ifdef COLS_BATCH
