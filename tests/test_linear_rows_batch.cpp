@@ -10,6 +10,7 @@
 #define BOOST_TEST_MODULE linear_rows_batch
 #include <boost/test/unit_test.hpp>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,17 @@ struct Shape {
   uint32_t K, N, T;
 };
 
+std::ostream& operator<<(std::ostream& out, const Shape& s) {
+  return out << dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T;
+}
+
+// The cases on the CPU mat-vecs (rows, column split) run where the device has them: CPU
+// devices (GPUs take other kernels for every token count).
+auto has_cpu_matvecs() {
+  return test::device_has([](vk::Context& c) { return ops::row_matvec_supported(c) && c.caps().texel_uvec4; },
+                          "has no CPU row or column-split mat-vec: nothing to compare");
+}
+
 // One shape's random weights, its T tokens' inputs and residuals, and the bias.
 struct Case {
   Case(vk::Context& ctx, const Shape& s, uint32_t& seed)
@@ -71,16 +83,14 @@ struct Case {
 
 BOOST_FIXTURE_TEST_SUITE(linear_rows_batch, test::NoValidationMessages)
 
-// The row mat-vec runs on CPU devices only (GPUs take other kernels for every token count).
 BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit,
-                     *test::device_has([](vk::Context& c) { return ops::row_matvec_supported(c) && c.caps().texel_uvec4; },
-                                       "has no row mat-vec: nothing to compare")) {
+                     *has_cpu_matvecs()) {
   vk::Context& ctx = test::context();
   const Shape shapes[] = {{DType::F16, 768, 200, 8}, {DType::F16, 3072, 77, 16}, {DType::BF16, 132, 130, 5},
                           {DType::F32, 516, 64, 21}, {DType::F16, 36, 9, 2},     {DType::F16, 256, 1000, 40}};
   uint32_t seed = 1;
   for (const Shape& s : shapes) {
-    BOOST_TEST_CONTEXT(dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T) {
+    BOOST_TEST_CONTEXT(s) {
       const Case c(ctx, s, seed);
       std::vector<std::vector<float>> alone;  // [t]: token t through the row kernel, alone
       for (uint32_t t = 0; t < s.T; ++t) {
@@ -107,14 +117,13 @@ BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit,
 // partial word, token counts that leave the last workgroup short, and inputs wide enough
 // that a workgroup holds fewer tokens (3072 f16 inputs: 2 a workgroup on 8 lanes).
 BOOST_AUTO_TEST_CASE(column_split_matvec_over_tokens_equals_each_token_alone_bit_for_bit,
-                     *test::device_has([](vk::Context& c) { return ops::row_matvec_supported(c) && c.caps().texel_uvec4; },
-                                       "has no column-split mat-vec: nothing to compare")) {
+                     *has_cpu_matvecs()) {
   vk::Context& ctx = test::context();
   const Shape shapes[] = {{DType::F16, 768, 200, 8}, {DType::F16, 3072, 77, 5},  {DType::BF16, 132, 130, 16},
                           {DType::F32, 516, 64, 11}, {DType::Q8_0, 768, 70, 9}, {DType::Q4_0, 320, 40, 16}};
   uint32_t seed = 50;
   for (const Shape& s : shapes) {
-    BOOST_TEST_CONTEXT(dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T) {
+    BOOST_TEST_CONTEXT(s) {
       const Case c(ctx, s, seed);
       const auto batched = c.all(ctx, LinearKernel::MatVecColsBatch);
       for (uint32_t t = 0; t < s.T; ++t)
@@ -133,7 +142,7 @@ BOOST_AUTO_TEST_CASE(split_k_matvec_over_tokens_equals_each_token_alone_bit_for_
   uint32_t seed = 100;
   for (auto [label, ctx] : test::native_and_gpu_contexts()) {
     for (const Shape& s : shapes) {
-      BOOST_TEST_CONTEXT(label << ", " << dtype_name(s.dt) << " K=" << s.K << " N=" << s.N << " T=" << s.T) {
+      BOOST_TEST_CONTEXT(label << ", " << s) {
         const Case c(*ctx, s, seed);
         const auto all = c.all(*ctx, LinearKernel::MatVec);
         for (uint32_t t = 0; t < s.T; ++t)
