@@ -3,9 +3,13 @@
 // are no multiple of any tile (T, K and N odd), both tiles (2 and 4 accumulators per
 // subgroup), K not a multiple of 4 (scalar x loads), split-K, every epilogue. The kernel rounds x to f16, so
 // the reference multiplies x rounded the same way: then only the order of the f32 sums
-// differs, and the tolerance is the f32 kernels' (tests/test_linear.cpp, kTol). The whole
-// test is skipped, saying why, on devices without cooperative matrices (lavapipe).
+// differs, and the tolerance is the f32 kernels' (tests/test_linear.cpp, kTol). On devices
+// without cooperative matrices (lavapipe) the device's own cases are skipped, saying why,
+// and the same cases run on emulated ones (GPTVK_FORCE=gpu,coopmat_emu), which test the
+// kernel's tiles, staging, split-K and epilogues there.
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "engine/dtype.hpp"
 #include "engine/error.hpp"
@@ -32,7 +36,7 @@ struct Case {
   const char* why;
 };
 
-void check(vk::Context& ctx, const Case& c) {
+void check(vk::Context& ctx, const Case& c, const CoopMatTiles* tiles = nullptr) {
   auto wv = test::random_floats(size_t(c.N) * c.K, c.K + c.N);
   Matrix W = Matrix::create(ctx, DType::F16, c.N, c.K, "w");
   W.write_rows(0, c.N, wv.data(), DType::F32);
@@ -53,21 +57,17 @@ void check(vk::Context& ctx, const Case& c) {
   }
   Graph g(ctx);
   ops::linear_with(g, whole(dx), W, vb, whole(dy), c.T,
-                   {.kernel = ops::LinearKernel::GemmCoopMat, .ep = {c.act, c.residual != 0}, .r = vr});
+                   {.kernel = ops::LinearKernel::GemmCoopMat, .ep = {c.act, c.residual != 0}, .r = vr, .coopmat_tiles = tiles});
   g.record();
   g.run();
   std::ostringstream what;
-  what << c.why << ": T=" << c.T << " K=" << c.K << " N=" << c.N << " (" << g.size() << " dispatches)";
+  what << c.why << ": T=" << c.T << " K=" << c.K << " N=" << c.N << " (" << g.size() << " dispatches";
+  if (tiles) what << ", " << tiles->cm << "x" << tiles->cn << "x" << tiles->ck << " matrices";
+  what << ")";
   BOOST_TEST(test::max_rel_error(test::download(dy, want.size()), want) <= kTol, what.str());
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *test::device_has(has_matrix_units, kNoMatrixUnits)) {
-  auto& ctx = test::context();
-  const uint64_t messages = ctx.validation_messages();
-  BOOST_TEST_MESSAGE(ctx.info().name << ": " << ctx.caps().coopmat.describe());
-  const Case cases[] = {
+const Case kOddShapes[] = {
       {3, 100, 70, true, Activation::None, 0, "a batch of decode rows (2 accumulators a subgroup)"},
       {13, 1600, 96, false, Activation::GeluTanh, 1, "a batch, split over K"},
       {70, 301, 50, true, Activation::GeluErf, 2, "K not a multiple of 4 (scalar x), partial last word"},
@@ -75,15 +75,50 @@ BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *test::device_has(h
       {129, 1024, 770, true, Activation::Relu, 1, "outputs not a multiple of any tile"},
       {520, 64, 4800, false, Activation::GeluTanh, 2, "many tiles"},
       {16, 3072, 768, true, Activation::None, 2, "GPT-2 small's fc-proj for 16 rows, split over K"},
-  };
-  for (const Case& c : cases) check(ctx, c);
+};
+
+void check_odd_shapes(vk::Context& ctx) {
+  const uint64_t messages = ctx.validation_messages();
+  BOOST_TEST_MESSAGE(ctx.info().name << ": " << ctx.caps().coopmat.describe());
+  for (const Case& c : kOddShapes) check(ctx, c);
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
-// The plan's choice: f16 prompts take the matrix units where the device has them; f32 and
-// bf16 weights, and single tokens, keep the other kernels.
-BOOST_AUTO_TEST_CASE(auto_picks_coopmat_for_f16_prompts_only, *test::device_has(has_matrix_units, kNoMatrixUnits)) {
-  auto& ctx = test::context();
+const auto can_emulate = [](vk::Context& c) { return c.caps().fp16_arithmetic && c.caps().subgroup_arithmetic; };
+const char* const kCannotEmulate = "has no f16 arithmetic or subgroup operations, which the emulation needs";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *test::device_has(has_matrix_units, kNoMatrixUnits)) {
+  check_odd_shapes(test::context());
+}
+
+// On emulated matrices: four of the cases above in the tiles a device would get (16x8x8),
+// then one in each of the H100's other two shapes, whose indexing differs. Fewer than on a
+// device: lavapipe takes ~2 s to compile each case's pipeline.
+BOOST_AUTO_TEST_CASE(emulated_coopmat_gemm_matches_cpu_on_odd_shapes, *test::device_has(can_emulate, kCannotEmulate)) {
+  auto& ctx = test::coopmat_emu_context();
+  BOOST_TEST_REQUIRE(ops::coopmat_available(ctx, DType::F16));
+  BOOST_TEST_MESSAGE(ctx.info().name << ": " << ctx.caps().coopmat.describe());
+  const uint64_t messages = ctx.validation_messages();
+  for (const Case& c : {kOddShapes[0], kOddShapes[1], kOddShapes[2], kOddShapes[4]}) check(ctx, c);
+  const std::pair<vk::CoopMatShape, Case> other_shapes[] = {{{16, 16, 16}, kOddShapes[2]}, {{16, 8, 16}, kOddShapes[4]}};
+  for (const auto& [shape, c] : other_shapes) {
+    // The device's accumulators per subgroup (2 or 4), or half that where they overflow
+    // lavapipe's 32 KiB of shared memory.
+    std::optional<CoopMatTiles> tiles;
+    for (uint32_t tn = c.T <= shape.m ? 2 : 4; tn >= 1 && !tiles; tn /= 2) tiles = ops::coopmat_tiles_of(ctx, shape, 1, 4, 1, tn);
+    BOOST_TEST_REQUIRE(tiles.has_value());
+    check(ctx, c, &*tiles);
+  }
+  BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
+}
+
+namespace {
+
+// The plan's choice: f16 prompts take the matrix units where the device has them (or
+// emulates them); f32 and bf16 weights, and single tokens, keep the other kernels.
+void check_auto_picks(vk::Context& ctx) {
   vk::Buffer x(ctx, 64 * 768 * 4, vk::Memory::Device, "x");
   for (DType dt : {DType::F16, DType::F32, DType::BF16}) {
     Matrix W = Matrix::create(ctx, dt, 768, 768, "w");
@@ -91,6 +126,16 @@ BOOST_AUTO_TEST_CASE(auto_picks_coopmat_for_f16_prompts_only, *test::device_has(
     BOOST_TEST((ops::auto_kernel(ctx, 64, W, whole(x)) == ops::LinearKernel::GemmCoopMat) == f16, dtype_name(dt));
     BOOST_TEST((ops::auto_kernel(ctx, 1, W, whole(x)) == ops::LinearKernel::MatVec), dtype_name(dt));
   }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(auto_picks_coopmat_for_f16_prompts_only, *test::device_has(has_matrix_units, kNoMatrixUnits)) {
+  check_auto_picks(test::context());
+}
+
+BOOST_AUTO_TEST_CASE(auto_picks_emulated_coopmat_for_f16_prompts_only, *test::device_has(can_emulate, kCannotEmulate)) {
+  check_auto_picks(test::coopmat_emu_context());
 }
 
 // Where the device has no matrix units, forcing the kernel is a clear error.

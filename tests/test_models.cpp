@@ -243,6 +243,35 @@ BOOST_AUTO_TEST_CASE(gpu_paths_match) {
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
+// The matrix-unit GEMM in whole models, on emulated cooperative matrices
+// (GPTVK_FORCE=gpu,coopmat_emu: the GPU paths, with the f16 cases' prompt products through
+// shaders/linear_coopmat.comp), so that devices without matrix units check how the plan
+// uses it: chunked prefill then decode steps give PyTorch's answers. The kernel rounds x to
+// f16, which f16 weights' tolerance covers (1.8e-3 on lavapipe).
+BOOST_AUTO_TEST_CASE(emulated_coopmat_prompts_match) {
+  auto& ctx = test::coopmat_emu_context();
+  if (ctx.caps().coopmat.api != vk::CoopMatApi::Emulated) {
+    BOOST_TEST_MESSAGE("skipped: " << ctx.info().name << " has no f16 arithmetic or subgroups to emulate matrices with");
+    return;
+  }
+  const uint64_t messages = ctx.validation_messages();
+  int f16_cases = 0;
+  for_each_case([&](const Case& c) {
+    if (c.cfg.dtype != DType::F16) return;
+    ++f16_cases;
+    const uint32_t V = c.cfg.vocab_size;
+    const size_t n = std::min<size_t>(c.ids.size() - 1, 40), end = std::min<size_t>(c.ids.size(), n + 2);
+    GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), /*max_chunk=*/24);
+    double worst = rel_error(model.prefill(std::span(c.ids).first(n), 0, true), c.logits, 0, n, V);
+    for (size_t t = n; t < end; ++t)
+      worst = std::max(worst, rel_error(model.decode_logits(c.ids[t], static_cast<uint32_t>(t)), c.logits, t, 1, V));
+    BOOST_TEST_MESSAGE(c.name << ": emulated matrix units, max rel error " << worst);
+    BOOST_TEST(worst <= tolerance(c.cfg));
+  });
+  BOOST_TEST(f16_cases >= 1);
+  BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
+}
+
 // weights.kv_dtype = "f16": the caches hold f16, and a chunked prefill (the CPU devices'
 // tiled attention from 16 tokens) then decode steps still give PyTorch's answers, on this
 // device and through a GPU's kernel choices. The caches' rounding (2^-11 relative) adds far

@@ -47,7 +47,12 @@ std::optional<CoopMatTiles> coopmat_tiles_of(const vk::Context& ctx, vk::CoopMat
   // x and W staged as f16 in rows of bk halves and 8 of padding, and one accumulator per subgroup.
   const uint64_t shared = uint64_t(t.bm + t.bn) * (t.bk + 8) * 2 + uint64_t(wm) * wn * t.cm * t.cn * 4;
   if (shared > caps.shared_memory_bytes || t.local > caps.max_workgroup_invocations) return std::nullopt;
-  t.shader = caps.coopmat.api == vk::CoopMatApi::Khr ? "linear_coopmat.gemm_khr" : "linear_coopmat.gemm_nv";
+  const bool emulated = caps.coopmat.api == vk::CoopMatApi::Emulated;
+  // The emulation spreads each accumulator evenly over the subgroup.
+  if (emulated && (t.cm * t.cn) % t.subgroup != 0) return std::nullopt;
+  t.shader = emulated                                   ? "linear_coopmat.gemm_emu"
+             : caps.coopmat.api == vk::CoopMatApi::Khr ? "linear_coopmat.gemm_khr"
+                                                       : "linear_coopmat.gemm_nv";
   return t;
 }
 

@@ -21,7 +21,7 @@ struct CoopMatTiles {
   uint32_t cm = 0, cn = 0, ck = 0;  // the device's matrix shape
   uint32_t subgroup = 0;            // invocations per subgroup
   uint32_t local = 0;               // invocations per workgroup
-  std::string shader;               // "linear_coopmat.gemm_nv" or "linear_coopmat.gemm_khr"
+  std::string shader;               // "linear_coopmat.gemm_nv", "_khr", or "_emu" (emulated)
   // Specialization constants 7-11 (tile) and 13-16 (matrix shape, subgroup size) of the
   // shader; 12 is split-K.
   std::vector<uint32_t> tile_constants() const { return {bm, bn, bk, tm, tn}; }

@@ -69,6 +69,10 @@ struct ForcedLimits {
   bool no_fp16 = false;
   bool no_subgroup = false;
   bool no_coopmat = false;  // "no_coopmat": the GEMMs of the FP32 units, not the matrix units
+  // "coopmat_emu": the matrix-unit kernels on emulated cooperative matrices (engine/vk/coopmat.hpp),
+  // on devices with f16 arithmetic and subgroups; taken with "gpu" on CPU devices, whose own
+  // kernels never use matrix units. For tests.
+  bool emulated_coopmat = false;
   // "gpu": a CPU device runs a GPU's kernels and staging uploads (Context::cpu_kernels() false,
   // Caps::unified_memory off); the device type stays what it is.
   bool gpu_kernels = false;

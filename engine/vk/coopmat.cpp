@@ -74,7 +74,10 @@ std::vector<CoopMatShape> khr_shapes(VkInstance instance, VkPhysicalDevice pd) {
 }  // namespace
 
 const char* CoopMatSupport::extension_name() const {
-  return api == CoopMatApi::Nv ? "VK_NV_cooperative_matrix" : api == CoopMatApi::Khr ? "VK_KHR_cooperative_matrix" : "";
+  return api == CoopMatApi::Nv         ? "VK_NV_cooperative_matrix"
+         : api == CoopMatApi::Khr      ? "VK_KHR_cooperative_matrix"
+         : api == CoopMatApi::Emulated ? "emulated cooperative matrices (GPTVK_FORCE=coopmat_emu)"
+                                       : "";
 }
 
 std::string CoopMatSupport::describe() const {
@@ -84,6 +87,13 @@ std::string CoopMatSupport::describe() const {
   for (size_t i = 0; i < shapes.size(); ++i)
     s << (i ? ", " : " ") << shapes[i].m << "x" << shapes[i].n << "x" << shapes[i].k;
   return s.str();
+}
+
+CoopMatSupport emulated_coopmat() {
+  CoopMatSupport s;
+  s.api = CoopMatApi::Emulated;
+  s.shapes = {{16, 16, 16}, {16, 8, 16}, {16, 8, 8}};
+  return s;
 }
 
 CoopMatSupport query_coopmat(VkInstance instance, VkPhysicalDevice physical, bool built_nv, bool built_khr) {
@@ -112,7 +122,7 @@ CoopMatSupport query_coopmat(VkInstance instance, VkPhysicalDevice physical, boo
 }
 
 void* CoopMatFeatures::chain(const CoopMatSupport& support, void* next) {
-  if (support.api == CoopMatApi::None) return next;
+  if (support.api == CoopMatApi::None || support.api == CoopMatApi::Emulated) return next;
   memory_model.vulkanMemoryModel = VK_TRUE;
   memory_model.vulkanMemoryModelDeviceScope = VK_TRUE;
   memory_model.pNext = next;

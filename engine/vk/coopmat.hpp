@@ -12,7 +12,10 @@
 
 namespace gptvk::vk {
 
-enum class CoopMatApi { None, Nv, Khr };
+// Emulated: the kernels' matrix operations done by plain subgroup code
+// (shaders/common/coopmat_emu.glsl), only where GPTVK_FORCE=coopmat_emu asks for it, so that
+// devices without matrix units (lavapipe) test the kernels written for them.
+enum class CoopMatApi { None, Nv, Khr, Emulated };
 
 struct CoopMatShape {
   uint32_t m = 0, n = 0, k = 0;  // A: m x k, B: k x n, C: m x n
@@ -27,6 +30,9 @@ struct CoopMatSupport {
   const char* extension_name() const;
   std::string describe() const;  // "VK_NV_cooperative_matrix: 16x16x16, 16x8x16" or "none"
 };
+
+// The emulated API with the shapes the H100 lists (16x16x16, 16x8x16, 16x8x8).
+CoopMatSupport emulated_coopmat();
 
 // What the physical device offers (f16 arithmetic, which the shaders need, checked by the
 // caller). `built_nv` / `built_khr`: whether this build embedded that API's shader variant.

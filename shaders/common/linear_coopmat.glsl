@@ -41,7 +41,11 @@ shared float out_tile[WM * WN * CM * CN];  // each subgroup's accumulator, one a
 // The next step's x and W, loaded from memory while the matrix units work on this one.
 uvec4 x_next[X_PER], w_next[W_PER];
 
-#if defined(COOPMAT_KHR)
+#if defined(COOPMAT_EMU)
+#include "common/coopmat_emu.glsl"
+// The staging loops stay loops: unrolled, their loads took lavapipe's JIT 3x as long.
+#define STAGING_LOOP [[dont_unroll]]
+#elif defined(COOPMAT_KHR)
 #extension GL_KHR_cooperative_matrix : require
 #define ACC_T coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator>
 #define A_T coopmat<float16_t, gl_ScopeSubgroup, CM, CK, gl_MatrixUseA>
@@ -49,7 +53,9 @@ uvec4 x_next[X_PER], w_next[W_PER];
 #define LOAD_ROWS(m, a, e, s) coopMatLoad(m, a, e, s, gl_CooperativeMatrixLayoutRowMajor)
 #define LOAD_COLS(m, a, e, s) coopMatLoad(m, a, e, s, gl_CooperativeMatrixLayoutColumnMajor)
 #define STORE_ROWS(m, a, e, s) coopMatStore(m, a, e, s, gl_CooperativeMatrixLayoutRowMajor)
-#define MUL_ADD(a, b, c) coopMatMulAdd(a, b, c)
+#define ACC_ZERO(c) c = ACC_T(0.0)
+#define MUL_ADD(c, a, b) c = coopMatMulAdd(a, b, c)
+#define STAGING_LOOP [[unroll]]
 #else
 #extension GL_NV_cooperative_matrix : require
 #define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>
@@ -58,7 +64,9 @@ uvec4 x_next[X_PER], w_next[W_PER];
 #define LOAD_ROWS(m, a, e, s) coopMatLoadNV(m, a, e, s, false)
 #define LOAD_COLS(m, a, e, s) coopMatLoadNV(m, a, e, s, true)
 #define STORE_ROWS(m, a, e, s) coopMatStoreNV(m, a, e, s, false)
-#define MUL_ADD(a, b, c) coopMatMulAddNV(a, b, c)
+#define ACC_ZERO(c) c = ACC_T(0.0)
+#define MUL_ADD(c, a, b) c = coopMatMulAddNV(a, b, c)
+#define STAGING_LOOP [[unroll]]
 #endif
 
 uint pack_f16(vec2 v) { return packFloat2x16(f16vec2(v)); }
@@ -66,7 +74,7 @@ uint pack_f16(vec2 v) { return packFloat2x16(f16vec2(v)); }
 // Loads x[tile_t.., k0..k0+BK) as f16 and W[tile_o.., k0..k0+BK) into registers; zeros past
 // T, K and N (inputs past K within W's last word are the row's zero padding).
 void fetch(uint tid, uint tile_t, uint tile_o, uint k0) {
-  [[unroll]] for (uint i = 0u; i < X_PER; ++i) {
+  STAGING_LOOP for (uint i = 0u; i < X_PER; ++i) {
     const uint e = tid + i * LOCAL, t = tile_t + e / Q, k = k0 + (e % Q) * 8u;
     vec4 lo = vec4(0.0), hi = vec4(0.0);
     if (e < X_WORDS && t < TOKENS) {
@@ -82,18 +90,18 @@ void fetch(uint tid, uint tile_t, uint tile_o, uint k0) {
     }
     x_next[i] = uvec4(pack_f16(lo.xy), pack_f16(lo.zw), pack_f16(hi.xy), pack_f16(hi.zw));
   }
-  [[unroll]] for (uint i = 0u; i < W_PER; ++i) {
+  STAGING_LOOP for (uint i = 0u; i < W_PER; ++i) {
     const uint e = tid + i * LOCAL, o = tile_o + e / Q, q = k0 / 8u + e % Q;
     w_next[i] = (e < W_WORDS && o < ROWS && q < K_WORDS) ? w[o * W_STRIDE + q] : uvec4(0u);
   }
 }
 
 void stage(uint tid) {
-  [[unroll]] for (uint i = 0u; i < X_PER; ++i) {
+  STAGING_LOOP for (uint i = 0u; i < X_PER; ++i) {
     const uint e = tid + i * LOCAL;
     if (e < X_WORDS) x_tile[(e / Q) * LDS + e % Q] = x_next[i];
   }
-  [[unroll]] for (uint i = 0u; i < W_PER; ++i) {
+  STAGING_LOOP for (uint i = 0u; i < W_PER; ++i) {
     const uint e = tid + i * LOCAL;
     if (e < W_WORDS) w_tile[(e / Q) * LDS + e % Q] = w_next[i];
   }
@@ -108,7 +116,7 @@ void main() {
 
   ACC_T acc[TM][TN];
   [[unroll]] for (uint i = 0u; i < TM; ++i)
-    [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = ACC_T(0.0);
+    [[unroll]] for (uint j = 0u; j < TN; ++j) ACC_ZERO(acc[i][j]);
 
   const uint k_begin = gl_WorkGroupID.z * K_PER_SPLIT, k_end = min(K, k_begin + K_PER_SPLIT);
   if (k_begin < k_end) {
@@ -126,7 +134,7 @@ void main() {
       // B[k][n] = W[n][k]: W's staged rows are B's columns.
       [[unroll]] for (uint j = 0u; j < TN; ++j) LOAD_COLS(b[j], w_tile, (sg_n * TN + j) * CN * LDS + kk / 8u, LDS);
       [[unroll]] for (uint i = 0u; i < TM; ++i)
-        [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = MUL_ADD(a[i], b[j], acc[i][j]);
+        [[unroll]] for (uint j = 0u; j < TN; ++j) MUL_ADD(acc[i][j], a[i], b[j]);
     }
     barrier();
     if (more) {

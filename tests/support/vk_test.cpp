@@ -18,7 +18,7 @@ const std::map<std::string, std::span<const uint32_t>>& test_shader_table();
 namespace gptvk::test {
 
 namespace {
-std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu, g_other_matvec;
+std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu, g_other_matvec, g_coopmat_emu;
 
 vk::ContextOptions options() {
   static const bool test_shaders_added = (vk::add_shader_table(vk::test_shader_table()), true);
@@ -53,6 +53,8 @@ vk::Context& fallback_context() { return forced_context(g_fallback, "no_fp16,no_
 
 vk::Context& gpu_paths_context() { return forced_context(g_gpu, "gpu"); }
 
+vk::Context& coopmat_emu_context() { return forced_context(g_coopmat_emu, "gpu,coopmat_emu"); }
+
 vk::Context& other_matvec_context() {
   return forced_context(g_other_matvec, context().caps().column_split_matvec ? "matvec=rows" : "matvec=cols");
 }
@@ -70,6 +72,7 @@ void release_contexts() {
   g_fallback.reset();
   g_gpu.reset();
   g_other_matvec.reset();
+  g_coopmat_emu.reset();
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {

@@ -30,6 +30,10 @@ vk::Context& gpu_paths_context();
 // (GPTVK_FORCE=matvec=rows where Caps::column_split_matvec, matvec=cols elsewhere), so
 // whole models cover both whichever CPU runs the tests. Validation as gpu_paths_context's.
 vk::Context& other_matvec_context();
+// A GPU's kernels with cooperative matrices emulated (GPTVK_FORCE=gpu,coopmat_emu), so that
+// the matrix-unit kernels run on any device with f16 arithmetic and subgroups. Validation as
+// gpu_paths_context's.
+vk::Context& coopmat_emu_context();
 // Both, for tests that must pass on each: {"native", ctx}, {"fallback", ctx}.
 std::vector<std::pair<std::string, vk::Context*>> all_contexts();
 // The device's own kernels and a GPU's: {"native", ctx}, {"gpu paths", gpu_paths_context()}.
