@@ -39,9 +39,9 @@ Action add_devices(CLI::App& app, Common& common) {
       print_stdout("chosen: %u: %s\n", ctx->info().index, ctx->summary().c_str());
       const std::string& cache = ctx->pipelines().path();
       print_stdout("pipeline cache: %s\n", cache.empty() ? "none" : cache.c_str());
-      // What a GPT-2-shaped model runs on it (engine/plan.hpp).
+      // What a GPT-2-shaped model with f16 weights runs on it (engine/plan.hpp).
       const PlanModel gpt2{.pre_norm = true, .n_layers = 12, .norms_foldable = true, .max_chunk = 256,
-                           .attention = {12, 64, 1024}};
+                           .attention = {12, 64, 1024}, .f16_weights = true};
       print_stdout("%s", describe_plan(*ctx, make_plan(*ctx, gpt2)).c_str());
     }
     return 0;

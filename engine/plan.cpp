@@ -14,6 +14,8 @@ ExecutionPlan make_plan(const vk::Context& ctx, const PlanModel& model) {
   p.fold_norms = !p.cpu_kernels && model.pre_norm && model.n_layers > 0 && model.norms_foldable;
   p.tiled_prompt_attention = p.cpu_kernels && model.max_chunk >= ops::kTiledMinTokens;
   p.last_row_on_chunk_pipelines = p.cpu_kernels;
+  p.coopmat_prompt_attention = !p.cpu_kernels && model.f16_weights && ctx.caps().coopmat_attention &&
+                               ops::coopmat_attention_tiles(ctx, model.attention).has_value();
   return p;
 }
 
@@ -92,7 +94,10 @@ std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan) {
     << "\n";
   s << "  decode attention: " << attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 1)) << "\n";
   s << "  prompt attention: "
-    << (plan.tiled_prompt_attention
+    << (plan.coopmat_prompt_attention
+            ? "flash-attention tiles on matrix units from " + std::to_string(ops::kCoopMatAttentionMinTokens) +
+                  " tokens (f16 weights)"
+        : plan.tiled_prompt_attention
             ? "tiled scores and values passes from " + std::to_string(ops::kTiledMinTokens) + " tokens"
             : attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 128)))
     << "\n";

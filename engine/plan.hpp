@@ -10,6 +10,7 @@
 
 #include "engine/graph.hpp"
 #include "engine/ops/attention.hpp"
+#include "engine/ops/attention_coopmat.hpp"
 #include "engine/ops/linear.hpp"
 
 namespace gptvk {
@@ -27,6 +28,7 @@ struct PlanModel {
   bool norms_foldable = false;
   uint32_t max_chunk = 256;    // tokens per prompt chunk
   ops::AttentionShape attention{1, 1, 1};
+  bool f16_weights = false;    // weights stored as f16 on the device
 };
 
 struct ExecutionPlan {
@@ -48,9 +50,17 @@ struct ExecutionPlan {
   // chunk's own pipelines (lavapipe compiles a pipeline at its first dispatch, and the
   // decode step's would add to the time to the first token).
   bool last_row_on_chunk_pipelines = false;
+  // GPUs whose prompt products run on matrix units (f16 weights): prompt chunks of
+  // ops::kCoopMatAttentionMinTokens or more run attention there too, in flash-attention
+  // tiles (ops::attention_coopmat), after kv_append.
+  bool coopmat_prompt_attention = false;
 
   // Whether a T-token chunk takes the tiled attention passes.
   bool tiled_attention(uint32_t T) const { return tiled_prompt_attention && T >= ops::kTiledMinTokens; }
+  // Whether a T-token chunk takes the matrix units' attention tiles.
+  bool coopmat_attention(uint32_t T) const {
+    return coopmat_prompt_attention && T >= ops::kCoopMatAttentionMinTokens;
+  }
   // Whether a T-token step whose head needs one row computes the last layer for it alone.
   bool last_row_only(uint32_t T) const {
     return T > 1 && (!last_row_on_chunk_pipelines || tiled_attention(T));
@@ -78,7 +88,7 @@ struct ExecutionPlan {
 ExecutionPlan make_plan(const vk::Context& ctx, const PlanModel& model);
 
 // The plan and the kernels it leads to on this device, one line each (`gpt-vk devices -v`),
-// for a model of GPT-2 small's shape.
+// for a model of GPT-2 small's shape (the caller's PlanModel).
 std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan);
 
 }  // namespace gptvk

@@ -7,6 +7,7 @@
 
 #include "engine/error.hpp"
 #include "engine/ops/attention.hpp"
+#include "engine/ops/attention_coopmat.hpp"
 #include "engine/ops/copy_rows.hpp"
 #include "engine/ops/embed.hpp"
 #include "engine/ops/layernorm.hpp"
@@ -182,7 +183,7 @@ struct GptModel::GraphBuild {
     }
     const View k_cache = m.k_cache(l), v_cache = m.v_cache(l);
     if (!last_row_only || l + 1 < cfg.n_layers) {
-      ops::kv_append_attention(*g, qkv, step, k_cache, v_cache, att, T, shape, p + "attention", maybe(m.scores_));
+      prompt_attention(qkv, step, k_cache, v_cache, att, T, p + "attention");
       return T;
     }
     ops::kv_append(*g, qkv, step, k_cache, v_cache, T, shape, p + "attention.kv_append");
@@ -191,6 +192,18 @@ struct GptModel::GraphBuild {
     ops::copy_rows(*g, x, rows_of(m.x_, 1, C), T - 1, 1, C, p + "last_x");
     last_row_attention(l, m, rows_of(m.qkv_, 1, 3 * C), rows_of(m.att_, 1, C), T, p);
     return 1;
+  }
+
+  // A prompt chunk's attention of `len` queries, appending their keys and values: on the
+  // matrix units where the plan takes them, else in one dispatch (or CPU devices' tiled
+  // passes through the scores scratch).
+  void prompt_attention(View q, View step, View k_cache, View v_cache, View out, uint32_t len, const std::string& name) {
+    if (m.plan_.coopmat_attention(len)) {
+      ops::kv_append(*g, q, step, k_cache, v_cache, len, shape, name + ".kv_append");
+      ops::attention_coopmat(*g, q, step, k_cache, v_cache, out, len, shape, name);
+    } else {
+      ops::kv_append_attention(*g, q, step, k_cache, v_cache, out, len, shape, name, maybe(m.scores_));
+    }
   }
 
   // A batched step's row b over its own sequence's KV cache. Where row b's offsets in qkv
@@ -231,8 +244,8 @@ struct GptModel::GraphBuild {
         ops::kv_append(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), len, shape, p + "attention.kv_append");
         last_row_attention(l, s, rows_at(m.qkv_, end, 1, 3 * C), rows_at(m.att_, end, 1, C), len, p);
       } else {
-        ops::kv_append_attention(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), rows_at(m.att_, first, len, C),
-                                 len, shape, p + "attention", maybe(m.scores_));
+        prompt_attention(q, whole(s.step_), s.k_cache(l), s.v_cache(l), rows_at(m.att_, first, len, C), len,
+                         p + "attention");
       }
     }
     if (!last) return T;

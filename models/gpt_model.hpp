@@ -42,6 +42,7 @@ class GptModel {
   ~GptModel();
 
   const ModelConfig& config() const { return cfg_; }
+  const ExecutionPlan& plan() const { return plan_; }  // the device-dependent choices (engine/plan.hpp)
   // The weights, for filling after construction: the graphs hold their buffers, not their
   // values, so pipelines can be warmed up (warm_up) before the values are written. Write
   // them before the first step runs: on GPUs that step also derives the folded

@@ -243,11 +243,12 @@ BOOST_AUTO_TEST_CASE(gpu_paths_match) {
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
-// The matrix-unit GEMM in whole models, on emulated cooperative matrices
-// (GPTVK_FORCE=gpu,coopmat_emu: the GPU paths, with the f16 cases' prompt products through
-// shaders/linear_coopmat.comp), so that devices without matrix units check how the plan
-// uses it: chunked prefill then decode steps give PyTorch's answers. The kernel rounds x to
-// f16, which f16 weights' tolerance covers (1.8e-3 on lavapipe).
+// The matrix units in whole models, on emulated cooperative matrices
+// (GPTVK_FORCE=gpu,coopmat_emu: the GPU paths, with the f16 cases' prompt products and, in
+// chunks of ops::kCoopMatAttentionMinTokens or more, attention through them), so that
+// devices without matrix units check how the plan uses them: a prefill then decode steps
+// give PyTorch's answers. The kernels round their inputs to f16, which f16 weights'
+// tolerance covers (1.8e-3 on lavapipe).
 BOOST_AUTO_TEST_CASE(emulated_coopmat_prompts_match) {
   auto& ctx = test::coopmat_emu_context();
   if (ctx.caps().coopmat.api != vk::CoopMatApi::Emulated) {
@@ -260,8 +261,10 @@ BOOST_AUTO_TEST_CASE(emulated_coopmat_prompts_match) {
     if (c.cfg.dtype != DType::F16) return;
     ++f16_cases;
     const uint32_t V = c.cfg.vocab_size;
-    const size_t n = std::min<size_t>(c.ids.size() - 1, 40), end = std::min<size_t>(c.ids.size(), n + 2);
-    GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), /*max_chunk=*/24);
+    const size_t n = c.ids.size() - 2, end = c.ids.size();
+    BOOST_TEST_REQUIRE(n >= ops::kCoopMatAttentionMinTokens);
+    GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), static_cast<uint32_t>(n));
+    BOOST_TEST_REQUIRE(model.plan().coopmat_attention(static_cast<uint32_t>(n)));
     double worst = rel_error(model.prefill(std::span(c.ids).first(n), 0, true), c.logits, 0, n, V);
     for (size_t t = n; t < end; ++t)
       worst = std::max(worst, rel_error(model.decode_logits(c.ids[t], static_cast<uint32_t>(t)), c.logits, t, 1, V));

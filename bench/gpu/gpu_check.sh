@@ -9,7 +9,8 @@
 #
 # Usage: bash bench/gpu/gpu_check.sh [VARIANT...]
 #   VARIANT: ab_bench.py's BINARY[:VAR=VALUE,...], the first being the baseline. Default: the
-#   build against itself without the matrix units (GPTVK_FORCE=no_coopmat).
+#   build without the matrix units (GPTVK_FORCE=no_coopmat), with them for the GEMMs only
+#   (GPTVK_FORCE=no_coopmat_attention), and with them for prompt attention too (as it is).
 # Environment (each stage can be left out, so a rerun spends the lent minutes on what is left):
 #   TESTS=0 skips the suite; TESTS_R=REGEX runs only those tests, TESTS_E=REGEX leaves those out
 #   (openai_client needs node, which the GPU machines lack);
@@ -73,7 +74,7 @@ fi
 build/gpt-vk devices -v 2>&1 | sed -n '/^plan/,$p'
 
 if [ $# -eq 0 ]; then
-  set -- build/gpt-vk build/gpt-vk:GPTVK_FORCE=no_coopmat
+  set -- build/gpt-vk:GPTVK_FORCE=no_coopmat build/gpt-vk:GPTVK_FORCE=no_coopmat_attention build/gpt-vk
 fi
 if [ "${AB:-1}" != 0 ]; then
   for depth in ${DEPTHS:-512}; do

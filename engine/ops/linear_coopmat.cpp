@@ -24,6 +24,11 @@ std::optional<vk::CoopMatShape> pick_shape(const vk::CoopMatSupport& s) {
 
 }  // namespace
 
+std::optional<vk::CoopMatShape> coopmat_shape(const vk::Context& ctx) {
+  const auto& s = ctx.caps().coopmat;
+  return s.api == vk::CoopMatApi::None ? std::nullopt : pick_shape(s);
+}
+
 bool coopmat_available(const vk::Context& ctx, DType w_dtype) {
   const auto& s = ctx.caps().coopmat;
   return w_dtype == DType::F16 && s.api != vk::CoopMatApi::None && pick_shape(s).has_value();
@@ -57,7 +62,7 @@ std::optional<CoopMatTiles> coopmat_tiles_of(const vk::Context& ctx, vk::CoopMat
 }
 
 std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T) {
-  const auto shape = ctx.caps().coopmat.api == vk::CoopMatApi::None ? std::nullopt : pick_shape(ctx.caps().coopmat);
+  const auto shape = coopmat_shape(ctx);
   if (!shape) return std::nullopt;
   // One matrix row of tokens per workgroup, 4 subgroups side by side, each with 4 (a batch
   // of up to one matrix row of tokens: 2) accumulators along the outputs. Taller tiles

@@ -28,6 +28,10 @@ struct CoopMatTiles {
   std::vector<uint32_t> shape_constants() const { return {cm, cn, ck, subgroup}; }
 };
 
+// The device's matrix shape the kernels use (engine/ops/linear_coopmat.cpp says which);
+// empty without cooperative matrices.
+std::optional<vk::CoopMatShape> coopmat_shape(const vk::Context& ctx);
+
 // Whether this device runs the cooperative-matrix GEMM on W of this dtype (f16 only: the
 // shader copies W's halves as they are).
 bool coopmat_available(const vk::Context& ctx, DType w_dtype);

@@ -190,6 +190,7 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     else if (key == "no_subgroup") f.no_subgroup = true;
     else if (key == "no_coopmat") f.no_coopmat = true;
     else if (key == "coopmat_emu") f.emulated_coopmat = true;
+    else if (key == "no_coopmat_attention") f.no_coopmat_attention = true;
     else if (key == "gpu") f.gpu_kernels = true;
     // Ranges are reported in MiB, so less than 1M would read "0 MiB"; shared memory is a uint32.
     else if (key == "max_range") f.max_storage_buffer_range = parse_size(key, value, 1ull << 20, 1ull << 40);
@@ -198,8 +199,8 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     else if (key == "matvec") throw UsageError("GPTVK_FORCE: matvec is 'rows' or 'cols', not '" + value + "'");
     else
       throw UsageError("unknown limit '" + key +
-                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, no_coopmat, coopmat_emu, gpu, max_range=SIZE, "
-                       "shared=SIZE, matvec=rows|cols)");
+                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, no_coopmat, no_coopmat_attention, coopmat_emu, "
+                       "gpu, max_range=SIZE, shared=SIZE, matvec=rows|cols)");
   }
   return f;
 }
@@ -210,7 +211,7 @@ ForcedLimits ForcedLimits::from_env() {
 }
 
 bool ForcedLimits::any() const {
-  return no_fp16 || no_subgroup || no_coopmat || emulated_coopmat || gpu_kernels || max_storage_buffer_range ||
+  return no_fp16 || no_subgroup || no_coopmat || no_coopmat_attention || emulated_coopmat || gpu_kernels || max_storage_buffer_range ||
          shared_memory_bytes || column_split_matvec;
 }
 
@@ -253,6 +254,7 @@ Context::Context(const ContextOptions& options) {
     forced.no_subgroup |= env_forced.no_subgroup;
     forced.no_coopmat |= env_forced.no_coopmat;
     forced.emulated_coopmat |= env_forced.emulated_coopmat;
+    forced.no_coopmat_attention |= env_forced.no_coopmat_attention;
     forced.gpu_kernels |= env_forced.gpu_kernels;
     if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
     if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
@@ -470,6 +472,7 @@ void Context::apply_forced(const ForcedLimits& forced) {
   if (forced.no_subgroup) caps_.subgroup_arithmetic = caps_.subgroup_shuffle = false;
   if (forced.emulated_coopmat && caps_.fp16_arithmetic && caps_.subgroup_arithmetic) caps_.coopmat = emulated_coopmat();
   if (forced.no_coopmat || forced.no_fp16 || forced.no_subgroup) caps_.coopmat = {};
+  if (forced.no_coopmat_attention) caps_.coopmat_attention = false;
   // A GPU's kernels and staging uploads on any device, so that a machine without a GPU can
   // test them on whole models (tests/test_models.cpp); the device stays what it is.
   cpu_kernels_ = info_.is_cpu() && !forced.gpu_kernels;

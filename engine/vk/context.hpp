@@ -58,6 +58,9 @@ struct Caps {
   // Matrix units through cooperative matrices (engine/vk/coopmat.hpp); api None: none, or
   // GPTVK_FORCE=no_coopmat.
   CoopMatSupport coopmat;
+  // Prompt attention may run on the matrix units too (ops::attention_coopmat); false with
+  // GPTVK_FORCE=no_coopmat_attention.
+  bool coopmat_attention = true;
   // The largest single binding any op may use: min of the storage range, allocation and buffer caps.
   uint64_t max_binding_bytes() const;
 };
@@ -73,6 +76,8 @@ struct ForcedLimits {
   // on devices with f16 arithmetic and subgroups; taken with "gpu" on CPU devices, whose own
   // kernels never use matrix units. For tests.
   bool emulated_coopmat = false;
+  // "no_coopmat_attention": prompt attention off the matrix units, the GEMMs still on them (A/B runs).
+  bool no_coopmat_attention = false;
   // "gpu": a CPU device runs a GPU's kernels and staging uploads (Context::cpu_kernels() false,
   // Caps::unified_memory off); the device type stays what it is.
   bool gpu_kernels = false;

@@ -41,33 +41,7 @@ shared float out_tile[WM * WN * CM * CN];  // each subgroup's accumulator, one a
 // The next step's x and W, loaded from memory while the matrix units work on this one.
 uvec4 x_next[X_PER], w_next[W_PER];
 
-#if defined(COOPMAT_EMU)
-#include "common/coopmat_emu.glsl"
-// The staging loops stay loops: unrolled, their loads took lavapipe's JIT 3x as long.
-#define STAGING_LOOP [[dont_unroll]]
-#elif defined(COOPMAT_KHR)
-#extension GL_KHR_cooperative_matrix : require
-#define ACC_T coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator>
-#define A_T coopmat<float16_t, gl_ScopeSubgroup, CM, CK, gl_MatrixUseA>
-#define B_T coopmat<float16_t, gl_ScopeSubgroup, CK, CN, gl_MatrixUseB>
-#define LOAD_ROWS(m, a, e, s) coopMatLoad(m, a, e, s, gl_CooperativeMatrixLayoutRowMajor)
-#define LOAD_COLS(m, a, e, s) coopMatLoad(m, a, e, s, gl_CooperativeMatrixLayoutColumnMajor)
-#define STORE_ROWS(m, a, e, s) coopMatStore(m, a, e, s, gl_CooperativeMatrixLayoutRowMajor)
-#define ACC_ZERO(c) c = ACC_T(0.0)
-#define MUL_ADD(c, a, b) c = coopMatMulAdd(a, b, c)
-#define STAGING_LOOP [[unroll]]
-#else
-#extension GL_NV_cooperative_matrix : require
-#define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>
-#define A_T fcoopmatNV<16, gl_ScopeSubgroup, CM, CK>
-#define B_T fcoopmatNV<16, gl_ScopeSubgroup, CK, CN>
-#define LOAD_ROWS(m, a, e, s) coopMatLoadNV(m, a, e, s, false)
-#define LOAD_COLS(m, a, e, s) coopMatLoadNV(m, a, e, s, true)
-#define STORE_ROWS(m, a, e, s) coopMatStoreNV(m, a, e, s, false)
-#define ACC_ZERO(c) c = ACC_T(0.0)
-#define MUL_ADD(c, a, b) c = coopMatMulAddNV(a, b, c)
-#define STAGING_LOOP [[unroll]]
-#endif
+#include "common/coopmat.glsl"
 
 uint pack_f16(vec2 v) { return packFloat2x16(f16vec2(v)); }
 
@@ -127,14 +101,14 @@ void main() {
   for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
     const bool more = k0 + BK < k_end;
     if (more) fetch(tid, tile_t, tile_o, k0 + BK);
-    [[unroll]] for (uint kk = 0u; kk < BK; kk += CK) {
+    MATRIX_LOOP for (uint kk = 0u; kk < BK; kk += CK) {
       A_T a[TM];
       B_T b[TN];
-      [[unroll]] for (uint i = 0u; i < TM; ++i) LOAD_ROWS(a[i], x_tile, (sg_m * TM + i) * CM * LDS + kk / 8u, LDS);
+      MATRIX_LOOP for (uint i = 0u; i < TM; ++i) LOAD_A(a[i], x_tile, (sg_m * TM + i) * CM * LDS + kk / 8u, LDS);
       // B[k][n] = W[n][k]: W's staged rows are B's columns.
-      [[unroll]] for (uint j = 0u; j < TN; ++j) LOAD_COLS(b[j], w_tile, (sg_n * TN + j) * CN * LDS + kk / 8u, LDS);
-      [[unroll]] for (uint i = 0u; i < TM; ++i)
-        [[unroll]] for (uint j = 0u; j < TN; ++j) MUL_ADD(acc[i][j], a[i], b[j]);
+      MATRIX_LOOP for (uint j = 0u; j < TN; ++j) LOAD_B_COLS(b[j], w_tile, (sg_n * TN + j) * CN * LDS + kk / 8u, LDS);
+      MATRIX_LOOP for (uint i = 0u; i < TM; ++i)
+        MATRIX_LOOP for (uint j = 0u; j < TN; ++j) MUL_ADD(acc[i][j], a[i], b[j], x_tile, w_tile);
     }
     barrier();
     if (more) {
@@ -147,7 +121,7 @@ void main() {
   const uint scratch = sg * CM * CN;
   [[unroll]] for (uint i = 0u; i < TM; ++i)
     [[unroll]] for (uint j = 0u; j < TN; ++j) {
-      STORE_ROWS(acc[i][j], out_tile, scratch, CN);
+      STORE_ACC(acc[i][j], out_tile, scratch, CN);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       for (uint e = lane; e < CM * CN; e += gl_SubgroupSize) {
