@@ -75,7 +75,6 @@ void check_shapes(vk::Context& ctx) {
 }
 
 const auto has_matrix_units = [](vk::Context& c) { return ops::coopmat_attention_tiles(c, {1, 64, 64}).has_value(); };
-const auto can_emulate = [](vk::Context& c) { return c.caps().fp16_arithmetic && c.caps().subgroup_arithmetic; };
 
 }  // namespace
 
@@ -85,7 +84,7 @@ BOOST_AUTO_TEST_CASE(coopmat_attention_matches_cpu,
 }
 
 BOOST_AUTO_TEST_CASE(emulated_coopmat_attention_matches_cpu,
-                     *test::device_has(can_emulate, "has no f16 arithmetic or subgroups, which the emulation needs")) {
+                     *test::device_has(test::can_emulate_coopmat, test::kCannotEmulateCoopmat)) {
   auto& ctx = test::coopmat_emu_context();
   BOOST_TEST_REQUIRE(ops::coopmat_attention_tiles(ctx, {1, 64, 64}).has_value());
   check_shapes(ctx);

@@ -84,9 +84,6 @@ void check_odd_shapes(vk::Context& ctx) {
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
-const auto can_emulate = [](vk::Context& c) { return c.caps().fp16_arithmetic && c.caps().subgroup_arithmetic; };
-const char* const kCannotEmulate = "has no f16 arithmetic or subgroup operations, which the emulation needs";
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *test::device_has(has_matrix_units, kNoMatrixUnits)) {
@@ -95,8 +92,9 @@ BOOST_AUTO_TEST_CASE(coopmat_gemm_matches_cpu_on_odd_shapes, *test::device_has(h
 
 // On emulated matrices: four of the cases above in the tiles a device would get (16x8x8),
 // then one in each of the H100's other two shapes, whose indexing differs. Fewer than on a
-// device: lavapipe takes ~2 s to compile each case's pipeline.
-BOOST_AUTO_TEST_CASE(emulated_coopmat_gemm_matches_cpu_on_odd_shapes, *test::device_has(can_emulate, kCannotEmulate)) {
+// device: lavapipe takes about a second to compile each case's pipeline.
+BOOST_AUTO_TEST_CASE(emulated_coopmat_gemm_matches_cpu_on_odd_shapes,
+                     *test::device_has(test::can_emulate_coopmat, test::kCannotEmulateCoopmat)) {
   auto& ctx = test::coopmat_emu_context();
   BOOST_TEST_REQUIRE(ops::coopmat_available(ctx, DType::F16));
   BOOST_TEST_MESSAGE(ctx.info().name << ": " << ctx.caps().coopmat.describe());
@@ -134,7 +132,8 @@ BOOST_AUTO_TEST_CASE(auto_picks_coopmat_for_f16_prompts_only, *test::device_has(
   check_auto_picks(test::context());
 }
 
-BOOST_AUTO_TEST_CASE(auto_picks_emulated_coopmat_for_f16_prompts_only, *test::device_has(can_emulate, kCannotEmulate)) {
+BOOST_AUTO_TEST_CASE(auto_picks_emulated_coopmat_for_f16_prompts_only,
+                     *test::device_has(test::can_emulate_coopmat, test::kCannotEmulateCoopmat)) {
   check_auto_picks(test::coopmat_emu_context());
 }
 

@@ -55,6 +55,9 @@ vk::Context& gpu_paths_context() { return forced_context(g_gpu, "gpu"); }
 
 vk::Context& coopmat_emu_context() { return forced_context(g_coopmat_emu, "gpu,coopmat_emu"); }
 
+bool can_emulate_coopmat(vk::Context& ctx) { return ctx.caps().fp16_arithmetic && ctx.caps().subgroup_arithmetic; }
+const char* const kCannotEmulateCoopmat = "has no f16 arithmetic or subgroup operations, which the emulation needs";
+
 vk::Context& other_matvec_context() {
   return forced_context(g_other_matvec, context().caps().column_split_matvec ? "matvec=rows" : "matvec=cols");
 }

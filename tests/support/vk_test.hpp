@@ -34,6 +34,9 @@ vk::Context& other_matvec_context();
 // the matrix-unit kernels run on any device with f16 arithmetic and subgroups. Validation as
 // gpu_paths_context's.
 vk::Context& coopmat_emu_context();
+// Whether a device can emulate them (f16 arithmetic and subgroups), and what to say where not.
+bool can_emulate_coopmat(vk::Context& ctx);
+extern const char* const kCannotEmulateCoopmat;
 // Both, for tests that must pass on each: {"native", ctx}, {"fallback", ctx}.
 std::vector<std::pair<std::string, vk::Context*>> all_contexts();
 // The device's own kernels and a GPU's: {"native", ctx}, {"gpu paths", gpu_paths_context()}.
