@@ -130,22 +130,27 @@ BOOST_AUTO_TEST_CASE(host_quantization_round_trips) {
 // Every quantized kernel against the CPU reference, both types, on the device as it is and
 // with its fallbacks forced: outputs not a multiple of any tile, 3 / 25 / 96 blocks a row
 // (25 and 96: not a multiple of the 8 scales a word holds, nor of the lanes), tokens
-// past a tile, GPT-2's vocabulary as outputs (on the device as it is: the fallbacks' kernels
-// meet no new edge there, and each pipeline is a lavapipe compile of its own).
+// past a tile, GPT-2's vocabulary as outputs (Q8_0, on the device as it is: the fallbacks'
+// kernels meet no new edge there). Each (kernel, type, shape) is a lavapipe compile of its
+// own (0.1-1 s), so on the first three shapes the types alternate over the kernels (a Latin
+// square, as in test_linear): every kernel meets both types, every shape both types.
 BOOST_AUTO_TEST_CASE(every_kernel_matches_cpu) {
   struct Shape {
     uint32_t K, N;
     std::vector<uint32_t> tokens;
   };
   const Shape shapes[] = {{96, 77, {1, 5}}, {800, 130, {1, 37}}, {3072, 40, {1, 3}}, {64, 50257, {1}}};
+  const DType types[] = {DType::Q8_0, DType::Q4_0};
   for (auto [label, ctx] : test::all_contexts())
     for (size_t si = 0; si < std::size(shapes); ++si)
-      for (DType dt : {DType::Q8_0, DType::Q4_0}) {
+      for (DType dt : types) {
         const Shape& s = shapes[si];
         if (s.N > 10000 && dt == DType::Q4_0) continue;
         if (ctx == &test::fallback_context() && s.N > 10000) continue;
         Case c = make_weights(*ctx, dt, s.N, s.K, 7 * s.K + s.N);
-        for (LinearKernel k : kKernels) {
+        for (size_t ki = 0; ki < std::size(kKernels); ++ki) {
+          const LinearKernel k = kKernels[ki];
+          if (s.N <= 10000 && dt != types[(si + ki) % std::size(types)]) continue;
           if (!runs(*ctx, k, c.m)) continue;
           for (uint32_t T : s.tokens) {
             auto x = test::random_floats(size_t(T) * s.K, T + s.K);
@@ -159,15 +164,22 @@ BOOST_AUTO_TEST_CASE(every_kernel_matches_cpu) {
 }
 
 // The epilogue (GELU, a separate residual) and a matrix split into row chunks (one
-// dispatch per chunk, each kernel's offsets into W and y).
+// dispatch per chunk, each kernel's offsets into W and y). Neither depends on the type but
+// through the row's bytes, so the types alternate over the kernels, and from one context to
+// the next.
 BOOST_AUTO_TEST_CASE(epilogue_and_chunks) {
   const uint32_t K = 160, N = 300;
-  for (auto [label, ctx] : test::all_contexts())
-    for (DType dt : {DType::Q8_0, DType::Q4_0}) {
+  const DType types[] = {DType::Q8_0, DType::Q4_0};
+  const auto contexts = test::all_contexts();
+  for (size_t ci = 0; ci < contexts.size(); ++ci)
+    for (size_t ti = 0; ti < std::size(types); ++ti) {
+      const auto& [label, ctx] = contexts[ci];
+      const DType dt = types[ti];
       Case c = make_weights(*ctx, dt, N, K, 11, 64 * quant_row_bytes(dt, K));  // chunks of 64 rows
       BOOST_TEST(c.m.chunks.size() == 5u);
-      for (LinearKernel k : kKernels) {
-        if (!runs(*ctx, k, c.m)) continue;
+      for (size_t ki = 0; ki < std::size(kKernels); ++ki) {
+        const LinearKernel k = kKernels[ki];
+        if ((ki + ci) % std::size(types) != ti || !runs(*ctx, k, c.m)) continue;
         for (uint32_t T : {1u, 9u}) {
           auto x = test::random_floats(size_t(T) * K, 21 + T);
           auto bias = test::random_floats(N, 22), r = test::random_floats(size_t(T) * N, 23);

@@ -12,7 +12,8 @@
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;
-using test::Case, test::case_dirs, test::load_case, test::tolerance, test::rel_error, test::for_each_case;
+using test::Case, test::case_dirs, test::feature_case_dirs, test::load_case, test::tolerance, test::rel_error,
+    test::for_each_case;
 
 namespace {
 
@@ -70,7 +71,7 @@ class BackgroundWarmUp {
 
  private:
   static void run(vk::Context* ctx, bool gpu, bool fallback) {
-    for (const auto& dir : case_dirs()) {
+    for (const auto& dir : gpu || fallback ? feature_case_dirs() : case_dirs()) {
       Case c = load_case(dir);
       for (bool kv_f16 : {false, true}) {
         if (kv_f16 && (!gpu || c.cfg.head_dim() % 8)) continue;
@@ -105,7 +106,12 @@ BOOST_TEST_GLOBAL_FIXTURE(JoinWarmUpAtEnd);
 
 BOOST_FIXTURE_TEST_SUITE(models, test::NoValidationMessages)
 
-BOOST_AUTO_TEST_CASE(fixtures_exist) { BOOST_TEST(case_dirs().size() >= 6u); }
+// Six or more cases; the other devices' runs take f32 and f16 weights, pre- and post-LN, and
+// three activations among them.
+BOOST_AUTO_TEST_CASE(fixtures_exist) {
+  BOOST_TEST(case_dirs().size() >= 6u);
+  BOOST_TEST(feature_case_dirs().size() >= 5u);
+}
 
 // One prefill of the whole sequence matches PyTorch at every position.
 BOOST_AUTO_TEST_CASE(prefill_matches_pytorch) {
@@ -175,7 +181,7 @@ BOOST_AUTO_TEST_CASE(last_position_only_matches) {
         // f16 caches round keys and values to 2^-11 (f16_kv_cache_matches).
         BOOST_TEST(worst <= (run.kv_f16 && c.cfg.dtype == DType::F32 ? 5e-3 : tolerance(c.cfg)));
       }
-    });
+    }, ctx == &test::gpu_paths_context() ? feature_case_dirs() : case_dirs());
     BOOST_TEST(ctx->validation_messages() == messages, "validation layer reported: " << ctx->last_validation_message());
   }
 }
@@ -207,7 +213,7 @@ BOOST_AUTO_TEST_CASE(warm_up_before_weights_are_written) {
 }
 
 // The fallback paths (no fp16, no subgroups, 16 KB shared memory, 64 MiB bindings) give
-// the same answers on whole models.
+// the same answers on whole models (test::feature_case_dirs).
 BOOST_AUTO_TEST_CASE(fallback_device_matches) {
   auto& ctx = test::fallback_context();
   g_warm_up.ready(ctx);
@@ -215,13 +221,13 @@ BOOST_AUTO_TEST_CASE(fallback_device_matches) {
     GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), 32);
     auto logits = model.prefill(c.ids, 0, true);
     BOOST_TEST(rel_error(logits, c.logits, 0, c.ids.size(), c.cfg.vocab_size) <= tolerance(c.cfg));
-  });
+  }, feature_case_dirs());
 }
 
 // The paths a discrete GPU takes (GPTVK_FORCE=gpu: the wide attention kernel, the 256-wide
 // mat-vecs, the tiled GEMM, staging uploads) give PyTorch's answers on whole models: chunked
-// prefill, then decode steps. On lavapipe these kernels are slow, so every case runs with
-// its first 24 positions prefilled and the next 8 decoded.
+// prefill, then decode steps. On lavapipe these kernels are slow, so the cases of
+// test::feature_case_dirs run with their first 24 positions prefilled and the next 8 decoded.
 BOOST_AUTO_TEST_CASE(gpu_paths_match) {
   auto& ctx = test::gpu_paths_context();
   g_warm_up.ready(ctx);
@@ -239,7 +245,7 @@ BOOST_AUTO_TEST_CASE(gpu_paths_match) {
       worst = std::max(worst, rel_error(model.decode_logits(c.ids[t], static_cast<uint32_t>(t)), c.logits, t, 1, V));
     BOOST_TEST_MESSAGE(c.name << ": gpu paths, decode max rel error " << worst);
     BOOST_TEST(worst <= tolerance(c.cfg));
-  });
+  }, feature_case_dirs());
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
@@ -294,7 +300,7 @@ BOOST_AUTO_TEST_CASE(f16_kv_cache_matches) {
         worst = std::max(worst, rel_error(model.decode_logits(c.ids[t], static_cast<uint32_t>(t)), c.logits, t, 1, V));
       BOOST_TEST_MESSAGE(c.name << ": f16 KV cache on " << ctx->info().name << ", max rel error " << worst);
       BOOST_TEST(worst <= (c.cfg.dtype == DType::F32 ? 5e-3 : tolerance(c.cfg)));
-    });
+    }, ctx == &test::gpu_paths_context() ? feature_case_dirs() : case_dirs());
     BOOST_TEST(ctx->validation_messages() == messages, "validation layer reported: " << ctx->last_validation_message());
   }
 }

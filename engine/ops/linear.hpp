@@ -136,6 +136,9 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
 // Whether the device runs MatVecRows at all: subgroup shuffles on workgroups of one
 // subgroup of 4-16 lanes (CPU devices' SIMD vectors; a GPU's 32 or 64 lanes are not).
 bool row_matvec_supported(const vk::Context& ctx);
+// Whether GemmRegisters and GemmRegistersWide are the CPU devices' broadcast GEMM (inputs
+// handed out by subgroup shuffles) in its two tiles; elsewhere both are one plain register tile.
+bool broadcast_gemm_supported(const vk::Context& ctx);
 // Whether MatVecRowsHeld takes K inputs of this dtype: at most kMaxHeldInputs, whole words.
 bool held_x_fits(uint32_t K, DType dtype);
 // Whether MatVecCols takes K inputs of this dtype on this device: each lane's share of x

@@ -82,6 +82,10 @@ bool one_subgroup_shuffles(const vk::Context& ctx) {
 
 bool row_matvec_supported(const vk::Context& ctx) { return one_subgroup_shuffles(ctx); }
 
+bool broadcast_gemm_supported(const vk::Context& ctx) {
+  return ctx.cpu_kernels() && ctx.caps().subgroup_arithmetic && one_subgroup_shuffles(ctx);
+}
+
 // A workgroup of the row mat-vec takes at least 8 rows of 4 invocations (one_subgroup_shuffles).
 uint64_t pick_partials_bytes(uint32_t rows) { return (uint64_t(rows) / 32 + 1) * 8; }
 
@@ -180,7 +184,7 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
   // never get here unless a test forces this kernel. Texel views for the weights, and for
   // the inputs where they have one: lavapipe vectorises a texel fetch across the lanes,
   // where a storage load is a loop over them.
-  if (ctx.cpu_kernels() && caps.subgroup_arithmetic && one_subgroup_shuffles(ctx)) {
+  if (broadcast_gemm_supported(ctx)) {
     k.shader = family(dtype) + "gemm_bcast";
     if (w_texel) {
       k.shader += "_texel";

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <set>
+#include <tuple>
 
 #include "models/tokenizer/id_list.hpp"
 #include "tests/support/vk_test.hpp"
@@ -17,6 +19,16 @@ std::vector<fs::path> case_dirs() {
   for (const auto& e : fs::directory_iterator(fs::path(GPTVK_SOURCE_DIR) / "tests/fixtures/models"))
     if (fs::exists(e.path() / "config.toml")) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+std::vector<fs::path> feature_case_dirs() {
+  std::vector<fs::path> dirs;
+  std::set<std::tuple<DType, NormPosition, Activation>> seen;
+  for (const auto& dir : case_dirs()) {
+    const ModelConfig cfg = load_config((dir / "config.toml").string());
+    if (seen.insert({cfg.dtype, cfg.norm_position, cfg.activation}).second) dirs.push_back(dir);
+  }
   return dirs;
 }
 

@@ -25,6 +25,14 @@ struct Case {
 std::vector<std::filesystem::path> case_dirs();
 Case load_case(const std::filesystem::path& dir);
 
+// The first case of each (weight dtype, norm position, activation): what whole models run
+// on through the kernel choices of devices other than the one at hand (a GPU's, the
+// fallback's). Those kernels' shapes, head sizes and epilogues are checked op by op on the
+// same paths (test_linear, test_attention); the models check how the plan strings them
+// together, and on lavapipe each further case is 5-10 s of pipeline compiles (attention
+// over a 128-wide head alone 3-10 s a variant).
+std::vector<std::filesystem::path> feature_case_dirs();
+
 // Tolerance: max |ours - torch| / max |torch| <= 1e-4 with f32 storage, <= 8e-3 with f16
 // storage on the device (weights rounded to 11 significant bits: measured up to 2.4e-3 on
 // lavapipe; a GPU's matrix units also round x to f16). The issue asks for 1e-3 in f32; we
@@ -37,10 +45,11 @@ double tolerance(const ModelConfig& cfg);
 // Error of logits rows [row0, row0 + n) against the golden ones, relative to the golden max.
 double rel_error(const std::vector<float>& got, const NpyArray& want, size_t row0, size_t n, uint32_t vocab);
 
-// Runs `check` on every fixture case, inside a test context naming it.
+// Runs `check` on every case in `dirs` (by default every fixture), inside a test context
+// naming it.
 template <class F>
-void for_each_case(F check) {
-  for (const auto& dir : case_dirs()) {
+void for_each_case(F check, const std::vector<std::filesystem::path>& dirs = case_dirs()) {
+  for (const auto& dir : dirs) {
     Case c = load_case(dir);
     BOOST_TEST_CONTEXT(c.name) { check(c); }
   }
