@@ -17,6 +17,13 @@ using test::Case, test::case_dirs, test::feature_case_dirs, test::load_case, tes
 
 namespace {
 
+// The cases a context runs whole models on: every fixture on this device's own kernels (and
+// its other decode mat-vec), the feature cases through a GPU's and the fallback's.
+std::vector<std::filesystem::path> case_dirs_for(vk::Context& ctx) {
+  const bool stand_in = &ctx == &test::gpu_paths_context() || &ctx == &test::fallback_context();
+  return stand_in ? feature_case_dirs() : case_dirs();
+}
+
 // The case's model with per-op timing on, or nullptr (the test is skipped) where the
 // device has no timestamp queries.
 std::unique_ptr<GptModel> profiled_model(vk::Context& ctx, const Case& c, uint32_t max_chunk) {
@@ -71,7 +78,7 @@ class BackgroundWarmUp {
 
  private:
   static void run(vk::Context* ctx, bool gpu, bool fallback) {
-    for (const auto& dir : gpu || fallback ? feature_case_dirs() : case_dirs()) {
+    for (const auto& dir : case_dirs_for(*ctx)) {
       Case c = load_case(dir);
       for (bool kv_f16 : {false, true}) {
         if (kv_f16 && (!gpu || c.cfg.head_dim() % 8)) continue;
@@ -181,7 +188,7 @@ BOOST_AUTO_TEST_CASE(last_position_only_matches) {
         // f16 caches round keys and values to 2^-11 (f16_kv_cache_matches).
         BOOST_TEST(worst <= (run.kv_f16 && c.cfg.dtype == DType::F32 ? 5e-3 : tolerance(c.cfg)));
       }
-    }, ctx == &test::gpu_paths_context() ? feature_case_dirs() : case_dirs());
+    }, case_dirs_for(*ctx));
     BOOST_TEST(ctx->validation_messages() == messages, "validation layer reported: " << ctx->last_validation_message());
   }
 }
@@ -221,7 +228,7 @@ BOOST_AUTO_TEST_CASE(fallback_device_matches) {
     GptModel model(ctx, c.cfg, load_weights(ctx, c.cfg), 32);
     auto logits = model.prefill(c.ids, 0, true);
     BOOST_TEST(rel_error(logits, c.logits, 0, c.ids.size(), c.cfg.vocab_size) <= tolerance(c.cfg));
-  }, feature_case_dirs());
+  }, case_dirs_for(ctx));
 }
 
 // The paths a discrete GPU takes (GPTVK_FORCE=gpu: the wide attention kernel, the 256-wide
@@ -245,7 +252,7 @@ BOOST_AUTO_TEST_CASE(gpu_paths_match) {
       worst = std::max(worst, rel_error(model.decode_logits(c.ids[t], static_cast<uint32_t>(t)), c.logits, t, 1, V));
     BOOST_TEST_MESSAGE(c.name << ": gpu paths, decode max rel error " << worst);
     BOOST_TEST(worst <= tolerance(c.cfg));
-  }, feature_case_dirs());
+  }, case_dirs_for(ctx));
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
@@ -300,7 +307,7 @@ BOOST_AUTO_TEST_CASE(f16_kv_cache_matches) {
         worst = std::max(worst, rel_error(model.decode_logits(c.ids[t], static_cast<uint32_t>(t)), c.logits, t, 1, V));
       BOOST_TEST_MESSAGE(c.name << ": f16 KV cache on " << ctx->info().name << ", max rel error " << worst);
       BOOST_TEST(worst <= (c.cfg.dtype == DType::F32 ? 5e-3 : tolerance(c.cfg)));
-    }, ctx == &test::gpu_paths_context() ? feature_case_dirs() : case_dirs());
+    }, case_dirs_for(*ctx));
     BOOST_TEST(ctx->validation_messages() == messages, "validation layer reported: " << ctx->last_validation_message());
   }
 }
