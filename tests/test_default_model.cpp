@@ -1,6 +1,6 @@
 #define BOOST_TEST_MODULE default_model
-// The bundled default model (models/default/): gpt-vk's perplexity on its held-out text
-// matches the value PyTorch computed when the training tool exported the model
+// The bundled default model (models/default/): gpt-vk's perplexity on the first quarter of
+// its held-out text matches the value PyTorch computed when the training tool exported the model
 // (reference.json), within 0.5% as the issue asks; and greedy generation gives the ids
 // PyTorch's greedy generation gave.
 #include <nlohmann/json.hpp>
@@ -33,76 +33,46 @@ std::string read_file(const fs::path& p) {
 
 nlohmann::json reference() { return nlohmann::json::parse(read_file(kDir / "reference.json")); }
 
-// The bundled model's perplexity with its weights stored as `dt`, on its held-out text with
-// reference.json's window, or on the first `prefix` tokens of it (0: all); each run once per
-// process. The f16 run also scores the prefixes: its windows there are the windows a run
-// over a prefix of whole strides makes, so its scores there are that run's.
-struct Scores {
-  PerplexityResult all;
-  std::vector<double> logprobs;  // by target, in order
-  std::vector<size_t> index;     // each target's position in the text
-};
-
-const Scores& bundled_scores(DType dt, size_t prefix) {
-  static std::map<std::pair<DType, size_t>, Scores> done;
-  if (auto it = done.find({dt, prefix}); it != done.end()) return it->second;
+// The bundled model's perplexity with its weights stored as `dt`, with reference.json's
+// window, over the first strides of its held-out text that reference.json's "prefix" scored
+// (a quarter of the text: the whole takes several times longer); each dtype run once.
+const PerplexityResult& bundled_perplexity(DType dt) {
+  static std::map<DType, PerplexityResult> done;
+  if (auto it = done.find(dt); it != done.end()) return it->second;
   const auto ref = reference();
   auto& ctx = test::context();
   ModelConfig cfg = load_config((kDir / "config.toml").string());
   cfg.dtype = dt;
   Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
   auto ids = tok.encode(read_file(kDir / ref["heldout"].get<std::string>()));
-  if (prefix) ids.resize(std::min(ids.size(), prefix));
+  ids.resize(std::min(ids.size(), ref["prefix"]["tokens"].get<size_t>()));
   GptModel model(ctx, cfg, load_weights(ctx, cfg));
-  Scores& s = done[{dt, prefix}];
-  s.all = score_windows(model, ids, ref["context"].get<uint32_t>(), ref["stride"].get<uint32_t>(),
-                        [&](const ScoredToken& t) {
-                          s.logprobs.push_back(t.logprob);
-                          s.index.push_back(t.index);
-                        });
-  return s;
-}
-
-// Perplexity over the targets before position `end`.
-double perplexity_before(const Scores& s, size_t end) {
-  double sum = 0;
-  size_t n = 0;
-  for (size_t i = 0; i < s.index.size() && s.index[i] < end; ++i, ++n) sum += s.logprobs[i];
-  return std::exp(-sum / double(n));
+  return done[dt] = score_windows(model, ids, ref["context"].get<uint32_t>(), ref["stride"].get<uint32_t>());
 }
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(default_model, test::NoValidationMessages)
 
 BOOST_AUTO_TEST_CASE(perplexity_matches_pytorch) {
-  const auto ref = reference();
+  const auto want = reference()["prefix"];
   const ModelConfig cfg = load_config((kDir / "config.toml").string());
   BOOST_TEST(fs::file_size(cfg.weights_file) <= 30u * 1000 * 1000);  // the issue's size cap
   BOOST_TEST_REQUIRE((cfg.dtype == DType::F16));  // as bundled_perplexity(F16) assumes below
-  const PerplexityResult r = bundled_scores(DType::F16, 0).all;
-  double want = ref["perplexity"].get<double>();
-  BOOST_TEST_MESSAGE("gpt-vk perplexity " << r.perplexity << ", PyTorch " << want << " over " << r.scored);
-  BOOST_TEST(r.scored == ref["tokens_scored"].get<uint64_t>());
-  BOOST_TEST(std::abs(r.perplexity - want) / want <= 0.005);
+  const PerplexityResult& r = bundled_perplexity(DType::F16);
+  BOOST_TEST_MESSAGE("gpt-vk perplexity " << r.perplexity << ", PyTorch " << want["perplexity"] << " over "
+                                          << r.scored);
+  BOOST_TEST(r.scored == want["tokens_scored"].get<uint64_t>());
+  BOOST_TEST(std::abs(r.perplexity - want["perplexity"].get<double>()) / want["perplexity"].get<double>() <= 0.005);
 }
 
 // 8-bit (and 4-bit) weights on the device: Q8_0 perplexity within 1% of f16's (the issue's
-// bound; measured over the whole text 176.12 against 176.11), Q4_0 within 3% (177.75,
-// +0.9%). Whole models through the quantized decode and prompt kernels, with the fusions the
-// plan picks, over the first 16 strides plus a window of the text (2304 of its 8944 tokens),
-// to keep the test's time down; the f16 figure is over the same targets.
+// bound; measured over the prefix 193.45 against 193.50, over the whole text 176.12 against
+// 176.11), Q4_0 within 3% (194.46 and 177.75, +0.5% and +0.9%). Whole models through the
+// quantized decode and prompt kernels, with the fusions the plan picks.
 BOOST_AUTO_TEST_CASE(quantized_perplexity_near_f16) {
-  const auto ref = reference();
-  const size_t prefix = 16 * ref["stride"].get<size_t>() + ref["context"].get<size_t>();
-  const Scores& f16_all = bundled_scores(DType::F16, 0);
-  const Scores& q8_prefix = bundled_scores(DType::Q8_0, prefix);
-  const double f16 = perplexity_before(f16_all, prefix), q8 = q8_prefix.all.perplexity;
-  const double q4 = bundled_scores(DType::Q4_0, prefix).all.perplexity;
-  // The f16 run's targets before the prefix's end are the prefix run's.
-  BOOST_TEST(q8_prefix.index == std::vector<size_t>(f16_all.index.begin(),
-                                                     f16_all.index.begin() + q8_prefix.index.size()));
-  BOOST_TEST((q8_prefix.index.size() < f16_all.index.size() && f16_all.index[q8_prefix.index.size()] >= prefix));
-  BOOST_TEST_MESSAGE("perplexity over " << prefix << " tokens: f16 " << f16 << ", q8_0 " << q8 << ", q4_0 " << q4);
+  const double f16 = bundled_perplexity(DType::F16).perplexity, q8 = bundled_perplexity(DType::Q8_0).perplexity,
+               q4 = bundled_perplexity(DType::Q4_0).perplexity;
+  BOOST_TEST_MESSAGE("perplexity over the prefix: f16 " << f16 << ", q8_0 " << q8 << ", q4_0 " << q4);
   BOOST_TEST(std::abs(q8 - f16) / f16 <= 0.01);
   BOOST_TEST(std::abs(q4 - f16) / f16 <= 0.03);
 }

@@ -458,8 +458,9 @@ The weights are derived from these public-domain texts only.
 end of *Persuasion*), which training never saw. `reference.json` gives the model's
 perplexity on it with the sliding-window protocol of `gpt-vk perplexity` (windows of
 `context` tokens every `stride` tokens, each target scored once, the first token
-never), computed in PyTorch from the stored f16 weights; the engine should agree to
-within rounding.
+never), computed in PyTorch from the stored f16 weights, and under `prefix` the same
+over the text's first 16 strides and a window (what the tests score); the engine should
+agree to within rounding.
 
 ## Re-creating it
 
@@ -483,9 +484,16 @@ def write_reference(args, tok: GPT2Tokenizer, heldout_text: str, train_facts: di
     load_hf_gpt2_state(stored, read_safetensors(os.path.join(args.out, "model.safetensors")))
     stored.eval()
     n, s = args.context, args.context // 2
-    scored, ppl = sliding_window_perplexity(stored, tok.encode(heldout_text), n, s)
+    ids = tok.encode(heldout_text)
+    scored, ppl = sliding_window_perplexity(stored, ids, n, s)
+    # The same protocol over the text's first 16 strides and a window: what the tests score
+    # (the whole text takes them several times longer).
+    prefix = 16 * s + n
+    prefix_scored, prefix_ppl = sliding_window_perplexity(stored, ids[:prefix], n, s)
     ref = {"heldout": "heldout.txt", "context": n, "stride": s, "tokens_scored": scored,
-           "perplexity": round(ppl, 4), **train_facts,
+           "perplexity": round(ppl, 4),
+           "prefix": {"tokens": prefix, "tokens_scored": prefix_scored, "perplexity": round(prefix_ppl, 4)},
+           **train_facts,
            "greedy": greedy_reference(stored, tok, "It was a fine morning, and", 31)}
     with open(os.path.join(args.out, "reference.json"), "w") as f:
         json.dump(ref, f, indent=2)
