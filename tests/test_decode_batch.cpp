@@ -25,6 +25,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kConfig = fs::path(GPTVK_SOURCE_DIR) / "models/default/config.toml";
+// A GPU's kernels run on a small fixture model (f16 weights on the device, 311 tokens): on
+// lavapipe a GPU's LM-head mat-vec over the bundled model's 50257 rows takes 0.1 s a step.
+const fs::path kGpuConfig = fs::path(GPTVK_SOURCE_DIR) / "tests/fixtures/models/hf_gpt2_f16_device/config.toml";
 constexpr uint32_t kSequences = 6, kTokens = 12;
 
 struct Run {
@@ -47,25 +50,27 @@ struct Fixture : test::NoValidationMessages {
   }
   // Prompts of 1 to 31 tokens (prompt chunks of every kind: one token, the texel attention,
   // the tiled one from 16).
-  std::vector<uint32_t> prompt(uint32_t i) const {
+  std::vector<uint32_t> prompt(uint32_t i) const { return prompt(i, cfg.vocab_size); }
+  static std::vector<uint32_t> prompt(uint32_t i, uint32_t vocab) {
     std::vector<uint32_t> p(1 + 6 * i);
-    for (size_t t = 0; t < p.size(); ++t) p[t] = (1000 + 37 * i + 101 * t) % cfg.vocab_size;
+    for (size_t t = 0; t < p.size(); ++t) p[t] = (1000 + 37 * i + 101 * t) % vocab;
     return p;
   }
-  // A device's context and the model's weights on it: the suite's device, or the same with
-  // a GPU's kernels (gpu()).
+  // A device's context, a model and its weights there: the suite's device, the same with a
+  // GPU's kernels (gpu(), on kGpuConfig's model) or with the other CPU mat-vec.
   struct On {
     vk::Context& ctx;
+    ModelConfig cfg;
     std::shared_ptr<ModelWeights> weights;
   };
-  On native() { return {test::context(), weights}; }
-  On gpu() { return {test::gpu_paths_context(), std::make_shared<ModelWeights>(load_weights(test::gpu_paths_context(), cfg))}; }
-  On other_matvec() {
-    vk::Context& ctx = test::other_matvec_context();
-    return {ctx, std::make_shared<ModelWeights>(load_weights(ctx, cfg))};
+  On native() { return {test::context(), cfg, weights}; }
+  static On on(vk::Context& ctx, const ModelConfig& c) {
+    return {ctx, c, std::make_shared<ModelWeights>(load_weights(ctx, c))};
   }
+  On gpu() { return on(test::gpu_paths_context(), load_config(kGpuConfig.string())); }
+  On other_matvec() { return on(test::other_matvec_context(), cfg); }
   std::unique_ptr<GptModel> model() { return model(native()); }
-  std::unique_ptr<GptModel> model(const On& on) { return std::make_unique<GptModel>(on.ctx, cfg, on.weights); }
+  std::unique_ptr<GptModel> model(const On& on) { return std::make_unique<GptModel>(on.ctx, on.cfg, on.weights); }
   // A burst of 7 prompts against each one alone (a_burst_of_prompts_... below).
   void burst_equals_lone(bool controls) {
     auto params = [&](uint32_t i) {
@@ -121,7 +126,7 @@ struct Fixture : test::NoValidationMessages {
     auto m = model(on);
     m->set_sampling(sampling(i));
     Run r;
-    r.tokens.push_back(m->prefill_and_sample(prompt(i)));
+    r.tokens.push_back(m->prefill_and_sample(prompt(i, on.cfg.vocab_size)));
     for (uint32_t k = 0; k < tokens; ++k) {
       r.tokens.push_back(m->decode_next());
       r.logits.push_back(m->last_step_logits());
@@ -129,14 +134,17 @@ struct Fixture : test::NoValidationMessages {
     return r;
   }
 
-  // Sequence i joins (its prefill) before batched step 2 i; the batch then steps every
-  // sequence that has tokens left, one graph a step. `pooled`: the sequences' KV caches are
-  // slots of one KvPool (make_slot_models), whose rows attend in one dispatch a layer where
-  // the device can; else each has its own and attends in its own dispatch.
-  std::vector<Run> batched(bool exact_rows, bool pooled) { return batched(native(), exact_rows, pooled, kSequences, kTokens); }
-  std::vector<Run> batched(const On& on, bool exact_rows, bool pooled, uint32_t n, uint32_t tokens) {
+  // Sequence i joins (its prefill) before batched step `join_every` i; the batch then steps
+  // every sequence that has tokens left, one graph a step. `pooled`: the sequences' KV caches
+  // are slots of one KvPool (make_slot_models), whose rows attend in one dispatch a layer
+  // where the device can; else each has its own and attends in its own dispatch.
+  std::vector<Run> batched(bool exact_rows, bool pooled) {
+    return batched(native(), exact_rows, pooled, kSequences, kTokens, 2);
+  }
+  std::vector<Run> batched(const On& on, bool exact_rows, bool pooled, uint32_t n, uint32_t tokens,
+                           uint32_t join_every) {
     std::vector<std::unique_ptr<GptModel>> models;
-    if (pooled) models = make_slot_models(on.ctx, cfg, on.weights, n);
+    if (pooled) models = make_slot_models(on.ctx, on.cfg, on.weights, n);
     else
       for (uint32_t i = 0; i < n; ++i) models.push_back(model(on));
     std::vector<Run> runs(n);
@@ -145,13 +153,14 @@ struct Fixture : test::NoValidationMessages {
       std::vector<GptModel*> rows;
       std::vector<uint32_t> which;
       for (uint32_t i = 0; i < n; ++i) {
-        if (step == 2 * i) {
+        if (step == join_every * i) {
           models[i]->set_sampling(sampling(i));
-          runs[i].tokens.push_back(models[i]->prefill_and_sample(prompt(i)));
+          runs[i].tokens.push_back(models[i]->prefill_and_sample(prompt(i, on.cfg.vocab_size)));
         }
-        if (step >= 2 * i && runs[i].logits.size() < tokens) rows.push_back(models[i].get()), which.push_back(i);
+        if (step >= join_every * i && runs[i].logits.size() < tokens)
+          rows.push_back(models[i].get()), which.push_back(i);
       }
-      if (rows.empty() && step > 2 * n) break;
+      if (rows.empty() && step > join_every * n) break;
       if (rows.empty()) continue;
       std::vector<uint32_t> next = batch.decode_next(rows);
       BOOST_REQUIRE_EQUAL(next.size(), rows.size());
@@ -163,10 +172,11 @@ struct Fixture : test::NoValidationMessages {
     return runs;
   }
 
-  // n sequences, pooled, `tokens` steps with exact rows on `on`: each one's tokens and every
-  // step's logits bit for bit those of the sequence decoding alone there.
-  void check_exact_rows(const On& on, uint32_t n, uint32_t tokens) {
-    const std::vector<Run> runs = batched(on, true, true, n, tokens);
+  // n sequences, pooled, `tokens` steps with exact rows on `on`, joining as batched() says:
+  // each one's tokens and every step's logits bit for bit those of the sequence decoding
+  // alone there.
+  void check_exact_rows(const On& on, uint32_t n, uint32_t tokens, uint32_t join_every) {
+    const std::vector<Run> runs = batched(on, true, true, n, tokens, join_every);
     for (uint32_t i = 0; i < n; ++i) {
       BOOST_TEST_INFO("sequence " << i);
       const Run ref = alone(on, i, tokens);
@@ -207,20 +217,20 @@ BOOST_AUTO_TEST_CASE(exact_rows_give_each_sequence_its_lone_tokens_and_logits_bi
 
 // The same with a GPU's kernels (GPTVK_FORCE=gpu's context, whatever the device): batched
 // steps with exact rows run the one-token mat-vecs over every row (up to 8 a workgroup),
-// their LayerNorms folded in as the one-token step folds them. Five sequences, pooled, three
-// steps: on lavapipe a GPU's LM-head mat-vec takes ~0.2 s a row.
+// their LayerNorms folded in as the one-token step folds them. kGpuConfig's model; five
+// sequences joining at once, pooled, three steps of five rows: a workgroup of 4 and one of 1.
 BOOST_AUTO_TEST_CASE(exact_rows_through_a_gpus_kernels_are_bit_identical_too) {
-  check_exact_rows(gpu(), 5, 3);
+  check_exact_rows(gpu(), 5, 3, 0);
 }
 
 // The same with the CPU decode mat-vec this host does not pick by itself (rows, or lanes
 // splitting the columns: test::other_matvec_context), so that both batched forms (the GEMMs
 // in the row kernel's order, the column-split kernel over several rows) run on any host.
-// Six sequences, pooled, three steps.
+// Six sequences joining one a step, pooled, five steps each: batches of 1 to 5 rows.
 BOOST_AUTO_TEST_CASE(exact_rows_with_the_other_cpu_matvec_are_bit_identical_too,
                      *test::device_has([](vk::Context& c) { return c.cpu_kernels() && ops::row_matvec_supported(c); },
                                        "has no CPU row mat-vecs")) {
-  check_exact_rows(other_matvec(), 6, 3);
+  check_exact_rows(other_matvec(), 6, 5, 1);
 }
 
 // Sixteen rows in every step: on lavapipe they fill the CPU GEMM's wide tile (16 tokens a
