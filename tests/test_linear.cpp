@@ -239,8 +239,10 @@ BOOST_AUTO_TEST_CASE(gpu_gemm_split_over_k_matches_cpu) {
 // Bias on and off, each activation, the residual separate and in place (r == y), on every
 // kernel (the epilogue is one function, so its features need not be crossed with each other,
 // nor every epilogue with every kernel: they alternate, and each kernel meets two or three).
+// K is whole 16-byte words of f16 weights: lavapipe takes 2-4x as long to compile a kernel
+// whose rows end in a part word (the other cases cover those).
 BOOST_AUTO_TEST_CASE(fused_epilogues_match_cpu) {
-  const uint32_t K = 100, N = 70;
+  const uint32_t K = 96, N = 70;
   struct Epilogue {
     bool bias;
     Activation act;
