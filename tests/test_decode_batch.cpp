@@ -64,11 +64,11 @@ struct Fixture : test::NoValidationMessages {
     std::shared_ptr<ModelWeights> weights;
   };
   On native() { return {test::context(), cfg, weights}; }
-  static On on(vk::Context& ctx, const ModelConfig& c) {
+  static On weights_on(vk::Context& ctx, const ModelConfig& c) {
     return {ctx, c, std::make_shared<ModelWeights>(load_weights(ctx, c))};
   }
-  On gpu() { return on(test::gpu_paths_context(), load_config(kGpuConfig.string())); }
-  On other_matvec() { return on(test::other_matvec_context(), cfg); }
+  On gpu() { return weights_on(test::gpu_paths_context(), load_config(kGpuConfig.string())); }
+  On other_matvec() { return weights_on(test::other_matvec_context(), cfg); }
   std::unique_ptr<GptModel> model() { return model(native()); }
   std::unique_ptr<GptModel> model(const On& on) { return std::make_unique<GptModel>(on.ctx, on.cfg, on.weights); }
   // A burst of 7 prompts against each one alone (a_burst_of_prompts_... below).
