@@ -75,6 +75,40 @@ int run_single_bench(ModelSession& s, uint32_t prompt_tokens, uint32_t gen_token
   return 0;
 }
 
+// --batch: batch sizes 1 to 256 separated by commas, every item present ("1,,8" is refused,
+// where CLI11's own list splitting would drop the empty item).
+std::vector<uint32_t> batch_sizes(const std::string& list) {
+  std::vector<uint32_t> sizes;
+  for (size_t start = 0;;) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    std::string item = list.substr(start, end - start);
+    const std::string why = whole_number_in(1, 256)(item);
+    if (!why.empty()) throw UsageError("--batch " + list + ": " + (item.empty() ? "an empty item" : why));
+    sizes.push_back(static_cast<uint32_t>(std::stoul(item)));
+    if (end == list.size()) return sizes;
+    start = end + 1;
+  }
+}
+
+// The default lengths (128-token prompt, 64 decoded) shortened to fit a model with a
+// shorter context, as generate shortens its default --max-tokens; a length the user gave is
+// kept (require_context_room then says what does not fit).
+void fit_default_lengths(uint32_t& prompt, uint32_t& gen, bool prompt_given, bool gen_given, uint32_t context) {
+  if (prompt + std::max(gen, 1u) <= context || (prompt_given && gen_given)) return;
+  if (!prompt_given && !gen_given) {
+    prompt = std::max(1u, context * 2 / 3);
+    gen = context - prompt;
+  } else if (!gen_given && prompt < context) {
+    gen = context - prompt;
+  } else if (!prompt_given && gen < context) {
+    prompt = context - std::max(gen, 1u);
+  } else {
+    return;
+  }
+  std::fprintf(stderr, "gpt-vk: the model's context is %u tokens: --prompt-tokens %u --gen-tokens %u\n", context,
+               prompt, gen);
+}
+
 }  // namespace
 
 Action add_bench(CLI::App& app, Common& common) {
@@ -82,7 +116,7 @@ Action add_bench(CLI::App& app, Common& common) {
     ModelFlags model;
     uint32_t prompt_tokens = 128, gen_tokens = 64, repeats = 5;
     bool profile = false;
-    std::vector<uint32_t> batches = {1};
+    std::string batch = "1";  // --batch, parsed by batch_sizes()
     std::string batch_kernels = "exact";
   };
   auto f = std::make_shared<Flags>();
@@ -99,17 +133,21 @@ Action add_bench(CLI::App& app, Common& common) {
   cmd->add_option("--repeats", f->repeats, "measured runs after one warm-up run")
       ->capture_default_str()->check(at_least_one());
   cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
-  cmd->add_option("--batch", f->batches,
+  cmd->add_option("--batch", f->batch,
                   "B sequences decoding together (a list such as 1,8,16 measures each in turn); "
-                  "decode_tok_s is the aggregate of the last B")
-      ->delimiter(',')->check(whole_number_in(1, 256));
+                  "decode_tok_s is the aggregate of the last B");
   cmd->add_option("--batch-kernels", f->batch_kernels,
                   "with --batch, as serve's: exact (every row's logits those of its lone run; on GPUs the\n"
                   "one-token mat-vecs over every row) or gemm (the prompts' GEMMs)")
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
-  return [&common, f] {
+  auto* prompt_flag = cmd->get_option("--prompt-tokens");
+  auto* gen_flag = cmd->get_option("--gen-tokens");
+  return [&common, f, prompt_flag, gen_flag] {
+    const std::vector<uint32_t> batches = batch_sizes(f->batch);
     auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;
+    fit_default_lengths(f->prompt_tokens, f->gen_tokens, prompt_flag->count() > 0, gen_flag->count() > 0,
+                        cfg.context_length);
     // The decode steps feed --gen-tokens tokens after the prompt (the first is the one
     // prefill samples); with none, prefill still samples one.
     require_context_room(f->prompt_tokens, std::max(f->gen_tokens, 1u), cfg.context_length,
@@ -122,12 +160,12 @@ Action add_bench(CLI::App& app, Common& common) {
     std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s, loaded in %.2f s\n", cfg.name.c_str(),
                  s.ctx->info().name.c_str(), dtype_name(cfg.dtype), cfg.kv_f16() ? ", f16 KV cache" : "", waits,
                  s.load_seconds);
-    if (f->batches != std::vector<uint32_t>{1}) {
-      const uint32_t most = *std::max_element(f->batches.begin(), f->batches.end());
+    if (batches != std::vector<uint32_t>{1}) {
+      const uint32_t most = *std::max_element(batches.begin(), batches.end());
       if (most > s.model->max_chunk())
         throw UsageError("--batch " + std::to_string(most) + " exceeds the " + std::to_string(s.model->max_chunk()) +
                          " rows a step takes");
-      return run_batch_bench(s, {f->prompt_tokens, f->gen_tokens, f->repeats, f->batches,
+      return run_batch_bench(s, {f->prompt_tokens, f->gen_tokens, f->repeats, batches,
                                  f->batch_kernels == "exact", f->profile});
     }
     return run_single_bench(s, f->prompt_tokens, f->gen_tokens, f->repeats, f->profile);

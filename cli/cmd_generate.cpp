@@ -67,11 +67,11 @@ void add_flags(CLI::App* cmd, Flags& f) {
   cmd->add_option("--prompt", f.prompts,
                   "text to continue (UTF-8; invalid bytes are encoded byte by byte); - reads stdin; repeat it for "
                   "several prompts, which run as one batch and print in order")
-      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--prompt-file", f.prompt_file,
-                  "read the prompt from this file (its bytes as they are); a file named *.jsonl holds one prompt\n"
-                  "per non-blank line, run as one batch: a JSON string, or {\"prompt\": TEXT} with optional\n"
-                  "\"max_tokens\" and \"seed\" for that prompt alone");
+                  "read the prompt from this file (its bytes as they are; - reads stdin); a file named *.jsonl holds\n"
+                  "one prompt per non-blank line, run as one batch: a JSON string, or {\"prompt\": TEXT} with\n"
+                  "optional \"max_tokens\" and \"seed\" for that prompt alone");
   cmd->add_option("--max-tokens", f.max_tokens,
                   "most tokens to generate (at most the context length; the default is cut to a shorter one)")
       ->capture_default_str()->check(whole_number_in(1, 1 << 30));
@@ -96,11 +96,15 @@ void add_flags(CLI::App* cmd, Flags& f) {
   cmd->add_option("--presence-penalty", s.presence_penalty,
                   "subtract this from the logit of every token in the window (OpenAI's formula)")
       ->capture_default_str()->check(number_in(-100, 100));
-  cmd->add_option("--logit-bias", f.logit_bias, "ID=BIAS: add BIAS to token ID's logit (repeatable; -100 bans it)");
+  cmd->add_option("--logit-bias", f.logit_bias, "ID=BIAS: add BIAS to token ID's logit (repeatable; -100 bans it)")
+      ->allow_extra_args(false);
   add_seed_option(cmd, f.seed,
                   "random seed, 0 to 2^64-1; same seed, same output on the same device (default: random);\n"
                   "sample i of --num-samples uses seed + i");
-  cmd->add_option("--stop", f.stop, "stop at the first occurrence of this text, which is not printed (repeatable)");
+  cmd->add_option("--stop", f.stop, "stop at the first occurrence of this text, which is not printed (repeatable)")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator([](const std::string& s) { return s.empty() ? "needs a non-empty text" : ""; },
+                             "TEXT"));
   cmd->add_option("--num-samples", f.num_samples,
                   "N continuations of each prompt, decoded together (16 at a time), sample i seeded seed + i")
       ->capture_default_str()->check(whole_number_in(1, 1000));

@@ -6,12 +6,12 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/generate_io.hpp"
 #include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
 #include "cli/progress.hpp"
 #include "cli/output.hpp"
 #include "engine/error.hpp"
-#include "engine/files.hpp"
 #include "models/perplexity.hpp"
 
 namespace gptvk::cli {
@@ -31,11 +31,11 @@ Action add_perplexity(CLI::App& app, Common& common) {
       "stdout: perplexity=P tokens=SCORED tok_s=RATE ppl_se=SE, SE the standard error of P (as\n"
       "llama-perplexity's +/-). A progress bar shows on stderr when it is a terminal.");
   add_model_flags(cmd, f->model);
-  cmd->add_option("--file", f->file, "UTF-8 text file")->required();
+  cmd->add_option("--file", f->file, "UTF-8 text file (- reads stdin)")->required();
   cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)");
   cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)");
   return [&common, f] {
-    std::string text = files::read_regular(f->file, "cannot read " + f->file + ": ", files::kMaxTextBytes);
+    std::string text = read_file_bytes(f->file, "--file");
     auto s = open_model(common, f->model);
     uint32_t N = f->context.value_or(s.cfg.context_length);
     uint32_t S = f->stride.value_or(std::max(1u, N / 2));

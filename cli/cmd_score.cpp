@@ -36,7 +36,7 @@ Action add_score(CLI::App& app, Common& common) {
       "more likely; with --tsv a header line and tab-separated id, text, logprob, rank (\\\\, \\t, \\n,\n"
       "\\r and \\0, a NUL byte, escaped in text). stderr: the count, mean log-probability and perplexity.");
   add_model_flags(cmd, f->model);
-  auto* file = cmd->add_option("--file", f->file, "text file to score (its bytes as they are)");
+  auto* file = cmd->add_option("--file", f->file, "text file to score (its bytes as they are; - reads stdin)");
   cmd->add_option("--text", f->text, "text to score")->excludes(file);
   cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)");
   cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)");

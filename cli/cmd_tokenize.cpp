@@ -7,13 +7,12 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/generate_io.hpp"
 #include "cli/model_session.hpp"
 #include "cli/output.hpp"
 #include "engine/error.hpp"
-#include "engine/files.hpp"
 #include "models/config.hpp"
 #include "models/tokenizer/tokenizer.hpp"
-#include "models/tokenizer/vocab_files.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -34,7 +33,7 @@ Action add_tokenize(CLI::App& app, Common&) {
   auto* cmd = app.add_subcommand("tokenize", "GPT-2 byte-level BPE encoding: prints the token ids on one line");
   add_model_source_flags(cmd, args->model);  // --config (its [tokenizer]) or --model
   auto* text = cmd->add_option("--text", args->text, "the text to encode");
-  auto* file = cmd->add_option("--file", args->file, "encode the bytes of this file");
+  auto* file = cmd->add_option("--file", args->file, "encode the bytes of this file (- reads stdin)");
   text->excludes(file);
   cmd->add_flag("--special", args->special,
                 "treat <|endoftext|> in the input as the special token (id 50256 in GPT-2) rather than as "
@@ -47,7 +46,7 @@ Action add_tokenize(CLI::App& app, Common&) {
       "character becomes its own byte-level token, so `detokenize` gives back the exact input bytes.");
   return [args, text, file] {
     if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
-    std::string input = file->count() ? tokenizer::read_file_bytes(args->file, files::kMaxTextBytes) : args->text;
+    std::string input = file->count() ? read_file_bytes(args->file, "--file") : args->text;
     Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
     std::vector<uint32_t> ids = tok.encode(input, args->special);
     std::string line;

@@ -1,13 +1,14 @@
 #include "cli/generate_io.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
 #include "engine/files.hpp"
+#include "models/tokenizer/utf8.hpp"
 
 namespace gptvk::cli {
 
@@ -103,18 +104,26 @@ std::vector<PromptSpec> read_prompts(const std::vector<std::string>* prompts, co
     specs.push_back({text});
     return specs;
   }
+  if (std::count(prompts->begin(), prompts->end(), "-") > 1)
+    throw UsageError("--prompt - reads stdin, which can be read only once");
   for (const std::string& p : *prompts) specs.push_back({read_prompt(&p, nullptr)});
   return specs;
 }
 
 std::string read_stdin() {
-  std::ostringstream all;
-  all << std::cin.rdbuf();
+  std::string all;
+  char buf[1 << 16];
+  while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+    all.append(buf, static_cast<size_t>(std::cin.gcount()));
+    if (all.size() > files::kMaxTextBytes)
+      throw InputError("stdin holds more than " + std::to_string(files::kMaxTextBytes >> 20) + " MiB of text");
+  }
   if (std::cin.bad()) throw InputError("cannot read stdin");
-  return all.str();
+  return all;
 }
 
 std::string read_file_bytes(const std::string& path, const std::string& flag) {
+  if (path == "-") return read_stdin();
   // Regular files only, at most files::kMaxTextBytes (a FIFO or /dev/zero cannot hang or exhaust us).
   return files::read_regular(path, "cannot read " + flag + " " + path + ": ", files::kMaxTextBytes);
 }
@@ -142,8 +151,11 @@ namespace {
 
 json token_logprob_json(const TokenLogprob& lp, const Tokenizer& tok) {
   json top = json::object();
-  for (auto [id, logprob] : lp.top) top[tok.token_bytes(id)] = logprob;
-  return {{"token", tok.token_bytes(lp.token)}, {"id", lp.token}, {"logprob", lp.logprob}, {"top", top}};
+  for (auto [id, logprob] : lp.top) top[tokenizer::token_json_text(tok.token_bytes(id))] = logprob;
+  return {{"token", tokenizer::token_json_text(tok.token_bytes(lp.token))},
+          {"id", lp.token},
+          {"logprob", lp.logprob},
+          {"top", top}};
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ std::vector<PromptSpec> read_prompts(const std::vector<std::string>* prompts, co
 // line, and when no line holds a prompt. `path` only names the file in messages.
 std::vector<PromptSpec> parse_prompt_lines(const std::string& text, const std::string& path);
 
-// All of stdin; the bytes of a file (InputError "cannot read FLAG PATH: why").
+// All of stdin, at most files::kMaxTextBytes; the bytes of a regular file of at most that
+// size, or of stdin when `path` is "-" (InputError "cannot read FLAG PATH: why").
 std::string read_stdin();
 std::string read_file_bytes(const std::string& path, const std::string& flag);
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/error_line.hpp"
 #include "cli/output.hpp"
 #include "cli/strict_flags.hpp"
 #include "engine/error.hpp"
@@ -22,19 +23,19 @@ int report_errors(F f) {
   try {
     return f();
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "gpt-vk: %s\n", e.what());
+    cli::print_error(e.what());
     return 2;
   } catch (const InputError& e) {
-    std::fprintf(stderr, "gpt-vk: %s\n", e.what());
+    cli::print_error(e.what());
     return 1;
   } catch (const DeviceError& e) {
-    std::fprintf(stderr, "gpt-vk: %s\n", e.what());
+    cli::print_error(e.what());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "gpt-vk: out of host memory\n");
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gpt-vk: internal error: %s\n", e.what());
+    cli::print_error(std::string("internal error: ") + e.what());
     return 3;
   }
 }
@@ -62,7 +63,7 @@ bool unknown_command(const CLI::App& app, int argc, char** argv) {
     names += (names.empty() ? "" : ", ") + sub->get_name();
   }
   if (!known)
-    std::fprintf(stderr, "gpt-vk: unknown command '%s' (commands: %s; see gpt-vk --help)\n", argv[1], names.c_str());
+    cli::print_error(std::string("unknown command '") + argv[1] + "' (commands: " + names + "; see gpt-vk --help)");
   return !known;
 }
 
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() != 0) {
-      std::fprintf(stderr, "gpt-vk: %s\n", e.what());
+      print_error(e.what());
       return 2;
     }
     // --help, --version: written to stdout, checked like any output.

@@ -154,8 +154,13 @@ Tokenizer load_tokenizer(const ModelConfig& cfg) {
   if (!cfg.tokenizer_vocab_json.empty())
     return Tokenizer::from_text(cfg.tokenizer_vocab, cfg.tokenizer_vocab_json, cfg.tokenizer_merges,
                                 cfg.tokenizer_merges_text);
-  if (cfg.tokenizer_vocab.empty() || cfg.tokenizer_merges.empty())
-    throw InputError(cfg.source + ": no [tokenizer] section with vocab and merges (needed to handle text)");
+  if (cfg.tokenizer_vocab.empty() || cfg.tokenizer_merges.empty()) {
+    using Origin = ModelConfig::Origin;
+    const std::string what = cfg.origin == Origin::Snapshot ? "no vocab.json and merges.txt beside it"
+                             : cfg.origin == Origin::Gguf   ? "no tokenizer in its metadata"
+                                                            : "no [tokenizer] section with vocab and merges";
+    throw InputError(cfg.source + ": " + what + " (needed to handle text)");
+  }
   return Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
 }
 

@@ -14,7 +14,11 @@ namespace gptvk {
 enum class NormPosition { Pre, Post };
 
 struct ModelConfig {
-  std::string source;  // path of the TOML file, for error messages
+  // Where the model's description came from, for error messages: the TOML file, a GGUF
+  // file's metadata, or a Hugging Face snapshot's config.json.
+  enum class Origin { Toml, Gguf, Snapshot };
+  std::string source;  // that file's path
+  Origin origin = Origin::Toml;
 
   // [model]
   std::string name;

@@ -188,6 +188,7 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
     throw InputError(f.path() + ": GGUF architecture '" + arch + "' is not supported (gpt-vk runs 'gpt2')");
   ModelConfig cfg;
   cfg.source = f.path();
+  cfg.origin = ModelConfig::Origin::Gguf;
   cfg.name = f.find("general.name") && f.find("general.name")->type == GgufType::String ? f.find("general.name")->s
                                                                                           : "gguf";
   cfg.context_length = k.dim("gpt2.context_length");

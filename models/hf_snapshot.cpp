@@ -132,6 +132,7 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   ConfigJson c(path, j);
   ModelConfig cfg;
   cfg.source = path;
+  cfg.origin = ModelConfig::Origin::Snapshot;
   const std::string type = c.string_or("model_type", "");
   cfg.name = fs::path(dir).lexically_normal().filename().string();
   if (cfg.name.empty()) cfg.name = fs::path(dir).lexically_normal().parent_path().filename().string();

@@ -47,8 +47,8 @@ class TorchSource : public MappedTensorSource {
     std::span<const std::byte> storage;
     if (!zip_.find(prefix + "data/" + r.storage_key, storage)) bad("its storage data/" + r.storage_key + " is not in the archive");
     if (r.storage_numel > storage.size() / r.element_bytes)
-      bad("storage data/" + r.storage_key + " holds " + std::to_string(storage.size()) + " bytes, not " +
-          std::to_string(r.storage_numel) + " elements: truncated");
+      bad("storage data/" + r.storage_key + " holds " + std::to_string(storage.size()) + " bytes, too few for its " +
+          std::to_string(r.storage_numel) + " elements of " + std::to_string(r.element_bytes) + " bytes: truncated");
     TensorInfo t;
     t.name = name;
     t.dtype_name = r.dtype;

@@ -217,7 +217,9 @@ WeightsFile WeightsFile::open(const ModelConfig& cfg, const std::string& weights
     const TensorInfo& t = f.file_->get(name);
     if (t.shape != j.shape)
       throw InputError(f.file_->path() + ": tensor '" + name + "' has shape " + t.shape_str() + ", expected " +
-                       shape_str(j.shape) + " from the config's [model] (" + cfg.source + ")");
+                       shape_str(j.shape) + (cfg.origin == ModelConfig::Origin::Toml
+                                                    ? " from the config's [model] (" + cfg.source + ")"
+                                                    : " from the hyperparameters in " + cfg.source));
   }
   if (std::string note = f.file_->conversion_note(cfg.dtype); !note.empty())
     std::fprintf(stderr, "gpt-vk: %s: dequantizing its %s tensors to %s at load\n", f.file_->path().c_str(),

@@ -115,7 +115,9 @@ FileFormat sniff_format(const std::string& path) {
   std::string s = read_start(path, 16);
   if (s.size() >= 4 && s.compare(0, 4, "GGUF") == 0) return FileFormat::Gguf;
   // Any zip: the torch.save reader says what is wrong with one that is not (or is damaged).
-  if (s.size() >= 4 && s.compare(0, 4, "PK\x03\x04") == 0) return FileFormat::TorchZip;
+  // (An empty zip is its end record alone.)
+  if (s.size() >= 4 && (s.compare(0, 4, "PK\x03\x04") == 0 || s.compare(0, 4, "PK\x05\x06") == 0))
+    return FileFormat::TorchZip;
   // safetensors: an 8-byte little-endian header length, then the JSON header's '{'. A
   // length whose top two bytes are zero (no text file starts so) is taken as a damaged
   // safetensors file, so that its reader says what is wrong with it; so is a file too

@@ -5,6 +5,8 @@
 #include <ctime>
 #include <cstdio>
 
+#include "models/tokenizer/utf8.hpp"
+
 namespace gptvk::server {
 
 namespace {
@@ -111,10 +113,11 @@ json CompletionJob::logprobs_json(const Choice& c, size_t from, size_t to, bool 
   json tokens = json::array(), token_lp = json::array(), top = json::array(), offsets = json::array();
   const uint32_t k = req_.logprobs.value_or(0);
   auto add = [&](const TokenLogprob& lp, size_t offset) {
-    tokens.push_back(tok_.token_bytes(lp.token));
+    tokens.push_back(tokenizer::token_json_text(tok_.token_bytes(lp.token)));
     token_lp.push_back(lp.logprob);
     json alts = json::object();
-    for (uint32_t i = 0; i < k && i < lp.top.size(); ++i) alts[tok_.token_bytes(lp.top[i].first)] = lp.top[i].second;
+    for (uint32_t i = 0; i < k && i < lp.top.size(); ++i)
+      alts[tokenizer::token_json_text(tok_.token_bytes(lp.top[i].first))] = lp.top[i].second;
     top.push_back(alts);
     offsets.push_back(offset);
   };
@@ -124,7 +127,7 @@ json CompletionJob::logprobs_json(const Choice& c, size_t from, size_t to, bool 
     size_t offset = 0;
     for (size_t i = 0; i < prompt.size(); ++i) {
       if (i == 0 || i > plp.size()) {
-        tokens.push_back(tok_.token_bytes(prompt[i]));
+        tokens.push_back(tokenizer::token_json_text(tok_.token_bytes(prompt[i])));
         token_lp.push_back(nullptr);
         top.push_back(nullptr);
         offsets.push_back(offset);

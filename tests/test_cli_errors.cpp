@@ -126,6 +126,12 @@ BOOST_AUTO_TEST_CASE(unknown_dtype) {
   check(forward_lying([](Safetensors& st) { st.header["wte.weight"]["dtype"] = "Q4_K"; }),
         {1, {"tensor 'wte.weight'", "unknown dtype 'Q4_K'"}});
 }
+// What a file holds reaches stderr escaped: a newline cannot split the one-line error, nor
+// an escape sequence reach the terminal, nor a byte that is not UTF-8 pass as it is.
+BOOST_AUTO_TEST_CASE(control_characters_in_a_file_are_escaped) {
+  check(forward_lying([](Safetensors& st) { st.header["wte.weight"]["dtype"] = "\x1b[2J\nX\u0085"; }),
+        {1, {"tensor 'wte.weight'", "unknown dtype '\\x1B[2J\\nX\\u0085'"}});
+}
 BOOST_AUTO_TEST_CASE(missing_tensor) {
   check(forward_lying([](Safetensors& st) {
           st.header["h.1.mlp.c_fc.renamed"] = st.header["h.1.mlp.c_fc.weight"];
@@ -211,6 +217,18 @@ BOOST_AUTO_TEST_CASE(max_tokens_beyond_context) {
 BOOST_AUTO_TEST_CASE(bench_lengths_beyond_context) {
   check(run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "70", "--gen-tokens", "4"}),
         {1, {"--prompt-tokens 70", "with 4 generated tokens", "context of 73"}});
+  // The defaults (128 + 64 tokens) are shortened to fit, as generate's --max-tokens is.
+  CliResult r = run_cli({"bench", "--config", fixture_with("", ""), "--repeats", "1"});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.err.find("the model's context is 73 tokens: --prompt-tokens 48 --gen-tokens 25") != std::string::npos,
+             r.err);
+  r = run_cli({"bench", "--config", fixture_with("", ""), "--repeats", "1", "--prompt-tokens", "70"});
+  BOOST_TEST(r.err.find("--prompt-tokens 70 --gen-tokens 3") != std::string::npos, r.err);
+}
+BOOST_AUTO_TEST_CASE(bench_batch_list_items) {
+  check(run_cli({"bench", "--config", fixture_with("", ""), "--batch", "1,,2"}), {2, {"--batch 1,,2: an empty item"}});
+  check(run_cli({"bench", "--config", fixture_with("", ""), "--batch", "1,300"}),
+        {2, {"--batch 1,300: value 300 not in range 1 to 256"}});
 }
 BOOST_AUTO_TEST_CASE(bench_batch_kernels_named) {
   check(run_cli({"bench", "--config", fixture_with("", ""), "--batch", "2", "--batch-kernels", "fast"}),
@@ -378,7 +396,10 @@ BOOST_AUTO_TEST_CASE(missing_required_flag) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1"}), {2, {"--out"}});
 }
 // CLI11 words it as "A subcommand is required" (cli/main.cpp could name 'train').
-BOOST_AUTO_TEST_CASE(unknown_command) { check(run_cli({"train"}), {2, {"unknown command 'train'", "generate"}}); }
+BOOST_AUTO_TEST_CASE(unknown_command) {
+  check(run_cli({"train"}), {2, {"unknown command 'train'", "generate"}});
+  check(run_cli({"tr\x1b]0;x\aain"}), {2, {"unknown command 'tr\\x1B]0;x\\x07ain'"}});
+}
 BOOST_AUTO_TEST_CASE(no_command) { check(run_cli({}), {2, {"subcommand"}}); }
 BOOST_AUTO_TEST_CASE(bad_forced_limits) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},

@@ -165,9 +165,9 @@ BOOST_FIXTURE_TEST_SUITE(case04_05_06_special_inputs, IoRows)
 
 BOOST_AUTO_TEST_CASE(endless_inputs_refused) {
   check(run_cli({"perplexity", "--config", kDefaultConfig.string(), "--file", "/dev/zero"}),
-        {1, {"cannot read /dev/zero", "a character device, not a regular file"}});
+        {1, {"cannot read --file /dev/zero", "a character device, not a regular file"}});
   check(run_cli({"tokenize", "--config", gpt2_tokenizer_config(), "--file", "/dev/zero"}),
-        {1, {"cannot read /dev/zero", "a character device"}});
+        {1, {"cannot read --file /dev/zero", "a character device"}});
   check(forward("/dev/zero"), {1, {"/dev/zero: cannot open config file", "a character device"}});
   check(run_cli({"tokenize", "--config", config(fixture_config + "\n[tokenizer]\nvocab = \"/dev/zero\"\nmerges = \"m\"\n"),
                  "--text", "hi"}),
@@ -193,7 +193,7 @@ BOOST_AUTO_TEST_CASE(filesystem_errors_are_bad_input) {
 }
 BOOST_AUTO_TEST_CASE(directories_refused) {
   check(run_cli({"perplexity", "--config", kDefaultConfig.string(), "--file", dir.path.string()}),
-        {1, {"cannot read " + dir.path.string(), "a directory, not a regular file"}});
+        {1, {"cannot read --file " + dir.path.string(), "a directory, not a regular file"}});
   check(run_cli({"tokenize", "--config", gpt2_tokenizer_config(), "--file", dir.path.string()}), {1, {"a directory"}});
 }
 // The cache only saves start-up time: whatever sits at its path, the command runs on.

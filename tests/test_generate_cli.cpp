@@ -20,6 +20,7 @@
 #include "models/gpt_model.hpp"
 #include "models/npy.hpp"
 #include "models/tokenizer/tokenizer.hpp"
+#include "models/tokenizer/utf8.hpp"
 #include "models/weights.hpp"
 #include "runtime/generator.hpp"
 #include "tests/support/cli_run.hpp"
@@ -224,7 +225,38 @@ BOOST_AUTO_TEST_CASE(prompt_from_file_and_stdin) {
     BOOST_TEST(pclose(p) == 0);
   }
   BOOST_TEST(out == want.out);
+  // --prompt-file - reads stdin too.
+  const std::string from_stdin = std::string("printf '%s' '") + kPrompt + "' | " + GPTVK_BINARY +
+                                 " generate --config " + kConfig.string() +
+                                 " --prompt-file - --temperature 0 --max-tokens 8 2>/dev/null";
+  out.clear();
+  if (FILE* p = popen(from_stdin.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    BOOST_TEST(pclose(p) == 0);
+  }
+  BOOST_TEST(out == want.out);
   fs::remove(file);
+}
+
+// Tokens that end inside a UTF-8 character (GPT-2 splits CJK text so) are keys of "top"
+// as "bytes:\xNN...", OpenAI's form: as JSON text every such token would be U+FFFD, and the
+// alternatives would collapse into one key. The tiny GGUF model continues "日本" with them.
+BOOST_AUTO_TEST_CASE(logprobs_of_byte_tokens_keep_distinct_keys) {
+  const fs::path gguf = fs::path(GPTVK_SOURCE_DIR) / "tests/fixtures/gguf/small-F16.gguf";
+  auto r = test::run_cli({"generate", "-m", gguf.string(), "--prompt", "\u65e5\u672c", "--max-tokens", "4", "--seed",
+                          "1", "--json", "--logprobs", "5"},
+                         {}, 60.0);
+  BOOST_REQUIRE(r.exit_code == 0);
+  const auto o = json_lines(r.out).at(0);
+  size_t byte_keys = 0;
+  for (const auto& e : o["logprobs"]) {
+    BOOST_TEST(e["top"].size() == 5u, "top: " << e["top"].dump());  // duplicates would merge
+    for (auto it = e["top"].begin(); it != e["top"].end(); ++it) byte_keys += it.key().starts_with("bytes:\\x");
+    const std::string token = e["token"];
+    BOOST_TEST((token.starts_with("bytes:\\x") || token.find("\xef\xbf\xbd") == std::string::npos));
+  }
+  BOOST_TEST(byte_keys >= 2u);
 }
 
 // The completions' fields that do not depend on timing, one line each, to compare two runs'
@@ -320,7 +352,7 @@ BOOST_AUTO_TEST_CASE(logprobs_equal_log_softmax_of_forward) {
     std::partial_sort(order.begin(), order.begin() + 3, order.end(), [&](uint32_t a, uint32_t b) { return row[a] > row[b]; });
     size_t k = 0;
     for (auto it = e["top"].begin(); it != e["top"].end(); ++it, ++k) {
-      BOOST_TEST(it.key() == tok.token_bytes(order[k]), "token " << i << " alternative " << k);
+      BOOST_TEST(it.key() == tokenizer::token_json_text(tok.token_bytes(order[k])), "token " << i << " alternative " << k);
       worst = std::max(worst, std::fabs(it.value().get<double>() - lp(order[k])));
     }
   }
@@ -400,6 +432,11 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
       {{"--prompt", "hi", "--prompt-file", "x"}, "give either --prompt or --prompt-file, not both"},
       {{"--max-tokens", "3"}, "no prompt: give --prompt TEXT"},
       {{"--prompt", "hi", "--num-samples", "0"}, "--num-samples: value 0 not in range 1 to 1000"},
+      // One value per flag: an unquoted second word is not a second prompt (or stop string).
+      {{"--prompt", "hello", "world"}, "The following argument was not expected: world"},
+      {{"--prompt", "hi", "--stop", "a", "b"}, "The following argument was not expected: b"},
+      {{"--prompt", "hi", "--stop", ""}, "--stop: needs a non-empty text"},
+      {{"--prompt", "-", "--prompt", "-"}, "--prompt - reads stdin, which can be read only once"},
   };
   for (const auto& [flags, message] : rows) {
     std::vector<std::string> args = {"generate", "--config", kConfig.string()};

@@ -419,6 +419,9 @@ BOOST_AUTO_TEST_CASE(truncated_zip) {
   check(forward_config(dir.write("c.toml", toml)), {1, {"gpt2_f16.pt", "no zip end-of-central-directory record: truncated"}});
   dir.write("gpt2_f16.pt", pt.substr(0, pt.size() / 2) + pt.substr(pt.size() - 2000));  // directory intact, data cut
   check(forward_config(dir.write("c.toml", toml)), {1, {"gpt2_f16.pt", "truncated"}});
+  // A zip with no entries is its end record alone: still a zip, not a damaged safetensors.
+  dir.write("gpt2_f16.pt", std::string("PK\x05\x06", 4) + std::string(18, '\0'));
+  check(forward_config(dir.write("c.toml", toml)), {1, {"gpt2_f16.pt", "a zip archive without", "data.pkl"}});
 }
 BOOST_AUTO_TEST_SUITE_END()
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "tests/test_tokenizer_util.hpp"
 
@@ -191,6 +192,22 @@ BOOST_AUTO_TEST_CASE(invalid_utf8_is_encoded_byte_wise_and_round_trips) {
     BOOST_TEST_REQUIRE((tok.decode(ids) == text), "round trip failed on random bytes #" << i);
     BOOST_TEST_REQUIRE((stream_decode(tok, ids, test::is_valid_utf8(text)) == text));
   }
+}
+
+// Every GPT-2 token's JSON text (logprobs' keys, tokens lists) is distinct from every other's,
+// and whole UTF-8 tokens are their own text.
+BOOST_AUTO_TEST_CASE(token_json_texts_are_distinct) {
+  const Tokenizer& tok = gpt2_tokenizer();
+  std::set<std::string> seen;
+  size_t as_bytes = 0;
+  for (uint32_t id = 0; id < tok.vocab_size(); ++id) {
+    const std::string bytes = tok.token_bytes(id), text = tokenizer::token_json_text(bytes);
+    BOOST_TEST_REQUIRE(seen.insert(text).second, "token " << id << " shares the JSON text " << text);
+    if (test::is_valid_utf8(bytes)) BOOST_TEST_REQUIRE(text == bytes);
+    else as_bytes += text.starts_with("bytes:\\x");
+  }
+  BOOST_TEST(tokenizer::token_json_text("\xe6\x97") == "bytes:\\xe6\\x97");
+  BOOST_TEST(as_bytes > 100u);  // the lone bytes 0x80-0xFF and GPT-2's partial characters
 }
 
 BOOST_AUTO_TEST_CASE(endoftext_is_text_by_default_and_special_on_request) {

@@ -73,6 +73,14 @@ size_t utf8_incomplete_tail(std::string_view s) {
   return 0;
 }
 
+std::string token_json_text(std::string_view bytes) {
+  if (utf8_valid_until(bytes, 0) == bytes.size()) return std::string(bytes);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "bytes:";
+  for (unsigned char b : bytes) out += {'\\', 'x', kHex[b >> 4], kHex[b & 15]};
+  return out;
+}
+
 void append_utf8(std::string& out, uint32_t c) {
   if (c < 0x80) {
     out += char(c);

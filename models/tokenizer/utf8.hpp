@@ -25,4 +25,10 @@ size_t utf8_incomplete_tail(std::string_view s);
 
 void append_utf8(std::string& out, uint32_t code_point);
 
+// A token's bytes as a JSON string that keeps them apart from every other token's: the
+// bytes themselves when they are valid UTF-8, else "bytes:" and each byte as \xNN (OpenAI's
+// form for tokens that end inside a character). JSON would turn every invalid byte into
+// U+FFFD, making such tokens one key of an object and unknowable in a list.
+std::string token_json_text(std::string_view bytes);
+
 }  // namespace gptvk::tokenizer

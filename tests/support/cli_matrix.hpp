@@ -6,6 +6,7 @@
 #pragma once
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -85,6 +86,8 @@ inline void check(const CliResult& r, const Expect& e) {
   std::istringstream in(r.err);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   BOOST_TEST(!lines.empty(), "no message on stderr");
+  BOOST_TEST(std::none_of(r.err.begin(), r.err.end(), [](unsigned char c) { return (c < 0x20 && c != '\n') || c == 0x7f; }),
+             "stderr holds a control character");
   BOOST_TEST(lines.size() <= e.max_lines, "stderr has " << lines.size() << " lines, expected one message");
   if (lines.empty()) return;
   const std::string& msg = lines.back();
