@@ -225,11 +225,13 @@ json CompletionJob::chunk(const Choice& c, const std::string& piece, const json&
   } else {
     choice = {{"text", piece}, {"index", c.index}, {"logprobs", logprobs}, {"finish_reason", finish}};
   }
-  return {{"id", id_},
-          {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
-          {"created", created_},
-          {"model", model_},
-          {"choices", json::array({choice})}};
+  json j = {{"id", id_},
+            {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
+            {"created", created_},
+            {"model", model_},
+            {"choices", json::array({choice})}};
+  if (req_.include_usage) j["usage"] = nullptr;  // as OpenAI's: only the last chunk has usage
+  return j;
 }
 
 // The first event of a choice: the assistant role (chat) or the echoed prompt.
@@ -266,7 +268,13 @@ bool CompletionJob::poll_events(std::string& out, std::chrono::milliseconds wait
     if (done) {
       c.done = true;
       if (auto e = failure(c)) {
+        // The stream ends at its first error (OpenAI's clients stop reading there): one
+        // error event, not one per choice with the others' chunks between them.
         out += sse(error_body(*e));
+        cancel();
+        out += "data: [DONE]\n\n";
+        done_sent_ = true;
+        return true;
       } else {
         out += sse(chunk(c, "", release_logprobs(c, true), finish_reason(c)));
       }

@@ -128,6 +128,11 @@ json piece_json(const std::string& bytes) {
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
+// OpenAI's model object for the model the server runs.
+json model_object(const ModelInfo& m, long long created) {
+  return {{"id", m.name}, {"object", "model"}, {"created", created}, {"owned_by", "gpt-vk"}, {"meta", {{"n_ctx_train", m.context}}}};
+}
+
 bool known_route(const std::string& path) {
   for (const char* r : kRoutes)
     if (path == r) return true;
@@ -251,6 +256,7 @@ void HttpServer::routes() {
     completions(req, body, res, true);
   }));
   s.Get("/v1/models", guarded([this](auto&, auto& res) { models(res); }));
+  s.Get(R"(/v1/models/(.+))", guarded([this](auto& req, auto& res) { model(req.matches[1], res); }));
   s.Get("/health", guarded([this](auto&, auto& res) { health(res); }));
   s.Post("/tokenize", guarded_post(opts_, [this](auto&, auto body, auto& res) { tokenize(body, res); }));
   s.Post("/detokenize", guarded_post(opts_, [this](auto&, auto body, auto& res) { detokenize(body, res); }));
@@ -377,6 +383,9 @@ void HttpServer::tokenize(const std::string& text, httplib::Response& res) {
   json body = parse_body(text);
   if (!body.contains("content") || !body["content"].is_string())
     throw ApiError(400, "'content' must be a string", "content", "invalid_type");
+  for (const char* key : {"with_pieces", "parse_special"})
+    if (body.contains(key) && !body[key].is_boolean())
+      throw ApiError(400, std::string("'") + key + "' must be a boolean", key, "invalid_type");
   const bool pieces = body.value("with_pieces", false);
   auto ids = tok_->encode(body["content"].get<std::string>(), body.value("parse_special", false));
   json tokens = json::array();
@@ -407,12 +416,14 @@ void HttpServer::detokenize(const std::string& text, httplib::Response& res) {
 
 void HttpServer::models(httplib::Response& res) {
   check_ready();
-  send_json(res, {{"object", "list"},
-                  {"data", json::array({{{"id", model_.name},
-                                         {"object", "model"},
-                                         {"created", started_},
-                                         {"owned_by", "gpt-vk"},
-                                         {"meta", {{"n_ctx_train", model_.context}}}}})}});
+  send_json(res, {{"object", "list"}, {"data", json::array({model_object(model_, started_)})}});
+}
+
+// What OpenAI's client asks for in models.retrieve(id): the one model this server runs.
+void HttpServer::model(const std::string& id, httplib::Response& res) {
+  check_ready();
+  if (id != model_.name) throw ApiError(404, "The model '" + id + "' does not exist", "model", "model_not_found");
+  send_json(res, model_object(model_, started_));
 }
 
 void HttpServer::health(httplib::Response& res) {

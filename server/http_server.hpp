@@ -83,6 +83,7 @@ class HttpServer {
   void tokenize(const std::string& body, httplib::Response& res);
   void detokenize(const std::string& body, httplib::Response& res);
   void models(httplib::Response& res);
+  void model(const std::string& id, httplib::Response& res);  // GET /v1/models/{id}
   void health(httplib::Response& res);
   void metrics(httplib::Response& res);
   bool authorized(const httplib::Request& req) const;

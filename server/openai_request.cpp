@@ -175,6 +175,7 @@ void parse_common(CompletionRequest& r, const json& body, bool chat, uint32_t vo
   r.stream = boolean(body, "stream").value_or(false);
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) throw bad("stream_options", "must be an object", "invalid_type");
+    if (!r.stream) throw bad("stream_options", "is only allowed with 'stream': true");
     r.include_usage = boolean(*so, "include_usage").value_or(false);
   }
   if (const json* u = field(body, "user"); u && !u->is_string()) throw bad("user", "must be a string", "invalid_type");
@@ -245,6 +246,9 @@ std::string chat_transcript(const json& messages) {
     const json* role = field(m, "role");
     const json* content = field(m, "content");
     if (!role || !role->is_string()) throw bad("messages", "each message needs a string 'role'", "invalid_type");
+    // An assistant message may have none (OpenAI's tool calls); the others say something.
+    if (!content && role->get<std::string>() != "assistant")
+      throw bad("messages", "a '" + role->get<std::string>() + "' message needs 'content'", "missing_required_parameter");
     std::string text;
     if (content && content->is_string()) text = content->get<std::string>();
     else if (content && content->is_array()) {
@@ -266,6 +270,10 @@ std::string chat_transcript(const json& messages) {
 CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uint32_t context) {
   CompletionRequest r;
   parse_common(r, body, true, tok.vocab_size());
+  for (const char* key : {"prompt", "echo", "suffix", "best_of"})
+    if (field(body, key))
+      throw ApiError(400, std::string("'") + key + "' is a /v1/completions field, not a chat one", key,
+                     "unsupported_parameter");
   // OpenAI's chat shape: logprobs is a switch, top_logprobs (0..20) the alternatives.
   const auto top = integer(body, "top_logprobs", 0, kMaxChatTopLogprobs);
   if (boolean(body, "logprobs").value_or(false)) r.logprobs = static_cast<uint32_t>(top.value_or(0));

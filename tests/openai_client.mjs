@@ -146,6 +146,8 @@ let failed = false;
 try {
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${await port}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
   const models = await client.models.list();
+  const model = await client.models.retrieve(models.data[0].id);
+  assert.equal(model.id, models.data[0].id);
   await run(client, models.data[0].id);
 } catch (e) {
   failed = true;
