@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 // Set by the stream of the connection this thread serves; handlers run on that thread.
 thread_local RequestCut t_cut = RequestCut::none;
+thread_local std::string t_cut_reason;  // why the request is malformed
 
 // Waits at most `wait` for `events` on `fd`; true when they came (or the socket failed, which
 // the read or write that follows reports).
@@ -70,6 +72,7 @@ class ConnectionStream final : public httplib::Stream {
     read_ = 0;
     limit_ = chunked ? limits_.chunked_body_bytes : SIZE_MAX;
     cut_ = RequestCut::body_too_large;
+    if (chunked) chunks_.emplace();
   }
 
   bool is_readable() const override { return begin_ != end_ || readable_before_deadline(); }
@@ -89,6 +92,13 @@ class ConnectionStream final : public httplib::Stream {
     if (n > limit_ - read_) {
       t_cut = cut_;
       return -1;
+    }
+    if (chunks_) {
+      if (auto why = chunks_->feed(buffer_.data() + begin_, n)) {
+        t_cut = RequestCut::malformed;
+        t_cut_reason = *why;
+        return -1;
+      }
     }
     read_ += n;
     std::memcpy(out, buffer_.data() + begin_, n);
@@ -134,6 +144,7 @@ class ConnectionStream final : public httplib::Stream {
   Clock::time_point deadline_;
   size_t read_ = 0, limit_;  // bytes of the head or body read so far, and their limit
   RequestCut cut_;           // what passing the limit means
+  std::optional<ChunkedBodyCheck> chunks_;  // a chunked body's framing so far
 };
 
 // What RFC 9112 asks of a server before httplib parses a request: empty lines before the
@@ -148,7 +159,8 @@ void normalize_request_start(std::string& bytes) {
       continue;
     const size_t authority_end = bytes.find_first_of("/? ", target + scheme.size());
     if (authority_end >= line_end) return;
-    bytes.replace(target, authority_end - target, bytes[authority_end] == '/' ? "" : "/");
+    bytes.erase(target, authority_end - target);
+    if (bytes[target] != '/') bytes.insert(target, 1, '/');
     return;
   }
 }
@@ -169,6 +181,7 @@ void close_after_answer(int fd) {
 }  // namespace
 
 RequestCut request_cut() { return t_cut; }
+std::string request_cut_reason() { return t_cut_reason; }
 
 ConnectionServer::ConnectionServer(RequestLimits limits, size_t workers)
     : limits_(limits), workers_(std::make_unique<httplib::ThreadPool>(workers)),
@@ -198,6 +211,10 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
 void ConnectionServer::serve(WaitingConnection c) {
   normalize_request_start(c.bytes);
   ConnectionStream stream(c.fd, limits_, c.bytes, c.deadline);
+  if (auto why = head_problem(c.bytes)) {  // answered 400 by the error or pre-routing handler
+    t_cut = RequestCut::malformed;
+    t_cut_reason = *why;
+  }
   bool closed = false;
   const bool ok = process_request(stream, c.requests_left == 1, closed,
                                   [&](httplib::Request& req) { stream.head_done(req.has_header("Transfer-Encoding")); });

@@ -13,7 +13,8 @@
 // serves that request through a stream that keeps the bytes read past it for the next one
 // (pipelined requests are answered in order), with the RequestLimits below. Before httplib
 // parses a request, empty lines ahead of it are dropped and an absolute-form target becomes
-// its path (RFC 9112). Everything else (parsing, routing, responses) is httplib's.
+// its path (RFC 9112), and framing httplib would read leniently is refused
+// (server/http_strict.hpp). Everything else (parsing, routing, responses) is httplib's.
 #pragma once
 #include <httplib.h>
 
@@ -23,6 +24,7 @@
 #include <mutex>
 
 #include "server/head_gate.hpp"
+#include "server/http_strict.hpp"
 
 namespace gptvk::server {
 
@@ -34,10 +36,12 @@ struct RequestLimits {
   std::chrono::seconds io_wait;  // one read or write waits at most this long
 };
 
-// Why reading the request on this thread stopped short, when it was one of the limits
-// (the error handlers ask, to answer 408 or 431 instead of httplib's 400).
-enum class RequestCut { none, late, head_too_large, body_too_large };
+// Why reading the request on this thread stopped short, when it was one of the limits or
+// framing that server/http_strict.hpp refuses (the error handlers ask, to answer 408, 431
+// or 400 with the reason instead of httplib's plain 400); for `malformed`, the reason.
+enum class RequestCut { none, late, head_too_large, body_too_large, malformed };
 RequestCut request_cut();
+std::string request_cut_reason();
 
 class ConnectionServer : public httplib::Server {
  public:

@@ -97,6 +97,7 @@ std::optional<ApiError> cut_short(const ServerOptions& opts) {
       return ApiError(431, "the request line and headers are over " + std::to_string(opts.max_head_bytes) + " bytes", "",
                       "headers_too_large");
     case RequestCut::body_too_large: return payload_too_large(opts.max_body_bytes);
+    case RequestCut::malformed: return ApiError(400, "malformed HTTP request: " + request_cut_reason(), "", "invalid_request");
     case RequestCut::none: break;
   }
   return std::nullopt;
@@ -198,9 +199,14 @@ void HttpServer::count(const httplib::Request& req, const httplib::Response& res
 
 void HttpServer::routes() {
   auto& s = *http_;
-  // Before the body is read: the API key, then the body's framing. A refusal here leaves
-  // the body unread, so it closes the connection.
+  // Before the body is read: a head httplib parsed but server/http_strict.hpp refuses, the
+  // API key, then the body's framing. A refusal here leaves the body unread, so it closes
+  // the connection.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (auto e = cut_short(opts_)) {
+      refuse_unread_body(res, *e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!authorized(req)) {
       refuse_unauthorized(req, res);
       return httplib::Server::HandlerResponse::Handled;
@@ -213,6 +219,10 @@ void HttpServer::routes() {
   });
   // "Expect: 100-continue": refuse before the client sends the body.
   s.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (auto e = cut_short(opts_)) {
+      refuse_unread_body(res, *e);
+      return e->status;
+    }
     if (!authorized(req)) {
       refuse_unauthorized(req, res);
       return 401;

@@ -152,6 +152,46 @@ BOOST_AUTO_TEST_CASE(chunked_bodies_keep_the_size_limit) {
   BOOST_TEST(status_of(round_trip(port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
 }
 
+// Framing that httplib reads leniently is refused (400, the connection closed), so that no
+// request can hide inside another's body: chunk data not followed by CRLF (before, the
+// bytes after it were answered as a request of their own), chunk sizes that are not plain
+// hex, a trailer; a head whose lines end in LF alone (before, it waited out the request
+// timeout), a space before a colon, a folded line, a control character in a value, an
+// HTTP/1.1 request without Host, Transfer-Encoding on HTTP/1.0. A chunk extension and an
+// HTTP/1.0 request without Host are fine.
+BOOST_AUTO_TEST_CASE(lenient_framing_is_refused) {
+  const int port = shared_server().port();
+  const std::string body = json{{"content", "Hello world"}}.dump();
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", body.size());
+  const std::string chunked = post_head("/tokenize", "Transfer-Encoding: chunked\r\n");
+  const std::string hidden = "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string smuggled =
+      round_trip(port, chunked + size + "\r\n" + body + "0\r\n\r\n" + hidden + "\r\n0\r\n\r\n", 5.0, false);
+  BOOST_TEST_INFO("response: " << smuggled);
+  check_error(smuggled, 400, "invalid_request");
+  BOOST_TEST(smuggled.find("chunk data must be followed by CRLF") != std::string::npos);
+  BOOST_TEST(smuggled.find("HTTP/1.1", 1) == std::string::npos);  // one answer: the hidden GET got none
+  for (const std::string& bad_body : {"0x" + std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n",
+                                      std::string(size) + "  \r\n" + body + "\r\n0\r\n\r\n",
+                                      std::string(size) + "\r\n" + body + "\r\n0\r\nX-Trailer: 1\r\n\r\n"})
+    check_refused_and_closed(port, chunked + bad_body, 400, "invalid_request");
+  for (const char* head : {"GET /health HTTP/1.1\nHost: x\n\n", "GET /health HTTP/1.1\r\nHost : x\r\n\r\n",
+                           "GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n",
+                           "GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n", "GET /health HTTP/1.1\r\n\r\n",
+                           "GET /health HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+                           "POST /tokenize HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"})
+    check_refused_and_closed(port, head, 400, "invalid_request");
+  const std::string fine = round_trip(port,
+                                      chunked + size + ";name=value\r\n" + body + "\r\n0\r\n\r\n" +
+                                          "GET /health HTTP/1.0\r\n\r\n",
+                                      5.0, false);
+  BOOST_TEST_INFO("response: " << fine);
+  BOOST_TEST(status_of(fine) == 200);
+  BOOST_TEST(fine.find("15496") != std::string::npos);
+  BOOST_TEST(fine.find("HTTP/1.1 200 OK", fine.find("15496")) != std::string::npos);  // the pipelined GET
+}
+
 BOOST_AUTO_TEST_CASE(a_known_route_asked_with_another_method_is_405) {
   const int port = shared_server().port();
   const std::string r = round_trip(port, "GET /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n");

@@ -1,0 +1,146 @@
+#include "server/http_strict.hpp"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace gptvk::server {
+
+namespace {
+
+// RFC 9110 §5.6.2: the characters of a token (a field name).
+bool is_tchar(unsigned char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c != 0 && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+}
+
+bool is_control(unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }
+
+bool same_name(std::string_view a, const char* b) {
+  return a.size() == std::strlen(b) && ::strncasecmp(a.data(), b, a.size()) == 0;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::vector<std::string_view> crlf_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = text.find("\r\n", start);
+    lines.push_back(text.substr(start, end - start));
+    start = end + 2;
+  }
+  return lines;
+}
+
+// A header line's problem, if any; counts its Host and Transfer-Encoding fields.
+std::optional<std::string> field_problem(std::string_view line, int& hosts, bool& transfer_encoding) {
+  if (line[0] == ' ' || line[0] == '\t') return "a folded header line (one starting with whitespace)";
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return "a header line without a colon";
+  const std::string_view name = line.substr(0, colon);
+  for (unsigned char c : name)
+    if (!is_tchar(c)) return "a header name that is not a token (nothing may stand between the name and its colon)";
+  if (name.empty()) return "a header line without a name";
+  for (unsigned char c : line.substr(colon + 1))
+    if (is_control(c)) return "a control character in the value of header " + std::string(name);
+  hosts += same_name(name, "Host");
+  transfer_encoding = transfer_encoding || same_name(name, "Transfer-Encoding");
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> head_problem(std::string_view head) {
+  const size_t crlf_end = head.find("\r\n\r\n"), lf_end = head.find("\n\n");
+  if (crlf_end == std::string_view::npos && lf_end == std::string_view::npos) return std::nullopt;  // not all in
+  // The head through its last line's line end (the bare-LF case ends at the first "\n\n").
+  size_t stop = crlf_end == std::string_view::npos ? head.size() : crlf_end + 2;
+  if (lf_end != std::string_view::npos) stop = std::min(stop, lf_end + 1);
+  const std::string_view h = head.substr(0, stop);
+  for (size_t i = 0; i < h.size(); ++i)
+    if (h[i] == '\n' && (i == 0 || h[i - 1] != '\r')) return "a line of the request head ends in LF alone, not CRLF";
+  const std::vector<std::string_view> lines = crlf_lines(h);
+  const std::string_view request_line = lines.front();
+  const std::string_view version = request_line.substr(request_line.rfind(' ') + 1);
+  int hosts = 0;
+  bool transfer_encoding = false;
+  for (size_t i = 1; i < lines.size(); ++i)
+    if (auto why = field_problem(lines[i], hosts, transfer_encoding)) return why;
+  if (version == "HTTP/1.1" && hosts != 1)
+    return hosts == 0 ? "an HTTP/1.1 request without a Host header" : "a request with more than one Host header";
+  if (version == "HTTP/1.0" && transfer_encoding) return "Transfer-Encoding on an HTTP/1.0 request";
+  return std::nullopt;
+}
+
+std::optional<std::string> ChunkedBodyCheck::fail(std::string why) {
+  state_ = State::Bad;
+  return "malformed chunked body: " + why;
+}
+
+std::optional<std::string> ChunkedBodyCheck::feed(const char* bytes, size_t n) {
+  if (state_ == State::Bad) return "malformed chunked body";
+  for (size_t i = 0; i < n; ++i) {
+    const char c = bytes[i];
+    switch (state_) {
+      case State::SizeStart:
+      case State::Size:
+        if (hex_value(c) >= 0) {
+          // Leading zeros are allowed, any number of them (the body's size limit holds).
+          if ((size_ != 0 || c != '0') && ++digits_ > 15) return fail("a chunk size of more than 15 hex digits");
+          size_ = size_ * 16 + static_cast<uint64_t>(hex_value(c));
+          state_ = State::Size;
+        } else if (state_ == State::SizeStart) {
+          return fail("a chunk size must start with a hex digit");
+        } else if (c == ';') {
+          state_ = State::Extension;
+        } else if (c == '\r') {
+          state_ = State::SizeLf;
+        } else {
+          return fail("a chunk size line holds more than hex digits and a ';' extension");
+        }
+        break;
+      case State::Extension:
+        if (c == '\r') state_ = State::SizeLf;
+        else if (is_control(static_cast<unsigned char>(c))) return fail("a control character in a chunk extension");
+        break;
+      case State::SizeLf:
+        if (c != '\n') return fail("a chunk size line must end in CRLF");
+        left_ = size_;
+        state_ = size_ == 0 ? State::LastCr : State::Data;
+        break;
+      case State::Data: {
+        const size_t take = static_cast<size_t>(std::min<uint64_t>(left_, n - i));
+        left_ -= take;
+        i += take - 1;
+        if (left_ == 0) state_ = State::DataCr;
+        break;
+      }
+      case State::DataCr:
+      case State::DataLf:
+        if (c != (state_ == State::DataCr ? '\r' : '\n')) return fail("chunk data must be followed by CRLF");
+        if (state_ == State::DataLf) size_ = 0, digits_ = 0;
+        state_ = state_ == State::DataCr ? State::DataLf : State::SizeStart;
+        break;
+      case State::LastCr:
+        if (c != '\r') return fail("trailer fields after the last chunk are not supported");
+        state_ = State::LastLf;
+        break;
+      case State::LastLf:
+        if (c != '\n') return fail("the last chunk must be followed by CRLF");
+        state_ = State::Done;
+        break;
+      case State::Done: return fail("bytes past the end of the body");
+      case State::Bad: return "malformed chunked body";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace gptvk::server
