@@ -9,6 +9,7 @@
 #include "cli/generate_io.hpp"
 #include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/progress.hpp"
 #include "cli/output.hpp"
 #include "engine/error.hpp"
@@ -32,8 +33,10 @@ Action add_perplexity(CLI::App& app, Common& common) {
       "llama-perplexity's +/-). A progress bar shows on stderr when it is a terminal.");
   add_model_flags(cmd, f->model);
   cmd->add_option("--file", f->file, "UTF-8 text file (- reads stdin)")->required();
-  cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)");
-  cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)");
+  cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)")
+      ->check(whole_number_in(0, UINT32_MAX));
+  cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)")
+      ->check(whole_number_in(0, UINT32_MAX));
   return [&common, f] {
     std::string text = read_file_bytes(f->file, "--file");
     auto s = open_model(common, f->model);
