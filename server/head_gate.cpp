@@ -57,7 +57,7 @@ void HeadGate::stop() {
 bool HeadGate::head_in(const WaitingConnection& c) const {
   // A head that ends its lines in LF alone is in too: the worker refuses it at once
   // (server/http_strict.hpp) rather than when the arrival time runs out.
-  return c.bytes.find("\r\n\r\n") != std::string::npos || c.bytes.find("\n\n") != std::string::npos ||
+  return c.bytes.find("\n\r\n") != std::string::npos || c.bytes.find("\n\n") != std::string::npos ||
          c.bytes.size() >= head_bytes_;
 }
 

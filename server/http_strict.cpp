@@ -29,14 +29,15 @@ int hex_value(char c) {
   return -1;
 }
 
+// The lines of `text` split at each CRLF (the last one without a line end).
 std::vector<std::string_view> crlf_lines(std::string_view text) {
   std::vector<std::string_view> lines;
-  for (size_t start = 0; start < text.size();) {
+  for (size_t start = 0;;) {
     const size_t end = text.find("\r\n", start);
-    lines.push_back(text.substr(start, end - start));
+    lines.push_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return lines;
     start = end + 2;
   }
-  return lines;
 }
 
 // A header line's problem, if any; counts its Host and Transfer-Encoding fields.
@@ -58,15 +59,15 @@ std::optional<std::string> field_problem(std::string_view line, int& hosts, bool
 }  // namespace
 
 std::optional<std::string> head_problem(std::string_view head) {
-  const size_t crlf_end = head.find("\r\n\r\n"), lf_end = head.find("\n\n");
-  if (crlf_end == std::string_view::npos && lf_end == std::string_view::npos) return std::nullopt;  // not all in
-  // The head through its last line's line end (the bare-LF case ends at the first "\n\n").
-  size_t stop = crlf_end == std::string_view::npos ? head.size() : crlf_end + 2;
-  if (lf_end != std::string_view::npos) stop = std::min(stop, lf_end + 1);
-  const std::string_view h = head.substr(0, stop);
+  // The head ends at its first empty line, LF alone taken as a line end too (so that such a
+  // head is refused rather than waited for): "\n\r\n" (which "\r\n\r\n" holds) or "\n\n".
+  const size_t empty_crlf = head.find("\n\r\n"), empty_lf = head.find("\n\n");
+  if (empty_crlf == std::string_view::npos && empty_lf == std::string_view::npos) return std::nullopt;  // not all in
+  const std::string_view h = head.substr(0, std::min(empty_crlf == std::string_view::npos ? head.size() : empty_crlf + 3,
+                                                     empty_lf == std::string_view::npos ? head.size() : empty_lf + 2));
   for (size_t i = 0; i < h.size(); ++i)
     if (h[i] == '\n' && (i == 0 || h[i - 1] != '\r')) return "a line of the request head ends in LF alone, not CRLF";
-  const std::vector<std::string_view> lines = crlf_lines(h);
+  const std::vector<std::string_view> lines = crlf_lines(h.substr(0, h.size() - 4));  // less the final CRLF CRLF
   const std::string_view request_line = lines.front();
   const std::string_view version = request_line.substr(request_line.rfind(' ') + 1);
   int hosts = 0;
@@ -129,6 +130,7 @@ std::optional<std::string> ChunkedBodyCheck::feed(const char* bytes, size_t n) {
         state_ = state_ == State::DataCr ? State::DataLf : State::SizeStart;
         break;
       case State::LastCr:
+        if (c == '\n') return fail("the last chunk must be followed by CRLF");
         if (c != '\r') return fail("trailer fields after the last chunk are not supported");
         state_ = State::LastLf;
         break;

@@ -28,6 +28,8 @@ class ChunkedBodyCheck {
  public:
   // The first framing error, once and for all, or nullopt while the bytes are well framed.
   std::optional<std::string> feed(const char* bytes, size_t n);
+  // Whether the body has ended (its final CRLF fed).
+  bool done() const { return state_ == State::Done; }
 
  private:
   enum class State { SizeStart, Size, Extension, SizeLf, Data, DataCr, DataLf, LastCr, LastLf, Done, Bad };
