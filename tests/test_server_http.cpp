@@ -1,9 +1,10 @@
 // `gpt-vk serve` against hostile or odd HTTP, over raw loopback sockets: body framing that
 // must be refused before the body is read (a Content-Length over the limit, lying or
 // contradicting ones, unknown transfer codings, Expect: 100-continue), a chunked body past
-// the limit, methods a route does not take, the Bearer scheme in any case, logprobs that
-// stop where a stop string cuts the text, and a non-streamed client that hangs up (its
-// slots freed while its request still runs). Every socket read has a deadline.
+// the limit, framing that httplib would read leniently, methods a route does not take, the
+// Bearer scheme in any case, logprobs that stop where a stop string cuts the text, a model
+// by its id, include_usage chunks, and a non-streamed client that hangs up (its slots freed
+// while its request still runs). Every socket read has a deadline.
 #define BOOST_TEST_MODULE server_http
 #include <httplib.h>
 #include <netinet/in.h>
@@ -198,6 +199,46 @@ BOOST_AUTO_TEST_CASE(a_known_route_asked_with_another_method_is_405) {
   check_error(r, 405, "method_not_allowed");
   BOOST_TEST(r.find("Allow: POST") != std::string::npos);
   check_error(round_trip(port, "GET /v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n"), 404, "not_found");
+}
+
+// GET /v1/models/{id}, which the OpenAI client's models.retrieve() asks for: the model of
+// /v1/models, and 404 model_not_found for another id.
+BOOST_AUTO_TEST_CASE(one_model_by_its_id) {
+  httplib::Client cli("127.0.0.1", shared_server().port());
+  auto models = cli.Get("/v1/models");
+  BOOST_REQUIRE(models);
+  const json model = json::parse(models->body)["data"][0];
+  auto one = cli.Get("/v1/models/" + model["id"].get<std::string>());
+  BOOST_REQUIRE(one);
+  BOOST_TEST(one->status == 200);
+  BOOST_TEST(json::parse(one->body) == model);
+  auto other = cli.Get("/v1/models/gpt-4");
+  BOOST_REQUIRE(other);
+  BOOST_TEST(other->status == 404);
+  BOOST_TEST(json::parse(other->body)["error"]["code"] == "model_not_found");
+}
+
+// With stream_options.include_usage, as OpenAI's: every chunk carries "usage": null, and one
+// more chunk before [DONE] has no choices and the usage of the same request unstreamed.
+BOOST_AUTO_TEST_CASE(include_usage_chunks) {
+  const int port = shared_server().port();
+  json req{{"prompt", "It was a fine morning"}, {"max_tokens", 5}, {"temperature", 0}};
+  const json plain = post_json(port, "/v1/completions", req);
+  req["stream"] = true;
+  req["stream_options"] = {{"include_usage", true}};
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(60, 0);
+  auto r = cli.Post("/v1/completions", req.dump(), "application/json");
+  BOOST_REQUIRE(r);
+  std::vector<json> events;
+  for (size_t at = 0; (at = r->body.find("data: {", at)) != std::string::npos; ++at)
+    events.push_back(json::parse(r->body.substr(at + 6, r->body.find("\n\n", at) - at - 6)));
+  BOOST_REQUIRE(events.size() >= 2u);
+  for (size_t i = 0; i + 1 < events.size(); ++i)
+    BOOST_TEST((events[i].contains("usage") && events[i]["usage"].is_null()));
+  BOOST_TEST(events.back()["choices"].empty());
+  BOOST_TEST(events.back()["usage"] == plain["usage"]);
+  BOOST_TEST(r->body.ends_with("data: [DONE]\n\n"));
 }
 
 BOOST_AUTO_TEST_CASE(the_bearer_scheme_is_case_insensitive_and_401_says_so) {
