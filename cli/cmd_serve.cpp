@@ -46,6 +46,15 @@ std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t para
   return make_slot_models(*s.ctx, s.cfg, std::move(shared), parallel, chunk);
 }
 
+constexpr const char* kRequestFieldsHelp =
+    "Request fields (both endpoints; README \"Serving\"): max_tokens, temperature (0..2), top_p,\n"
+    "top_k, seed, stop, n, stream, stream_options.include_usage, presence_penalty and\n"
+    "frequency_penalty (-2..2), logit_bias ({\"<token id>\": -100..100}), repeat_penalty (> 0),\n"
+    "repeat_last_n (-1 = all, 0 = off, default 64), min_p (0..1); the controls apply in\n"
+    "generate's order. /v1/completions: prompt, logprobs (0..5), echo (with max_tokens 0: the\n"
+    "prompt scored, nothing generated). /v1/chat/completions:\n"
+    "messages, max_completion_tokens, logprobs (true) with top_logprobs (0..20).";
+
 // Blocks the signals in this thread and every thread started after (lavapipe's, httplib's,
 // the scheduler's), so that only wait_for_signal() sees them.
 sigset_t block_stop_signals() {
@@ -95,6 +104,11 @@ Action add_serve(CLI::App& app, Common& common) {
                   "logits within rounding of a lone run")
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->add_option("--cors-origin", f->http.cors_origins,
+                  "let web pages of this origin (scheme://host[:port]; repeatable; * for every origin) read\n"
+                  "the answers: CORS headers on every answer, preflights answered (default: no origin)")
+      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Validator([](const std::string& o) { return server::cors_origin_problem(o); }, "ORIGIN"));
   cmd->add_option("--request-timeout", f->http.request_timeout_s,
                   "seconds a request's head and body may take to arrive, from its first byte; a slower\n"
                   "client gets HTTP 408 and its connection closed")
@@ -103,14 +117,7 @@ Action add_serve(CLI::App& app, Common& common) {
                   "seconds the running requests get to finish after SIGTERM or Ctrl-C; those still running\n"
                   "then end with an error (HTTP 503, or an error event in a stream)")
       ->capture_default_str()->check(CLI::Range(0u, 3600u));
-  cmd->footer(
-      "Request fields (both endpoints; README \"Serving\"): max_tokens, temperature (0..2), top_p,\n"
-      "top_k, seed, stop, n, stream, stream_options.include_usage, presence_penalty and\n"
-      "frequency_penalty (-2..2), logit_bias ({\"<token id>\": -100..100}), repeat_penalty (> 0),\n"
-      "repeat_last_n (-1 = all, 0 = off, default 64), min_p (0..1); the controls apply in\n"
-      "generate's order. /v1/completions: prompt, logprobs (0..5), echo (with max_tokens 0: the\n"
-      "prompt scored, nothing generated). /v1/chat/completions:\n"
-      "messages, max_completion_tokens, logprobs (true) with top_logprobs (0..20).");
+  cmd->footer(kRequestFieldsHelp);
   return [&common, f] {
     const sigset_t stop_signals = block_stop_signals();
     // Every request waiting for its completion or streaming it holds an HTTP thread (a

@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <cstring>
 #include <ctime>
 #include <future>
 #include <sstream>
@@ -140,6 +141,14 @@ bool known_route(const std::string& path) {
   return false;
 }
 
+// The method a route takes, or nullptr for a path that is no route.
+const char* route_method(const std::string& path) {
+  if (path == "/v1/models" || path == "/health" || path == "/metrics" ||
+      (path.starts_with("/v1/models/") && path.size() > std::strlen("/v1/models/")))
+    return "GET";
+  return known_route(path) ? "POST" : nullptr;
+}
+
 // The error body of a status httplib set itself, before any handler ran.
 ApiError library_error(int status, const httplib::Request& req, size_t max_body) {
   switch (status) {
@@ -158,6 +167,7 @@ ApiError library_error(int status, const httplib::Request& req, size_t max_body)
 
 HttpServer::HttpServer(ServerOptions options)
     : opts_(std::move(options)),
+      cors_(opts_.cors_origins),
       http_(std::make_unique<ConnectionServer>(RequestLimits{.arrival = std::chrono::seconds(opts_.request_timeout_s),
                                                              .head_bytes = opts_.max_head_bytes,
                                                              // the body, plus room for its chunks' framing
@@ -199,14 +209,16 @@ void HttpServer::count(const httplib::Request& req, const httplib::Response& res
 
 void HttpServer::routes() {
   auto& s = *http_;
-  // Before the body is read: a head httplib parsed but server/http_strict.hpp refuses, the
-  // API key, then the body's framing. A refusal here leaves the body unread, so it closes
-  // the connection.
+  // Before the body is read: a head httplib parsed but server/http_strict.hpp refuses, a
+  // CORS preflight (which never carries the API key), the API key, then the body's framing.
+  // A refusal here leaves the body unread, so it closes the connection.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (auto e = cut_short(opts_)) {
       refuse_unread_body(res, *e);
       return httplib::Server::HandlerResponse::Handled;
     }
+    if (!body_follows(req) && cors_.answer_preflight(req, route_method(req.path), res))
+      return httplib::Server::HandlerResponse::Handled;
     if (!authorized(req)) {
       refuse_unauthorized(req, res);
       return httplib::Server::HandlerResponse::Handled;
@@ -238,9 +250,9 @@ void HttpServer::routes() {
   // of "Expect: 100-continue" otherwise.
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Handled;
-    if (res.status == 404 && known_route(req.path)) {
+    if (const char* method = route_method(req.path); res.status == 404 && method) {
       res.status = 405;
-      res.set_header("Allow", req.path == "/v1/models" || req.path == "/health" || req.path == "/metrics" ? "GET" : "POST");
+      res.set_header("Allow", method);
     }
     const ApiError e = cut_short(opts_).value_or(library_error(res.status, req, opts_.max_body_bytes));
     // A 404 or 405 comes after the request was read whole. httplib's other refusals (a
@@ -250,9 +262,11 @@ void HttpServer::routes() {
     else refuse_unread_body(res, e);
     return httplib::Server::HandlerResponse::Handled;
   }));
-  // httplib adds "Keep-Alive" to a response unless it closes the connection itself: one that
+  // Every answer, just before its head is written: the CORS headers. And httplib adds
+  // "Keep-Alive" to a response unless it closes the connection itself: one that
   // refuse_unread_body closes says "Connection: close" alone.
-  s.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+  s.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    cors_.add_headers(req, res);
     if (res.get_header_value("Connection") != "close") return;
     res.headers.erase("Keep-Alive");
     res.headers.erase("Connection");

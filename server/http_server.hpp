@@ -5,7 +5,8 @@
 // (the BPE cache), decode() and token_bytes() only read.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
-// POST /tokenize, POST /detokenize, GET /metrics. Before set_ready() every route but
+// POST /tokenize, POST /detokenize, GET /metrics; with --cors-origin, the preflights of
+// web pages' requests (OPTIONS) and the CORS headers of every answer. Before set_ready() every route but
 // /health and /metrics answers 503 (loading).
 #pragma once
 #include <atomic>
@@ -21,8 +22,10 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "runtime/scheduler.hpp"
+#include "server/cors.hpp"
 
 namespace httplib {
 class Server;
@@ -44,6 +47,7 @@ struct ServerOptions {
   size_t threads = 32;        // HTTP worker threads (each request holds one while it is read and answered)
   int request_timeout_s = 20;  // a request's head and body arrive within this of its first byte (408 beyond)
   int io_timeout_s = 30;      // one read or write of a connection waits at most this (slow or vanished clients)
+  std::vector<std::string> cors_origins;  // origins whose pages may read the answers ("*": every one); server/cors.hpp
 };
 
 struct ModelInfo {
@@ -91,6 +95,7 @@ class HttpServer {
   void check_ready() const;
 
   ServerOptions opts_;
+  CorsPolicy cors_;
   std::unique_ptr<ConnectionServer> http_;
   std::thread thread_;
   std::future<void> listen_ended_;  // ready when the listening thread is done

@@ -199,6 +199,16 @@ BOOST_AUTO_TEST_CASE(a_known_route_asked_with_another_method_is_405) {
   check_error(r, 405, "method_not_allowed");
   BOOST_TEST(r.find("Allow: POST") != std::string::npos);
   check_error(round_trip(port, "GET /v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n"), 404, "not_found");
+  const std::string post_model = round_trip(port, post_request("/v1/models/x", "{}"));
+  check_error(post_model, 405, "method_not_allowed");
+  BOOST_TEST(post_model.find("Allow: GET") != std::string::npos);
+  // Without --cors-origin a browser's preflight is one more OPTIONS, and no answer names an
+  // origin (tests/test_server_cors.cpp has the server with origins).
+  const std::string pre = round_trip(port, "OPTIONS /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: http://app.example\r\n"
+                                           "Access-Control-Request-Method: POST\r\n\r\n");
+  check_error(pre, 405, "method_not_allowed");
+  BOOST_TEST(!header_of(pre, "Access-Control-Allow-Origin").has_value());
+  BOOST_TEST(!header_of(pre, "Vary").has_value());
 }
 
 // GET /v1/models/{id}, which the OpenAI client's models.retrieve() asks for: the model of
