@@ -63,6 +63,10 @@ bool CorsPolicy::answer_preflight(const httplib::Request& req, const char* route
   const std::string asked = req.get_header_value("Access-Control-Request-Headers");
   if (is_header_name_list(asked)) res.set_header("Access-Control-Allow-Headers", asked);
   res.set_header("Access-Control-Max-Age", kPreflightMaxAgeS);
+  // A public page's request to a loopback or private address (Chromium's Private Network
+  // Access) asks for this too.
+  if (req.get_header_value("Access-Control-Request-Private-Network") == "true")
+    res.set_header("Access-Control-Allow-Private-Network", "true");
   return true;
 }
 

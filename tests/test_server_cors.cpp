@@ -49,6 +49,12 @@ BOOST_AUTO_TEST_CASE(an_allowed_origins_preflight_is_answered_without_the_key) {
   BOOST_TEST(header_of(r, "Access-Control-Allow-Headers").value_or("") == "authorization, content-type, x-stainless-os");
   BOOST_TEST(header_of(r, "Access-Control-Max-Age").value_or("") == "600");
   BOOST_TEST(header_of(r, "Vary").value_or("") == "Origin");
+  BOOST_TEST(!header_of(r, "Access-Control-Allow-Private-Network").has_value());
+  // A public page's preflight to a loopback server (Chromium's Private Network Access).
+  const std::string pna =
+      round_trip(cors_server().port(), preflight("/v1/completions", kApp, "Access-Control-Request-Private-Network: true\r\n"));
+  BOOST_TEST(status_of(pna) == 204);
+  BOOST_TEST(header_of(pna, "Access-Control-Allow-Private-Network").value_or("") == "true");
   // A GET route's preflight names GET; the second configured origin is allowed too.
   const std::string models = round_trip(cors_server().port(), preflight("/v1/models", "http://localhost:5173"));
   BOOST_TEST(status_of(models) == 204);
