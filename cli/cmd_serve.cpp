@@ -83,7 +83,8 @@ Action add_serve(CLI::App& app, Common& common) {
   auto* cmd = app.add_subcommand(
       "serve",
       "OpenAI-compatible HTTP server: POST /v1/completions and /v1/chat/completions (streamed as\n"
-      "server-sent events), GET /v1/models, /health, /metrics, POST /tokenize, /detokenize.\n"
+      "server-sent events), GET /v1/models, /health, /metrics, POST /tokenize, /detokenize, and a\n"
+      "web page at GET / (completion and chat in the browser).\n"
       "Prints 'gpt-vk: listening on http://HOST:PORT' on stderr when ready; SIGTERM or Ctrl-C\n"
       "finishes the running requests (cancelling what is left after --shutdown-grace) and exits 0.");
   add_model_flags(cmd, f->model);

@@ -13,13 +13,20 @@
 #include "server/completion_job.hpp"
 #include "server/connection_server.hpp"
 #include "server/request_framing.hpp"
+#include "server/web_page.hpp"
 
 namespace gptvk::server {
 
 namespace {
 
-const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
-                               "/tokenize",       "/detokenize",          "/metrics"};
+// Every route but /v1/models/{id}, with the method it takes.
+struct Route {
+  const char* path;
+  const char* method;
+};
+const Route kRoutes[] = {{"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/models", "GET"},
+                         {"/health", "GET"},          {"/tokenize", "POST"},            {"/detokenize", "POST"},
+                         {"/metrics", "GET"},         {kWebPagePaths[0], "GET"},        {kWebPagePaths[1], "GET"}};
 
 void send_json(httplib::Response& res, const json& body, int status = 200) {
   res.status = status;
@@ -135,18 +142,19 @@ json model_object(const ModelInfo& m, long long created) {
   return {{"id", m.name}, {"object", "model"}, {"created", created}, {"owned_by", "gpt-vk"}, {"meta", {{"n_ctx_train", m.context}}}};
 }
 
-bool known_route(const std::string& path) {
-  for (const char* r : kRoutes)
-    if (path == r) return true;
-  return false;
-}
-
 // The method a route takes, or nullptr for a path that is no route.
 const char* route_method(const std::string& path) {
-  if (path == "/v1/models" || path == "/health" || path == "/metrics" ||
-      (path.starts_with("/v1/models/") && path.size() > std::strlen("/v1/models/")))
-    return "GET";
-  return known_route(path) ? "POST" : nullptr;
+  for (const Route& r : kRoutes)
+    if (path == r.path) return r.method;
+  return path.starts_with("/v1/models/") && path.size() > std::strlen("/v1/models/") ? "GET" : nullptr;
+}
+
+// Whether `path` is one of kRoutes (the metrics' route label: /v1/models/{id} is "other",
+// so that clients cannot mint labels).
+bool known_route(const std::string& path) {
+  for (const Route& r : kRoutes)
+    if (path == r.path) return true;
+  return false;
 }
 
 // The error body of a status httplib set itself, before any handler ran.
@@ -197,7 +205,8 @@ void HttpServer::check_ready() const {
 }
 
 bool HttpServer::authorized(const httplib::Request& req) const {
-  return opts_.api_key.empty() || req.path == "/health" ||
+  // /health for probes; the page, which asks for the key itself.
+  return opts_.api_key.empty() || req.path == "/health" || req.path == kWebPagePaths[0] || req.path == kWebPagePaths[1] ||
          bearer_matches(req.get_header_value("Authorization"), opts_.api_key);
 }
 
@@ -285,6 +294,7 @@ void HttpServer::routes() {
   s.Post("/tokenize", guarded_post(opts_, [this](auto&, auto body, auto& res) { tokenize(body, res); }));
   s.Post("/detokenize", guarded_post(opts_, [this](auto&, auto body, auto& res) { detokenize(body, res); }));
   s.Get("/metrics", guarded([this](auto&, auto& res) { metrics(res); }));
+  for (const char* path : kWebPagePaths) s.Get(path, [](auto& req, auto& res) { send_web_file(req.path, res); });
 }
 
 int HttpServer::start() {

@@ -5,7 +5,8 @@
 // (the BPE cache), decode() and token_bytes() only read.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
-// POST /tokenize, POST /detokenize, GET /metrics; with --cors-origin, the preflights of
+// POST /tokenize, POST /detokenize, GET /metrics, and the web page at GET / (server/web/);
+// with --cors-origin, the preflights of
 // web pages' requests (OPTIONS) and the CORS headers of every answer. Before set_ready() every route but
 // /health and /metrics answers 503 (loading).
 #pragma once
@@ -41,7 +42,7 @@ class ConnectionServer;
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;          // 0: any free port
-  std::string api_key;      // non-empty: every route but /health needs "Authorization: Bearer KEY"
+  std::string api_key;      // non-empty: every route but /health and the page needs "Authorization: Bearer KEY"
   size_t max_body_bytes = 1 << 20;
   size_t max_head_bytes = 32 << 10;  // request line and headers together (431 beyond)
   size_t threads = 32;        // HTTP worker threads (each request holds one while it is read and answered)

@@ -77,6 +77,10 @@ BOOST_AUTO_TEST_CASE(other_preflights_are_not_answered) {
       BOOST_TEST(header_of(r, "Access-Control-Allow-Origin").has_value() == allowed);
     }
   }
+  // The server's page loads without the key (it asks for it), /v1/models does not.
+  BOOST_TEST(status_of(round_trip(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
+  BOOST_TEST(status_of(round_trip(port, "GET /app.js HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
+  check_error(round_trip(port, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"), 401, "invalid_api_key");
   // With the key, an OPTIONS that is no preflight is what it was without --cors-origin.
   check_error(round_trip(port, "OPTIONS /v1/completions HTTP/1.1\r\nHost: x\r\n" + kAuth + "\r\n"), 405,
               "method_not_allowed");

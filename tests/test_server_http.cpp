@@ -211,6 +211,24 @@ BOOST_AUTO_TEST_CASE(a_known_route_asked_with_another_method_is_405) {
   BOOST_TEST(!header_of(pre, "Vary").has_value());
 }
 
+// GET / is the server's page and /app.js its script, each with a policy that lets the page
+// run only that script and talk only to the server; tests/browser.mjs uses the page.
+BOOST_AUTO_TEST_CASE(the_page_and_its_script) {
+  const int port = shared_server().port();
+  const std::string page = round_trip(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  BOOST_TEST(status_of(page) == 200);
+  BOOST_TEST(header_of(page, "Content-Type").value_or("") == "text/html; charset=utf-8");
+  BOOST_TEST(page.find("<script type=\"module\" src=\"/app.js\"></script>") != std::string::npos);
+  const std::string policy = header_of(page, "Content-Security-Policy").value_or("");
+  BOOST_TEST(policy.find("script-src 'self'") != std::string::npos, policy);
+  BOOST_TEST(policy.find("connect-src 'self'") != std::string::npos, policy);
+  const std::string script = round_trip(port, "GET /app.js HTTP/1.1\r\nHost: x\r\n\r\n");
+  BOOST_TEST(status_of(script) == 200);
+  BOOST_TEST(header_of(script, "Content-Type").value_or("") == "text/javascript; charset=utf-8");
+  BOOST_TEST(script.find("'/v1/chat/completions'") != std::string::npos);
+  BOOST_TEST(header_of(script, "X-Content-Type-Options").value_or("") == "nosniff");
+}
+
 // GET /v1/models/{id}, which the OpenAI client's models.retrieve() asks for: the model of
 // /v1/models, and 404 model_not_found for another id.
 BOOST_AUTO_TEST_CASE(one_model_by_its_id) {
@@ -438,7 +456,9 @@ BOOST_AUTO_TEST_CASE(an_empty_line_before_a_request_and_an_absolute_target_are_a
   const int port = shared_server().port();
   BOOST_TEST(status_of(round_trip(port, "\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
   BOOST_TEST(status_of(round_trip(port, "GET http://127.0.0.1:1/health HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
-  BOOST_TEST(status_of(round_trip(port, "GET HTTP://h?x=1 HTTP/1.1\r\nHost: x\r\n\r\n")) == 404);  // path "/"
+  const std::string no_path = round_trip(port, "GET HTTP://h?x=1 HTTP/1.1\r\nHost: x\r\n\r\n");  // path "/": the page
+  BOOST_TEST(status_of(no_path) == 200);
+  BOOST_TEST(header_of(no_path, "Content-Type").value_or("") == "text/html; charset=utf-8");
   const json body{{"prompt", "Hello"}, {"max_tokens", 2}};
   const std::string answer = round_trip(port, "\r\n" + post_request("https://example.com/v1/completions", body.dump()), 30.0);
   BOOST_TEST_INFO("answer: " << answer.substr(0, 400));

@@ -1,11 +1,14 @@
-// A real browser (Debian's chromium, driven by playwright-core) against `gpt-vk serve
-// --cors-origin`: a page of the allowed origin calls the server with fetch() and with the
-// official openai client (plain, streamed, models), whose requests carry an API key and
-// the client's own headers and so go through a preflight; a page of another origin is
-// blocked by the browser. Two static page servers (two origins) and one gpt-vk, all on
-// loopback ports chosen by the system; every wait is bounded.
+// A real browser (Debian's chromium, driven by playwright-core) against `gpt-vk serve`:
+// - CORS (--cors-origin): a page of the allowed origin calls the server with fetch() and
+//   with the official openai client (plain, streamed, models), whose requests carry an API
+//   key and the client's own headers and so go through a preflight; a page of another
+//   origin is blocked by the browser.
+// - The server's own page at GET /: completion and chat, typed and clicked as a person
+//   would, give the text the API gives for the same request, and Stop ends a long one.
+// Two static page servers (two origins) and one gpt-vk, all on loopback ports chosen by
+// the system; every wait is bounded.
 //
-//   node tests/browser_cors.mjs build/gpt-vk
+//   node tests/browser.mjs build/gpt-vk
 //
 // Exits 77 (CTest: skipped) when chromium or playwright-core is not installed: the suite
 // does not install a browser (`apt-get install chromium` and tools/setup.sh's npm packages
@@ -25,15 +28,15 @@ let chromium;
 try {
   chromium = createRequire(path.join(here, '../tools/package.json'))('playwright-core').chromium;
 } catch {
-  console.error('browser_cors: playwright-core is not installed (tools/setup.sh installs it)');
+  console.error('browser: playwright-core is not installed (tools/setup.sh installs it)');
   process.exit(77);
 }
 if (!existsSync(browserPath) || !existsSync(path.join(modules, 'openai/index.mjs'))) {
-  console.error(`browser_cors: no browser at ${browserPath} (apt-get install chromium), or no openai package`);
+  console.error(`browser: no browser at ${browserPath} (apt-get install chromium), or no openai package`);
   process.exit(77);
 }
 const binary = process.argv[2];
-assert.ok(binary, 'usage: node tests/browser_cors.mjs PATH/TO/gpt-vk');
+assert.ok(binary, 'usage: node tests/browser.mjs PATH/TO/gpt-vk');
 
 // The page: its results in #out as JSON, and the title 'done' when they are in.
 const page = `<!doctype html><title>running</title><pre id="out"></pre><script type="module">
@@ -96,6 +99,59 @@ function startGptVk(args) {
   return { child, port };
 }
 
+// The greedy continuation of `body` from the server on `apiPort`, asked from node.
+async function direct(apiPort, route, body) {
+  const r = await fetch(`http://127.0.0.1:${apiPort}${route}`, { method: 'POST',
+    headers: { Authorization: 'Bearer sesame', 'Content-Type': 'application/json' },
+    body: JSON.stringify({ ...body, temperature: 0 }), signal: AbortSignal.timeout(60000) });
+  assert.equal(r.status, 200);
+  const c = (await r.json()).choices[0];
+  return c.text ?? c.message.content;
+}
+
+// The server's page at /, used as a person would: the key typed in, a completion and a
+// chat turn generated at temperature 0, and a long completion stopped.
+async function usePage(browser, apiPort) {
+  const tab = await browser.newPage();
+  const errors = [];
+  tab.on('pageerror', (e) => errors.push(e.message));
+  await tab.goto(`http://127.0.0.1:${apiPort}/`, { timeout: 30000 });
+  const settled = () => tab.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null,
+                                            { timeout: 60000 });
+  await settled();  // the model's name needs the key: 401 until it is typed
+  assert.match(await tab.textContent('#status'), /API key/);
+  await tab.fill('#key', 'sesame');
+  await tab.dispatchEvent('#key', 'change');
+  await tab.waitForFunction(() => document.getElementById('model').textContent !== '', null, { timeout: 30000 });
+  await tab.fill('#temperature', '0');
+
+  await tab.fill('#prompt', 'Emma');
+  await tab.fill('#max_tokens', '6');
+  await tab.click('#run');  // its handler has set the state to running when the click returns
+  await settled();
+  const completion = { output: await tab.textContent('#output'), status: await tab.textContent('#status') };
+
+  await tab.check('input[value=chat]');
+  await tab.click('#clear');
+  await tab.fill('#prompt', 'Hi');
+  await tab.fill('#max_tokens', '4');
+  await tab.press('#prompt', 'Control+Enter');
+  await settled();
+  const chat = { output: await tab.textContent('#output'), status: await tab.textContent('#status') };
+
+  await tab.check('input[value=completion]');
+  await tab.fill('#prompt', 'It was');
+  await tab.fill('#max_tokens', '200');
+  await tab.click('#run');
+  await tab.waitForFunction(() => document.querySelectorAll('#output span')[1]?.textContent.length > 0, null,
+                            { timeout: 30000 });
+  await tab.click('#cancel');
+  await settled();
+  const stopped = await tab.textContent('#status');
+  await tab.close();
+  return { completion, chat, stopped, errors };
+}
+
 // What the page of `origin` found calling the server on `apiPort`.
 async function visit(browser, origin, apiPort) {
   const tab = await browser.newPage();
@@ -123,10 +179,7 @@ try {
   assert.equal(typeof ok.fetch.body.choices[0].message.content, 'string');
   assert.equal(ok.openai_error, undefined);
   // The same request from node (no browser, no CORS) gives the same greedy text.
-  const direct = await fetch(`http://127.0.0.1:${apiPort}/v1/completions`, { method: 'POST',
-    headers: { Authorization: 'Bearer sesame', 'Content-Type': 'application/json' },
-    body: JSON.stringify({ prompt: 'Emma', max_tokens: 6, temperature: 0 }), signal: AbortSignal.timeout(60000) });
-  const text = (await direct.json()).choices[0].text;
+  const text = await direct(apiPort, '/v1/completions', { prompt: 'Emma', max_tokens: 6 });
   assert.ok(text.length > 0);
   assert.equal(ok.plain, text);
   assert.equal(ok.stream, text);
@@ -136,9 +189,19 @@ try {
   console.log('other origin:', JSON.stringify(blocked));
   assert.match(blocked.fetch.error, /TypeError/);
   assert.equal(blocked.openai_error, 'APIConnectionError');
-  console.log('browser_cors: 2 pages, all checks passed');
+
+  const used = await usePage(browser, apiPort);
+  console.log('the server\'s page:', JSON.stringify(used));
+  assert.deepEqual(used.errors, []);
+  assert.equal(used.completion.output, `Emma${text}`);
+  assert.match(used.completion.status, /^6 tokens in .* finish: length$/);
+  const reply = await direct(apiPort, '/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 });
+  assert.equal(used.chat.output, `User: Hi\nAssistant: ${reply}\n`);
+  assert.match(used.chat.status, /^4 tokens in /);
+  assert.equal(used.stopped, 'stopped');
+  console.log('browser: 3 pages, all checks passed');
 } catch (e) {
-  console.error('browser_cors failed:', e);
+  console.error('browser failed:', e);
   failed = true;
 } finally {
   if (browser) await browser.close();
