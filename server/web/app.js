@@ -38,6 +38,7 @@ async function loadModel() {
     const r = await fetch('/v1/models', { headers: headers() });
     const body = await r.json();
     $('model').textContent = r.ok ? body.data[0].id : '';
+    if (r.status === 503) setTimeout(loadModel, 1000);  // still loading: ask again
     if (!r.ok) setState('error', body.error?.message ?? `HTTP ${r.status}`);
     else if (document.body.dataset.state === 'error') setState('idle');
   } catch (e) {
