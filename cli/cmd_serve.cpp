@@ -104,7 +104,7 @@ Action add_serve(CLI::App& app, Common& common) {
                   "gemm: batched steps and prompt bursts through the prompts' GEMMs on every device,\n"
                   "logits within rounding of a lone run")
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
-  cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health and the page (GET /, /app.js)");
   cmd->add_option("--cors-origin", f->http.cors_origins,
                   "let web pages of this origin (scheme://host[:port]; repeatable; * for every origin) read\n"
                   "the answers: CORS headers on every answer, preflights answered (default: no origin)")

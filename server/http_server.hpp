@@ -6,9 +6,9 @@
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
 // POST /tokenize, POST /detokenize, GET /metrics, and the web page at GET / (server/web/);
-// with --cors-origin, the preflights of
-// web pages' requests (OPTIONS) and the CORS headers of every answer. Before set_ready() every route but
-// /health and /metrics answers 503 (loading).
+// with --cors-origin, the preflights of web pages' requests (OPTIONS) and the CORS headers
+// of every answer. Before set_ready() every route but /health, /metrics and the page
+// answers 503 (loading).
 #pragma once
 #include <atomic>
 #include <chrono>
