@@ -13,13 +13,13 @@
 // Exits 77 (CTest: skipped) when chromium or playwright-core is not installed: the suite
 // does not install a browser (`apt-get install chromium` and tools/setup.sh's npm packages
 // bring both). tests/test_server_cors.cpp checks the same headers without a browser.
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { strict as assert } from 'node:assert';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServer, stopServer } from './support/serve_process.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const modules = path.join(here, '../tools/node_modules');
@@ -77,26 +77,6 @@ function pageServer() {
     res.writeHead(200, { 'Content-Type': 'text/javascript' }).end(readFileSync(file));
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
-
-// gpt-vk serve, resolved with its port once it prints the listening line.
-function startGptVk(args) {
-  const child = spawn(binary, ['serve', '--port', '0', '--parallel', '2', '--api-key', 'sesame', ...args],
-                      { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  const port = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 120000);
-    child.stderr.on('data', (d) => {
-      err += d;
-      const m = err.match(/listening on http:\/\/127\.0\.0\.1:(\d+)\n/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`server exited (${code}): ${err}`)));
-  });
-  return { child, port };
 }
 
 // The greedy continuation of `body` from the server on `apiPort`, asked from node.
@@ -165,7 +145,7 @@ async function visit(browser, origin, apiPort) {
 const allowedPages = await pageServer(), otherPages = await pageServer();
 const allowed = `http://127.0.0.1:${allowedPages.address().port}`;
 const other = `http://127.0.0.1:${otherPages.address().port}`;
-const { child, port: portPromise } = startGptVk(['--cors-origin', allowed]);
+const { child, port: portPromise } = startServer(binary, ['--parallel', '2', '--api-key', 'sesame', '--cors-origin', allowed]);
 let browser;
 let failed = false;
 try {
@@ -205,8 +185,12 @@ try {
   failed = true;
 } finally {
   if (browser) await browser.close();
-  child.kill('SIGTERM');
   allowedPages.close();
   otherPages.close();
+}
+const code = await stopServer(child);
+if (code !== 0) {
+  console.error(`browser: the server's exit after SIGTERM was ${code}, not 0`);
+  failed = true;
 }
 process.exit(failed ? 1 : 0);

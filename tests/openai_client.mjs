@@ -6,11 +6,11 @@
 //   node tests/openai_client.mjs build/gpt-vk
 //
 // Exits 77 (CTest: skipped) when the client is not installed (tools/setup.sh installs it).
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { strict as assert } from 'node:assert';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServer, stopServer } from './support/serve_process.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 let OpenAI;
@@ -23,25 +23,6 @@ try {
 
 const binary = process.argv[2];
 assert.ok(binary, 'usage: node tests/openai_client.mjs PATH/TO/gpt-vk');
-
-// Starts the server and resolves with its port once it prints the listening line.
-function startServer() {
-  const child = spawn(binary, ['serve', '--port', '0', '--parallel', '4'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  const port = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 120000);
-    child.stderr.on('data', (d) => {
-      err += d;
-      const m = err.match(/gpt-vk: listening on http:\/\/127\.0\.0\.1:(\d+)\n/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`server exited (${code}): ${err}`)));
-  });
-  return { child, port };
-}
 
 async function collectStream(stream, chat = false) {
   let text = '';
@@ -141,7 +122,7 @@ async function run(client, model) {
   console.log(`openai_client: all checks passed (greedy text: ${JSON.stringify(c0.text)})`);
 }
 
-const { child, port } = startServer();
+const { child, port } = startServer(binary, ['--parallel', '4']);
 let failed = false;
 try {
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${await port}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
@@ -153,12 +134,9 @@ try {
   failed = true;
   console.error('openai_client: FAILED:', e);
 }
-const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-child.kill('SIGTERM');
-const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 30000))]);
+const code = await stopServer(child);
 if (code !== 0) {
   console.error(`openai_client: the server's exit after SIGTERM was ${code}, not 0`);
-  if (code === 'timeout') child.kill('SIGKILL');
   failed = true;
 }
 process.exit(failed ? 1 : 0);
