@@ -142,19 +142,20 @@ json model_object(const ModelInfo& m, long long created) {
   return {{"id", m.name}, {"object", "model"}, {"created", created}, {"owned_by", "gpt-vk"}, {"meta", {{"n_ctx_train", m.context}}}};
 }
 
-// The method a route takes, or nullptr for a path that is no route.
-const char* route_method(const std::string& path) {
+// The entry of kRoutes for `path`, or nullptr. The metrics label a request by it: a path
+// outside the table (/v1/models/{id} too) is "other", so that clients cannot mint labels.
+const Route* find_route(const std::string& path) {
   for (const Route& r : kRoutes)
-    if (path == r.path) return r.method;
-  return path.starts_with("/v1/models/") && path.size() > std::strlen("/v1/models/") ? "GET" : nullptr;
+    if (path == r.path) return &r;
+  return nullptr;
 }
 
-// Whether `path` is one of kRoutes (the metrics' route label: /v1/models/{id} is "other",
-// so that clients cannot mint labels).
-bool known_route(const std::string& path) {
-  for (const Route& r : kRoutes)
-    if (path == r.path) return true;
-  return false;
+bool known_route(const std::string& path) { return find_route(path) != nullptr; }
+
+// The method a route takes, or nullptr for a path that is no route.
+const char* route_method(const std::string& path) {
+  if (const Route* r = find_route(path)) return r->method;
+  return path.starts_with("/v1/models/") && path.size() > std::strlen("/v1/models/") ? "GET" : nullptr;
 }
 
 // The error body of a status httplib set itself, before any handler ran.
@@ -206,7 +207,7 @@ void HttpServer::check_ready() const {
 
 bool HttpServer::authorized(const httplib::Request& req) const {
   // /health for probes; the page, which asks for the key itself.
-  return opts_.api_key.empty() || req.path == "/health" || req.path == kWebPagePaths[0] || req.path == kWebPagePaths[1] ||
+  return opts_.api_key.empty() || req.path == "/health" || is_web_page_path(req.path) ||
          bearer_matches(req.get_header_value("Authorization"), opts_.api_key);
 }
 
