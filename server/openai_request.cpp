@@ -182,6 +182,28 @@ void parse_common(CompletionRequest& r, const json& body, bool chat, uint32_t vo
   if (const json* m = field(body, "model"); m && !m->is_string()) throw bad("model", "must be a string", "invalid_type");
 }
 
+// Chat features a GPT-2 model has no way to honour: tool calls and structured output (no
+// constrained decoding). Refused, so that a client relying on them is told rather than
+// handed plain text; their "off" values (no tools, tool_choice "none", response_format
+// "text") pass.
+void refuse_chat_features(const json& body) {
+  for (const char* key : {"tools", "functions"})
+    if (const json* t = field(body, key); t && !(t->is_array() && t->empty()))
+      throw ApiError(400, std::string("'") + key + "' (tool calling) is not supported by this server", key,
+                     "unsupported_parameter");
+  for (const char* key : {"tool_choice", "function_call"})
+    if (const json* c = field(body, key); c && *c != "none")
+      throw ApiError(400, std::string("'") + key + "' other than \"none\" is not supported by this server (no tool calling)",
+                     key, "unsupported_parameter");
+  if (const json* f = field(body, "response_format")) {
+    if (!f->is_object() || !f->contains("type") || !f->at("type").is_string())
+      throw bad("response_format", "must be an object with a string 'type'", "invalid_type");
+    if (f->at("type") != "text")
+      throw ApiError(400, "'response_format' of type " + f->at("type").dump() + " is not supported by this server (only \"text\")",
+                     "response_format", "unsupported_parameter");
+  }
+}
+
 }  // namespace
 
 json error_body(const ApiError& e) {
@@ -270,6 +292,7 @@ std::string chat_transcript(const json& messages) {
 CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uint32_t context) {
   CompletionRequest r;
   parse_common(r, body, true, tok.vocab_size());
+  refuse_chat_features(body);
   for (const char* key : {"prompt", "echo", "suffix", "best_of"})
     if (field(body, key))
       throw ApiError(400, std::string("'") + key + "' is a /v1/completions field, not a chat one", key,

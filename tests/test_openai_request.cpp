@@ -1,0 +1,144 @@
+// server/openai_request.hpp without a server: the request bodies of /v1/completions and
+// /v1/chat/completions turned into what the scheduler runs (prompts as the bundled
+// tokenizer's ids, the sampling controls as given), and the fields this server cannot
+// honour refused with OpenAI's error fields (status, param, code) rather than ignored.
+#define BOOST_TEST_MODULE openai_request
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "models/config.hpp"
+#include "models/tokenizer/tokenizer.hpp"
+#include "server/openai_request.hpp"
+
+namespace fs = std::filesystem;
+using namespace gptvk;
+using server::ApiError;
+using server::json;
+
+namespace {
+
+constexpr uint32_t kContext = 256;  // the bundled model's
+
+const Tokenizer& bundled_tokenizer() {
+  static const Tokenizer tok = [] {
+    ModelConfig cfg = load_config((fs::path(GPTVK_SOURCE_DIR) / "models/default/config.toml").string());
+    return Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+  }();
+  return tok;
+}
+
+server::CompletionRequest completion(const json& body) {
+  return server::parse_completion_request(body, bundled_tokenizer(), kContext);
+}
+
+server::CompletionRequest chat(json body) {
+  body["messages"] = json::array({{{"role", "user"}, {"content", "Hello"}}});
+  return server::parse_chat_request(body, bundled_tokenizer(), kContext);
+}
+
+// `parse` throws an ApiError with this status, param and code.
+template <class Parse>
+void check_refused(Parse parse, int status, const std::string& param, const std::string& code) {
+  try {
+    parse();
+    BOOST_ERROR("no error for param " << param);
+  } catch (const ApiError& e) {
+    BOOST_TEST(e.status == status);
+    BOOST_TEST(e.param == param);
+    BOOST_TEST(e.code == code);
+    // OpenAI's own wording for a request past the context names no field; the others do.
+    if (code != "context_length_exceeded")
+      BOOST_TEST(std::string(e.what()).find("'" + param + "'") != std::string::npos, e.what());
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(prompts_in_every_shape_become_the_tokenizers_ids) {
+  const auto hello = bundled_tokenizer().encode("Hello world");
+  BOOST_TEST_REQUIRE(hello.size() >= 2u);
+  const json ids(hello);
+  auto one = completion({{"prompt", "Hello world"}});
+  auto as_ids = completion({{"prompt", ids}});
+  auto several = completion({{"prompt", {"Hello world", "Hello world"}}});
+  auto lists = completion({{"prompt", {ids, {hello[0]}}}});
+  BOOST_TEST(one.prompts.size() == 1u);
+  BOOST_TEST(one.prompts[0] == hello);
+  BOOST_TEST(as_ids.prompts[0] == hello);
+  BOOST_TEST(as_ids.prompt_texts[0] == "Hello world");  // what echo prepends
+  BOOST_TEST(several.prompts.size() == 2u);
+  BOOST_TEST(several.prompts[1] == hello);
+  BOOST_TEST(lists.prompts.size() == 2u);
+  BOOST_TEST(lists.prompts[1] == std::vector<uint32_t>{hello[0]});
+  // An empty prompt starts from <|endoftext|>, as GPT-2's documents do.
+  BOOST_TEST(completion({{"prompt", ""}}).prompts[0] == std::vector<uint32_t>{*bundled_tokenizer().eot_id()});
+}
+
+BOOST_AUTO_TEST_CASE(sampling_fields_reach_the_generation_options) {
+  auto r = completion({{"prompt", "a"}, {"max_tokens", 7}, {"temperature", 0.25}, {"top_p", 0.5}, {"top_k", 9},
+                       {"seed", 42}, {"stop", "\n"}, {"n", 3}, {"presence_penalty", 0.5}, {"min_p", 0.1},
+                       {"logit_bias", {{"13", -100}}}, {"logprobs", 2}});
+  const auto& o = r.sampling.options;
+  BOOST_TEST(o.max_tokens == 7u);
+  BOOST_TEST(o.sampling.temperature == 0.25f);
+  BOOST_TEST(o.sampling.top_p == 0.5f);
+  BOOST_TEST(o.sampling.top_k == 9u);
+  BOOST_TEST(o.sampling.presence_penalty == 0.5f);
+  BOOST_TEST(o.sampling.min_p == 0.1f);
+  BOOST_TEST(o.sampling.logit_bias.size() == 1u);
+  BOOST_TEST(o.sampling.logit_bias[0].first == 13u);
+  BOOST_TEST(o.sampling.logit_bias[0].second == -100.0f);
+  BOOST_TEST(o.stop == std::vector<std::string>{"\n"});
+  BOOST_TEST(r.n == 3u);
+  BOOST_TEST(*r.logprobs == 2u);
+  // Choice i samples with seed + i, so n choices differ and each is reproducible alone.
+  BOOST_TEST(server::choice_seed(r.sampling, 0) == 42u);
+  BOOST_TEST(server::choice_seed(r.sampling, 2) == 44u);
+  // Without max_tokens, OpenAI's 16 for completions; chat runs to the context.
+  BOOST_TEST(completion({{"prompt", "a"}}).sampling.options.max_tokens == 16u);
+  auto c = chat(json::object());
+  BOOST_TEST(c.sampling.options.max_tokens + c.prompts[0].size() == kContext);
+}
+
+BOOST_AUTO_TEST_CASE(completion_fields_this_server_cannot_honour_are_refused) {
+  check_refused([] { completion({{"prompt", "a"}, {"suffix", "b"}}); }, 400, "suffix", "unsupported_parameter");
+  check_refused([] { completion({{"prompt", "a"}, {"best_of", 2}}); }, 400, "best_of", "unsupported_parameter");
+  // Their neutral values pass: an empty suffix, best_of equal to n.
+  BOOST_CHECK_NO_THROW(completion({{"prompt", "a"}, {"suffix", ""}, {"best_of", 2}, {"n", 2}}));
+  // 200 prompt tokens and 100 more do not fit the bundled model's 256.
+  check_refused([] { completion({{"prompt", std::vector<uint32_t>(200, 13)}, {"max_tokens", 100}}); }, 400, "max_tokens",
+                "context_length_exceeded");
+  BOOST_CHECK_NO_THROW(completion({{"prompt", std::vector<uint32_t>(200, 13)}, {"max_tokens", 56}}));
+}
+
+BOOST_AUTO_TEST_CASE(tool_calls_and_structured_output_are_refused_not_ignored) {
+  const json tool = {{"type", "function"}, {"function", {{"name", "f"}, {"parameters", json::object()}}}};
+  check_refused([&] { chat({{"tools", {tool}}}); }, 400, "tools", "unsupported_parameter");
+  check_refused([&] { chat({{"functions", {tool["function"]}}}); }, 400, "functions", "unsupported_parameter");
+  check_refused([] { chat({{"tool_choice", "auto"}}); }, 400, "tool_choice", "unsupported_parameter");
+  check_refused([] { chat({{"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}}); }, 400,
+                "tool_choice", "unsupported_parameter");
+  check_refused([] { chat({{"function_call", "auto"}}); }, 400, "function_call", "unsupported_parameter");
+  check_refused([] { chat({{"response_format", {{"type", "json_object"}}}}); }, 400, "response_format",
+                "unsupported_parameter");
+  check_refused([] { chat({{"response_format", {{"type", "json_schema"}, {"json_schema", json::object()}}}}); }, 400,
+                "response_format", "unsupported_parameter");
+  check_refused([] { chat({{"response_format", "json"}}); }, 400, "response_format", "invalid_type");
+  // What asks for none of them passes: no tools, tool_choice "none", plain text, nulls.
+  BOOST_CHECK_NO_THROW(chat({{"tools", json::array()}, {"tool_choice", "none"}, {"response_format", {{"type", "text"}}},
+                             {"functions", nullptr}, {"function_call", nullptr}}));
+}
+
+BOOST_AUTO_TEST_CASE(chat_renders_the_documented_transcript) {
+  const json messages = {{{"role", "system"}, {"content", "Be brief."}},
+                         {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hi"}}, {{"type", "text"}, {"text", "!"}}}}},
+                         {{"role", "assistant"}, {"content", "Hello."}},
+                         {{"role", "user"}, {"content", "Bye"}}};
+  BOOST_TEST(server::chat_transcript(messages) == "Be brief.\n\nUser: Hi!\nAssistant: Hello.\nUser: Bye\nAssistant:");
+  auto r = server::parse_chat_request({{"messages", messages}, {"max_tokens", 4}}, bundled_tokenizer(), kContext);
+  BOOST_TEST(r.prompts[0] == bundled_tokenizer().encode(server::chat_transcript(messages)));
+  // The model's turn ends where the next user turn would begin.
+  BOOST_TEST(r.sampling.options.stop == std::vector<std::string>{"\nUser:"});
+}
