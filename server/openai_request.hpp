@@ -15,7 +15,9 @@
 
 namespace gptvk::server {
 
-using json = nlohmann::json;
+// Insertion-ordered objects: answers keep OpenAI's field order, and a top_logprobs object lists
+// its alternatives most probable first, as OpenAI's do (clients read its first entry as the best).
+using json = nlohmann::ordered_json;
 
 struct ApiError : std::runtime_error {
   ApiError(int status, const std::string& message, std::string param = {}, std::string code = {},

@@ -87,12 +87,13 @@ BOOST_AUTO_TEST_CASE(requests_cut_by_shutdown_end_with_an_error) {
   BOOST_TEST(plain_answer.text.find(R"("code":"shutting_down")") != std::string::npos);
   BOOST_TEST_INFO("stream: " << stream_answer.text.substr(0, 400));
   // One error event for the request's 4 choices, then the end: nothing after the error.
-  const std::string error_event = R"(data: {"error":{"code":"shutting_down")";
+  const std::string error_event = R"(data: {"error":{)";
   const size_t error_at = stream_answer.text.find(error_event);
   BOOST_TEST(error_at != std::string::npos);
   BOOST_TEST(stream_answer.text.find(error_event, error_at + 1) == std::string::npos);
   if (error_at != std::string::npos) {
     const size_t event_end = stream_answer.text.find("\n\n", error_at);
+    BOOST_TEST(stream_answer.text.substr(error_at, event_end - error_at).find(R"("code":"shutting_down")") != std::string::npos);
     BOOST_TEST(stream_answer.text.find("data: ", event_end) == stream_answer.text.find("data: [DONE]", event_end));
   }
   BOOST_TEST(stream_answer.text.find("data: [DONE]") != std::string::npos);
