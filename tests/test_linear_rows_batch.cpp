@@ -87,7 +87,8 @@ BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit,
                      *has_cpu_matvecs()) {
   vk::Context& ctx = test::context();
   const Shape shapes[] = {{DType::F16, 768, 200, 8}, {DType::F16, 3072, 77, 16}, {DType::BF16, 132, 130, 5},
-                          {DType::F32, 516, 64, 21}, {DType::F16, 36, 9, 2},     {DType::F16, 256, 1000, 40}};
+                          {DType::F32, 516, 64, 21}, {DType::F16, 36, 9, 2},     {DType::F16, 256, 1000, 40},
+                          {DType::Q8_0, 768, 70, 16}, {DType::Q8_0, 1056, 40, 9},  {DType::Q4_0, 320, 40, 16}};
   uint32_t seed = 1;
   for (const Shape& s : shapes) {
     BOOST_TEST_CONTEXT(s) {
@@ -100,7 +101,8 @@ BOOST_AUTO_TEST_CASE(each_token_row_equals_the_one_token_row_kernel_bit_for_bit,
       }
       // The batched row kernel, and the CPU GEMMs where they broadcast the weights (subgroup
       // arithmetic): ExecutionPlan::batch_linear_kernel counts on their order.
-      std::vector<LinearKernel> batched_kernels = {LinearKernel::MatVecRowsBatch};
+      std::vector<LinearKernel> batched_kernels;
+      if (!is_quantized(s.dt)) batched_kernels.push_back(LinearKernel::MatVecRowsBatch);  // 16-bit and f32 words only
       if (ctx.caps().subgroup_arithmetic)
         batched_kernels.insert(batched_kernels.end(), {LinearKernel::GemmRegisters, LinearKernel::GemmRegistersWide});
       for (LinearKernel k : batched_kernels) {

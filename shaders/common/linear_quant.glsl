@@ -71,3 +71,10 @@ void w_load(inout WPart w, uint wrow, uint b, uint part) {
 }
 
 vec4 w_quad(WPart w, uint part, uint h) { return q_quad(w.p, part * 4u + h) * w.d; }
+
+// The row mat-vecs' order (common/linear_matvec_qrows.glsl, which batched decode with exact
+// rows relies on): each block's unscaled quads summed from 0, then its scale times that sum
+// added to the output. common/linear_gemm_bcast.glsl takes it where W_BLOCK_SUMS is defined.
+#define W_BLOCK_SUMS
+vec4 w_quad_unscaled(WPart w, uint part, uint h) { return q_quad(w.p, part * 4u + h); }
+float w_scale(WPart w) { return w.d; }
