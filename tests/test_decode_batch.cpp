@@ -68,6 +68,11 @@ struct Fixture : test::NoValidationMessages {
     return {ctx, c, std::make_shared<ModelWeights>(load_weights(ctx, c))};
   }
   On gpu() { return weights_on(test::gpu_paths_context(), load_config(kGpuConfig.string())); }
+  On quantized(DType dt) {
+    ModelConfig c = cfg;
+    c.dtype = dt;
+    return weights_on(test::context(), c);
+  }
   On other_matvec() { return weights_on(test::other_matvec_context(), cfg); }
   std::unique_ptr<GptModel> model() { return model(native()); }
   std::unique_ptr<GptModel> model(const On& on) { return std::make_unique<GptModel>(on.ctx, on.cfg, on.weights); }
@@ -231,6 +236,13 @@ BOOST_AUTO_TEST_CASE(exact_rows_with_the_other_cpu_matvec_are_bit_identical_too,
                      *test::device_has([](vk::Context& c) { return c.cpu_kernels() && ops::row_matvec_supported(c); },
                                        "has no CPU row mat-vecs")) {
   check_exact_rows(other_matvec(), 6, 5, 1);
+}
+
+// The same with the bundled model's weights in Q8_0 blocks on the device: the batched steps'
+// products (the CPU GEMMs over 2 to 6 rows, or the column-split kernel) sum each block as the
+// one-token mat-vec does. Six sequences joining one a step, four steps each.
+BOOST_AUTO_TEST_CASE(exact_rows_over_q8_0_weights_are_bit_identical_too) {
+  check_exact_rows(quantized(DType::Q8_0), 6, 4, 1);
 }
 
 // Sixteen rows in every step: on lavapipe they fill the CPU GEMM's wide tile (16 tokens a
