@@ -15,22 +15,16 @@
 // bring both). tests/test_server_cors.cpp checks the same headers without a browser.
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
-import { createRequire } from 'node:module';
 import { strict as assert } from 'node:assert';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer, stopServer } from './support/serve_process.mjs';
+import { toolPackage } from './support/tool_package.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const modules = path.join(here, '../tools/node_modules');
 const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-let chromium;
-try {
-  chromium = createRequire(path.join(here, '../tools/package.json'))('playwright-core').chromium;
-} catch {
-  console.error('browser: playwright-core is not installed (tools/setup.sh installs it)');
-  process.exit(77);
-}
+const { chromium } = toolPackage('playwright-core', 'browser');
 if (!existsSync(browserPath) || !existsSync(path.join(modules, 'openai/index.mjs'))) {
   console.error(`browser: no browser at ${browserPath} (apt-get install chromium), or no openai package`);
   process.exit(77);

@@ -6,20 +6,11 @@
 //   node tests/openai_client.mjs build/gpt-vk
 //
 // Exits 77 (CTest: skipped) when the client is not installed (tools/setup.sh installs it).
-import { createRequire } from 'node:module';
 import { strict as assert } from 'node:assert';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startServer, stopServer } from './support/serve_process.mjs';
+import { toolPackage } from './support/tool_package.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-let OpenAI;
-try {
-  OpenAI = createRequire(path.join(here, '../tools/package.json'))('openai').OpenAI;
-} catch {
-  console.error('openai_client: the openai package is not installed (run npm install in tools/ or tools/setup.sh)');
-  process.exit(77);
-}
+const { OpenAI } = toolPackage('openai', 'openai_client');
 
 const binary = process.argv[2];
 assert.ok(binary, 'usage: node tests/openai_client.mjs PATH/TO/gpt-vk');
