@@ -77,6 +77,7 @@ Action add_serve(CLI::App& app, Common& common) {
     uint32_t queue = 64;
     uint32_t prefill_chunk = kDefaultMaxChunk;
     std::string batch_kernels = "exact";
+    bool no_prompt_cache = false;
     uint32_t shutdown_grace_s = 10;
   };
   auto f = std::make_shared<Flags>();
@@ -104,6 +105,10 @@ Action add_serve(CLI::App& app, Common& common) {
                   "gemm: batched steps and prompt bursts through the prompts' GEMMs on every device,\n"
                   "logits within rounding of a lone run")
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
+  cmd->add_flag("--no-prompt-cache", f->no_prompt_cache,
+                "run every prompt whole; by default a slot keeps the keys and values of the last prompt\n"
+                "it ran, and a prompt that begins with whole --prefill-chunk chunks of it skips them\n"
+                "(the same results; usage.prompt_tokens_details.cached_tokens counts them)");
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health and the page (GET /, /app.js)");
   cmd->add_option("--cors-origin", f->http.cors_origins,
                   "let web pages of this origin (scheme://host[:port]; repeatable; * for every origin) read\n"
@@ -135,7 +140,8 @@ Action add_serve(CLI::App& app, Common& common) {
     }
     auto s = open_model(common, f->model, {.max_chunk = f->prefill_chunk});
     Tokenizer tok = load_tokenizer(s.cfg);
-    Scheduler scheduler(make_slots(s, f->parallel, f->prefill_chunk), tok, f->queue, f->batch_kernels == "exact");
+    Scheduler scheduler(make_slots(s, f->parallel, f->prefill_chunk), tok, f->queue, f->batch_kernels == "exact",
+                        0, !f->no_prompt_cache);
     http.set_ready(scheduler, tok, {s.cfg.name, s.cfg.context_length});
     std::fprintf(stderr, "gpt-vk: listening on http://%s:%d\n", f->http.host.c_str(), port);
     std::fflush(stderr);

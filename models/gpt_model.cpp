@@ -210,7 +210,7 @@ std::vector<float> GptModel::prefill_logits_from(std::span<const uint32_t> ids, 
 
 void GptModel::run_chunks(std::span<const uint32_t> ids, uint32_t pos, Head head) {
   check_ids(ids, pos);
-  const size_t first = ids.size() - std::min<size_t>(ids.size(), max_chunk_);  // tokens before the last chunk
+  const size_t first = chunks_before_last(ids.size());  // tokens before the last chunk
   // The profile covers this call's graphs only: the earlier chunks' (prefill() sets them)
   // and the last one's, never a previous step's.
   std::vector<Graph*> runs;
@@ -241,14 +241,24 @@ std::vector<float> GptModel::decode_logits(uint32_t token, uint32_t pos) {
 
 uint32_t GptModel::prefill_and_sample(std::span<const uint32_t> prompt) { return sample_after_prefill(prompt, 0); }
 
+size_t GptModel::chunks_before_last(size_t n) const { return n ? (n - 1) / max_chunk_ * max_chunk_ : 0; }
+
 std::vector<std::pair<uint32_t, uint32_t>> GptModel::prompt_chunks(size_t n) const {
-  // As run_chunks splits them: max_chunk_ tokens at a time up to the last chunk, which is
-  // the last max_chunk_ tokens (so the remainder runs first).
-  const uint32_t first = static_cast<uint32_t>(n - std::min<size_t>(n, max_chunk_));
+  // As run_chunks splits them: max_chunk_ tokens at a time from position 0, the last chunk
+  // the rest (1 to max_chunk_ tokens). Chunks that start at multiples of max_chunk_ make a
+  // prompt's first chunks those of every longer prompt that begins with them, so a slot
+  // that ran one can keep their keys and values for the other (reuse_prompt_prefix).
+  const uint32_t first = static_cast<uint32_t>(chunks_before_last(n));
   std::vector<std::pair<uint32_t, uint32_t>> chunks;
-  for (uint32_t b = 0; b < first; b += max_chunk_) chunks.emplace_back(b, std::min(b + max_chunk_, first));
+  for (uint32_t b = 0; b < first; b += max_chunk_) chunks.emplace_back(b, b + max_chunk_);
   chunks.emplace_back(first, static_cast<uint32_t>(n));
   return chunks;
+}
+
+void GptModel::reuse_prompt_prefix(uint32_t tokens) {
+  if (tokens % max_chunk_ || tokens >= cfg_.context_length)
+    throw std::logic_error("reuse_prompt_prefix: not a whole number of chunks inside the context");
+  pos_ = tokens;
 }
 
 uint32_t GptModel::sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled) {
@@ -285,14 +295,13 @@ void GptModel::took_batch_sample(uint32_t token) {
 
 void GptModel::warm_up(uint32_t prompt_tokens) {
   if (prompt_tokens == 0) return;
-  // The graphs prefill_and_sample() will run, in that order: chunks of max_chunk_ tokens and
-  // a shorter remainder, then the last chunk. Not the decode step's: on a device with one
-  // queue its compilation would delay the first token (it compiles at the first
-  // decode_next(), or already did for a one-token prompt, whose graph it shares).
-  const uint32_t tail = std::min(prompt_tokens, max_chunk_), head = prompt_tokens - tail;
-  if (head) graph(std::min(head, max_chunk_), Head::KvOnly).warm_up();
-  if (head > max_chunk_ && head % max_chunk_) graph(head % max_chunk_, Head::KvOnly).warm_up();
-  graph(tail, Head::LastSample).warm_up();
+  // The graphs prefill_and_sample() will run, in that order: chunks of max_chunk_ tokens,
+  // then the last chunk. Not the decode step's: on a device with one queue its compilation
+  // would delay the first token (it compiles at the first decode_next(), or already did for
+  // a one-token prompt, whose graph it shares).
+  const uint32_t head = static_cast<uint32_t>(chunks_before_last(prompt_tokens));
+  if (head) graph(max_chunk_, Head::KvOnly).warm_up();
+  graph(prompt_tokens - head, Head::LastSample).warm_up();
 }
 
 std::vector<OpTime> GptModel::profile_summary() const {

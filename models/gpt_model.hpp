@@ -75,6 +75,12 @@ class GptModel {
   // prefill(prompt[begin, end), begin, false), then the last with
   // sample_after_prefill(prompt, its begin). Same graphs, same results.
   std::vector<std::pair<uint32_t, uint32_t>> prompt_chunks(size_t n) const;
+  // The next prompt starts past its first `tokens` tokens (a whole number of chunks), whose
+  // keys and values this model's KV cache already holds: the previous prompt run here began
+  // with the same tokens and ran those chunks (a server's prompt cache, runtime/scheduler).
+  // Its remaining chunks then run as prompt_chunks gives them, with the same results as
+  // running the whole prompt.
+  void reuse_prompt_prefix(uint32_t tokens);
   uint32_t sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled);
   // Embeds the last sampled token at the next position, runs the model and samples again:
   // one submit, 4 bytes back.
@@ -126,6 +132,7 @@ class GptModel {
   // Runs ids at [pos, pos + n) in chunks of max_chunk_ tokens: every chunk but the last only
   // fills the KV cache, the last ends with `head`. last_run_ then holds every chunk's graph.
   void run_chunks(std::span<const uint32_t> ids, uint32_t pos, Head head);
+  size_t chunks_before_last(size_t n) const;  // tokens of an n-token run before its last chunk
   // After a batched step that sampled every row in one dispatch: this sequence's token
   // (`token`) goes where its own sampler would have put it, the step state advances as that
   // sampler advances it, and the token joins its history.

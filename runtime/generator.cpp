@@ -61,7 +61,7 @@ void Generator::start(std::span<const uint32_t> prompt, const GenerationOptions&
   }
 }
 
-void Generator::begin(std::span<const uint32_t> prompt, const GenerationOptions& options) {
+void Generator::begin(std::span<const uint32_t> prompt, const GenerationOptions& options, uint32_t reuse) {
   ops::check_sampling_params(options.sampling);
   if (options.max_tokens == 0) throw UsageError("max_tokens must be at least 1");
   for (auto [id, bias] : options.sampling.logit_bias)
@@ -88,6 +88,13 @@ void Generator::begin(std::span<const uint32_t> prompt, const GenerationOptions&
   prompt_.assign(prompt.begin(), prompt.end());
   chunks_ = model_.prompt_chunks(prompt_.size());
   next_chunk_ = 0;
+  prompt_kv_ = 0;
+  if (reuse) {
+    if (reuse >= prompt.size()) throw std::logic_error("Generator::begin: nothing of the prompt left to run");
+    model_.reuse_prompt_prefix(reuse);
+    while (chunks_[next_chunk_].first < reuse) ++next_chunk_;
+    prompt_kv_ = timings_.prompt_tokens_cached = reuse;
+  }
 }
 
 uint32_t Generator::next_chunk_tokens() const {
@@ -102,9 +109,11 @@ bool Generator::prefill_next() {
   if (prefilling()) {  // an earlier chunk: keys and values only
     model_.prefill(std::span<const uint32_t>(prompt_).subspan(b, e - b), b, false);
     timings_.prefill_s += seconds_since(t0);
+    prompt_kv_ = e;
     return false;
   }
   const uint32_t token = model_.sample_after_prefill(prompt_, b);
+  prompt_kv_ = e;
   end_prefill(token, seconds_since(t0));
   return true;
 }
@@ -136,7 +145,7 @@ uint32_t Generator::next_chunk_begin() const {
 
 void Generator::prefilled_with(uint32_t token, double seconds) {
   if (!prefilling() || !last_chunk_next()) throw std::logic_error("Generator::prefilled_with() before the last chunk");
-  ++next_chunk_;
+  prompt_kv_ = chunks_[next_chunk_++].second;
   end_prefill(token, seconds);
 }
 

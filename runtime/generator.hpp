@@ -65,6 +65,7 @@ struct GenerationStep {
 
 struct GenerationTimings {
   uint32_t prompt_tokens = 0, generated_tokens = 0;
+  uint32_t prompt_tokens_cached = 0;  // of prompt_tokens, those whose keys and values were kept (begin's reuse)
   double prefill_s = 0;  // prompt + first token
   double decode_s = 0;   // every later token
   double prefill_tok_s() const { return prefill_s > 0 ? prompt_tokens / prefill_s : 0; }
@@ -87,7 +88,10 @@ class Generator {
   // does without running the model; each prefill_next() runs the prompt's next chunk
   // (GptModel::prompt_chunks, of next_chunk_tokens() tokens) and returns true after the last
   // one, which samples the first token. Same results as start().
-  void begin(std::span<const uint32_t> prompt, const GenerationOptions& options);
+  // With `reuse` (a whole number of the model's chunks, fewer than the prompt's tokens), the
+  // model's KV cache already holds the first `reuse` tokens of this prompt from the
+  // prompt it ran before (GptModel::reuse_prompt_prefix): their chunks do not run again.
+  void begin(std::span<const uint32_t> prompt, const GenerationOptions& options, uint32_t reuse = 0);
   bool prefill_next();
   bool prefilling() const { return next_chunk_ < chunks_.size(); }
   uint32_t next_chunk_tokens() const;
@@ -99,6 +103,10 @@ class Generator {
   std::span<const uint32_t> prompt() const { return prompt_; }
   uint32_t next_chunk_begin() const;
   void prefilled_with(uint32_t token, double seconds);
+  // How many of the last begun prompt's first tokens have their keys and values in the
+  // model's KV cache from that prompt's chunks (those reused and those that ran since), to
+  // be reused by a later prompt that starts with them.
+  uint32_t prompt_tokens_in_cache() const { return prompt_kv_; }
   // The next token and the text it makes final. The step with `last` set carries the rest of
   // the text. Throws std::logic_error when finished (or not started).
   GenerationStep next();
@@ -138,6 +146,7 @@ class Generator {
   std::vector<uint32_t> prompt_;  // while prefilling
   std::vector<std::pair<uint32_t, uint32_t>> chunks_;  // the prompt's chunks; next_chunk_ runs next
   size_t next_chunk_ = 0;
+  uint32_t prompt_kv_ = 0;  // prompt_tokens_in_cache()
   uint32_t pending_ = 0;  // sampled, not yet handed out
   std::optional<TokenLogprob> pending_logprob_;
   FinishReason reason_ = FinishReason::Cancelled;  // not started counts as finished

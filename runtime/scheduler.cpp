@@ -61,10 +61,11 @@ uint64_t slot_device_bytes(const ModelConfig& cfg, uint32_t max_chunk) {
 }
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue,
-                     bool exact_rows, uint32_t prefill_budget)
+                     bool exact_rows, uint32_t prefill_budget, bool prompt_cache)
     : tok_(tokenizer),
       max_queue_(max_queue),
       prefill_budget_(prefill_budget ? prefill_budget : slots.empty() ? 1 : slots[0]->max_chunk()),
+      prompt_cache_(prompt_cache),
       batch_(exact_rows) {
   for (auto& m : slots) {
     Slot s;
@@ -164,15 +165,33 @@ Scheduler::Slot* Scheduler::next_to_prefill(std::span<Slot* const> skip) {
         std::find(skip.begin(), skip.end(), &s) == skip.end())
       oldest = &s;
   if (oldest) return oldest;
+  if (!free_slot_for(nullptr)) return nullptr;
+  for (auto seq = next_queued(); seq; seq = next_queued()) {
+    Slot& s = *free_slot_for(seq.get());
+    admit(s, std::move(seq));
+    if (s.seq) return &s;  // else cancelled or refused: the slot is still free
+  }
+  return nullptr;  // the queue is empty
+}
+
+uint32_t Scheduler::reusable(const Slot& slot, const Sequence& seq) const {
+  const std::vector<uint32_t>& p = seq.prompt();
+  if (!prompt_cache_ || seq.wants_prompt_logprobs() || seq.options().max_tokens == 0 || p.empty()) return 0;
+  const size_t n = std::min(slot.kept.size(), p.size() - 1);  // the last prompt token always runs: it samples
+  const size_t same = static_cast<size_t>(std::mismatch(p.begin(), p.begin() + n, slot.kept.begin()).first - p.begin());
+  const uint32_t chunk = slot.model->max_chunk();
+  return static_cast<uint32_t>(same / chunk * chunk);
+}
+
+Scheduler::Slot* Scheduler::free_slot_for(const Sequence* seq) {
+  Slot* best = nullptr;
+  uint32_t best_kept = 0;
   for (Slot& s : slots_) {
     if (s.seq) continue;
-    for (auto seq = next_queued(); seq; seq = next_queued()) {
-      admit(s, std::move(seq));
-      if (s.seq) return &s;  // else cancelled or refused: the slot is still free
-    }
-    return nullptr;  // the queue is empty
+    const uint32_t kept = seq ? reusable(s, *seq) : 0;
+    if (!best || kept > best_kept || (kept == best_kept && s.released < best->released)) best = &s, best_kept = kept;
   }
-  return nullptr;
+  return best;
 }
 
 size_t Scheduler::prefill_round() {
@@ -267,6 +286,8 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
   slot.seq = std::move(seq);
   slot.admitted = ++admissions_;
   Sequence& q = *slot.seq;
+  const uint32_t reuse = reusable(slot, q);  // before anything runs over the slot's KV cache
+  slot.kept.clear();
   {
     std::lock_guard lock(mu_);
     stats_.prompt_tokens += q.prompt().size();
@@ -282,7 +303,9 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
     // max_tokens 0 asks for the prompt's scores alone (OpenAI's echo with max_tokens 0): the
     // prompt may then fill the whole context, with no room for a generated token.
     if (q.options().max_tokens == 0) return release(slot, {}, FinishReason::Length);
-    slot.gen->begin(q.prompt(), q.options());  // its chunks run in prefill_round()
+    slot.gen->begin(q.prompt(), q.options(), reuse);  // its chunks run in prefill_round()
+    std::lock_guard lock(mu_);
+    stats_.prompt_tokens_cached += reuse;
   } catch (const std::exception& e) {
     release(slot, e.what());
   }
@@ -305,6 +328,13 @@ void Scheduler::step(Slot& slot) {
 
 void Scheduler::release(Slot& slot, std::string error, std::optional<FinishReason> why) {
   std::shared_ptr<Sequence> seq = std::move(slot.seq);
+  slot.released = ++releases_;
+  // The slot keeps the prompt chunks its generator ran (or reused), unless the sequence failed
+  // or never reached the generator (its prompt scored alone: prefill's other chunks).
+  if (error.empty() && !why) {
+    const auto& p = seq->prompt();
+    slot.kept.assign(p.begin(), p.begin() + std::min<size_t>(p.size(), slot.gen->prompt_tokens_in_cache()));
+  }
   {
     // Counted before the sequence says it finished, so that whoever saw it finish sees it
     // counted too.

@@ -105,6 +105,7 @@ struct SchedulerStats {
   uint64_t prefill_chunks = 0;  // prompt chunks run
   uint64_t burst_prompts = 0;   // prompts whose last chunk ran in a burst with others' (prefill_together)
   uint32_t max_round_prefill_tokens = 0;  // most prompt tokens one round ran before its decode step
+  uint64_t prompt_tokens_cached = 0;      // prompt tokens whose keys and values a slot kept (prompt cache)
 };
 
 // Device bytes one slot (a GptModel beside shared weights) takes: KV cache and activations
@@ -120,8 +121,11 @@ class Scheduler {
   // once a step; logits then differ from a lone sequence's in the last bits).
   // `prefill_budget`: most prompt tokens a round runs before its decode step (at least one
   // chunk runs); 0: the slots' chunk (GptModel::max_chunk).
+  // `prompt_cache`: a slot keeps the keys and values of the last prompt it ran, and a new
+  // sequence goes to the free slot whose kept prompt shares the most whole chunks with its
+  // own, which then do not run again (Generator::begin's reuse; the same results).
   Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue,
-            bool exact_rows = true, uint32_t prefill_budget = 0);
+            bool exact_rows = true, uint32_t prefill_budget = 0, bool prompt_cache = true);
   ~Scheduler();  // shutdown(0)
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -142,6 +146,10 @@ class Scheduler {
     std::unique_ptr<Generator> gen;
     std::shared_ptr<Sequence> seq;  // null: free
     uint64_t admitted = 0;          // admission order: the longest-waiting prompt runs first
+    // The prompt cache: the first tokens of the last prompt that ran here whose keys and
+    // values the slot's KV cache still holds (Generator::prompt_tokens_in_cache).
+    std::vector<uint32_t> kept;
+    uint64_t released = 0;  // release order: among equals the least recently used slot is taken
   };
   // Most prompts in one burst: a burst hands out every first token when it ends, so a round
   // with many new prompts runs several smaller ones, the first tokens of each going out
@@ -162,6 +170,13 @@ class Scheduler {
   // sequence's results as its own) and hands out their first tokens; returns how many.
   size_t prefill_together(std::span<Slot* const> together);
   void admit(Slot& slot, std::shared_ptr<Sequence> seq);
+  // Prompt tokens of `seq` whose keys and values `slot` holds, in whole chunks, leaving one
+  // token or more to run (0 without the prompt cache, or for a sequence that scores its
+  // prompt, which runs it whole).
+  uint32_t reusable(const Slot& slot, const Sequence& seq) const;
+  // The free slot for `seq`: the one that keeps the most of its prompt, else the least
+  // recently used. Null when every slot is taken.
+  Slot* free_slot_for(const Sequence* seq);
   void step(Slot& slot);
   // One batched decode step of every running sequence that is due one; each then hands out
   // its token (step). Returns the tokens handed out.
@@ -174,7 +189,8 @@ class Scheduler {
   const Tokenizer& tok_;
   const size_t max_queue_;
   const uint32_t prefill_budget_;
-  uint64_t admissions_ = 0;
+  const bool prompt_cache_;
+  uint64_t admissions_ = 0, releases_ = 0;
   std::vector<Slot> slots_;
   DecodeBatch batch_;
   mutable std::mutex mu_;

@@ -172,10 +172,20 @@ json CompletionJob::choice_json(const Choice& c) const {
 }
 
 json CompletionJob::usage() const {
-  uint64_t prompt = 0, generated = 0;
+  uint64_t prompt = 0, generated = 0, cached = 0;
   for (const auto& p : req_.prompts) prompt += p.size();
   for (const auto& c : choices_) generated += c.generated;
-  return {{"prompt_tokens", prompt}, {"completion_tokens", generated}, {"total_tokens", prompt + generated}};
+  // OpenAI's prompt_tokens_details.cached_tokens: of prompt_tokens, those a slot kept from
+  // an earlier prompt (the prompt cache); a prompt counts once, as in prompt_tokens, with
+  // the most any of its choices' sequences reused.
+  std::vector<uint64_t> kept(req_.prompts.size());
+  for (const auto& c : choices_)
+    if (c.seq) kept[c.prompt] = std::max<uint64_t>(kept[c.prompt], c.seq->timings().prompt_tokens_cached);
+  for (uint64_t k : kept) cached += k;
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", generated},
+          {"total_tokens", prompt + generated},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
 std::optional<json> CompletionJob::poll_response(std::chrono::milliseconds wait) {

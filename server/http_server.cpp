@@ -489,6 +489,9 @@ void HttpServer::metrics(httplib::Response& res) {
     metric("gptvk_queue_capacity", "gauge", "Most sequences that may wait.", double(s.max_queue));
     metric("gptvk_active_sequences", "gauge", "Sequences in a slot.", double(s.active));
     metric("gptvk_slots", "gauge", "KV slots (--parallel).", double(s.slots));
+    metric("gptvk_prompt_tokens_cached_total", "counter",
+           "Prompt tokens not run again: a slot kept their keys and values from its last prompt.",
+           double(s.prompt_tokens_cached));
     metric("gptvk_burst_prompts_total", "counter", "Prompts prefilled together with others' in one burst.",
            double(s.burst_prompts));
     metric("gptvk_decode_tokens_per_second", "gauge", "Tokens per second of the decode rounds so far, all slots together.",

@@ -230,4 +230,85 @@ BOOST_AUTO_TEST_CASE(a_bad_prompt_fails_its_sequence_only) {
   BOOST_TEST(fine->timings().generated_tokens == options(0).max_tokens);
 }
 
+// The prompt cache: a slot keeps its last prompt's keys and values, a prompt that begins with
+// whole chunks of it goes to that slot and skips them, and its tokens and log-probabilities
+// are still a lone Generator's, bit for bit, over a model of the same chunk size.
+BOOST_AUTO_TEST_CASE(prompt_cache_skips_kept_chunks_with_the_same_results) {
+  constexpr uint32_t kChunk = 8;
+  std::vector<uint32_t> base;
+  for (uint32_t i = 0; base.size() < 40; ++i) {
+    std::vector<uint32_t> more = prompt(i);
+    base.insert(base.end(), more.begin(), more.end());
+  }
+  base.resize(40);
+  auto with_tail = [&](size_t keep, uint32_t tail_from) {
+    std::vector<uint32_t> p(base.begin(), base.begin() + keep);
+    for (uint32_t i = tail_from; p.size() < keep + 13; ++i) {
+      std::vector<uint32_t> more = prompt(i);
+      p.insert(p.end(), more.begin(), more.end());
+    }
+    return p;
+  };
+  auto other = base;
+  other[3] = tok.encode(" Yes")[0];  // differs in the first chunk: nothing to keep
+  struct Case {
+    std::vector<uint32_t> prompt;
+    uint32_t options, cached;
+  };
+  const std::vector<Case> cases = {
+      {base, 1, 0},               // slot 0 keeps 40 tokens
+      {with_tail(0, 50), 2, 0},   // no common chunk: the least recently used slot, 1
+      {base, 5, 32},              // the same prompt: all but its last chunk (it samples)
+      {with_tail(27, 60), 3, 24},  // three whole chunks of slot 0's prompt
+      {other, 6, 0},
+  };
+  Scheduler sched(slots(2, kChunk), tok, 4);
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  std::vector<std::vector<GenerationStep>> all;
+  for (const Case& c : cases) {  // one at a time: each finds the slots as the one before left them
+    seqs.push_back(std::make_shared<Sequence>(c.prompt, options(c.options)));
+    sched.submit({seqs.back()});
+    all.push_back(drain(*seqs.back()));
+  }
+  BOOST_TEST(sched.stats().prompt_tokens_cached == 24u + 32u);
+  sched.shutdown(std::chrono::milliseconds(0));
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    BOOST_TEST_INFO("case " << i);
+    BOOST_TEST(seqs[i]->error().empty());
+    BOOST_TEST(seqs[i]->timings().prompt_tokens_cached == cases[i].cached);
+    Generator gen(lone, tok);
+    gen.start(cases[i].prompt, options(cases[i].options));
+    while (!gen.finished()) gen.next();
+    std::vector<uint32_t> tokens;
+    std::vector<float> logprobs;
+    for (const auto& s : all[i]) {
+      if (s.token) tokens.push_back(*s.token);
+      if (s.logprob) logprobs.push_back(s.logprob->logprob);
+    }
+    BOOST_TEST(tokens == gen.tokens());
+    BOOST_TEST(logprobs.size() == gen.logprobs().size());
+    for (size_t k = 0; k < std::min(logprobs.size(), gen.logprobs().size()); ++k)
+      BOOST_TEST(logprobs[k] == gen.logprobs()[k].logprob);  // bit for bit
+  }
+}
+
+// Without the prompt cache every prompt runs whole.
+BOOST_AUTO_TEST_CASE(prompt_cache_off_runs_every_chunk) {
+  std::vector<uint32_t> p;
+  for (uint32_t i = 0; p.size() < 30; ++i) {
+    std::vector<uint32_t> more = prompt(i);
+    p.insert(p.end(), more.begin(), more.end());
+  }
+  Scheduler sched(slots(1, 8), tok, 4, true, 0, /*prompt_cache=*/false);
+  for (int i = 0; i < 2; ++i) {
+    auto seq = std::make_shared<Sequence>(p, options(1));
+    sched.submit({seq});
+    drain(*seq);
+    BOOST_TEST(seq->timings().prompt_tokens_cached == 0u);
+  }
+  BOOST_TEST(sched.stats().prompt_tokens_cached == 0u);
+  BOOST_TEST(sched.stats().prefill_chunks == 2 * ((p.size() + 7) / 8));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
