@@ -482,7 +482,8 @@ void HttpServer::metrics(httplib::Response& res) {
   metric("gptvk_ready", "gauge", "1 once the model is loaded.", ready_ ? 1 : 0);
   if (ready_) {
     const SchedulerStats s = scheduler_->stats();
-    metric("gptvk_prompt_tokens_total", "counter", "Prompt tokens prefilled.", double(s.prompt_tokens));
+    metric("gptvk_prompt_tokens_total", "counter", "Prompt tokens of the sequences admitted (cached ones included).",
+           double(s.prompt_tokens));
     metric("gptvk_generated_tokens_total", "counter", "Tokens generated.", double(s.generated_tokens));
     metric("gptvk_sequences_total", "counter", "Sequences finished (each choice is one).", double(s.sequences_done));
     metric("gptvk_queue_depth", "gauge", "Sequences waiting for a slot.", double(s.queued));
