@@ -89,7 +89,7 @@ std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan) {
                                std::to_string(2 * std::max(ctx.caps().subgroup_size, 1u)) + "-token workgroups)"
         : ops::coopmat_available(ctx, DType::F16)
             ? "gemm_coopmat on matrix units, " + ctx.caps().coopmat.describe() +
-                  " (f16 weights; split over the inputs when tiles are few)"
+                  " (f16, bf16, q8_0 and q4_0 weights, as f16; split over the inputs when tiles are few)"
             : std::string("gemm_tiled (split over the inputs when tiles are few)"))
     << "\n";
   s << "  decode attention: " << attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 1)) << "\n";

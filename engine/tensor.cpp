@@ -3,6 +3,7 @@
 #include "engine/parallel.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 
@@ -67,6 +68,17 @@ uint64_t Matrix::bytes() const {
 
 namespace {
 
+// Whether any of `n` bf16 rows of m at `rows` holds a value f16 cannot (Matrix::outside_f16):
+// magnitudes from 0x4780 (65536) up, which includes infinities and NaNs.
+bool bf16_rows_outside_f16(const char* rows, uint32_t n, const Matrix& m) {
+  bool outside = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto* row = reinterpret_cast<const uint16_t*>(rows + uint64_t(i) * m.row_bytes());
+    for (uint32_t j = 0; j < m.cols; ++j) outside |= (row[j] & 0x7fffu) >= 0x4780u;
+  }
+  return outside;
+}
+
 // Calls fill(first, count, out) for disjoint runs of rows [0, n) of `m` starting at row0,
 // in parallel over the cores, where `out` points at row row0 + first in m's dtype and rows
 // are m.row_bytes() apart: straight into mapped device memory where there is some (the
@@ -92,6 +104,8 @@ void fill_rows(Matrix& m, uint32_t row0, uint32_t n, uint32_t rows_per_task, Fil
       const uint32_t lo = static_cast<uint32_t>(b) * rows_per_task;
       const uint32_t hi = std::min(take, static_cast<uint32_t>(e) * rows_per_task);
       fill(first + lo, hi - lo, out + uint64_t(lo) * m.row_bytes());
+      if (m.dtype == DType::BF16 && bf16_rows_outside_f16(out + uint64_t(lo) * m.row_bytes(), hi - lo, m))
+        std::atomic_ref<bool>(m.outside_f16).store(true, std::memory_order_relaxed);
       if (m.dtype == DType::F16)
         for (uint32_t i = lo; i < hi; ++i) {
           auto* row = reinterpret_cast<uint16_t*>(out + uint64_t(i) * m.row_bytes());

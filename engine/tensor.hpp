@@ -35,6 +35,10 @@ struct Matrix {
   // not written yet), on the device and as a host copy.
   vk::Buffer row_scales;
   std::vector<float> row_scale;
+  // bf16 only: a value written is an infinity or NaN or would round to one in f16 (|v| >=
+  // 65520), so the kernels that turn weights into f16 (the cooperative-matrix GEMM) must
+  // not take this matrix.
+  bool outside_f16 = false;
 
   // Allocates (zeroed padding) for a rows x cols matrix; `max_chunk_bytes` 0 means the
   // device's largest binding.

@@ -1,9 +1,11 @@
 #define BOOST_TEST_MODULE linear_coopmat
 // The linear layer's GEMM on matrix units (ops::LinearKernel::GemmCoopMat): on shapes that
 // are no multiple of any tile (T, K and N odd), both tiles (2 and 4 accumulators per
-// subgroup), K not a multiple of 4 (scalar x loads), split-K, every epilogue. The kernel rounds x to f16, so
-// the reference multiplies x rounded the same way: then only the order of the f32 sums
-// differs, and the tolerance is the f32 kernels' (tests/test_linear.cpp, kTol). On devices
+// subgroup), K not a multiple of 4 (scalar x loads), split-K, every epilogue, and W in each
+// dtype it takes (f16; bf16, Q8_0 and Q4_0 turned into f16 as they are staged). The kernel
+// rounds x and the weights to f16, so the reference multiplies x and the matrix's own values
+// (dequantized) rounded the same way: then only the order of the f32 sums differs, and the
+// tolerance is the f32 kernels' (tests/test_linear.cpp, kTol). On devices
 // without cooperative matrices (lavapipe) the device's own cases are skipped, saying why,
 // and the same cases run on emulated ones (GPTVK_FORCE=gpu,coopmat_emu), which test the
 // kernel's tiles, staging, split-K and epilogues there.
@@ -34,17 +36,19 @@ struct Case {
   Activation act;
   int residual;  // 0 none, 1 separate, 2 in place
   const char* why;
+  DType dtype = DType::F16;
 };
 
 void check(vk::Context& ctx, const Case& c, const CoopMatTiles* tiles = nullptr) {
   auto wv = test::random_floats(size_t(c.N) * c.K, c.K + c.N);
-  Matrix W = Matrix::create(ctx, DType::F16, c.N, c.K, "w");
+  Matrix W = Matrix::create(ctx, c.dtype, c.N, c.K, "w");
   W.write_rows(0, c.N, wv.data(), DType::F32);
   const auto x = test::random_floats(size_t(c.T) * c.K, c.T * 7 + c.K, -2.0f, 2.0f);
   const auto bias = c.bias ? test::random_floats(c.N, 3) : std::vector<float>{};
   const auto r = c.residual ? test::random_floats(size_t(c.T) * c.N, 5) : std::vector<float>{};
   std::vector<float> want(size_t(c.T) * c.N);
-  cpu::linear(test::rounded_to(x, DType::F16), test::rounded_to(wv, DType::F16), bias, r, want, c.T, c.K, c.N, c.act);
+  const std::vector<float> stored = W.read_rows_f32(0, c.N);  // the weights as the matrix holds them
+  cpu::linear(test::rounded_to(x, DType::F16), test::rounded_to(stored, DType::F16), bias, r, want, c.T, c.K, c.N, c.act);
 
   auto dx = test::upload(ctx, x);
   vk::Buffer dy(ctx, uint64_t(c.T) * c.N * 4, vk::Memory::Device, "y"), db, dr;
@@ -61,7 +65,8 @@ void check(vk::Context& ctx, const Case& c, const CoopMatTiles* tiles = nullptr)
   g.record();
   g.run();
   std::ostringstream what;
-  what << c.why << ": T=" << c.T << " K=" << c.K << " N=" << c.N << " (" << g.size() << " dispatches";
+  what << c.why << ": " << dtype_name(c.dtype) << " T=" << c.T << " K=" << c.K << " N=" << c.N << " ("
+       << g.size() << " dispatches";
   if (tiles) what << ", " << tiles->cm << "x" << tiles->cn << "x" << tiles->ck << " matrices";
   what << ")";
   BOOST_TEST(test::max_rel_error(test::download(dy, want.size()), want) <= kTol, what.str());
@@ -77,10 +82,19 @@ const Case kOddShapes[] = {
       {16, 3072, 768, true, Activation::None, 2, "GPT-2 small's fc-proj for 16 rows, split over K"},
 };
 
+// W in the other dtypes (Q8_0 / Q4_0 rows are whole blocks of 32 inputs).
+const Case kOtherDTypes[] = {
+      {70, 301, 50, true, Activation::GeluErf, 2, "bf16, scalar x, partial last word", DType::BF16},
+      {13, 1600, 96, false, Activation::GeluTanh, 1, "q8_0, split over K", DType::Q8_0},
+      {129, 320, 770, true, Activation::Relu, 1, "q8_0, outputs not a multiple of any tile", DType::Q8_0},
+      {70, 96, 50, true, Activation::None, 2, "q4_0, partial last tile of tokens", DType::Q4_0},
+};
+
 void check_odd_shapes(vk::Context& ctx) {
   const uint64_t messages = ctx.validation_messages();
   BOOST_TEST_MESSAGE(ctx.info().name << ": " << ctx.caps().coopmat.describe());
   for (const Case& c : kOddShapes) check(ctx, c);
+  for (const Case& c : kOtherDTypes) check(ctx, c);
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
@@ -100,7 +114,9 @@ BOOST_AUTO_TEST_CASE(emulated_coopmat_gemm_matches_cpu_on_odd_shapes,
   BOOST_TEST_MESSAGE(ctx.info().name << ": " << ctx.caps().coopmat.describe());
   const uint64_t messages = ctx.validation_messages();
   for (const Case& c : {kOddShapes[0], kOddShapes[1], kOddShapes[2], kOddShapes[4]}) check(ctx, c);
-  const std::pair<vk::CoopMatShape, Case> other_shapes[] = {{{16, 16, 16}, kOddShapes[2]}, {{16, 8, 16}, kOddShapes[4]}};
+  for (const Case& c : kOtherDTypes) check(ctx, c);
+  const std::pair<vk::CoopMatShape, Case> other_shapes[] = {
+      {{16, 16, 16}, kOddShapes[2]}, {{16, 8, 16}, kOddShapes[4]}, {{16, 16, 16}, kOtherDTypes[1]}};
   for (const auto& [shape, c] : other_shapes) {
     // The device's accumulators per subgroup (2 or 4), or half that where they overflow
     // lavapipe's 32 KiB of shared memory.
@@ -114,25 +130,36 @@ BOOST_AUTO_TEST_CASE(emulated_coopmat_gemm_matches_cpu_on_odd_shapes,
 
 namespace {
 
-// The plan's choice: f16 prompts take the matrix units where the device has them (or
-// emulates them); f32 and bf16 weights, and single tokens, keep the other kernels.
+// The plan's choice: prompts over f16, bf16, Q8_0 and Q4_0 weights take the matrix units
+// where the device has them (or emulates them); f32 weights, a bf16 matrix with a value past
+// f16's range, and single tokens keep the other kernels.
 void check_auto_picks(vk::Context& ctx) {
   vk::Buffer x(ctx, 64 * 768 * 4, vk::Memory::Device, "x");
-  for (DType dt : {DType::F16, DType::F32, DType::BF16}) {
+  for (DType dt : {DType::F16, DType::F32, DType::BF16, DType::Q8_0, DType::Q4_0}) {
     Matrix W = Matrix::create(ctx, dt, 768, 768, "w");
-    const bool f16 = dt == DType::F16;
-    BOOST_TEST((ops::auto_kernel(ctx, 64, W, whole(x)) == ops::LinearKernel::GemmCoopMat) == f16, dtype_name(dt));
+    const bool coop = dt != DType::F32;
+    BOOST_TEST((ops::auto_kernel(ctx, 64, W, whole(x)) == ops::LinearKernel::GemmCoopMat) == coop, dtype_name(dt));
     BOOST_TEST((ops::auto_kernel(ctx, 1, W, whole(x)) == ops::LinearKernel::MatVec), dtype_name(dt));
   }
+  std::vector<float> row(768, 0.5f);
+  row[100] = 70000.0f;  // f16's largest is 65504
+  Matrix wide = Matrix::create(ctx, DType::BF16, 768, 768, "w");
+  wide.write_rows(0, 1, row.data(), DType::F32);
+  BOOST_TEST(wide.outside_f16);
+  BOOST_TEST((ops::auto_kernel(ctx, 64, wide, whole(x)) == ops::LinearKernel::GemmTiled));
+  vk::Buffer y(ctx, 64 * 768 * 4, vk::Memory::Device, "y");
+  Graph g(ctx);
+  BOOST_CHECK_THROW(
+      ops::linear_with(g, whole(x), wide, View{}, whole(y), 64, {.kernel = ops::LinearKernel::GemmCoopMat}), DeviceError);
 }
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(auto_picks_coopmat_for_f16_prompts_only, *test::device_has(has_matrix_units, kNoMatrixUnits)) {
+BOOST_AUTO_TEST_CASE(auto_picks_coopmat_for_prompts, *test::device_has(has_matrix_units, kNoMatrixUnits)) {
   check_auto_picks(test::context());
 }
 
-BOOST_AUTO_TEST_CASE(auto_picks_emulated_coopmat_for_f16_prompts_only,
+BOOST_AUTO_TEST_CASE(auto_picks_emulated_coopmat_for_prompts,
                      *test::device_has(test::can_emulate_coopmat, test::kCannotEmulateCoopmat)) {
   check_auto_picks(test::coopmat_emu_context());
 }

@@ -31,7 +31,11 @@ std::optional<vk::CoopMatShape> coopmat_shape(const vk::Context& ctx) {
 
 bool coopmat_available(const vk::Context& ctx, DType w_dtype) {
   const auto& s = ctx.caps().coopmat;
-  return w_dtype == DType::F16 && s.api != vk::CoopMatApi::None && pick_shape(s).has_value();
+  return w_dtype != DType::F32 && s.api != vk::CoopMatApi::None && pick_shape(s).has_value();
+}
+
+bool coopmat_available(const vk::Context& ctx, const Matrix& W) {
+  return coopmat_available(ctx, W.dtype) && !W.outside_f16;
 }
 
 std::optional<CoopMatTiles> coopmat_tiles_of(const vk::Context& ctx, vk::CoopMatShape shape, uint32_t wm, uint32_t wn,

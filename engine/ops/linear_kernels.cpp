@@ -251,13 +251,15 @@ Kernel gemm_tiled(const vk::Context& ctx, DType dtype) {
 }
 
 Kernel gemm_coopmat(const vk::Context& ctx, uint32_t T, const Matrix& W, const CoopMatTiles* forced) {
-  const auto tiles = !coopmat_available(ctx, W.dtype) ? std::nullopt
-                     : forced                         ? std::optional<CoopMatTiles>(*forced)
-                                                      : coopmat_tiles(ctx, T);
-  if (!tiles) throw DeviceError("linear: the cooperative-matrix GEMM needs f16 weights and a device with matrix units");
+  const auto tiles = !coopmat_available(ctx, W) ? std::nullopt
+                     : forced                   ? std::optional<CoopMatTiles>(*forced)
+                                                : coopmat_tiles(ctx, T);
+  if (!tiles)
+    throw DeviceError("linear: the cooperative-matrix GEMM needs a device with matrix units and f16, bf16 (within "
+                      "f16's range), q8_0 or q4_0 weights");
   Kernel k;
   k.kind = LinearKernel::GemmCoopMat;
-  k.shader = tiles->shader;
+  k.shader = tiles->shader + (is_quantized(W.dtype) ? "_q" : "");
   k.local = tiles->local;
   k.tile = tiles->tile_constants();
   k.after_split = tiles->shape_constants();
@@ -287,8 +289,7 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
                                                                                  : LinearKernel::MatVecRows;
   if (T == 1) return LinearKernel::MatVec;
   if (!ctx.cpu_kernels())
-    return coopmat_available(ctx, W.dtype) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat
-                                                                             : LinearKernel::GemmTiled;
+    return coopmat_available(ctx, W) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat : LinearKernel::GemmTiled;
   // The wide tile takes 2 tokens per lane (gemm_registers): 16-bit weights' chunks that it
   // fills exactly take it at any length, such as a batched step of 16 rows (checked
   // bit-identical to the row mat-vec, for those weights only).

@@ -1,11 +1,14 @@
 // Cooperative-matrix GEMM (shaders/linear_coopmat.comp): a workgroup computes a BM x BN
 // tile of y (tokens by outputs) from BK inputs at a time staged in shared memory as f16
-// (x converted from f32, W's f16 words copied as they are); each step's loads from memory
+// (x converted from f32; W's f16 words copied as they are, bf16 ones converted, Q8_0 / Q4_0
+// blocks dequantized, each weight times its block's scale); each step's loads from memory
 // are issued before the matrix units work on the step staged before it. Each subgroup owns a
 // (TM * CM) x (TN * CN) part of the tile: TM x TN accumulators of the device's CM x CN
 // shape, multiplied CK inputs at a time. Workgroup size: (BM / (TM * CM)) * (BN / (TN * CN))
-// subgroups of SUBGROUP invocations. W must be f16 (DT 1); x rows may hold any K (zero
-// padded to BK); BK is a multiple of 8 and of CK.
+// subgroups of SUBGROUP invocations. x rows may hold any K (zero padded to BK; Q8_0 / Q4_0
+// rows are whole blocks of 32); BK is a multiple of 8 and of CK. bf16 weights reach f16's
+// range only up to 65504: the host takes this kernel only for matrices within it
+// (Matrix::outside_f16).
 layout(constant_id = 7) const uint BM = 64;
 layout(constant_id = 8) const uint BN = 64;
 layout(constant_id = 9) const uint BK = 32;
@@ -44,6 +47,27 @@ uvec4 x_next[X_PER], w_next[W_PER];
 #include "common/coopmat.glsl"
 
 uint pack_f16(vec2 v) { return packFloat2x16(f16vec2(v)); }
+uvec4 pack_f16(vec4 lo, vec4 hi) { return uvec4(pack_f16(lo.xy), pack_f16(lo.zw), pack_f16(hi.xy), pack_f16(hi.zw)); }
+
+// Weights k .. k + 7 of W's row o (k a multiple of 8, below K) as 8 halves.
+#ifdef QUANT_W
+uvec4 w_halves(uint o, uint k) {
+  const uint wrow = o * W_STRIDE, b = k / 32u, h = (k % 32u) / 4u;  // quads h and h + 1 of block b
+  // The block's one data word holding both quads (Q8_0: its second word from weight 16).
+  const uvec4 word = load_w(wrow + QSW + b * QWB + (Q4 ? 0u : h / 4u));
+  const uvec4 p[2] = uvec4[2](word, word);
+  const float d = q_scale(load_w(wrow + b / 8u), b);
+  return pack_f16(q_quad(p, h) * d, q_quad(p, h + 1u) * d);
+}
+#else
+uvec4 w_halves(uint o, uint k) {
+  const uvec4 p = load_w(o * W_STRIDE + k / 8u);
+  if (DT != 2u) return p;  // f16 as stored
+  vec4 lo, hi;
+  decode(p, lo, hi);  // bf16 to f32, exactly
+  return pack_f16(lo, hi);
+}
+#endif
 
 // Loads x[tile_t.., k0..k0+BK) as f16 and W[tile_o.., k0..k0+BK) into registers; zeros past
 // T, K and N (inputs past K within W's last word are the row's zero padding).
@@ -62,11 +86,11 @@ void fetch(uint tid, uint tile_t, uint tile_o, uint k0) {
         }
       }
     }
-    x_next[i] = uvec4(pack_f16(lo.xy), pack_f16(lo.zw), pack_f16(hi.xy), pack_f16(hi.zw));
+    x_next[i] = pack_f16(lo, hi);
   }
   STAGING_LOOP for (uint i = 0u; i < W_PER; ++i) {
-    const uint e = tid + i * LOCAL, o = tile_o + e / Q, q = k0 / 8u + e % Q;
-    w_next[i] = (e < W_WORDS && o < ROWS && q < K_WORDS) ? w[o * W_STRIDE + q] : uvec4(0u);
+    const uint e = tid + i * LOCAL, o = tile_o + e / Q, k = k0 + (e % Q) * 8u;
+    w_next[i] = (e < W_WORDS && o < ROWS && k < K) ? w_halves(o, k) : uvec4(0u);
   }
 }
 
