@@ -41,7 +41,7 @@ Action add_devices(CLI::App& app, Common& common) {
       print_stdout("pipeline cache: %s\n", cache.empty() ? "none" : cache.c_str());
       // What a GPT-2-shaped model with f16 weights runs on it (engine/plan.hpp).
       const PlanModel gpt2{.pre_norm = true, .n_layers = 12, .norms_foldable = true, .max_chunk = 256,
-                           .attention = {12, 64, 1024}, .f16_weights = true};
+                           .attention = {12, 64, 1024}, .f16_products = true};
       print_stdout("%s", describe_plan(*ctx, make_plan(*ctx, gpt2)).c_str());
     }
     return 0;

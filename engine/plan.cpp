@@ -14,7 +14,7 @@ ExecutionPlan make_plan(const vk::Context& ctx, const PlanModel& model) {
   p.fold_norms = !p.cpu_kernels && model.pre_norm && model.n_layers > 0 && model.norms_foldable;
   p.tiled_prompt_attention = p.cpu_kernels && model.max_chunk >= ops::kTiledMinTokens;
   p.last_row_on_chunk_pipelines = p.cpu_kernels;
-  p.coopmat_prompt_attention = !p.cpu_kernels && model.f16_weights && ctx.caps().coopmat_attention &&
+  p.coopmat_prompt_attention = !p.cpu_kernels && model.f16_products && ctx.caps().coopmat_attention &&
                                ops::coopmat_attention_tiles(ctx, model.attention).has_value();
   return p;
 }
@@ -96,7 +96,7 @@ std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan) {
   s << "  prompt attention: "
     << (plan.coopmat_prompt_attention
             ? "flash-attention tiles on matrix units from " + std::to_string(ops::kCoopMatAttentionMinTokens) +
-                  " tokens (f16 weights)"
+                  " tokens (weights of any dtype but f32)"
         : plan.tiled_prompt_attention
             ? "tiled scores and values passes from " + std::to_string(ops::kTiledMinTokens) + " tokens"
             : attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 128)))

@@ -28,7 +28,9 @@ struct PlanModel {
   bool norms_foldable = false;
   uint32_t max_chunk = 256;    // tokens per prompt chunk
   ops::AttentionShape attention{1, 1, 1};
-  bool f16_weights = false;    // weights stored as f16 on the device
+  // Prompt products that round their inputs to f16 where the device has matrix units
+  // (weights of any dtype but f32: ops::coopmat_available), so prompt attention may too.
+  bool f16_products = false;
 };
 
 struct ExecutionPlan {

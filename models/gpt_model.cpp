@@ -68,7 +68,7 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
     foldable = foldable && ops::norm_before_fits(L.qkv) && ops::norm_before_fits(L.fc);
   if (cfg_.final_norm) foldable = foldable && ops::norm_before_fits(w_.lm_head());
   plan_ = make_plan(ctx, {cfg_.norm_position == NormPosition::Pre, cfg_.n_layers, foldable, max_chunk_,
-                          attention_shape(), cfg_.dtype == DType::F16});
+                          attention_shape(), cfg_.dtype != DType::F32});
   if (plan_.fold_norms) {
     auto site = [&](uint64_t rows) {
       return FoldedNorm{vk::Buffer(ctx, rows * 4, vk::Memory::Device, "folded LayerNorm: W gamma"),

@@ -288,6 +288,38 @@ BOOST_AUTO_TEST_CASE(emulated_coopmat_prompts_match) {
   BOOST_TEST(ctx.validation_messages() == messages, "validation layer reported: " << ctx.last_validation_message());
 }
 
+// The same for Q8_0 weights (the first f32 fixture's, quantized), whose prompt products
+// take the matrix units by dequantizing W to f16 as it is staged (bf16 is turned into f16
+// the same way: tests/test_linear_coopmat.cpp): a prefill on emulated matrix units against
+// the same weights through a GPU's FP32 tiled GEMM and attention kernels
+// (test::gpu_paths_context). Only the f16 rounding of the products' inputs and weights, and
+// of attention's, differs: 1.5e-3 of the largest logit on lavapipe, tolerance 5e-3.
+BOOST_AUTO_TEST_CASE(emulated_coopmat_prompts_over_q8_0_match_the_tiled_gemm) {
+  auto& emu = test::coopmat_emu_context();
+  if (emu.caps().coopmat.api != vk::CoopMatApi::Emulated) {
+    BOOST_TEST_MESSAGE("skipped: " << emu.info().name << " has no f16 arithmetic or subgroups to emulate matrices with");
+    return;
+  }
+  auto& tiled = test::gpu_paths_context();
+  const uint64_t messages = emu.validation_messages();
+  bool ran = false;
+  for_each_case([&](Case c) {
+    if (ran || c.cfg.dtype != DType::F32 || c.cfg.emb_dim % 32) return;
+    ran = true;
+    const size_t n = c.ids.size() - 2;
+    c.cfg.dtype = DType::Q8_0;
+    GptModel on_units(emu, c.cfg, load_weights(emu, c.cfg), static_cast<uint32_t>(n));
+    GptModel on_fp32(tiled, c.cfg, load_weights(tiled, c.cfg), static_cast<uint32_t>(n));
+    BOOST_TEST_REQUIRE(on_units.plan().coopmat_attention(static_cast<uint32_t>(n)));
+    const std::vector<float> want = on_fp32.prefill(std::span(c.ids).first(n), 0, true);
+    const double err = test::max_rel_error(on_units.prefill(std::span(c.ids).first(n), 0, true), want);
+    BOOST_TEST_MESSAGE(c.name << " in q8_0: emulated matrix units against the tiled GEMM, max rel error " << err);
+    BOOST_TEST(err <= 5e-3);
+  });
+  BOOST_TEST(ran);
+  BOOST_TEST(emu.validation_messages() == messages, "validation layer reported: " << emu.last_validation_message());
+}
+
 // weights.kv_dtype = "f16": the caches hold f16, and a chunked prefill (the CPU devices'
 // tiled attention from 16 tokens) then decode steps still give PyTorch's answers, on this
 // device and through a GPU's kernel choices. The caches' rounding (2^-11 relative) adds far
