@@ -1,6 +1,7 @@
 // The official `openai` npm client (pinned in tools/package.json) against `gpt-vk serve` on
 // the bundled model: completions plain, streamed, n > 1, stop, logprobs, seed, logit_bias,
-// presence and frequency penalties, and chat (with logprobs).
+// presence and frequency penalties, chat (with logprobs), and a conversation's second turn
+// reporting the prompt tokens the prompt cache kept (usage.prompt_tokens_details).
 // Starts the server itself on a free loopback port and stops it with SIGTERM (exit 0).
 //
 //   node tests/openai_client.mjs build/gpt-vk
@@ -106,6 +107,23 @@ async function run(client, model) {
     assert.ok(e.logprob <= 0 && e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob);
   }
 
+  // A conversation's second turn: the slot that ran the first keeps its prompt, and the
+  // second transcript begins with it, so its whole --prefill-chunk chunks (16 tokens here)
+  // are not run again: OpenAI's usage.prompt_tokens_details.cached_tokens counts them.
+  const first = [
+    { role: 'system', content: 'A conversation in the drawing room at Longbourn, one rainy afternoon in November.' },
+    { role: 'user', content: 'What do you think of Mr. Bingley, who has taken Netherfield Park at last?' },
+  ];
+  const turn1 = await client.chat.completions.create({ model, messages: first, max_tokens: 8, temperature: 0 });
+  const turn2 = await client.chat.completions.create({
+    model, max_tokens: 8, temperature: 0,
+    messages: [...first, turn1.choices[0].message, { role: 'user', content: 'And of his sisters?' }],
+  });
+  const cached = turn2.usage.prompt_tokens_details?.cached_tokens;
+  assert.equal(turn1.usage.prompt_tokens_details?.cached_tokens, 0, 'nothing kept before the first turn');
+  assert.ok(cached >= 32 && cached % 16 === 0 && cached < turn2.usage.prompt_tokens,
+    `the second turn reuses whole chunks of the first: ${cached} of ${turn2.usage.prompt_tokens} tokens`);
+
   // Errors come back as the client's APIError with the status.
   await assert.rejects(client.completions.create({ model, prompt, temperature: 5 }), (e) => e.status === 400);
   await assert.rejects(client.completions.create({ model, prompt, presence_penalty: 3 }),
@@ -113,7 +131,7 @@ async function run(client, model) {
   console.log(`openai_client: all checks passed (greedy text: ${JSON.stringify(c0.text)})`);
 }
 
-const { child, port } = startServer(binary, ['--parallel', '4']);
+const { child, port } = startServer(binary, ['--parallel', '4', '--prefill-chunk', '16']);
 let failed = false;
 try {
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${await port}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
