@@ -126,7 +126,10 @@ async function generate() {
     }
     const s = (performance.now() - started) / 1000;
     const n = usage?.completion_tokens ?? 0;
-    setState('done', `${n} tokens in ${s.toFixed(2)} s (${(n / s).toFixed(1)} tok/s), finish: ${finish}`);
+    // The prompt cache: a chat's earlier turns are not run again (whole chunks of them).
+    const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
+    const kept = cached ? `, ${cached} of ${usage.prompt_tokens} prompt tokens cached` : '';
+    setState('done', `${n} tokens in ${s.toFixed(2)} s (${(n / s).toFixed(1)} tok/s)${kept}, finish: ${finish}`);
   } catch (e) {
     if (mode === 'chat') chat.pop();
     if (e.name === 'AbortError') setState('done', 'stopped');
