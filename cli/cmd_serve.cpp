@@ -107,8 +107,9 @@ Action add_serve(CLI::App& app, Common& common) {
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
   cmd->add_flag("--no-prompt-cache", f->no_prompt_cache,
                 "run every prompt whole; by default a slot keeps the keys and values of the last prompt\n"
-                "it ran, and a prompt that begins with whole --prefill-chunk chunks of it skips them\n"
-                "(the same results; usage.prompt_tokens_details.cached_tokens counts them)");
+                "it ran (and, run again while idle, of its reply), and a prompt that begins with whole\n"
+                "--prefill-chunk chunks of them skips those (the same results;\n"
+                "usage.prompt_tokens_details.cached_tokens counts them)");
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health and the page (GET /, /app.js)");
   cmd->add_option("--cors-origin", f->http.cors_origins,
                   "let web pages of this origin (scheme://host[:port]; repeatable; * for every origin) read\n"

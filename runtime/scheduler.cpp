@@ -138,7 +138,15 @@ void Scheduler::loop() {
       };
       if (!busy()) {
         if (stopping_) return;
-        cv_.wait(lock, [&] { return busy() || stopping_; });
+        // Idle for kRefillDelay: one chunk of a finished reply for the prompt cache. A client
+        // that sends its next request at once (a script) does not wait for it.
+        Slot* refill = slot_to_refill();
+        if (!refill) {
+          cv_.wait(lock, [&] { return busy() || stopping_; });
+        } else if (!cv_.wait_for(lock, kRefillDelay, [&] { return busy() || stopping_; })) {
+          lock.unlock();
+          refill_chunk(*refill);
+        }
         continue;
       }
       if (cancel_due()) {
@@ -181,6 +189,28 @@ uint32_t Scheduler::reusable(const Slot& slot, const Sequence& seq) const {
   const size_t same = static_cast<size_t>(std::mismatch(p.begin(), p.begin() + n, slot.kept.begin()).first - p.begin());
   const uint32_t chunk = slot.model->max_chunk();
   return static_cast<uint32_t>(same / chunk * chunk);
+}
+
+Scheduler::Slot* Scheduler::slot_to_refill() {
+  for (Slot& s : slots_) {
+    const size_t chunk = s.model->max_chunk();
+    if (!s.seq && s.kept.size() / chunk * chunk + chunk <= s.refill.size()) return &s;
+  }
+  return nullptr;
+}
+
+void Scheduler::refill_chunk(Slot& slot) {
+  const uint32_t chunk = slot.model->max_chunk();
+  const uint32_t from = static_cast<uint32_t>(slot.kept.size() / chunk * chunk);  // a partial last chunk runs again whole
+  try {
+    slot.model->prefill(std::span<const uint32_t>(slot.refill).subspan(from, chunk), from, false);
+    slot.kept.assign(slot.refill.begin(), slot.refill.begin() + from + chunk);
+  } catch (const std::exception&) {
+    slot.kept.clear();  // whatever the failed run left in the cache is kept for nothing
+    slot.refill.clear();
+  }
+  std::lock_guard lock(mu_);
+  ++stats_.cache_refill_chunks;
 }
 
 Scheduler::Slot* Scheduler::free_slot_for(const Sequence* seq) {
@@ -288,6 +318,7 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
   Sequence& q = *slot.seq;
   const uint32_t reuse = reusable(slot, q);  // before anything runs over the slot's KV cache
   slot.kept.clear();
+  slot.refill.clear();
   {
     std::lock_guard lock(mu_);
     stats_.prompt_tokens += q.prompt().size();
@@ -334,6 +365,10 @@ void Scheduler::release(Slot& slot, std::string error, std::optional<FinishReaso
   if (error.empty() && !why) {
     const auto& p = seq->prompt();
     slot.kept.assign(p.begin(), p.begin() + std::min<size_t>(p.size(), slot.gen->prompt_tokens_in_cache()));
+    if (prompt_cache_ && slot.kept.size() == p.size()) {  // the whole prompt ran: its reply follows it
+      slot.refill = p;
+      slot.refill.insert(slot.refill.end(), slot.gen->tokens().begin(), slot.gen->tokens().end());
+    }
   }
   {
     // Counted before the sequence says it finished, so that whoever saw it finish sees it

@@ -106,6 +106,7 @@ struct SchedulerStats {
   uint64_t burst_prompts = 0;   // prompts whose last chunk ran in a burst with others' (prefill_together)
   uint32_t max_round_prefill_tokens = 0;  // most prompt tokens one round ran before its decode step
   uint64_t prompt_tokens_cached = 0;      // prompt tokens whose keys and values a slot kept (prompt cache)
+  uint64_t cache_refill_chunks = 0;       // chunks of finished sequences' replies run while idle (prompt cache)
 };
 
 // Device bytes one slot (a GptModel beside shared weights) takes: KV cache and activations
@@ -123,7 +124,12 @@ class Scheduler {
   // chunk runs); 0: the slots' chunk (GptModel::max_chunk).
   // `prompt_cache`: a slot keeps the keys and values of the last prompt it ran, and a new
   // sequence goes to the free slot whose kept prompt shares the most whole chunks with its
-  // own, which then do not run again (Generator::begin's reuse; the same results).
+  // own, which then do not run again (Generator::begin's reuse; the same results). While
+  // nothing else runs, a free slot also runs the whole chunks of its last sequence's prompt
+  // and reply that its prompt did not fill, as a prompt's chunks (a decode step computes
+  // keys and values in another order), so that the next turn of a conversation, whose
+  // prompt holds that reply, skips them too. That starts after kRefillDelay without work; a
+  // request arriving during such a chunk waits for it.
   Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue,
             bool exact_rows = true, uint32_t prefill_budget = 0, bool prompt_cache = true);
   ~Scheduler();  // shutdown(0)
@@ -149,6 +155,9 @@ class Scheduler {
     // The prompt cache: the first tokens of the last prompt that ran here whose keys and
     // values the slot's KV cache still holds (Generator::prompt_tokens_in_cache).
     std::vector<uint32_t> kept;
+    // The last sequence's prompt and generated tokens, whose whole chunks past `kept` the
+    // slot runs while the scheduler is idle (refill_chunk).
+    std::vector<uint32_t> refill;
     uint64_t released = 0;  // release order: among equals the least recently used slot is taken
   };
   // Most prompts in one burst: a burst hands out every first token when it ends, so a round
@@ -156,6 +165,9 @@ class Scheduler {
   // before the next runs. 8 gave 16 simultaneous clients the shortest median time to first
   // token (bench/PERFORMANCE.md, "Batched decode").
   static constexpr size_t kBurstPrompts = 8;
+  // How long the scheduler is idle before a free slot runs a chunk of its last reply again
+  // for the prompt cache (refill_chunk).
+  static constexpr std::chrono::milliseconds kRefillDelay{100};
   void loop();
   // A round's prompt chunks, within prefill_budget_ tokens (at least one chunk): those of
   // sequences already prefilling, oldest first, then queued sequences' in free slots. The
@@ -177,6 +189,10 @@ class Scheduler {
   // The free slot for `seq`: the one that keeps the most of its prompt, else the least
   // recently used. Null when every slot is taken.
   Slot* free_slot_for(const Sequence* seq);
+  // A free slot with a whole chunk of `refill` past its kept tokens; null if none.
+  Slot* slot_to_refill();
+  // Runs that chunk as a prompt chunk (keys and values only) and keeps it.
+  void refill_chunk(Slot& slot);
   void step(Slot& slot);
   // One batched decode step of every running sequence that is due one; each then hands out
   // its token (step). Returns the tokens handed out.

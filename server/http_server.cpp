@@ -493,6 +493,9 @@ void HttpServer::metrics(httplib::Response& res) {
     metric("gptvk_prompt_tokens_cached_total", "counter",
            "Prompt tokens not run again: a slot kept their keys and values from its last prompt.",
            double(s.prompt_tokens_cached));
+    metric("gptvk_prompt_cache_refill_chunks_total", "counter",
+           "Chunks of finished replies a free slot ran while idle, for the next turn's prompt to keep.",
+           double(s.cache_refill_chunks));
     metric("gptvk_burst_prompts_total", "counter", "Prompts prefilled together with others' in one burst.",
            double(s.burst_prompts));
     metric("gptvk_decode_tokens_per_second", "gauge", "Tokens per second of the decode rounds so far, all slots together.",

@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <thread>
 
 #include "models/config.hpp"
 #include "models/gpt_model.hpp"
@@ -291,6 +292,52 @@ BOOST_AUTO_TEST_CASE(prompt_cache_skips_kept_chunks_with_the_same_results) {
     for (size_t k = 0; k < std::min(logprobs.size(), gen.logprobs().size()); ++k)
       BOOST_TEST(logprobs[k] == gen.logprobs()[k].logprob);  // bit for bit
   }
+}
+
+// A conversation's next turn: while the scheduler is idle, the free slot runs its last
+// sequence's prompt and reply as prompt chunks, so a prompt holding that reply keeps it too,
+// with a lone Generator's tokens and log-probabilities, bit for bit.
+BOOST_AUTO_TEST_CASE(an_idle_slot_keeps_the_reply_for_the_next_turn) {
+  constexpr uint32_t kChunk = 8;
+  std::vector<uint32_t> first;
+  for (uint32_t i = 0; first.size() < 20; ++i) {
+    std::vector<uint32_t> more = prompt(i);
+    first.insert(first.end(), more.begin(), more.end());
+  }
+  first.resize(20);
+  GenerationOptions reply = options(0);  // greedy
+  reply.max_tokens = 20;
+  reply.stop_at_end_of_text = false;
+  Scheduler sched(slots(1, kChunk), tok, 4);
+  auto turn1 = std::make_shared<Sequence>(first, reply);
+  sched.submit({turn1});
+  std::vector<uint32_t> second = first;
+  for (const auto& s : drain(*turn1))
+    if (s.token) second.push_back(*s.token);
+  BOOST_REQUIRE(second.size() == 40u);
+  // The first prompt filled 16 tokens' whole chunks; 40 tokens are 5: 3 more run idle.
+  for (int i = 0; i < 600 && sched.stats().cache_refill_chunks < 3; ++i)  // at most 30 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  BOOST_TEST(sched.stats().cache_refill_chunks == 3u);
+  for (uint32_t id : tok.encode(" and so on, said she.")) second.push_back(id);
+  auto turn2 = std::make_shared<Sequence>(second, options(3));
+  sched.submit({turn2});
+  std::vector<GenerationStep> steps = drain(*turn2);
+  BOOST_TEST(turn2->timings().prompt_tokens_cached == 40u);
+  sched.shutdown(std::chrono::milliseconds(0));
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
+  Generator gen(lone, tok);
+  gen.start(second, options(3));
+  while (!gen.finished()) gen.next();
+  std::vector<uint32_t> tokens;
+  std::vector<float> logprobs;
+  for (const auto& s : steps) {
+    if (s.token) tokens.push_back(*s.token);
+    if (s.logprob) logprobs.push_back(s.logprob->logprob);
+  }
+  BOOST_TEST(tokens == gen.tokens());
+  BOOST_REQUIRE(logprobs.size() == gen.logprobs().size());
+  for (size_t k = 0; k < logprobs.size(); ++k) BOOST_TEST(logprobs[k] == gen.logprobs()[k].logprob);  // bit for bit
 }
 
 // Without the prompt cache every prompt runs whole.
