@@ -3,7 +3,9 @@
 
 A chat client sends the whole transcript every turn: the previous prompt, the reply and a
 new user message. With the prompt cache the slot that ran the previous turn keeps its keys
-and values, and the new prompt skips the whole --prefill-chunk chunks it shares with it.
+and values, and the new prompt skips the whole --prefill-chunk chunks it shares with it;
+while the server is idle (the user reading and typing: --pause seconds here) the slot also
+runs the reply's whole chunks as prompt chunks, so the next turn skips those too.
 Each round starts one server per mode (--parallel 1), alternating, and runs the same
 conversation through both (greedy, streamed): per turn the prompt tokens, the tokens the
 cache kept (usage.prompt_tokens_details.cached_tokens) and the time to the first token.
@@ -91,6 +93,7 @@ def conversation(url, args):
         ttft, reply, usage = out
         turns.append((usage["prompt_tokens"], usage["prompt_tokens_details"]["cached_tokens"], ttft, reply))
         transcript += reply + "\n"
+        time.sleep(args.pause)
     return turns
 
 
@@ -101,6 +104,7 @@ def main():
     ap.add_argument("--turns", type=int, default=len(MESSAGES), help=f"at most {len(MESSAGES)}")
     ap.add_argument("--max-tokens", type=int, default=32, help="reply tokens a turn")
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of both modes")
+    ap.add_argument("--pause", type=float, default=1.0, help="seconds between a reply and the next turn")
     ap.add_argument("--timeout", type=float, default=300)
     args = ap.parse_args()
     modes = {"prompt cache": [], "--no-prompt-cache": ["--no-prompt-cache"]}
@@ -119,7 +123,8 @@ def main():
             runs[mode].append(turns)
     replies = {tuple(t[3] for t in turns) for mode in runs for turns in runs[mode]}
     same = len(replies) == 1
-    print(f"{args.rounds} rounds, {args.max_tokens} tokens a reply; TTFT medians over the rounds (ms)")
+    print(f"{args.rounds} rounds, {args.max_tokens} tokens a reply, {args.pause} s pauses; "
+          "TTFT medians over the rounds (ms)")
     print("| turn | prompt tokens | cached | TTFT, prompt cache | TTFT, --no-prompt-cache | ratio |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     cached_runs, plain_runs = runs["prompt cache"], runs["--no-prompt-cache"]
