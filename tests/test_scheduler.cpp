@@ -39,6 +39,16 @@ struct Fixture : test::NoValidationMessages {
     return o;
   }
   std::vector<uint32_t> prompt(uint32_t i) { return tok.encode("It was a fine morning " + std::to_string(i) + ", and"); }
+  // prompt(from), prompt(from + 1), ... one after another, cut to n tokens.
+  std::vector<uint32_t> joined_prompts(size_t n, uint32_t from = 0) {
+    std::vector<uint32_t> p;
+    for (uint32_t i = from; p.size() < n; ++i) {
+      std::vector<uint32_t> more = prompt(i);
+      p.insert(p.end(), more.begin(), more.end());
+    }
+    p.resize(n);
+    return p;
+  }
 };
 
 // Every step's text, token and logprob, until the end.
@@ -236,18 +246,10 @@ BOOST_AUTO_TEST_CASE(a_bad_prompt_fails_its_sequence_only) {
 // are still a lone Generator's, bit for bit, over a model of the same chunk size.
 BOOST_AUTO_TEST_CASE(prompt_cache_skips_kept_chunks_with_the_same_results) {
   constexpr uint32_t kChunk = 8;
-  std::vector<uint32_t> base;
-  for (uint32_t i = 0; base.size() < 40; ++i) {
-    std::vector<uint32_t> more = prompt(i);
-    base.insert(base.end(), more.begin(), more.end());
-  }
-  base.resize(40);
+  const std::vector<uint32_t> base = joined_prompts(40);
   auto with_tail = [&](size_t keep, uint32_t tail_from) {
-    std::vector<uint32_t> p(base.begin(), base.begin() + keep);
-    for (uint32_t i = tail_from; p.size() < keep + 13; ++i) {
-      std::vector<uint32_t> more = prompt(i);
-      p.insert(p.end(), more.begin(), more.end());
-    }
+    std::vector<uint32_t> p(base.begin(), base.begin() + keep), tail = joined_prompts(13, tail_from);
+    p.insert(p.end(), tail.begin(), tail.end());
     return p;
   };
   auto other = base;
@@ -299,12 +301,7 @@ BOOST_AUTO_TEST_CASE(prompt_cache_skips_kept_chunks_with_the_same_results) {
 // with a lone Generator's tokens and log-probabilities, bit for bit.
 BOOST_AUTO_TEST_CASE(an_idle_slot_keeps_the_reply_for_the_next_turn) {
   constexpr uint32_t kChunk = 8;
-  std::vector<uint32_t> first;
-  for (uint32_t i = 0; first.size() < 20; ++i) {
-    std::vector<uint32_t> more = prompt(i);
-    first.insert(first.end(), more.begin(), more.end());
-  }
-  first.resize(20);
+  const std::vector<uint32_t> first = joined_prompts(20);
   GenerationOptions reply = options(0);  // greedy
   reply.max_tokens = 20;
   reply.stop_at_end_of_text = false;
@@ -342,11 +339,7 @@ BOOST_AUTO_TEST_CASE(an_idle_slot_keeps_the_reply_for_the_next_turn) {
 
 // Without the prompt cache every prompt runs whole.
 BOOST_AUTO_TEST_CASE(prompt_cache_off_runs_every_chunk) {
-  std::vector<uint32_t> p;
-  for (uint32_t i = 0; p.size() < 30; ++i) {
-    std::vector<uint32_t> more = prompt(i);
-    p.insert(p.end(), more.begin(), more.end());
-  }
+  const std::vector<uint32_t> p = joined_prompts(30);
   Scheduler sched(slots(1, 8), tok, 4, true, 0, /*prompt_cache=*/false);
   for (int i = 0; i < 2; ++i) {
     auto seq = std::make_shared<Sequence>(p, options(1));
