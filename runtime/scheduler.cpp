@@ -12,7 +12,10 @@ namespace gptvk {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-}
+
+// The most of n tokens that whole chunks of `chunk` tokens hold.
+size_t whole_chunks(size_t n, uint32_t chunk) { return n / chunk * chunk; }
+}  // namespace
 
 Sequence::Sequence(std::vector<uint32_t> prompt, GenerationOptions options, bool prompt_logprobs)
     : prompt_(std::move(prompt)), options_(std::move(options)), want_prompt_logprobs_(prompt_logprobs) {}
@@ -185,29 +188,28 @@ Scheduler::Slot* Scheduler::next_to_prefill(std::span<Slot* const> skip) {
 uint32_t Scheduler::reusable(const Slot& slot, const Sequence& seq) const {
   const std::vector<uint32_t>& p = seq.prompt();
   if (!prompt_cache_ || seq.wants_prompt_logprobs() || seq.options().max_tokens == 0 || p.empty()) return 0;
-  const size_t n = std::min(slot.kept.size(), p.size() - 1);  // the last prompt token always runs: it samples
-  const size_t same = static_cast<size_t>(std::mismatch(p.begin(), p.begin() + n, slot.kept.begin()).first - p.begin());
-  const uint32_t chunk = slot.model->max_chunk();
-  return static_cast<uint32_t>(same / chunk * chunk);
+  const size_t n = std::min(slot.kept, p.size() - 1);  // the last prompt token always runs: it samples
+  const size_t same = static_cast<size_t>(std::mismatch(p.begin(), p.begin() + n, slot.tokens.begin()).first - p.begin());
+  return static_cast<uint32_t>(whole_chunks(same, slot.model->max_chunk()));
 }
 
 Scheduler::Slot* Scheduler::slot_to_refill() {
   for (Slot& s : slots_) {
-    const size_t chunk = s.model->max_chunk();
-    if (!s.seq && s.kept.size() / chunk * chunk + chunk <= s.refill.size()) return &s;
+    const uint32_t chunk = s.model->max_chunk();
+    if (!s.seq && whole_chunks(s.kept, chunk) + chunk <= s.tokens.size()) return &s;
   }
   return nullptr;
 }
 
 void Scheduler::refill_chunk(Slot& slot) {
   const uint32_t chunk = slot.model->max_chunk();
-  const uint32_t from = static_cast<uint32_t>(slot.kept.size() / chunk * chunk);  // a partial last chunk runs again whole
+  const uint32_t from = static_cast<uint32_t>(whole_chunks(slot.kept, chunk));  // a partial last chunk runs again whole
   try {
-    slot.model->prefill(std::span<const uint32_t>(slot.refill).subspan(from, chunk), from, false);
-    slot.kept.assign(slot.refill.begin(), slot.refill.begin() + from + chunk);
+    slot.model->prefill(std::span<const uint32_t>(slot.tokens).subspan(from, chunk), from, false);
+    slot.kept = from + chunk;
   } catch (const std::exception&) {
-    slot.kept.clear();  // whatever the failed run left in the cache is kept for nothing
-    slot.refill.clear();
+    slot.kept = 0;  // whatever the failed run left in the cache is kept for nothing
+    slot.tokens.clear();
   }
   std::lock_guard lock(mu_);
   ++stats_.cache_refill_chunks;
@@ -317,8 +319,8 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
   slot.admitted = ++admissions_;
   Sequence& q = *slot.seq;
   const uint32_t reuse = reusable(slot, q);  // before anything runs over the slot's KV cache
-  slot.kept.clear();
-  slot.refill.clear();
+  slot.kept = 0;
+  slot.tokens.clear();
   {
     std::lock_guard lock(mu_);
     stats_.prompt_tokens += q.prompt().size();
@@ -360,15 +362,13 @@ void Scheduler::step(Slot& slot) {
 void Scheduler::release(Slot& slot, std::string error, std::optional<FinishReason> why) {
   std::shared_ptr<Sequence> seq = std::move(slot.seq);
   slot.released = ++releases_;
-  // The slot keeps the prompt chunks its generator ran (or reused), unless the sequence failed
+  // The prompt cache keeps the prompt chunks the generator ran (or reused), unless the sequence failed
   // or never reached the generator (its prompt scored alone: prefill's other chunks).
-  if (error.empty() && !why) {
-    const auto& p = seq->prompt();
-    slot.kept.assign(p.begin(), p.begin() + std::min<size_t>(p.size(), slot.gen->prompt_tokens_in_cache()));
-    if (prompt_cache_ && slot.kept.size() == p.size()) {  // the whole prompt ran: its reply follows it
-      slot.refill = p;
-      slot.refill.insert(slot.refill.end(), slot.gen->tokens().begin(), slot.gen->tokens().end());
-    }
+  if (prompt_cache_ && error.empty() && !why) {
+    slot.tokens = seq->prompt();
+    slot.kept = std::min<size_t>(slot.tokens.size(), slot.gen->prompt_tokens_in_cache());
+    if (slot.kept == slot.tokens.size())  // the whole prompt ran: its reply follows it
+      slot.tokens.insert(slot.tokens.end(), slot.gen->tokens().begin(), slot.gen->tokens().end());
   }
   {
     // Counted before the sequence says it finished, so that whoever saw it finish sees it

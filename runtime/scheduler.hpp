@@ -152,12 +152,11 @@ class Scheduler {
     std::unique_ptr<Generator> gen;
     std::shared_ptr<Sequence> seq;  // null: free
     uint64_t admitted = 0;          // admission order: the longest-waiting prompt runs first
-    // The prompt cache: the first tokens of the last prompt that ran here whose keys and
-    // values the slot's KV cache still holds (Generator::prompt_tokens_in_cache).
-    std::vector<uint32_t> kept;
-    // The last sequence's prompt and generated tokens, whose whole chunks past `kept` the
-    // slot runs while the scheduler is idle (refill_chunk).
-    std::vector<uint32_t> refill;
+    // The prompt cache: the last sequence's prompt (and, once it ran whole, its generated
+    // tokens); the slot's KV cache holds the keys and values of the first `kept` of them as
+    // a prompt's chunks compute them (Generator::prompt_tokens_in_cache, then refill_chunk).
+    std::vector<uint32_t> tokens;
+    size_t kept = 0;
     uint64_t released = 0;  // release order: among equals the least recently used slot is taken
   };
   // Most prompts in one burst: a burst hands out every first token when it ends, so a round
@@ -189,7 +188,7 @@ class Scheduler {
   // The free slot for `seq`: the one that keeps the most of its prompt, else the least
   // recently used. Null when every slot is taken.
   Slot* free_slot_for(const Sequence* seq);
-  // A free slot with a whole chunk of `refill` past its kept tokens; null if none.
+  // A free slot with a whole chunk of its tokens past the kept ones; null if none.
   Slot* slot_to_refill();
   // Runs that chunk as a prompt chunk (keys and values only) and keeps it.
   void refill_chunk(Slot& slot);
