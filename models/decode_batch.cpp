@@ -10,8 +10,22 @@
 #include "engine/ops/sample_controls.hpp"
 #include "engine/ops/step.hpp"
 #include "engine/vk/context.hpp"
+#include "models/kv_pool.hpp"
 
 namespace gptvk {
+
+namespace {
+
+// The first of sequences [from, b) whose prompt and prefilled count are b's, so that b can
+// be its twin in a burst; b when there is none.
+size_t twin_source(std::span<const std::span<const uint32_t>> prompts, std::span<const uint32_t> prefilled,
+                   size_t from, size_t b) {
+  for (size_t a = from; a < b; ++a)
+    if (prefilled[a] == prefilled[b] && std::ranges::equal(prompts[a], prompts[b])) return a;
+  return b;
+}
+
+}  // namespace
 
 void DecodeBatch::check_shared(std::span<GptModel* const> seqs) const {
   if (seqs.empty()) throw std::invalid_argument("DecodeBatch: no sequences");
@@ -102,14 +116,17 @@ void DecodeBatch::write_rows(std::span<GptModel* const> seqs) {
   }
 }
 
-Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const uint32_t> lens) {
+Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const uint32_t> lens,
+                              std::span<const uint32_t> twin_of) {
   std::vector<uint64_t> versions;
   for (const GptModel* m : seqs) versions.push_back(m->sampling_version_);
   ++steps_;
   for (Entry& e : graphs_)
     // (std::equal over an empty span would hand memcmp its null data pointer.)
     if (std::equal(e.seqs.begin(), e.seqs.end(), seqs.begin(), seqs.end()) && e.sampling_versions == versions &&
-        e.lens.size() == lens.size() && (lens.empty() || std::equal(e.lens.begin(), e.lens.end(), lens.begin()))) {
+        e.lens.size() == lens.size() && (lens.empty() || std::equal(e.lens.begin(), e.lens.end(), lens.begin())) &&
+        e.twin_of.size() == twin_of.size() &&
+        (twin_of.empty() || std::equal(e.twin_of.begin(), e.twin_of.end(), twin_of.begin()))) {
       e.last_used = steps_;
       rows_used_ = e.uses_rows;
       sampler_used_ = e.uses_sampler;
@@ -125,10 +142,11 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const u
   if (graphs_.size() >= kMaxGraphs)
     graphs_.erase(std::min_element(graphs_.begin(), graphs_.end(),
                                    [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; }));
-  Entry e{{seqs.begin(), seqs.end()}, {lens.begin(), lens.end()}, std::move(versions), nullptr, steps_};
+  Entry e{{seqs.begin(), seqs.end()}, {lens.begin(), lens.end()}, {twin_of.begin(), twin_of.end()}, std::move(versions),
+          nullptr, steps_};
   e.uses_sampler = one_sampler_dispatch(seqs);  // before the graphs' buffers may go
   e.uses_rows = lens.empty() && one_attention_dispatch(seqs);
-  GptModel::BatchStep step{seqs, lens, exact_rows_};
+  GptModel::BatchStep step{seqs, lens, twin_of, exact_rows_};
   if (e.uses_rows) step.rows = whole(rows_);
   if (e.uses_sampler) {
     step.sample_table = whole(sample_table_);
@@ -178,12 +196,16 @@ std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* cons
   }
   const bool bursts = can_burst(*seqs[0]);
   std::vector<uint32_t> ids(seqs.size());
-  // In order: as many prompts together as fit the first one's activations; one that cannot
-  // join a burst, or finds itself alone, runs as its own step.
+  // In order: as many prompts together as fit the first one's activations (its chunk's
+  // rows, a twin taking none but its logits' row); one that cannot join a burst, or finds
+  // itself alone, runs as its own step.
   for (size_t b = 0; b < seqs.size();) {
     size_t e = b;
-    for (uint64_t rows = 0; e < seqs.size() && bursts && burst_fits(lens[e]) && rows + lens[e] <= seqs[b]->max_chunk();)
-      rows += lens[e++];
+    for (uint64_t rows = 0; e < seqs.size() && bursts && burst_fits(lens[e]) && e - b < seqs[b]->max_chunk(); ++e) {
+      const uint32_t own = twin_source(prompts, prefilled, b, e) < e ? 0 : lens[e];
+      if (rows + own > seqs[b]->max_chunk()) break;
+      rows += own;
+    }
     if (e - b < 2) {
       ids[b] = seqs[b]->sample_after_prefill(prompts[b], prefilled[b]);
       ++b;
@@ -211,10 +233,41 @@ std::vector<uint32_t> DecodeBatch::run_burst(std::span<GptModel* const> seqs,
     m.write_ids(chunk, prefilled[b]);
     static_cast<StepState*>(m.step_.mapped())->rng_step = 0;
   }
-  std::vector<uint32_t> ids = run(graph_for(seqs, lens), seqs);
-  burst_prompts_ += seqs.size();
-  for (size_t b = 0; b < seqs.size(); ++b) {
+  // The graph's rows: the prompts that run, then their twins (GptModel::BatchStep).
+  const size_t n = seqs.size();
+  std::vector<size_t> source(n), order, at(n);
+  for (size_t b = 0; b < n; ++b)
+    if ((source[b] = twin_source(prompts, prefilled, 0, b)) == b) order.push_back(b);
+  const size_t runs = order.size();
+  for (size_t b = 0; b < n; ++b)
+    if (source[b] != b) order.push_back(b);
+  for (size_t i = 0; i < n; ++i) at[order[i]] = i;
+  std::vector<GptModel*> rows;
+  std::vector<uint32_t> row_lens, twin_of;
+  for (size_t i = 0; i < n; ++i) {
+    rows.push_back(seqs[order[i]]);
+    row_lens.push_back(i < runs ? lens[order[i]] : 0);
+    twin_of.push_back(static_cast<uint32_t>(at[source[order[i]]]));
+  }
+  const std::vector<uint32_t> row_ids = run(graph_for(rows, row_lens, twin_of), rows);
+  // A twin's keys and values: its prompt's, from the sequence that ran it.
+  std::vector<KvCopy> copies;
+  for (size_t b = 0; b < n; ++b)
+    if (source[b] != b) {
+      const GptModel &from = *seqs[source[b]], &to = *seqs[b];
+      const auto end = static_cast<uint32_t>(prompts[b].size());
+      for (uint32_t l = 0; l < to.cfg_.n_layers; ++l) {
+        copies.push_back({from.k_cache(l), to.k_cache(l), prefilled[b], end});
+        copies.push_back({from.v_cache(l), to.v_cache(l), prefilled[b], end});
+      }
+    }
+  copy_kv_positions(seqs[0]->ctx_, copies, seqs[0]->attention_shape());
+  burst_prompts_ += n;
+  twin_prompts_ += n - runs;
+  std::vector<uint32_t> ids(n);
+  for (size_t b = 0; b < n; ++b) {
     GptModel& m = *seqs[b];
+    ids[b] = row_ids[at[b]];
     m.pos_ = static_cast<uint32_t>(prompts[b].size());
     static_cast<StepState*>(m.step_.mapped())->pos = m.pos_;  // the sampled token goes after the prompt
   }

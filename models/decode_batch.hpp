@@ -54,6 +54,11 @@ class DecodeBatch {
   // those of its own call (with exact rows; prompts run one by one where a burst cannot
   // match that: on GPUs, whose prompt steps take other kernels than a burst's; and
   // one-token chunks, see burst_fits). Returns the first tokens, in order.
+  // Twins: a sequence whose prompt and prefilled count equal an earlier one's in the same
+  // burst (the same request's n choices, or clients sending one prompt) runs no rows of its
+  // own: its keys and values are copied from that one's cache, and it samples, with its own
+  // parameters and seed, from a copy of that one's logits, which are what its own prompt
+  // would give, bit for bit.
   std::vector<uint32_t> sample_after_prefill(std::span<GptModel* const> seqs,
                                              std::span<const std::span<const uint32_t>> prompts,
                                              std::span<const uint32_t> prefilled);
@@ -69,13 +74,16 @@ class DecodeBatch {
   void warm_up(std::span<GptModel* const> slots);
 
   size_t cached_graphs() const { return graphs_.size(); }
-  // Prompts sample_after_prefill has run in bursts so far (not those it ran one by one).
+  // Prompts sample_after_prefill has run in bursts so far (not those it ran one by one),
+  // and of those the twins, which shared another's prompt.
   uint64_t burst_prompts() const { return burst_prompts_; }
+  uint64_t twin_prompts() const { return twin_prompts_; }
 
  private:
   struct Entry {
     std::vector<GptModel*> seqs;
     std::vector<uint32_t> lens;  // a burst's rows per sequence; empty for a decode step
+    std::vector<uint32_t> twin_of;  // a burst's twins' sequences whose prompts they share
     std::vector<uint64_t> sampling_versions;
     std::unique_ptr<Graph> graph;
     uint64_t last_used = 0;
@@ -83,8 +91,9 @@ class DecodeBatch {
     bool uses_sampler = false;  // one sampler dispatch for every row, reading the sampler table
   };
   static constexpr size_t kMaxGraphs = 8;
-  // The decode step's graph for seqs, or with `lens` a burst's.
-  Graph& graph_for(std::span<GptModel* const> seqs, std::span<const uint32_t> lens = {});
+  // The decode step's graph for seqs, or with `lens` (and twin_of) a burst's.
+  Graph& graph_for(std::span<GptModel* const> seqs, std::span<const uint32_t> lens = {},
+                   std::span<const uint32_t> twin_of = {});
   void check_shared(std::span<GptModel* const> seqs) const;
   void check(std::span<GptModel* const> seqs) const;
   // Whether prompts over `first`'s weights and device can run in bursts.
@@ -114,7 +123,7 @@ class DecodeBatch {
   bool sampler_used_ = false;
   std::vector<Entry> graphs_;
   uint64_t steps_ = 0;
-  uint64_t burst_prompts_ = 0;
+  uint64_t burst_prompts_ = 0, twin_prompts_ = 0;
 };
 
 }  // namespace gptvk

@@ -1,6 +1,7 @@
 // GptModel::build_graph: the one piece of code that turns a config into a graph of ops,
 // for a step of T tokens of the model's own sequence, or one token each of several
 // sequences (a batched decode step, models/decode_batch.hpp).
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -50,11 +51,14 @@ View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
 // prompt at its own positions: the products run over all of them at once, attention over
 // each one's rows and KV cache as its own prompt step would, and from the last layer on
 // only each sequence's last row goes on (gathered to row b), to the LM head and its sampler.
+// A twin in a burst (lens[b] == 0, after every prompt that runs) has the prompt of an
+// earlier sequence: it runs no rows, and its sampler reads a copy of that one's logits.
 struct GptModel::GraphBuild {
   GraphBuild(GptModel& m, uint32_t T, Head head, const BatchStep& step_of = {})
       : m(m), cfg(m.cfg_), w(m.w_), g(std::make_unique<Graph>(m.ctx_)), T(T), head(head), n(T), bs(step_of),
-        seqs(bs.seqs), lens(bs.lens), batch(!seqs.empty() && lens.empty()), burst(!lens.empty()),
+        seqs(bs.seqs), lens(bs.lens), twin_of(bs.twin_of), batch(!seqs.empty() && lens.empty()), burst(!lens.empty()),
         exact_rows(bs.exact_rows),
+        prompts_run(static_cast<uint32_t>(std::count_if(lens.begin(), lens.end(), [](uint32_t n) { return n > 0; }))),
         C(cfg.emb_dim), eps(cfg.norm_eps), shape(m.attention_shape()),
         x(rows_of(m.x_, T, C)), h(rows_of(m.h_, T, C)), qkv(rows_of(m.qkv_, T, 3 * C)),
         att(rows_of(m.att_, T, C)), ff(rows_of(m.ff_, T, cfg.ffn_dim)), ids(whole(m.ids_)), step(whole(m.step_)),
@@ -85,10 +89,12 @@ struct GptModel::GraphBuild {
   const BatchStep bs;                      // a batched step's sequences and buffers
   const std::span<GptModel* const> seqs;  // a batched step's sequences
   const std::span<const uint32_t> lens;    // a burst's rows per sequence
+  const std::span<const uint32_t> twin_of;  // a burst's twins: whose prompt each shares
   std::vector<uint32_t> firsts;            // a burst's first row of each sequence
   // batch: a decode step of seqs.size() rows; burst: a burst of prompts; exact_rows: each
   // row's arithmetic that of the sequence's own step (ExecutionPlan::batch_linear_kernel).
   const bool batch, burst, exact_rows;
+  const uint32_t prompts_run;  // a burst's sequences with rows: seqs[0, prompts_run), the twins after
   const uint32_t C;
   const float eps;
   const ops::AttentionShape shape;
@@ -151,7 +157,7 @@ struct GptModel::GraphBuild {
   // Token and position embeddings into x; a pre-LN model's first LayerNorm into h.
   void embed() {
     if (burst) {
-      for (size_t b = 0; b < seqs.size(); ++b)  // each prompt at its own positions
+      for (size_t b = 0; b < prompts_run; ++b)  // each prompt at its own positions
         ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb,
                    rows_at(m.x_, firsts[b], lens[b], C), lens[b], "embed");
     } else if (batch) {
@@ -236,7 +242,7 @@ struct GptModel::GraphBuild {
   // 2b + 1, as every prompt has two or more rows, so no row is overwritten before it moves).
   uint32_t attend_burst(uint32_t l, const std::string& p) {
     const bool last = l + 1 == cfg.n_layers;
-    for (size_t b = 0; b < seqs.size(); ++b) {
+    for (size_t b = 0; b < prompts_run; ++b) {
       GptModel& s = *seqs[b];
       const uint32_t first = firsts[b], len = lens[b], end = first + len - 1;
       const View q = rows_at(m.qkv_, first, len, 3 * C);
@@ -249,12 +255,12 @@ struct GptModel::GraphBuild {
       }
     }
     if (!last) return T;
-    for (uint32_t b = 0; b < seqs.size(); ++b) {
+    for (uint32_t b = 0; b < prompts_run; ++b) {
       const uint32_t end = firsts[b] + lens[b] - 1;
       ops::copy_rows(*g, att, rows_at(m.att_, b, 1, C), end, 1, C, p + "last_att");
       ops::copy_rows(*g, x, rows_at(m.x_, b, 1, C), end, 1, C, p + "last_x");
     }
-    return static_cast<uint32_t>(seqs.size());
+    return prompts_run;
   }
 
   // GPT-2: x = x + attn(LN1(x)); x = x + mlp(LN2(x)). Each LayerNorm rides on the linear
@@ -343,28 +349,31 @@ struct GptModel::GraphBuild {
                   m.sampling_state_.get());
   }
 
-  // A batched step's LM head over its n rows (one per sequence), in the order of a lone
-  // step's one-row product with exact rows, then every row's sampler (its own parameters,
-  // seed and counter) in one dispatch; or, where the batch gives no table for that (rows
-  // with sampling controls), each row's logits to its sequence and its own sampler.
+  // A batched step's LM head over its n rows (one per sequence that ran), in the order of a
+  // lone step's one-row product with exact rows; a burst's twins' rows copied from theirs;
+  // then every row's sampler (its own parameters, seed and counter) in one dispatch; or,
+  // where the batch gives no table for that (rows with sampling controls), each row's
+  // logits to its sequence and its own sampler.
   void batch_head(View normed, View head_bias) {
-    const uint32_t V = cfg.vocab_size;
-    // The n rows only: the whole buffer (max_chunk rows) may pass the device's binding range.
-    const View logits = rows_of(m.logits_all(), n, V);
+    const uint32_t V = cfg.vocab_size, rows = static_cast<uint32_t>(seqs.size());
+    // The rows only: the whole buffer (max_chunk rows) may pass the device's binding range.
+    const View logits = rows_of(m.logits_all(), rows, V);
     const Matrix& W = w.lm_head();
     if (fold && cfg.final_norm)
-      folded_head(head_bias, logits, n);
+      folded_head(head_bias, rows_of(m.logits_all(), n, V), n);
     else
-      ops::linear_with(*g, normed, W, head_bias, logits, n,
+      ops::linear_with(*g, normed, W, head_bias, rows_of(m.logits_all(), n, V), n,
                        {.kernel = m.plan_.batch_linear_kernel(m.ctx_, n, exact_rows, W, normed), .ep = plain,
                         .name = "lm_head"});
+    for (uint32_t b = n; b < rows; ++b)
+      ops::copy_rows(*g, rows_of(m.logits_all(), n, V), logits, twin_of[b], 1, V, "twin_logits", b);
     if (bs.sample_ids.buffer) {
       uint32_t filters = 0;
       for (const GptModel* s : seqs) filters |= ops::sampler_filters(s->sampling_, V);
-      ops::sample_rows(*g, logits, n, bs.sample_table, bs.sample_ids, bs.sample_scratch, V, filters, "sample");
+      ops::sample_rows(*g, logits, rows, bs.sample_table, bs.sample_ids, bs.sample_scratch, V, filters, "sample");
       return;
     }
-    for (uint32_t b = 0; b < n; ++b) {
+    for (uint32_t b = 0; b < rows; ++b) {
       GptModel& s = *seqs[b];
       ops::copy_rows(*g, logits, whole(s.logits_last_), b, 1, V, "row_logits");
       ops::sample(*g, whole(s.logits_last_), whole(s.ids_), whole(s.step_), whole(s.sample_scratch_), V, s.sampling_,

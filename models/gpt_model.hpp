@@ -115,8 +115,12 @@ class GptModel {
   struct BatchStep {
     std::span<GptModel* const> seqs;
     // Empty: a decode step, one token of each sequence (T = seqs.size() rows). Else a burst
-    // of prompts: lens[b] >= 2 tokens of seqs[b] (ids and step written), T their sum.
+    // of prompts: lens[b] >= 2 tokens of seqs[b] (ids and step written), T their sum; or
+    // lens[b] == 0 for a twin, whose prompt is that of seqs[twin_of[b]] at the same
+    // position: it runs no rows of its own and samples from a copy of that one's logits
+    // (twins come after every prompt that runs; DecodeBatch copies their keys and values).
     std::span<const uint32_t> lens;
+    std::span<const uint32_t> twin_of;
     bool exact_rows = false;  // each row's arithmetic that of the sequence's own step
     // A decode step's row table (position, KV slot unit per row; written before each run),
     // for one attention dispatch a layer over the rows' shared KvPool; or none.

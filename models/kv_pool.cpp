@@ -1,6 +1,7 @@
 #include "models/kv_pool.hpp"
 
 #include <stdexcept>
+#include <vector>
 
 #include "engine/ops/attention.hpp"
 #include "engine/vk/context.hpp"
@@ -20,6 +21,34 @@ KvPool::KvPool(vk::Context& ctx, uint32_t n_layers, ops::AttentionShape shape, u
     k_.back().try_create_texel_view();
     v_.back().try_create_texel_view();
   }
+}
+
+void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape) {
+  if (copies.empty()) return;
+  const uint64_t elem = shape.kv_f16 ? 2 : 4;
+  VkCommandBuffer cb = ctx.begin_one_shot();
+  // The shaders that wrote the source positions, before the copies read them; the copies
+  // before any later shader reads or writes either cache.
+  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                         VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0,
+                       nullptr, 0, nullptr);
+  std::vector<VkBufferCopy> regions;
+  for (const KvCopy& c : copies) {
+    if (c.begin >= c.end || c.end > shape.context) throw std::invalid_argument("copy_kv_positions: bad positions");
+    regions.clear();
+    for (uint32_t h = 0; h < shape.n_heads; ++h)
+      regions.push_back({c.from.offset + ops::kv_cache_index(shape, h, c.begin, 0) * elem,
+                         c.to.offset + ops::kv_cache_index(shape, h, c.begin, 0) * elem,
+                         uint64_t(c.end - c.begin) * shape.head_dim * elem});
+    vkCmdCopyBuffer(cb, c.from.buffer->handle(), c.to.buffer->handle(), static_cast<uint32_t>(regions.size()),
+                    regions.data());
+  }
+  VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0,
+                       nullptr, 0, nullptr);
+  ctx.end_one_shot(cb);
 }
 
 uint32_t KvPool::slot_unit(uint32_t s) const { return static_cast<uint32_t>(s * slot_bytes_ / unit_bytes_); }

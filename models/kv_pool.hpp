@@ -6,6 +6,7 @@
 // (ops::kv_append_attention_rows) and its graph does not depend on which slots it serves.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/graph.hpp"
@@ -35,5 +36,15 @@ class KvPool {
   uint64_t cache_bytes_, slot_bytes_, unit_bytes_;
   std::vector<vk::Buffer> k_, v_;
 };
+
+// Positions [begin, end) of every head of one sequence's key or value cache (a view laid
+// out as ops::kv_cache_index says) copied to the same place in another's.
+struct KvCopy {
+  View from, to;
+  uint32_t begin = 0, end = 0;
+};
+// Runs the copies in one submission, ordered after the work submitted before it and
+// before the work after it, and waits for them.
+void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape);
 
 }  // namespace gptvk

@@ -15,6 +15,14 @@ using Clock = std::chrono::steady_clock;
 
 // The most of n tokens that whole chunks of `chunk` tokens hold.
 size_t whole_chunks(size_t n, uint32_t chunk) { return n / chunk * chunk; }
+
+// Whether g's last chunk is a twin of one of `others`' in a burst: the same prompt from the
+// same position on, which DecodeBatch runs once for both.
+bool has_twin(const Generator& g, std::span<const Generator* const> others) {
+  return std::any_of(others.begin(), others.end(), [&](const Generator* o) {
+    return o->next_chunk_begin() == g.next_chunk_begin() && std::ranges::equal(o->prompt(), g.prompt());
+  });
+}
 }  // namespace
 
 Sequence::Sequence(std::vector<uint32_t> prompt, GenerationOptions options, bool prompt_logprobs)
@@ -230,18 +238,23 @@ size_t Scheduler::prefill_round() {
   size_t handed = 0;
   uint32_t spent = 0, chunks = 0;
   // Last chunks that run together after the others (DecodeBatch groups them by the rows
-  // that fit one graph).
+  // that fit one graph); `distinct` of them run, the others being their twins.
   std::vector<Slot*> together;
+  std::vector<const Generator*> distinct;
   while (Slot* s = next_to_prefill(together)) {
-    const uint32_t n = s->gen->next_chunk_tokens();
+    const bool burst = s->gen->last_chunk_next() && DecodeBatch::burst_fits(s->gen->next_chunk_tokens());
+    const bool twin = burst && has_twin(*s->gen, distinct);
+    const uint32_t n = twin ? 0 : s->gen->next_chunk_tokens();
     if (spent > 0 && spent + n > prefill_budget_) break;  // the next round's
     spent += n;
-    ++chunks;
-    if (s->gen->last_chunk_next() && DecodeBatch::burst_fits(n)) {
+    chunks += !twin;
+    if (burst) {
       together.push_back(s);
-      if (together.size() == kBurstPrompts) {  // these first tokens go out before the next burst runs
+      if (!twin) distinct.push_back(s->gen.get());
+      if (distinct.size() == kBurstPrompts) {  // these first tokens go out before the next burst runs
         handed += prefill_together(together);
         together.clear();
+        distinct.clear();
       }
       continue;
     }
@@ -274,6 +287,7 @@ size_t Scheduler::prefill_together(std::span<Slot* const> together) {
   {
     std::lock_guard lock(mu_);
     stats_.burst_prompts = batch_.burst_prompts();
+    stats_.twin_prompts = batch_.twin_prompts();
   }
   for (Slot* s : together) step(*s);  // the first tokens go out now
   return together.size();

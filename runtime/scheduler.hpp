@@ -3,10 +3,11 @@
 // does all the Vulkan work, in rounds: prompt chunks first (of sequences still prefilling,
 // then of queued ones taking free slots; the last chunks of several prompts, those that
 // sample a first token, run in bursts of up to kBurstPrompts, and each first token is sent
-// as soon as its burst ran), at most `prefill_budget` tokens of them a round, then one
-// batched decode step of every running sequence (models/decode_batch.hpp). A new sequence
-// waits for at most one step, and a long prompt delays the running streams by one chunk a
-// round, not by its whole prefill.
+// as soon as its burst ran; a prompt equal to another's in its burst runs once for both),
+// at most `prefill_budget` tokens of them a round, then one batched decode step of every
+// running sequence (models/decode_batch.hpp). A new sequence waits for at most one step,
+// and a long prompt delays the running streams by one chunk a round, not by its whole
+// prefill.
 // Sequences join and leave between steps; a cancelled one leaves at the next step. Each slot runs its
 // sequence exactly as a lone Generator would, so a sequence's tokens do not depend on what
 // else runs (greedy and seeded sampling alike): with exact rows (the default) the batched
@@ -104,6 +105,7 @@ struct SchedulerStats {
   uint64_t step_tokens = 0;  // tokens those rounds made (first tokens included)
   uint64_t prefill_chunks = 0;  // prompt chunks run
   uint64_t burst_prompts = 0;   // prompts whose last chunk ran in a burst with others' (prefill_together)
+  uint64_t twin_prompts = 0;    // of those, twins: another's equal prompt ran for them (DecodeBatch)
   uint32_t max_round_prefill_tokens = 0;  // most prompt tokens one round ran before its decode step
   uint64_t prompt_tokens_cached = 0;      // prompt tokens whose keys and values a slot kept (prompt cache)
   uint64_t cache_refill_chunks = 0;       // chunks of finished sequences' replies run while idle (prompt cache)
@@ -159,10 +161,11 @@ class Scheduler {
     size_t kept = 0;
     uint64_t released = 0;  // release order: among equals the least recently used slot is taken
   };
-  // Most prompts in one burst: a burst hands out every first token when it ends, so a round
-  // with many new prompts runs several smaller ones, the first tokens of each going out
-  // before the next runs. 8 gave 16 simultaneous clients the shortest median time to first
-  // token (bench/PERFORMANCE.md, "Batched decode").
+  // Most prompts that run in one burst (their twins join free): a burst hands out every
+  // first token when it ends, so a round with many new prompts runs several smaller ones,
+  // the first tokens of each going out before the next runs. 8 gave 16 simultaneous
+  // clients the shortest median time to first token (bench/PERFORMANCE.md, "Batched
+  // decode").
   static constexpr size_t kBurstPrompts = 8;
   // How long the scheduler is idle before a free slot runs a chunk of its last reply again
   // for the prompt cache (refill_chunk).

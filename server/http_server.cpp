@@ -498,6 +498,9 @@ void HttpServer::metrics(httplib::Response& res) {
            double(s.cache_refill_chunks));
     metric("gptvk_burst_prompts_total", "counter", "Prompts prefilled together with others' in one burst.",
            double(s.burst_prompts));
+    metric("gptvk_twin_prompts_total", "counter",
+           "Sequences that took an equal prompt's run in their burst instead of their own (n choices, one prompt sent by many).",
+           double(s.twin_prompts));
     metric("gptvk_decode_tokens_per_second", "gauge", "Tokens per second of the decode rounds so far, all slots together.",
            s.step_seconds > 0 ? double(s.step_tokens) / s.step_seconds : 0.0);
   }

@@ -76,52 +76,67 @@ struct Fixture : test::NoValidationMessages {
   On other_matvec() { return weights_on(test::other_matvec_context(), cfg); }
   std::unique_ptr<GptModel> model() { return model(native()); }
   std::unique_ptr<GptModel> model(const On& on) { return std::make_unique<GptModel>(on.ctx, on.cfg, on.weights); }
-  // A burst of 7 prompts against each one alone (a_burst_of_prompts_... below).
-  void burst_equals_lone(bool controls) {
+  // A burst of prompts against each one alone (a_burst_of_prompts_... below): sequence i
+  // has prompt `which[i]` of 7 (2 to 31 tokens; equal ones make twins, `twins` of them)
+  // and its own sampling parameters and seed, over models with chunks of `chunk` tokens,
+  // each prompt's chunks before its last run first.
+  void burst_equals_lone(bool controls, const std::vector<uint32_t>& which, uint32_t chunk = 256,
+                         uint64_t twins = 0) {
     auto params = [&](uint32_t i) {
       ops::SamplingParams p = sampling(i % kSequences);
       if (!controls) p.repeat_penalty = 1.0f, p.presence_penalty = 0.0f;
       return p;
     };
     const std::vector<uint32_t> lens = {2, 3, 8, 15, 16, 17, 31};
-    const uint32_t n = static_cast<uint32_t>(lens.size()), tokens = 3;
+    const uint32_t n = static_cast<uint32_t>(which.size()), tokens = 3;
     auto prompt_of = [&](uint32_t i) {
-      std::vector<uint32_t> p(lens[i]);
-      for (size_t t = 0; t < p.size(); ++t) p[t] = (2000 + 53 * i + 97 * t) % cfg.vocab_size;
+      std::vector<uint32_t> p(lens[which[i]]);
+      for (size_t t = 0; t < p.size(); ++t) p[t] = (2000 + 53 * which[i] + 97 * t) % cfg.vocab_size;
       return p;
     };
-    auto models = make_slot_models(test::context(), cfg, weights, n);
+    auto models = make_slot_models(test::context(), cfg, weights, n, chunk);
     std::vector<GptModel*> rows;
     std::vector<std::vector<uint32_t>> prompts;
     std::vector<std::span<const uint32_t>> views;
+    std::vector<uint32_t> prefilled;
     for (uint32_t i = 0; i < n; ++i) {
       models[i]->set_sampling(params(i));
       rows.push_back(models[i].get());
       prompts.push_back(prompt_of(i));
+      const auto chunks = models[i]->prompt_chunks(prompts[i].size());
+      for (size_t c = 0; c + 1 < chunks.size(); ++c)
+        models[i]->prefill(std::span<const uint32_t>(prompts[i]).subspan(chunks[c].first, chunk), chunks[c].first, false);
+      prefilled.push_back(chunks.back().first);
     }
     for (const auto& p : prompts) views.emplace_back(p);
-    const std::vector<uint32_t> prefilled(n, 0);
     DecodeBatch batch(true);
     const std::vector<uint32_t> first = batch.sample_after_prefill(rows, views, prefilled);
     BOOST_REQUIRE_EQUAL(first.size(), size_t(n));
-    BOOST_TEST(batch.burst_prompts() == n);
+    BOOST_TEST(batch.burst_prompts() == n);  // every last chunk here has two or more tokens
+    BOOST_TEST(batch.twin_prompts() == twins);
     std::vector<Run> runs(n);
     for (uint32_t i = 0; i < n; ++i) {
       runs[i].tokens.push_back(first[i]);
       runs[i].logits.push_back(models[i]->last_step_logits());
-      BOOST_TEST(models[i]->position() == lens[i]);
+      BOOST_TEST(models[i]->position() == prompts[i].size());
     }
     for (uint32_t k = 0; k < tokens; ++k) {
       const std::vector<uint32_t> next = batch.decode_next(rows);
-      for (uint32_t i = 0; i < n; ++i) runs[i].tokens.push_back(next[i]);
+      for (uint32_t i = 0; i < n; ++i) {
+        runs[i].tokens.push_back(next[i]);
+        runs[i].logits.push_back(models[i]->last_step_logits());
+      }
     }
     for (uint32_t i = 0; i < n; ++i) {
-      BOOST_TEST_INFO("sequence " << i << ", " << lens[i] << " prompt tokens");
-      auto m = model();
-      m->set_sampling(params(i));
-      std::vector<uint32_t> ref = {m->prefill_and_sample(prompts[i])};
-      BOOST_TEST((runs[i].logits[0] == m->last_step_logits()));
-      for (uint32_t k = 0; k < tokens; ++k) ref.push_back(m->decode_next());
+      BOOST_TEST_INFO("sequence " << i << ", " << prompts[i].size() << " prompt tokens");
+      GptModel m(test::context(), cfg, weights, chunk);
+      m.set_sampling(params(i));
+      std::vector<uint32_t> ref = {m.prefill_and_sample(prompts[i])};
+      BOOST_TEST((runs[i].logits[0] == m.last_step_logits()));
+      for (uint32_t k = 0; k < tokens; ++k) {
+        ref.push_back(m.decode_next());
+        BOOST_TEST((runs[i].logits[k + 1] == m.last_step_logits()), "token " << k + 1);
+      }
       BOOST_TEST(runs[i].tokens == ref, boost::test_tools::per_element());
     }
   }
@@ -316,7 +331,27 @@ BOOST_AUTO_TEST_CASE(a_burst_of_prompts_gives_each_its_lone_first_token_and_logi
     return;
   }
   for (bool controls : {true, false}) {
-    BOOST_TEST_CONTEXT((controls ? "a row with penalties" : "no sampling controls")) { burst_equals_lone(controls); }
+    BOOST_TEST_CONTEXT((controls ? "a row with penalties" : "no sampling controls")) {
+      burst_equals_lone(controls, {0, 1, 2, 3, 4, 5, 6});
+    }
+  }
+}
+
+// Twins: sequences whose prompts equal an earlier one's in the burst (OpenAI's n choices,
+// clients sending one prompt) run no rows; their keys and values are copied and they sample
+// from a copy of the logits, with their own parameters and seeds. Each still gets its lone
+// first token and logits, and its later steps (over the copied keys and values) too. With
+// chunks of 24 tokens the 31-token prompt's first chunk ran in each slot before the burst.
+BOOST_AUTO_TEST_CASE(twins_in_a_burst_get_their_lone_tokens_from_one_run_of_their_prompt) {
+  if (!test::context().cpu_kernels()) {
+    BOOST_TEST_MESSAGE("a GPU's kernels: prompts run one by one with exact rows; nothing to compare");
+    return;
+  }
+  for (bool controls : {true, false}) {
+    BOOST_TEST_CONTEXT((controls ? "a row with penalties" : "no sampling controls")) {
+      burst_equals_lone(controls, {3, 1, 3, 6, 3, 1, 0}, 256, 3);
+      burst_equals_lone(controls, {6, 6, 2, 6}, 24, 2);
+    }
   }
 }
 

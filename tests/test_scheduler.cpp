@@ -49,6 +49,27 @@ struct Fixture : test::NoValidationMessages {
     p.resize(n);
     return p;
   }
+  // The steps `seq` gave equal those of a lone Generator over `lone` with the same prompt
+  // and options: tokens, text, finish reason, log-probabilities.
+  void expect_lone(GptModel& lone, const Sequence& seq, const std::vector<GenerationStep>& steps) {
+    BOOST_TEST(seq.error().empty());
+    Generator gen(lone, tok);
+    gen.start(seq.prompt(), seq.options());
+    std::vector<uint32_t> tokens;
+    std::string text;
+    for (const auto& s : steps) {
+      if (s.token) tokens.push_back(*s.token);
+      text += s.text;
+    }
+    while (!gen.finished()) gen.next();
+    BOOST_TEST(tokens == gen.tokens());
+    BOOST_TEST(text == gen.text());
+    BOOST_TEST(seq.finish_reason() == gen.finish_reason());
+    size_t k = 0;
+    for (const auto& s : steps)
+      if (s.logprob) BOOST_TEST(s.logprob->logprob == gen.logprobs().at(k++).logprob);
+    BOOST_TEST(k == gen.logprobs().size());
+  }
 };
 
 // Every step's text, token and logprob, until the end.
@@ -86,27 +107,31 @@ BOOST_AUTO_TEST_CASE(each_sequence_equals_a_lone_generator) {
   GptModel lone(test::context(), cfg, load_weights(test::context(), cfg));
   for (uint32_t i = 0; i < kSequences; ++i) {
     BOOST_TEST_INFO("sequence " << i);
-    const std::vector<GenerationStep>& steps = all[i];
-    BOOST_TEST(seqs[i]->error().empty());
-    Generator gen(lone, tok);
-    gen.start(prompt(i), options(i));
-    std::vector<uint32_t> tokens;
-    std::string text;
-    for (const auto& s : steps) {
-      if (s.token) tokens.push_back(*s.token);
-      text += s.text;
-    }
-    while (!gen.finished()) gen.next();
-    BOOST_TEST(tokens == gen.tokens());
-    BOOST_TEST(text == gen.text());
-    BOOST_TEST(seqs[i]->finish_reason() == gen.finish_reason());
-    size_t k = 0;
-    for (const auto& s : steps)
-      if (s.logprob) BOOST_TEST(s.logprob->logprob == gen.logprobs().at(k++).logprob);
-    BOOST_TEST(k == gen.logprobs().size());
+    expect_lone(lone, *seqs[i], all[i]);
   }
   BOOST_TEST(options(4).stop.size() == 1u);
   BOOST_TEST(seqs[4]->finish_reason() == FinishReason::StopString);
+}
+
+// Ten sequences over three prompts arriving together (OpenAI's n choices, or clients sending
+// one prompt): each prompt runs once in the first burst, its twins take copies of its keys,
+// values and logits (DecodeBatch), and every sequence still equals a lone Generator, its own
+// sampling parameters and seed included.
+BOOST_AUTO_TEST_CASE(equal_prompts_arriving_together_run_once_and_each_equals_a_lone_generator) {
+  constexpr uint32_t kSequences = 10;
+  Scheduler sched(slots(kSequences), tok, 16);
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  for (uint32_t i = 0; i < kSequences; ++i) seqs.push_back(std::make_shared<Sequence>(prompt(i % 3), options(i)));
+  sched.submit(seqs);
+  std::vector<std::vector<GenerationStep>> all;
+  for (auto& s : seqs) all.push_back(drain(*s));
+  if (test::context().cpu_kernels()) BOOST_TEST(sched.stats().twin_prompts == kSequences - 3);
+  sched.shutdown(std::chrono::milliseconds(0));
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg));
+  for (uint32_t i = 0; i < kSequences; ++i) {
+    BOOST_TEST_INFO("sequence " << i);
+    expect_lone(lone, *seqs[i], all[i]);
+  }
 }
 
 // serve --batch-kernels gemm: batched steps and bursts through the prompts' GEMMs, whose sums

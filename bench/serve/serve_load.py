@@ -10,6 +10,8 @@ whether every response was complete (ended with data: [DONE] and finish_reason s
 With --long-prompt N, one more request with an N-token prompt (and max_tokens 1) arrives in
 each round once the clients stream: the clients' longest inter-token gap then shows how long
 its prefill holds up the running streams (serve --prefill-chunk bounds that to a chunk).
+Every client sends the same prompt (the server runs prompts arriving together once, each
+sequence sampling with its own seed); --distinct-prompts ends client c's with " c" instead.
 
   python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 1,16   # starts the server
   python3 bench/serve/serve_load.py --url http://127.0.0.1:8080 --clients 4
@@ -94,7 +96,8 @@ def run_round(url, clients, requests, args):
 
     def client(c):
         for r in range(requests):
-            body = {"prompt": args.prompt, "max_tokens": args.max_tokens, "temperature": 0.8,
+            prompt = f"{args.prompt} {c}" if args.distinct_prompts else args.prompt
+            body = {"prompt": prompt, "max_tokens": args.max_tokens, "temperature": 0.8,
                     "seed": c * 1000 + r, "stream": True, "stream_options": {"include_usage": True}}
             out = one_request(url, body, args.timeout)
             with lock:
@@ -138,6 +141,7 @@ def main():
     ap.add_argument("--requests", type=int, default=3, help="requests per client per round")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompt", default="It is a truth universally acknowledged, that a single man in possession")
+    ap.add_argument("--distinct-prompts", action="store_true", help="each client's prompt its own (ends with its number)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--long-prompt", type=int, default=0, help="tokens of one long prompt arriving in each round")
     ap.add_argument("--long-delay", type=float, default=1.0, help="seconds into the round the long prompt arrives")
@@ -157,7 +161,8 @@ def main():
         if proc:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
-    print(f"max_tokens {args.max_tokens}, {args.requests} requests per client, url {url}")
+    print(f"max_tokens {args.max_tokens}, {args.requests} requests per client, "
+          f"{'distinct prompts' if args.distinct_prompts else 'one prompt'}, url {url}")
     print("| clients | requests (complete) | tokens | aggregate tok/s | TTFT p50 / p90 (ms) "
           "| inter-token p50 / p90 / max (ms) |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
