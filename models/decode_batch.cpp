@@ -7,6 +7,8 @@
 
 #include "engine/error.hpp"
 #include "engine/ops/attention.hpp"
+#include "engine/ops/copy_rows.hpp"
+#include "engine/ops/sample.hpp"
 #include "engine/ops/sample_controls.hpp"
 #include "engine/ops/step.hpp"
 #include "engine/vk/context.hpp"
@@ -196,6 +198,7 @@ std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* cons
   }
   const bool bursts = can_burst(*seqs[0]);
   std::vector<uint32_t> ids(seqs.size());
+  std::vector<bool> alone(seqs.size());  // ran as its own step: its logits stay in its model
   // In order: as many prompts together as fit the first one's activations (its chunk's
   // rows, a twin taking none but its logits' row); one that cannot join a burst, or finds
   // itself alone, runs as its own step.
@@ -207,7 +210,13 @@ std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* cons
       rows += own;
     }
     if (e - b < 2) {
-      ids[b] = seqs[b]->sample_after_prefill(prompts[b], prefilled[b]);
+      const size_t source = twin_source(prompts, prefilled, 0, b);
+      if (source < b && alone[source]) {
+        ids[b] = run_twin(*seqs[b], *seqs[source], prompts[b], prefilled[b]);
+      } else {
+        ids[b] = seqs[b]->sample_after_prefill(prompts[b], prefilled[b]);
+        alone[b] = true;
+      }
       ++b;
       continue;
     }
@@ -217,6 +226,38 @@ std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* cons
     b = e;
   }
   return ids;
+}
+
+uint32_t DecodeBatch::run_twin(GptModel& m, const GptModel& source, std::span<const uint32_t> prompt,
+                               uint32_t prefilled) {
+  const auto chunk = prompt.subspan(prefilled);
+  m.check_ids(chunk, prefilled);
+  if (prefilled && m.pos_ != prefilled) throw std::logic_error("DecodeBatch: the earlier chunks did not run");
+  // Set up as its own sample_after_prefill would be, then its sampler over a copy of the
+  // logits the source sampled from.
+  m.sampling_state_->reset(prompt);
+  m.write_ids(chunk, prefilled);
+  static_cast<StepState*>(m.step_.mapped())->rng_step = 0;
+  const uint32_t V = m.cfg_.vocab_size;
+  Graph g(m.ctx_);
+  ops::copy_rows(g, source.step_logits_, whole(m.logits_last_), 0, 1, V, "twin_logits");
+  ops::sample(g, whole(m.logits_last_), whole(m.ids_), whole(m.step_), whole(m.sample_scratch_), V, m.sampling_,
+              "sample", m.sampling_state_.get());
+  g.record();
+  g.run();
+  std::vector<KvCopy> copies;
+  const auto end = static_cast<uint32_t>(prompt.size());
+  for (uint32_t l = 0; l < m.cfg_.n_layers; ++l) {
+    copies.push_back({source.k_cache(l), m.k_cache(l), prefilled, end});
+    copies.push_back({source.v_cache(l), m.v_cache(l), prefilled, end});
+  }
+  copy_kv_positions(m.ctx_, copies, m.attention_shape());
+  m.step_logits_ = whole(m.logits_last_);
+  m.last_run_.clear();
+  m.pos_ = end;
+  static_cast<StepState*>(m.step_.mapped())->pos = end;  // the sampled token goes after the prompt
+  ++twin_prompts_;
+  return static_cast<const uint32_t*>(m.ids_.mapped())[0];
 }
 
 std::vector<uint32_t> DecodeBatch::run_burst(std::span<GptModel* const> seqs,

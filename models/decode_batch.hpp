@@ -55,10 +55,10 @@ class DecodeBatch {
   // match that: on GPUs, whose prompt steps take other kernels than a burst's; and
   // one-token chunks, see burst_fits). Returns the first tokens, in order.
   // Twins: a sequence whose prompt and prefilled count equal an earlier one's in the same
-  // burst (the same request's n choices, or clients sending one prompt) runs no rows of its
-  // own: its keys and values are copied from that one's cache, and it samples, with its own
-  // parameters and seed, from a copy of that one's logits, which are what its own prompt
-  // would give, bit for bit.
+  // burst, or those of one that ran as its own step (the same request's n choices, or
+  // clients sending one prompt), runs no rows of its own: its keys and values are copied
+  // from that one's cache, and it samples, with its own parameters and seed, from a copy of
+  // that one's logits, which are what its own prompt would give, bit for bit.
   std::vector<uint32_t> sample_after_prefill(std::span<GptModel* const> seqs,
                                              std::span<const std::span<const uint32_t>> prompts,
                                              std::span<const uint32_t> prefilled);
@@ -98,6 +98,9 @@ class DecodeBatch {
   void check(std::span<GptModel* const> seqs) const;
   // Whether prompts over `first`'s weights and device can run in bursts.
   bool can_burst(const GptModel& first) const;
+  // Twin `m` of `source`, which ran the same prompt from `prefilled` on as its own step:
+  // its keys and values copied, its first token sampled from a copy of source's logits.
+  uint32_t run_twin(GptModel& m, const GptModel& source, std::span<const uint32_t> prompt, uint32_t prefilled);
   // One burst: every prompt's last chunk (lens[b] tokens, together at most seqs[0]'s chunk).
   std::vector<uint32_t> run_burst(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts,
                                   std::span<const uint32_t> prefilled, std::span<const uint32_t> lens);

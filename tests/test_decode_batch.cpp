@@ -78,9 +78,10 @@ struct Fixture : test::NoValidationMessages {
   std::unique_ptr<GptModel> model(const On& on) { return std::make_unique<GptModel>(on.ctx, on.cfg, on.weights); }
   // A burst of prompts against each one alone (a_burst_of_prompts_... below): sequence i
   // has prompt `which[i]` of 7 (2 to 31 tokens; equal ones make twins, `twins` of them)
-  // and its own sampling parameters and seed, over models with chunks of `chunk` tokens,
-  // each prompt's chunks before its last run first.
-  void burst_equals_lone(bool controls, const std::vector<uint32_t>& which, uint32_t chunk = 256,
+  // and its own sampling parameters and seed, over models on `on` with chunks of `chunk`
+  // tokens, each prompt's chunks before its last run first. On a GPU's kernels the prompts
+  // run one by one (twins still share).
+  void burst_equals_lone(const On& on, bool controls, const std::vector<uint32_t>& which, uint32_t chunk = 256,
                          uint64_t twins = 0) {
     auto params = [&](uint32_t i) {
       ops::SamplingParams p = sampling(i % kSequences);
@@ -91,10 +92,10 @@ struct Fixture : test::NoValidationMessages {
     const uint32_t n = static_cast<uint32_t>(which.size()), tokens = 3;
     auto prompt_of = [&](uint32_t i) {
       std::vector<uint32_t> p(lens[which[i]]);
-      for (size_t t = 0; t < p.size(); ++t) p[t] = (2000 + 53 * which[i] + 97 * t) % cfg.vocab_size;
+      for (size_t t = 0; t < p.size(); ++t) p[t] = (2000 + 53 * which[i] + 97 * t) % on.cfg.vocab_size;
       return p;
     };
-    auto models = make_slot_models(test::context(), cfg, weights, n, chunk);
+    auto models = make_slot_models(on.ctx, on.cfg, on.weights, n, chunk);
     std::vector<GptModel*> rows;
     std::vector<std::vector<uint32_t>> prompts;
     std::vector<std::span<const uint32_t>> views;
@@ -112,7 +113,8 @@ struct Fixture : test::NoValidationMessages {
     DecodeBatch batch(true);
     const std::vector<uint32_t> first = batch.sample_after_prefill(rows, views, prefilled);
     BOOST_REQUIRE_EQUAL(first.size(), size_t(n));
-    BOOST_TEST(batch.burst_prompts() == n);  // every last chunk here has two or more tokens
+    // Every last chunk here has two or more tokens.
+    BOOST_TEST(batch.burst_prompts() == (on.ctx.cpu_kernels() ? n : 0u));
     BOOST_TEST(batch.twin_prompts() == twins);
     std::vector<Run> runs(n);
     for (uint32_t i = 0; i < n; ++i) {
@@ -129,7 +131,7 @@ struct Fixture : test::NoValidationMessages {
     }
     for (uint32_t i = 0; i < n; ++i) {
       BOOST_TEST_INFO("sequence " << i << ", " << prompts[i].size() << " prompt tokens");
-      GptModel m(test::context(), cfg, weights, chunk);
+      GptModel m(on.ctx, on.cfg, on.weights, chunk);
       m.set_sampling(params(i));
       std::vector<uint32_t> ref = {m.prefill_and_sample(prompts[i])};
       BOOST_TEST((runs[i].logits[0] == m.last_step_logits()));
@@ -332,7 +334,7 @@ BOOST_AUTO_TEST_CASE(a_burst_of_prompts_gives_each_its_lone_first_token_and_logi
   }
   for (bool controls : {true, false}) {
     BOOST_TEST_CONTEXT((controls ? "a row with penalties" : "no sampling controls")) {
-      burst_equals_lone(controls, {0, 1, 2, 3, 4, 5, 6});
+      burst_equals_lone(native(), controls, {0, 1, 2, 3, 4, 5, 6});
     }
   }
 }
@@ -342,15 +344,15 @@ BOOST_AUTO_TEST_CASE(a_burst_of_prompts_gives_each_its_lone_first_token_and_logi
 // from a copy of the logits, with their own parameters and seeds. Each still gets its lone
 // first token and logits, and its later steps (over the copied keys and values) too. With
 // chunks of 24 tokens the 31-token prompt's first chunk ran in each slot before the burst.
-BOOST_AUTO_TEST_CASE(twins_in_a_burst_get_their_lone_tokens_from_one_run_of_their_prompt) {
-  if (!test::context().cpu_kernels()) {
-    BOOST_TEST_MESSAGE("a GPU's kernels: prompts run one by one with exact rows; nothing to compare");
-    return;
-  }
-  for (bool controls : {true, false}) {
-    BOOST_TEST_CONTEXT((controls ? "a row with penalties" : "no sampling controls")) {
-      burst_equals_lone(controls, {3, 1, 3, 6, 3, 1, 0}, 256, 3);
-      burst_equals_lone(controls, {6, 6, 2, 6}, 24, 2);
+// On a GPU's kernels, where prompts run one by one, twins copy from the one that ran.
+BOOST_AUTO_TEST_CASE(twins_get_their_lone_tokens_from_one_run_of_their_prompt) {
+  for (bool gpu : {false, true}) {
+    const On on = gpu ? this->gpu() : native();
+    for (bool controls : {true, false}) {
+      BOOST_TEST_CONTEXT((gpu ? "a GPU's kernels, " : "") << (controls ? "a row with penalties" : "no sampling controls")) {
+        burst_equals_lone(on, controls, {3, 1, 3, 6, 3, 1, 0}, 256, 3);
+        burst_equals_lone(on, controls, {6, 6, 2, 6}, 24, 2);
+      }
     }
   }
 }
