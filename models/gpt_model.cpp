@@ -261,6 +261,19 @@ void GptModel::reuse_prompt_prefix(uint32_t tokens) {
   pos_ = tokens;
 }
 
+void GptModel::copy_prompt_prefix(const GptModel& other, uint32_t tokens) {
+  if (other.shared_weights() != shared_weights() || other.max_chunk_ != max_chunk_ || &other.ctx_ != &ctx_)
+    throw std::logic_error("copy_prompt_prefix: another model's weights, device or chunk size");
+  if (tokens > other.pos_) throw std::logic_error("copy_prompt_prefix: the other model has not run those tokens");
+  reuse_prompt_prefix(tokens);
+  std::vector<KvCopy> copies;
+  for (uint32_t l = 0; tokens > 0 && l < cfg_.n_layers; ++l) {
+    copies.push_back({other.k_cache(l), k_cache(l), 0, tokens});
+    copies.push_back({other.v_cache(l), v_cache(l), 0, tokens});
+  }
+  copy_kv_positions(ctx_, copies, attention_shape());
+}
+
 uint32_t GptModel::sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled) {
   if (prompt.empty()) throw InputError("the prompt has no tokens");
   if (prefilled >= prompt.size()) throw std::logic_error("sample_after_prefill: no tokens left to run");

@@ -81,6 +81,10 @@ class GptModel {
   // Its remaining chunks then run as prompt_chunks gives them, with the same results as
   // running the whole prompt.
   void reuse_prompt_prefix(uint32_t tokens);
+  // reuse_prompt_prefix with the keys and values of those tokens copied from `other` (over
+  // the same weights and chunk size), whose cache holds them from a prompt's whole chunks:
+  // the same bits as this model's own chunks would compute.
+  void copy_prompt_prefix(const GptModel& other, uint32_t tokens);
   uint32_t sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled);
   // Embeds the last sampled token at the next position, runs the model and samples again:
   // one submit, 4 bytes back.

@@ -193,10 +193,14 @@ Scheduler::Slot* Scheduler::next_to_prefill(std::span<Slot* const> skip) {
   return nullptr;  // the queue is empty
 }
 
+size_t Scheduler::kept_tokens(const Slot& slot) const {
+  return slot.seq ? std::min<size_t>(slot.gen->prompt_tokens_in_cache(), slot.tokens.size()) : slot.kept;
+}
+
 uint32_t Scheduler::reusable(const Slot& slot, const Sequence& seq) const {
   const std::vector<uint32_t>& p = seq.prompt();
   if (!prompt_cache_ || seq.wants_prompt_logprobs() || seq.options().max_tokens == 0 || p.empty()) return 0;
-  const size_t n = std::min(slot.kept, p.size() - 1);  // the last prompt token always runs: it samples
+  const size_t n = std::min(kept_tokens(slot), p.size() - 1);  // the last prompt token always runs: it samples
   const size_t same = static_cast<size_t>(std::mismatch(p.begin(), p.begin() + n, slot.tokens.begin()).first - p.begin());
   return static_cast<uint32_t>(whole_chunks(same, slot.model->max_chunk()));
 }
@@ -329,17 +333,27 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
     --stats_.active;  // counted by next_queued()
     return;
   }
+  // Before anything runs over the slot's KV cache: what it keeps of the prompt, and what
+  // another slot (running or free) keeps beyond that, to be copied.
+  const Slot* source = nullptr;
+  uint32_t reuse = reusable(slot, *seq);
+  for (const Slot& s : slots_)
+    if (&s != &slot && reusable(s, *seq) > reuse) source = &s, reuse = reusable(s, *seq);
   slot.seq = std::move(seq);
   slot.admitted = ++admissions_;
   Sequence& q = *slot.seq;
-  const uint32_t reuse = reusable(slot, q);  // before anything runs over the slot's KV cache
   slot.kept = 0;
-  slot.tokens.clear();
+  slot.tokens = q.prompt();  // while it runs, its prompt chunks are kept for others (kept_tokens)
   {
     std::lock_guard lock(mu_);
     stats_.prompt_tokens += q.prompt().size();
   }
   try {
+    if (source) {
+      slot.model->copy_prompt_prefix(*source->model, reuse);
+      std::lock_guard lock(mu_);
+      stats_.prompt_tokens_copied += reuse;
+    }
     if (q.want_prompt_logprobs_) {
       const uint32_t V = slot.model->config().vocab_size;
       std::vector<float> logits = slot.model->prefill(q.prompt(), 0, true);

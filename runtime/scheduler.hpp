@@ -108,6 +108,7 @@ struct SchedulerStats {
   uint64_t twin_prompts = 0;    // of those, twins: another's equal prompt ran for them (DecodeBatch)
   uint32_t max_round_prefill_tokens = 0;  // most prompt tokens one round ran before its decode step
   uint64_t prompt_tokens_cached = 0;      // prompt tokens whose keys and values a slot kept (prompt cache)
+  uint64_t prompt_tokens_copied = 0;      // of those, tokens copied from another slot's cache
   uint64_t cache_refill_chunks = 0;       // chunks of finished sequences' replies run while idle (prompt cache)
 };
 
@@ -126,7 +127,10 @@ class Scheduler {
   // chunk runs); 0: the slots' chunk (GptModel::max_chunk).
   // `prompt_cache`: a slot keeps the keys and values of the last prompt it ran, and a new
   // sequence goes to the free slot whose kept prompt shares the most whole chunks with its
-  // own, which then do not run again (Generator::begin's reuse; the same results). While
+  // own, which then do not run again (Generator::begin's reuse; the same results). Where
+  // another slot, running or free, keeps more of them, they are copied from its cache
+  // (GptModel::copy_prompt_prefix): concurrent users of one long preamble, or the n
+  // choices of a long prompt, run its chunks once. While
   // nothing else runs, a free slot also runs the whole chunks of its last sequence's prompt
   // and reply that its prompt did not fill, as a prompt's chunks (a decode step computes
   // keys and values in another order), so that the next turn of a conversation, whose
@@ -154,9 +158,11 @@ class Scheduler {
     std::unique_ptr<Generator> gen;
     std::shared_ptr<Sequence> seq;  // null: free
     uint64_t admitted = 0;          // admission order: the longest-waiting prompt runs first
-    // The prompt cache: the last sequence's prompt (and, once it ran whole, its generated
-    // tokens); the slot's KV cache holds the keys and values of the first `kept` of them as
-    // a prompt's chunks compute them (Generator::prompt_tokens_in_cache, then refill_chunk).
+    // The prompt cache: the running sequence's prompt, or the last sequence's (and, once it
+    // ran whole, its generated tokens); the slot's KV cache holds the keys and values of
+    // the first kept_tokens() of them as a prompt's chunks compute them: while a sequence
+    // runs, those its prompt ran (Generator::prompt_tokens_in_cache); when free, `kept`
+    // (the same at release, then refill_chunk's).
     std::vector<uint32_t> tokens;
     size_t kept = 0;
     uint64_t released = 0;  // release order: among equals the least recently used slot is taken
@@ -184,6 +190,7 @@ class Scheduler {
   // sequence's results as its own) and hands out their first tokens; returns how many.
   size_t prefill_together(std::span<Slot* const> together);
   void admit(Slot& slot, std::shared_ptr<Sequence> seq);
+  size_t kept_tokens(const Slot& slot) const;  // see Slot::tokens
   // Prompt tokens of `seq` whose keys and values `slot` holds, in whole chunks, leaving one
   // token or more to run (0 without the prompt cache, or for a sequence that scores its
   // prompt, which runs it whole).

@@ -493,6 +493,9 @@ void HttpServer::metrics(httplib::Response& res) {
     metric("gptvk_prompt_tokens_cached_total", "counter",
            "Prompt tokens not run again: a slot kept their keys and values from its last prompt.",
            double(s.prompt_tokens_cached));
+    metric("gptvk_prompt_tokens_copied_total", "counter",
+           "Of the cached prompt tokens, those copied from another slot's keys and values (a running or free one).",
+           double(s.prompt_tokens_copied));
     metric("gptvk_prompt_cache_refill_chunks_total", "counter",
            "Chunks of finished replies a free slot ran while idle, for the next turn's prompt to keep.",
            double(s.cache_refill_chunks));

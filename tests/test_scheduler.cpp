@@ -324,6 +324,58 @@ BOOST_AUTO_TEST_CASE(prompt_cache_skips_kept_chunks_with_the_same_results) {
 // A conversation's next turn: while the scheduler is idle, the free slot runs its last
 // sequence's prompt and reply as prompt chunks, so a prompt holding that reply keeps it too,
 // with a lone Generator's tokens and log-probabilities, bit for bit.
+// A slot that is still running lends its prompt's whole chunks: a new sequence sharing 27
+// tokens with it (three chunks of 8) goes to the free slot, which keeps nothing, and copies
+// those chunks' keys and values from the running one (GptModel::copy_prompt_prefix).
+BOOST_AUTO_TEST_CASE(a_running_slots_prompt_chunks_are_copied_for_a_new_sequence) {
+  constexpr uint32_t kChunk = 8;
+  const std::vector<uint32_t> base = joined_prompts(40);
+  GenerationOptions lengthy = options(0);
+  lengthy.max_tokens = 200;
+  lengthy.stop_at_end_of_text = false;
+  Scheduler sched(slots(2, kChunk), tok, 4);
+  auto running = std::make_shared<Sequence>(base, lengthy);
+  sched.submit({running});
+  std::vector<GenerationStep> first;
+  for (int i = 0; i < 600 && first.empty(); ++i) running->wait_steps(first, std::chrono::milliseconds(50));
+  BOOST_REQUIRE(!first.empty());  // its prompt ran: it decodes now
+  std::vector<uint32_t> prompt(base.begin(), base.begin() + 27), tail = joined_prompts(13, 60);
+  prompt.insert(prompt.end(), tail.begin(), tail.end());
+  auto seq = std::make_shared<Sequence>(prompt, options(3));
+  sched.submit({seq});
+  const std::vector<GenerationStep> steps = drain(*seq);
+  running->cancel();
+  drain(*running);
+  BOOST_TEST(seq->timings().prompt_tokens_cached == 24u);
+  BOOST_TEST(sched.stats().prompt_tokens_copied == 24u);
+  sched.shutdown(std::chrono::milliseconds(0));
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
+  expect_lone(lone, *seq, steps);
+}
+
+// The n choices of a long prompt (four sequences, one 40-token prompt, chunks of 8): the
+// first runs its chunks, one a round; the others, admitted when its last chunk is due, copy
+// its four whole chunks and join that last chunk's burst as twins. Each equals a lone run.
+BOOST_AUTO_TEST_CASE(equal_long_prompts_run_their_chunks_once) {
+  constexpr uint32_t kChunk = 8, kSequences = 4;
+  const std::vector<uint32_t> prompt = joined_prompts(40);
+  Scheduler sched(slots(kSequences, kChunk), tok, 4);
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  for (uint32_t i = 0; i < kSequences; ++i) seqs.push_back(std::make_shared<Sequence>(prompt, options(i)));
+  sched.submit(seqs);
+  std::vector<std::vector<GenerationStep>> all;
+  for (auto& s : seqs) all.push_back(drain(*s));
+  BOOST_TEST(sched.stats().prompt_tokens_copied == (kSequences - 1) * 32u);
+  BOOST_TEST(sched.stats().twin_prompts == kSequences - 1);
+  BOOST_TEST(sched.stats().prefill_chunks == 5u);  // the first sequence's, and no other
+  sched.shutdown(std::chrono::milliseconds(0));
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
+  for (uint32_t i = 0; i < kSequences; ++i) {
+    BOOST_TEST_INFO("sequence " << i);
+    expect_lone(lone, *seqs[i], all[i]);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(an_idle_slot_keeps_the_reply_for_the_next_turn) {
   constexpr uint32_t kChunk = 8;
   const std::vector<uint32_t> first = joined_prompts(20);
