@@ -1,8 +1,8 @@
 // `gpt-vk serve`'s prompt cache end to end on the bundled model: a prompt that begins with
 // whole --prefill-chunk chunks of the slot's last prompt skips them, says so in
 // usage.prompt_tokens_details.cached_tokens and /metrics, and answers exactly what the
-// library's Generator makes for it alone (over a model of the same chunk size); with
-// --no-prompt-cache nothing is kept.
+// library's Generator makes for it alone (over a model of the same chunk size); a request's
+// n choices run their prompt once; with --no-prompt-cache nothing is kept.
 #define BOOST_TEST_MODULE server_prompt_cache
 #include <httplib.h>
 
@@ -93,6 +93,41 @@ BOOST_AUTO_TEST_CASE(kept_chunks_are_skipped_and_the_answers_equal_the_library) 
     BOOST_REQUIRE(lp.size() == gen.logprobs().size());
     for (size_t k = 0; k < lp.size(); ++k) BOOST_TEST(lp[k].get<float>() == gen.logprobs()[k].logprob);  // bit for bit
   }
+}
+
+// A request's n choices share one prompt: the first choice runs its chunks, the others copy
+// its three whole chunks (54 of its tokens before the last) and join its last chunk as
+// twins. Each choice equals that of the same request on a server that runs the choices one
+// by one in one slot without the cache.
+BOOST_AUTO_TEST_CASE(n_choices_run_their_prompt_once) {
+  const ModelConfig cfg = load_config(kConfig.string());
+  const Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+  const Prompts p = prompts(tok);
+  BOOST_REQUIRE(p.first.size() > 48u && p.first.size() <= 64u);
+  const json body = {{"prompt", p.first}, {"n", 4},      {"max_tokens", 8},
+                     {"temperature", 0.9}, {"seed", 11}, {"logprobs", 2}};
+  auto ask = [&](const std::vector<std::string>& flags, bool shared) {
+    test::ServerProcess server(flags);
+    httplib::Client cli("127.0.0.1", server.port());
+    cli.set_read_timeout(120, 0);
+    auto r = cli.Post("/v1/completions", body.dump(), "application/json");
+    BOOST_REQUIRE_MESSAGE(r && r->status == 200, (r ? r->body : "no HTTP response"));
+    BOOST_TEST(test::metric(server.port(), "gptvk_twin_prompts_total") == (shared ? 3 : 0));
+    BOOST_TEST(test::metric(server.port(), "gptvk_prompt_tokens_copied_total") == (shared ? 3 * 48 : 0));
+    return json::parse(r->body);
+  };
+  const std::string chunk = std::to_string(kChunk);
+  const json together = ask({"--parallel", "4", "--prefill-chunk", chunk}, true);
+  const json one_by_one = ask({"--parallel", "1", "--prefill-chunk", chunk, "--no-prompt-cache"}, false);
+  BOOST_REQUIRE(together["choices"].size() == 4u);
+  BOOST_REQUIRE(one_by_one["choices"].size() == 4u);
+  for (const json& a : together["choices"])
+    for (const json& b : one_by_one["choices"])
+      if (a["index"] == b["index"]) {
+        BOOST_TEST_INFO("choice " << a["index"]);
+        BOOST_TEST(a["text"] == b["text"]);
+        BOOST_TEST(a["logprobs"]["token_logprobs"] == b["logprobs"]["token_logprobs"]);  // bit for bit
+      }
 }
 
 BOOST_AUTO_TEST_CASE(no_prompt_cache_keeps_nothing) {
