@@ -106,10 +106,11 @@ Action add_serve(CLI::App& app, Common& common) {
                   "logits within rounding of a lone run")
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
   cmd->add_flag("--no-prompt-cache", f->no_prompt_cache,
-                "run every prompt whole; by default a slot keeps the keys and values of the last prompt\n"
+                "keep no prompt's keys and values for later ones; by default a slot keeps those of the last prompt\n"
                 "it ran (and, run again while idle, of its reply), and a prompt that begins with whole\n"
-                "--prefill-chunk chunks of them skips those (the same results;\n"
-                "usage.prompt_tokens_details.cached_tokens counts them)");
+                "--prefill-chunk chunks of them, or of a running sequence's prompt, skips those (copied\n"
+                "from the slot that has them; the same results; usage.prompt_tokens_details.cached_tokens\n"
+                "counts them). Equal prompts arriving together (n choices) run once either way");
   cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health and the page (GET /, /app.js)");
   cmd->add_option("--cors-origin", f->http.cors_origins,
                   "let web pages of this origin (scheme://host[:port]; repeatable; * for every origin) read\n"
