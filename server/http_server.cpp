@@ -491,7 +491,7 @@ void HttpServer::metrics(httplib::Response& res) {
     metric("gptvk_active_sequences", "gauge", "Sequences in a slot.", double(s.active));
     metric("gptvk_slots", "gauge", "KV slots (--parallel).", double(s.slots));
     metric("gptvk_prompt_tokens_cached_total", "counter",
-           "Prompt tokens not run again: a slot kept their keys and values from its last prompt.",
+           "Prompt tokens not run again: their keys and values kept by a slot from an earlier prompt, or copied from another slot.",
            double(s.prompt_tokens_cached));
     metric("gptvk_prompt_tokens_copied_total", "counter",
            "Of the cached prompt tokens, those copied from another slot's keys and values (a running or free one).",
