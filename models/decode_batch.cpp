@@ -245,13 +245,8 @@ uint32_t DecodeBatch::run_twin(GptModel& m, const GptModel& source, std::span<co
               "sample", m.sampling_state_.get());
   g.record();
   g.run();
-  std::vector<KvCopy> copies;
   const auto end = static_cast<uint32_t>(prompt.size());
-  for (uint32_t l = 0; l < m.cfg_.n_layers; ++l) {
-    copies.push_back({source.k_cache(l), m.k_cache(l), prefilled, end});
-    copies.push_back({source.v_cache(l), m.v_cache(l), prefilled, end});
-  }
-  copy_kv_positions(m.ctx_, copies, m.attention_shape());
+  copy_kv_positions(m.ctx_, m.kv_copies_from(source, prefilled, end), m.attention_shape());
   m.step_logits_ = whole(m.logits_last_);
   m.last_run_.clear();
   m.pos_ = end;
@@ -295,12 +290,8 @@ std::vector<uint32_t> DecodeBatch::run_burst(std::span<GptModel* const> seqs,
   std::vector<KvCopy> copies;
   for (size_t b = 0; b < n; ++b)
     if (source[b] != b) {
-      const GptModel &from = *seqs[source[b]], &to = *seqs[b];
-      const auto end = static_cast<uint32_t>(prompts[b].size());
-      for (uint32_t l = 0; l < to.cfg_.n_layers; ++l) {
-        copies.push_back({from.k_cache(l), to.k_cache(l), prefilled[b], end});
-        copies.push_back({from.v_cache(l), to.v_cache(l), prefilled[b], end});
-      }
+      const auto more = seqs[b]->kv_copies_from(*seqs[source[b]], prefilled[b], static_cast<uint32_t>(prompts[b].size()));
+      copies.insert(copies.end(), more.begin(), more.end());
     }
   copy_kv_positions(seqs[0]->ctx_, copies, seqs[0]->attention_shape());
   burst_prompts_ += n;

@@ -266,12 +266,16 @@ void GptModel::copy_prompt_prefix(const GptModel& other, uint32_t tokens) {
     throw std::logic_error("copy_prompt_prefix: another model's weights, device or chunk size");
   if (tokens > other.pos_) throw std::logic_error("copy_prompt_prefix: the other model has not run those tokens");
   reuse_prompt_prefix(tokens);
+  if (tokens) copy_kv_positions(ctx_, kv_copies_from(other, 0, tokens), attention_shape());
+}
+
+std::vector<KvCopy> GptModel::kv_copies_from(const GptModel& other, uint32_t begin, uint32_t end) const {
   std::vector<KvCopy> copies;
-  for (uint32_t l = 0; tokens > 0 && l < cfg_.n_layers; ++l) {
-    copies.push_back({other.k_cache(l), k_cache(l), 0, tokens});
-    copies.push_back({other.v_cache(l), v_cache(l), 0, tokens});
+  for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
+    copies.push_back({other.k_cache(l), k_cache(l), begin, end});
+    copies.push_back({other.v_cache(l), v_cache(l), begin, end});
   }
-  copy_kv_positions(ctx_, copies, attention_shape());
+  return copies;
 }
 
 uint32_t GptModel::sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled) {

@@ -191,6 +191,8 @@ class GptModel {
   uint32_t kv_slot_ = 0;
   View k_cache(uint32_t l) const { return kv_->keys(l, kv_slot_); }
   View v_cache(uint32_t l) const { return kv_->values(l, kv_slot_); }
+  // Every layer's keys and values of positions [begin, end), from `other`'s cache to this one's.
+  std::vector<KvCopy> kv_copies_from(const GptModel& other, uint32_t begin, uint32_t end) const;
   vk::Buffer scores_;                // CPU devices: prefill attention's scores (ops::kv_append_attention_tiled)
   // The plan's folded LayerNorms (GPUs, pre-LN models, one token): those before qkv, fc and
   // the LM head folded into their mat-vecs (ops::NormBefore), saving a dispatch each. Per site, W gamma
