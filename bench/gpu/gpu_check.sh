@@ -23,7 +23,7 @@
 #   then `--batch-kernels exact` on GPT-2 small; PROFILE=0 skips the per-op profile of GPT-2 XL (512-token prompt);
 #   SERVE=1 runs bench/serve/serve_load.py (1 then 16 streaming clients) against `gpt-vk serve`
 #   on a random GPT-2 small GGUF, with --batch-kernels exact (the one-token mat-vecs over every
-#   row) and then gemm (the GEMMs);
+#   row) and then gemm (the GEMMs), then exact with each client's prompt its own;
 #   TABLE=1 also runs gpu_bench.py's table of every GPT-2 size against PyTorch (minutes).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -131,6 +131,9 @@ if [ "${SERVE:-0}" = 1 ]; then
     timeout 150 python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 1,16 --requests 2 \
       --server-args "--model $gguf --batch-kernels $kernels" | tee "$OUT/serve-$kernels.md" || status=1
   done
+  # The clients above share one prompt (twins: it runs once a burst); each its own here.
+  timeout 150 python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 1,16 --requests 2 --distinct-prompts \
+    --server-args "--model $gguf" | tee "$OUT/serve-distinct.md" || status=1
 fi
 
 if [ "${TABLE:-0}" = 1 ]; then
