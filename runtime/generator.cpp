@@ -118,12 +118,29 @@ bool Generator::prefill_next() {
   return true;
 }
 
+bool Generator::copy_prompt_chunks_from(const Generator& other) {
+  if (!prefilling() || !other.prefilling() || &other == this) return false;
+  // Whole chunks of the common start that `other` ran, leaving this prompt's last token.
+  const size_t n = std::min<size_t>(other.prompt_kv_, prompt_.size() - 1);
+  const size_t same = static_cast<size_t>(
+      std::mismatch(prompt_.begin(), prompt_.begin() + n, other.prompt_.begin()).first - prompt_.begin());
+  const uint32_t chunk = model_.max_chunk(), whole = static_cast<uint32_t>(same / chunk * chunk);
+  if (whole <= chunks_[next_chunk_].first) return false;
+  model_.copy_prompt_prefix(other.model_, whole);
+  while (chunks_[next_chunk_].first < whole) ++next_chunk_;
+  prompt_kv_ = timings_.prompt_tokens_cached = whole;
+  return true;
+}
+
 void run_prompts_together(DecodeBatch& batch, std::span<Generator* const> gens) {
   std::vector<Generator*> last;
   std::vector<GptModel*> models;
   std::vector<std::span<const uint32_t>> prompts;
   std::vector<uint32_t> begins;
-  for (Generator* g : gens) {
+  for (size_t i = 0; i < gens.size(); ++i) {
+    Generator* g = gens[i];
+    // Whole chunks that an earlier one here ran of the same tokens are copied, not run again.
+    for (size_t j = 0; j < i; ++j) g->copy_prompt_chunks_from(*gens[j]);
     while (g->prefilling() && !g->last_chunk_next()) g->prefill_next();
     if (!g->prefilling()) continue;
     last.push_back(g);

@@ -103,6 +103,11 @@ class Generator {
   std::span<const uint32_t> prompt() const { return prompt_; }
   uint32_t next_chunk_begin() const;
   void prefilled_with(uint32_t token, double seconds);
+  // Between begin() and the last chunk: where `other` (begun over a model of the same
+  // weights and chunk size, also still prefilling) has run whole chunks of the same tokens
+  // as this prompt's next ones, copies their keys and values (GptModel::copy_prompt_prefix)
+  // and skips those chunks, counted as cached. Same results. Returns whether it copied.
+  bool copy_prompt_chunks_from(const Generator& other);
   // How many of the last begun prompt's first tokens have their keys and values in the
   // model's KV cache from that prompt's chunks (those reused and those that ran since), to
   // be reused by a later prompt that starts with them.
@@ -155,7 +160,8 @@ class Generator {
 };
 
 // Runs the prompts of generators begun (begin()) over models that share weights: each one's
-// chunks before its last, then every last chunk together in bursts (DecodeBatch::
+// chunks before its last (those an earlier one ran of the same tokens copied from it:
+// copy_prompt_chunks_from), then every last chunk together in bursts (DecodeBatch::
 // sample_after_prefill), handing each generator its first token; the time of its burst
 // counts as its prefill. The same results as each one's prefill_next() calls.
 void run_prompts_together(DecodeBatch& batch, std::span<Generator* const> gens);

@@ -376,6 +376,42 @@ BOOST_AUTO_TEST_CASE(equal_long_prompts_run_their_chunks_once) {
   }
 }
 
+// run_prompts_together (generate's several prompts): a prompt whose first whole chunks an
+// earlier one ran copies them (27 shared tokens: three chunks of 8; the same 40 tokens:
+// four, then its last chunk is a twin's); each generator's tokens equal a lone one's.
+BOOST_AUTO_TEST_CASE(prompts_run_together_copy_the_chunks_an_earlier_one_ran) {
+  constexpr uint32_t kChunk = 8;
+  const std::vector<uint32_t> base = joined_prompts(40);
+  std::vector<uint32_t> shares(base.begin(), base.begin() + 27), tail = joined_prompts(13, 60);
+  shares.insert(shares.end(), tail.begin(), tail.end());
+  const std::vector<std::vector<uint32_t>> prompts = {base, shares, base};
+  const uint32_t want_cached[] = {0, 24, 32};
+  auto models = slots(3, kChunk);
+  std::vector<std::unique_ptr<Generator>> gens;
+  std::vector<Generator*> started;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    gens.push_back(std::make_unique<Generator>(*models[i], tok));
+    gens.back()->begin(prompts[i], options(static_cast<uint32_t>(i)));
+    started.push_back(gens.back().get());
+  }
+  DecodeBatch batch;
+  run_prompts_together(batch, started);
+  BOOST_TEST(batch.twin_prompts() == 1u);
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    BOOST_TEST_INFO("prompt " << i);
+    BOOST_TEST(gens[i]->timings().prompt_tokens_cached == want_cached[i]);
+    while (!gens[i]->finished()) gens[i]->next();
+    Generator ref(lone, tok);
+    ref.start(prompts[i], options(static_cast<uint32_t>(i)));
+    while (!ref.finished()) ref.next();
+    BOOST_TEST(gens[i]->tokens() == ref.tokens());
+    BOOST_REQUIRE(gens[i]->logprobs().size() == ref.logprobs().size());
+    for (size_t k = 0; k < ref.logprobs().size(); ++k)
+      BOOST_TEST(gens[i]->logprobs()[k].logprob == ref.logprobs()[k].logprob);  // bit for bit
+  }
+}
+
 BOOST_AUTO_TEST_CASE(an_idle_slot_keeps_the_reply_for_the_next_turn) {
   constexpr uint32_t kChunk = 8;
   const std::vector<uint32_t> first = joined_prompts(20);
