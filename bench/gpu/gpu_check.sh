@@ -15,7 +15,8 @@
 #   TESTS=0 skips the suite; TESTS_R=REGEX runs only those tests, TESTS_E=REGEX leaves those out
 #   (openai_client needs node, which the GPU machines lack);
 #   DEPTHS (prompt tokens of the A/B, default "512"); SHAPES (default gpt2-small,gpt2-xl);
-#   ROUNDS (default 1); AB=0 skips the A/B; Q8=0 skips its q8_0 run on GPT-2 XL;
+#   ROUNDS (default 1); AB=0 skips the A/B; Q8=0 skips its runs on GPT-2 XL with other weight
+#   dtypes, DTYPES (default q8_0; e.g. "q8_0 bf16 q4_0": each matrix-unit staging path);
 #   LLAMA=0 skips llama.cpp; LLAMA_SHAPES (default gpt2-small,gpt2-medium,gpt2-large,gpt2-xl),
 #   at pp512 / tg128 as issue 36 measures;
 #   BATCH="1 16 64" runs `gpt-vk bench --batch B --batch-kernels gemm` on BATCH_SHAPES (default
@@ -86,9 +87,11 @@ if [ "${AB:-1}" != 0 ]; then
 fi
 
 if [ "${Q8:-1}" != 0 ] && [ "${AB:-1}" != 0 ]; then
-  say "8-bit weights: the A/B's variants with q8_0 weights, GPT-2 XL, 512-token prompt"
-  PYTHONUNBUFFERED=1 python3 bench/sweeps/ab_bench.py "$@" --dtype q8_0 --shapes gpt2-xl --rounds 1 \
-    --prompt-tokens 512 --timeout 150 | tee "$OUT/ab-q8.txt" || status=1
+  for dtype in ${DTYPES:-q8_0}; do
+    say "other weights: the A/B's variants with $dtype weights, GPT-2 XL, 512-token prompt"
+    PYTHONUNBUFFERED=1 python3 bench/sweeps/ab_bench.py "$@" --dtype "$dtype" --shapes gpt2-xl --rounds 1 \
+      --prompt-tokens 512 --timeout 150 | tee "$OUT/ab-$dtype.txt" || status=1
+  done
 fi
 
 if [ -n "${BATCH:-}" ] && build/gpt-vk bench --help 2>&1 | grep -q -- --batch; then
