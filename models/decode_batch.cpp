@@ -83,19 +83,21 @@ bool DecodeBatch::one_sampler_dispatch(std::span<GptModel* const> seqs) {
   return true;
 }
 
-void DecodeBatch::write_sampler_table(std::span<GptModel* const> seqs) {
+void DecodeBatch::write_sampler_table(std::span<GptModel* const> seqs, std::span<const uint32_t> twin_of) {
   auto* table = static_cast<ops::SampleRow*>(sample_table_.mapped());
-  for (size_t b = 0; b < seqs.size(); ++b)
+  for (size_t b = 0; b < seqs.size(); ++b) {
     table[b] = ops::sample_row(seqs[b]->sampling_, static_cast<const StepState*>(seqs[b]->step_.mapped())->rng_step);
+    if (!twin_of.empty() && twin_of[b] != b) table[b].same_as = twin_of[b] + 1;
+  }
 }
 
-std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs) {
+std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs, std::span<const uint32_t> twin_of) {
   GptModel& first = *seqs[0];
   // A GPU's exact rows fold the LayerNorms as its one-token step does, from the first
   // sequence's folded vectors.
   if (exact_rows_) first.ensure_folded_norms();
   if (rows_used_) write_rows(seqs);
-  if (sampler_used_) write_sampler_table(seqs);
+  if (sampler_used_) write_sampler_table(seqs, twin_of);
   g.run();
   std::vector<uint32_t> ids;
   for (size_t b = 0; b < seqs.size(); ++b) {
@@ -103,7 +105,8 @@ std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs
     if (sampler_used_) m.took_batch_sample(static_cast<const uint32_t*>(sample_ids_.mapped())[b]);
     ids.push_back(static_cast<const uint32_t*>(m.ids_.mapped())[0]);
     const uint64_t row_bytes = uint64_t(first.cfg_.vocab_size) * 4;
-    m.step_logits_ = View{&first.logits_all_, b * row_bytes, row_bytes};
+    const uint64_t row = twin_of.empty() ? b : twin_of[b];  // a twin's logits are its source's
+    m.step_logits_ = View{&first.logits_all_, row * row_bytes, row_bytes};
     m.last_run_.clear();
   }
   first.last_run_ = {&g};  // the graph runs on its activations: its profile_summary() is the step's
@@ -285,7 +288,7 @@ std::vector<uint32_t> DecodeBatch::run_burst(std::span<GptModel* const> seqs,
     row_lens.push_back(i < runs ? lens[order[i]] : 0);
     twin_of.push_back(static_cast<uint32_t>(at[source[order[i]]]));
   }
-  const std::vector<uint32_t> row_ids = run(graph_for(rows, row_lens, twin_of), rows);
+  const std::vector<uint32_t> row_ids = run(graph_for(rows, row_lens, twin_of), rows, twin_of);
   // A twin's keys and values: its prompt's, from the sequence that ran it.
   std::vector<KvCopy> copies;
   for (size_t b = 0; b < n; ++b)

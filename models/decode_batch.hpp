@@ -57,8 +57,8 @@ class DecodeBatch {
   // Twins: a sequence whose prompt and prefilled count equal an earlier one's in the same
   // burst, or those of one that ran as its own step (the same request's n choices, or
   // clients sending one prompt), runs no rows of its own: its keys and values are copied
-  // from that one's cache, and it samples, with its own parameters and seed, from a copy of
-  // that one's logits, which are what its own prompt would give, bit for bit.
+  // from that one's cache, and it samples, with its own parameters and seed, from that
+  // one's logits, which are what its own prompt would give, bit for bit.
   std::vector<uint32_t> sample_after_prefill(std::span<GptModel* const> seqs,
                                              std::span<const std::span<const uint32_t>> prompts,
                                              std::span<const uint32_t> prefilled);
@@ -111,10 +111,12 @@ class DecodeBatch {
   // Whether every row can take one sampler dispatch (ops::sample_rows: no sampling
   // controls); then its buffers hold at least seqs.size() rows.
   bool one_sampler_dispatch(std::span<GptModel* const> seqs);
-  void write_sampler_table(std::span<GptModel* const> seqs);
-  // Runs a batched graph of seqs (its tables written first), then hands each sequence its
-  // token and logits; returns the tokens.
-  std::vector<uint32_t> run(Graph& g, std::span<GptModel* const> seqs);
+  // Each row's parameters and counter; a burst's twin (twin_of[b] != b) draws from its
+  // source's row of logits.
+  void write_sampler_table(std::span<GptModel* const> seqs, std::span<const uint32_t> twin_of);
+  // Runs a batched graph of seqs (its tables written first; a burst's twin_of as graph_for
+  // took it), then hands each sequence its token and logits; returns the tokens.
+  std::vector<uint32_t> run(Graph& g, std::span<GptModel* const> seqs, std::span<const uint32_t> twin_of = {});
 
   bool exact_rows_;
   vk::Buffer rows_;  // host-visible row table: (position, KV slot unit) per row

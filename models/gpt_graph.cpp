@@ -52,7 +52,7 @@ View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
 // each one's rows and KV cache as its own prompt step would, and from the last layer on
 // only each sequence's last row goes on (gathered to row b), to the LM head and its sampler.
 // A twin in a burst (lens[b] == 0, after every prompt that runs) has the prompt of an
-// earlier sequence: it runs no rows, and its sampler reads a copy of that one's logits.
+// earlier sequence: it runs no rows, and its sampler reads that one's row of logits.
 struct GptModel::GraphBuild {
   GraphBuild(GptModel& m, uint32_t T, Head head, const BatchStep& step_of = {})
       : m(m), cfg(m.cfg_), w(m.w_), g(std::make_unique<Graph>(m.ctx_)), T(T), head(head), n(T), bs(step_of),
@@ -350,10 +350,11 @@ struct GptModel::GraphBuild {
   }
 
   // A batched step's LM head over its n rows (one per sequence that ran), in the order of a
-  // lone step's one-row product with exact rows; a burst's twins' rows copied from theirs;
-  // then every row's sampler (its own parameters, seed and counter) in one dispatch; or,
-  // where the batch gives no table for that (rows with sampling controls), each row's
-  // logits to its sequence and its own sampler.
+  // lone step's one-row product with exact rows; then every row's sampler (its own
+  // parameters, seed and counter) in one dispatch, a burst's twin drawing from its source's
+  // row (the table's same_as, DecodeBatch); or, where the batch gives no table for that
+  // (rows with sampling controls), each row's logits (a twin's source's) to its sequence
+  // and its own sampler.
   void batch_head(View normed, View head_bias) {
     const uint32_t V = cfg.vocab_size, rows = static_cast<uint32_t>(seqs.size());
     // The rows only: the whole buffer (max_chunk rows) may pass the device's binding range.
@@ -365,8 +366,6 @@ struct GptModel::GraphBuild {
       ops::linear_with(*g, normed, W, head_bias, rows_of(m.logits_all(), n, V), n,
                        {.kernel = m.plan_.batch_linear_kernel(m.ctx_, n, exact_rows, W, normed), .ep = plain,
                         .name = "lm_head"});
-    for (uint32_t b = n; b < rows; ++b)
-      ops::copy_rows(*g, rows_of(m.logits_all(), n, V), logits, twin_of[b], 1, V, "twin_logits", b);
     if (bs.sample_ids.buffer) {
       uint32_t filters = 0;
       for (const GptModel* s : seqs) filters |= ops::sampler_filters(s->sampling_, V);
@@ -375,7 +374,7 @@ struct GptModel::GraphBuild {
     }
     for (uint32_t b = 0; b < rows; ++b) {
       GptModel& s = *seqs[b];
-      ops::copy_rows(*g, logits, whole(s.logits_last_), b, 1, V, "row_logits");
+      ops::copy_rows(*g, logits, whole(s.logits_last_), b < n ? b : twin_of[b], 1, V, "row_logits");
       ops::sample(*g, whole(s.logits_last_), whole(s.ids_), whole(s.step_), whole(s.sample_scratch_), V, s.sampling_,
                   "sample", s.sampling_state_.get());
     }

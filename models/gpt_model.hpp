@@ -121,7 +121,7 @@ class GptModel {
     // Empty: a decode step, one token of each sequence (T = seqs.size() rows). Else a burst
     // of prompts: lens[b] >= 2 tokens of seqs[b] (ids and step written), T their sum; or
     // lens[b] == 0 for a twin, whose prompt is that of seqs[twin_of[b]] at the same
-    // position: it runs no rows of its own and samples from a copy of that one's logits
+    // position: it runs no rows of its own and samples from that one's row of logits
     // (twins come after every prompt that runs; DecodeBatch copies their keys and values).
     std::span<const uint32_t> lens;
     std::span<const uint32_t> twin_of;

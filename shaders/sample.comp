@@ -64,7 +64,7 @@ struct RowParams {
   uint seed_lo;
   uint seed_hi;
   uint rng_step;
-  uint pad0;
+  uint same_as;  // 0: row b's own logits; r + 1: row r's (a twin prompt's, models/decode_batch.hpp)
   uint pad1;
 };
 layout(std430, binding = STEP_BINDING) readonly buffer RowTable { RowParams row_params[]; };
@@ -101,7 +101,8 @@ uvec2 seed() { return BATCH == 2u ? uvec2(row.seed_lo, row.seed_hi) : uvec2(P.se
 float weight_of(float x) { return exp((x - max_logit) / temperature); }
 
 // Logit i of this workgroup's row (BATCH 2) or of the one vector (else).
-float logit(uint i) { return logits[BATCH == 2u ? gl_WorkGroupID.x * VOCAB + i : i]; }
+uint logits_row;  // BATCH 2: the row of logits this workgroup draws from (main() sets it)
+float logit(uint i) { return logits[BATCH == 2u ? logits_row * VOCAB + i : i]; }
 
 // One token's part in a search pass over the key interval [cand[0], hi]: a token inside
 // counts for the candidates at or below its key, one above for all of them. Tokens from
@@ -289,6 +290,7 @@ void main() {
   uint counter;
   if (BATCH == 2u) {
     row = row_params[draw];
+    logits_row = row.same_as == 0u ? draw : row.same_as - 1u;
     temperature = row.temperature;
     counter = row.rng_step;
   } else {

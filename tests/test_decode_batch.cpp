@@ -341,7 +341,7 @@ BOOST_AUTO_TEST_CASE(a_burst_of_prompts_gives_each_its_lone_first_token_and_logi
 
 // Twins: sequences whose prompts equal an earlier one's in the burst (OpenAI's n choices,
 // clients sending one prompt) run no rows; their keys and values are copied and they sample
-// from a copy of the logits, with their own parameters and seeds. Each still gets its lone
+// from its logits, with their own parameters and seeds. Each still gets its lone
 // first token and logits, and its later steps (over the copied keys and values) too. With
 // chunks of 24 tokens the 31-token prompt's first chunk ran in each slot before the burst.
 // On a GPU's kernels, where prompts run one by one, twins copy from the one that ran.

@@ -30,6 +30,7 @@ std::vector<float> row_logits(uint32_t vocab, uint32_t seed, bool tied) {
 struct Row {
   SamplingParams p;
   uint32_t rng_step;
+  uint32_t same_as = 0;  // SampleRow::same_as: 0, or r + 1 to draw from row r's logits
 };
 
 // ids[b] from one sample_rows dispatch over rows of `vocab` logits, with `filters` (or the
@@ -41,6 +42,7 @@ std::vector<uint32_t> sample_rows(vk::Context& ctx, const std::vector<float>& lo
   uint32_t all = 0;
   for (const Row& r : rows) {
     table.push_back(ops::sample_row(r.p, r.rng_step));
+    table.back().same_as = r.same_as;
     all |= ops::sampler_filters(r.p, vocab);
   }
   auto dl = test::upload(ctx, logits);
@@ -178,6 +180,25 @@ BOOST_AUTO_TEST_CASE(same_row_with_consecutive_counters_is_sample_many) {
   }
 }
 
+// A row whose same_as names another row (a twin prompt's, models/decode_batch.hpp) draws
+// from that row's logits with its own parameters and counter; its own row, filled with
+// values that would win every draw, is never read.
+BOOST_AUTO_TEST_CASE(a_row_draws_from_the_logits_its_same_as_names) {
+  auto& ctx = test::context();
+  const uint32_t vocab = 5000;
+  std::vector<Row> rows = mixed_rows(7, vocab);
+  const uint32_t source[] = {0, 1, 2, 0, 0, 1, 2};
+  std::vector<float> logits = batch_logits(7, vocab, true);
+  for (uint32_t b = 3; b < 7; ++b) {
+    rows[b].same_as = source[b] + 1;
+    std::fill_n(logits.begin() + uint64_t(b) * vocab, vocab, 1e30f);
+  }
+  const std::vector<uint32_t> got = sample_rows(ctx, logits, rows, vocab);
+  for (uint32_t b = 0; b < rows.size(); ++b)
+    BOOST_TEST(got[b] == sample_alone(ctx, logits.data() + uint64_t(source[b]) * vocab, vocab, rows[b]),
+               describe(b, rows[b]));
+}
+
 BOOST_AUTO_TEST_CASE(rejects_what_it_cannot_do) {
   SamplingParams controlled;
   controlled.min_p = 0.1f;
@@ -190,7 +211,7 @@ BOOST_AUTO_TEST_CASE(rejects_what_it_cannot_do) {
 
   auto row = ops::sample_row(SamplingParams{0.5f, 9, 0.75f, (uint64_t(3) << 32) | 11}, 12);
   BOOST_TEST((row.temperature == 0.5f && row.top_k == 9u && row.top_p == 0.75f && row.seed_lo == 11u &&
-              row.seed_hi == 3u && row.rng_step == 12u && row.pad0 == 0u && row.pad1 == 0u));
+              row.seed_hi == 3u && row.rng_step == 12u && row.same_as == 0u && row.pad1 == 0u));
   BOOST_TEST(ops::sampler_filters(SamplingParams{0.0f, 5, 0.5f}, 100) == 0u);
   BOOST_TEST(ops::sampler_filters(SamplingParams{1.0f, 100, 1.0f}, 100) == 1u);
   BOOST_TEST(ops::sampler_filters(SamplingParams{1.0f, 99, 0.5f}, 100) == 7u);

@@ -4,11 +4,13 @@
 //   prefill+sample, graph cached    the same sampling parameters as the slot's last request
 //   prefill+sample after set_sampling   new parameters (a new request)
 //   batched step B=16, cached / new composition (a sequence left and another joined)
+//   a burst of first tokens: one prompt, 16 equal ones (twins), 16 distinct ones
 // Build: ninja -C build micro_admission; run: build/bench/micro/micro_admission
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,4 +69,16 @@ int main() {
                 batch.decode_next(rows);
               }));
   std::printf("one-token step B=1:                 %.2f ms\n", median_ms(8, [&](int) { slots[0]->decode_next(); }));
+  // Bursts of first tokens (DecodeBatch::sample_after_prefill): one prompt, 16 equal ones
+  // (one runs, 15 twins copy its keys, values and logits), 16 distinct ones.
+  auto burst = [&](size_t n, bool equal) {
+    std::vector<std::vector<uint32_t>> prompts;
+    for (size_t b = 0; b < n; ++b) prompts.push_back(equal ? prompt : tok.encode("Chapter " + std::to_string(b) + ". It is a truth"));
+    std::vector<std::span<const uint32_t>> views(prompts.begin(), prompts.end());
+    const std::vector<uint32_t> prefilled(n, 0);
+    return median_ms(8, [&](int) { batch.sample_after_prefill(std::span(rows).first(n), views, prefilled); });
+  };
+  std::printf("burst of 1 prompt:                  %.2f ms\n", burst(1, true));
+  std::printf("burst of 16 equal prompts (twins):  %.2f ms\n", burst(S, true));
+  std::printf("burst of 16 distinct prompts:       %.2f ms\n", burst(S, false));
 }

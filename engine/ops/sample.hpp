@@ -74,7 +74,10 @@ struct SampleRow {
   float top_p;
   uint32_t seed_lo, seed_hi;
   uint32_t rng_step;
-  uint32_t pad0, pad1;
+  // 0: row b draws from logits row b; r + 1: from row r, which b's row then need not hold
+  // (a twin sharing another row's prompt, models/decode_batch.hpp).
+  uint32_t same_as;
+  uint32_t pad1;
 };
 static_assert(sizeof(SampleRow) == 32, "shaders/sample.comp reads the table as 32-byte rows");
 
@@ -88,8 +91,8 @@ SampleRow sample_row(const SamplingParams& p, uint32_t rng_step);
 // pipeline for exactly these; sample_rows() for the union (bitwise or) of its rows'.
 uint32_t sampler_filters(const SamplingParams& p, uint32_t vocab);
 
-// Row b of logits [rows][vocab] (row b at b * vocab floats) is sampled with table[b] (a
-// SampleRow) into ids[b], one workgroup a row, in one dispatch. Nothing else is written: no
+// Row b of logits [rows][vocab] (row b at b * vocab floats; or the row table[b].same_as
+// names) is sampled with table[b] (a SampleRow) into ids[b], one workgroup a row, in one dispatch. Nothing else is written: no
 // step buffer, no history. Each row's token is exactly the one sample() gives for that
 // row's logits, parameters and rng_step; a greedy row takes the argmax and a row whose
 // top-k or top-p is off skips that filter whatever the other rows use. `filters` must
