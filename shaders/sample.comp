@@ -100,7 +100,7 @@ float top_p() { return BATCH == 2u ? row.top_p : P.top_p; }
 uvec2 seed() { return BATCH == 2u ? uvec2(row.seed_lo, row.seed_hi) : uvec2(P.seed_lo, P.seed_hi); }
 float weight_of(float x) { return exp((x - max_logit) / temperature); }
 
-// Logit i of this workgroup's row (BATCH 2) or of the one vector (else).
+// Logit i of the row this workgroup draws from (BATCH 2) or of the one vector (else).
 uint logits_row;  // BATCH 2: the row of logits this workgroup draws from (main() sets it)
 float logit(uint i) { return logits[BATCH == 2u ? logits_row * VOCAB + i : i]; }
 

@@ -92,10 +92,11 @@ SampleRow sample_row(const SamplingParams& p, uint32_t rng_step);
 uint32_t sampler_filters(const SamplingParams& p, uint32_t vocab);
 
 // Row b of logits [rows][vocab] (row b at b * vocab floats; or the row table[b].same_as
-// names) is sampled with table[b] (a SampleRow) into ids[b], one workgroup a row, in one dispatch. Nothing else is written: no
-// step buffer, no history. Each row's token is exactly the one sample() gives for that
-// row's logits, parameters and rng_step; a greedy row takes the argmax and a row whose
-// top-k or top-p is off skips that filter whatever the other rows use. `filters` must
+// names) is sampled with table[b] (a SampleRow) into ids[b], one workgroup a row, in one
+// dispatch. Nothing else is written: no step buffer, no history. Each row's token is
+// exactly the one sample() gives for that row's logits, parameters and rng_step; a greedy
+// row takes the argmax and a row whose top-k or top-p is off skips that filter whatever
+// the other rows use. `filters` must
 // hold every row's sampler_filters (their union: one pipeline for the mix; a table with a
 // stage outside it is not detected and samples wrongly). Not supported: rows whose
 // parameters use the sampling controls (sample_row() refuses them; give such a row its own
