@@ -241,15 +241,31 @@ Scheduler::Slot* Scheduler::free_slot_for(const Sequence* seq) {
 size_t Scheduler::prefill_round() {
   size_t handed = 0;
   uint32_t spent = 0, chunks = 0;
+  bool budget_left = true;
   // Last chunks that run together after the others (DecodeBatch groups them by the rows
   // that fit one graph); `distinct` of them run, the others being their twins.
   std::vector<Slot*> together;
   std::vector<const Generator*> distinct;
-  while (Slot* s = next_to_prefill(together)) {
+  for (;;) {
+    Slot* s = next_to_prefill(together);
+    if (!s && !together.empty()) {
+      // Prompts queued while this burst runs join the round (the budget allowing), so
+      // they wait for no decode step: requests that clients send together reach the queue
+      // over a few milliseconds, as the HTTP threads read them (bench/PERFORMANCE.md,
+      // "Batched decode").
+      handed += prefill_together(together);
+      together.clear();
+      distinct.clear();
+      if (budget_left) continue;
+    }
+    if (!s) break;
     const bool burst = s->gen->last_chunk_next() && DecodeBatch::burst_fits(s->gen->next_chunk_tokens());
     const bool twin = burst && has_twin(*s->gen, distinct);
     const uint32_t n = twin ? 0 : s->gen->next_chunk_tokens();
-    if (spent > 0 && spent + n > prefill_budget_) break;  // the next round's
+    if (spent > 0 && spent + n > prefill_budget_) {  // the next round's
+      budget_left = false;
+      break;
+    }
     spent += n;
     chunks += !twin;
     if (burst) {
@@ -271,7 +287,7 @@ size_t Scheduler::prefill_round() {
       release(*s, e.what());
     }
   }
-  handed += prefill_together(together);
+  handed += prefill_together(together);  // those the budget cut short
   std::lock_guard lock(mu_);
   stats_.prefill_chunks += chunks;
   stats_.max_round_prefill_tokens = std::max(stats_.max_round_prefill_tokens, spent);

@@ -3,8 +3,9 @@
 // does all the Vulkan work, in rounds: prompt chunks first (of sequences still prefilling,
 // then of queued ones taking free slots; the last chunks of several prompts, those that
 // sample a first token, run in bursts of up to kBurstPrompts, and each first token is sent
-// as soon as its burst ran; a prompt equal to another's in its burst runs once for both),
-// at most `prefill_budget` tokens of them a round, then one batched decode step of every
+// as soon as its burst ran; a prompt equal to another's in its burst runs once for both;
+// prompts that arrive while a round's last burst runs join that round), at most
+// `prefill_budget` tokens of them a round, then one batched decode step of every
 // running sequence (models/decode_batch.hpp). A new sequence waits for at most one step,
 // and a long prompt delays the running streams by one chunk a round, not by its whole
 // prefill.
@@ -181,7 +182,8 @@ class Scheduler {
   // sequences already prefilling, oldest first, then queued sequences' in free slots. The
   // last chunks (those that sample a first token) run together, one burst of up to a chunk's
   // rows (prefill_together), the others one by one. A sequence whose last chunk ran hands
-  // out its first token. Returns the tokens handed out.
+  // out its first token. Sequences queued while the last burst ran join the round too,
+  // within the budget. Returns the tokens handed out.
   size_t prefill_round();
   // The prefilling slot admitted first and not in `skip`, or a free slot given the next
   // queued sequence; null when neither is left.
