@@ -67,20 +67,99 @@ sigset_t block_stop_signals() {
   return set;
 }
 
+struct ServeFlags {
+  ModelFlags model;
+  server::ServerOptions http;
+  uint32_t parallel = 4;
+  uint32_t queue = 64;
+  uint32_t prefill_chunk = kDefaultMaxChunk;
+  std::string batch_kernels = "exact";
+  bool no_prompt_cache = false;
+  uint32_t shutdown_grace_s = 10;
+};
+
+// What the scheduler does: slots, queue, chunks, kernels and the prompt cache.
+void add_scheduling_flags(CLI::App* cmd, ServeFlags& f) {
+  cmd->add_option("--parallel", f.parallel, "sequences generated at once (KV slots, checked against device memory)")
+      ->capture_default_str()->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--queue", f.queue, "most sequences waiting for a slot when all are busy; beyond, requests get HTTP 429")
+      ->capture_default_str()->check(CLI::Range(0u, 100000u));
+  cmd->add_option("--prefill-chunk", f.prefill_chunk,
+                  "prompt tokens per forward step; between two decode steps at most this many prompt tokens\n"
+                  "run, so a long prompt delays the running streams by one chunk at a time")
+      ->capture_default_str()->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--batch-kernels", f.batch_kernels,
+                  "exact: every sequence's logits are those of its lone run, bit for bit (on GPUs a step\n"
+                  "runs the one-token mat-vecs over every row, and prompts one by one);\n"
+                  "gemm: batched steps and prompt bursts through the prompts' GEMMs on every device,\n"
+                  "logits within rounding of a lone run")
+      ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
+  cmd->add_flag("--no-prompt-cache", f.no_prompt_cache,
+                "keep no prompt's keys and values for later ones; by default a slot keeps those of the last prompt\n"
+                "it ran (and, run again while idle, of its reply), and a prompt that begins with whole\n"
+                "--prefill-chunk chunks of them, or of a running sequence's prompt, skips those (copied\n"
+                "from the slot that has them; the same results; usage.prompt_tokens_details.cached_tokens\n"
+                "counts them). Equal prompts arriving together (n choices) run once either way");
+}
+
+// What the HTTP side does beyond the address: key, CORS, timeouts.
+void add_http_flags(CLI::App* cmd, ServeFlags& f) {
+  cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY' on every route but /health and the page (GET /, /app.js)");
+  cmd->add_option("--cors-origin", f.http.cors_origins,
+                  "let web pages of this origin (scheme://host[:port]; repeatable; * for every origin) read\n"
+                  "the answers: CORS headers on every answer, preflights answered (default: no origin)")
+      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Validator([](const std::string& o) { return server::cors_origin_problem(o); }, "ORIGIN"));
+  cmd->add_option("--request-timeout", f.http.request_timeout_s,
+                  "seconds a request's head and body may take to arrive, from its first byte; a slower\n"
+                  "client gets HTTP 408 and its connection closed")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
+  cmd->add_option("--shutdown-grace", f.shutdown_grace_s,
+                  "seconds the running requests get to finish after SIGTERM or Ctrl-C; those still running\n"
+                  "then end with an error (HTTP 503, or an error event in a stream)")
+      ->capture_default_str()->check(CLI::Range(0u, 3600u));
+}
+
+// Binds, loads the model, serves until SIGTERM or SIGINT, then drains.
+int serve(Common& common, ServeFlags& f) {
+  const sigset_t stop_signals = block_stop_signals();
+  // Every request waiting for its completion or streaming it holds an HTTP thread (a
+  // connection between requests, or with its head still arriving, does not); the spare
+  // threads keep /health and short requests answered beside many of those. Idle threads
+  // cost only address space.
+  f.http.threads = std::min<size_t>(f.parallel + f.queue + 128, 1024);
+  server::HttpServer http(f.http);
+  int port = 0;
+  try {
+    port = http.start();
+  } catch (const std::exception& e) {
+    throw InputError(e.what());
+  }
+  auto s = open_model(common, f.model, {.max_chunk = f.prefill_chunk});
+  Tokenizer tok = load_tokenizer(s.cfg);
+  Scheduler scheduler(make_slots(s, f.parallel, f.prefill_chunk), tok, f.queue, f.batch_kernels == "exact", 0,
+                      !f.no_prompt_cache);
+  http.set_ready(scheduler, tok, {s.cfg.name, s.cfg.context_length});
+  std::fprintf(stderr, "gpt-vk: listening on http://%s:%d\n", f.http.host.c_str(), port);
+  std::fflush(stderr);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "gpt-vk: %s: finishing running requests, then exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  http.drain();
+  scheduler.shutdown(std::chrono::seconds(f.shutdown_grace_s));
+  if (!http.stop(kHttpStopWait)) {
+    std::fprintf(stderr, "gpt-vk: a client connection is still open after the grace period; exiting without it\n");
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  return 0;
+}
+
 }  // namespace
 
 Action add_serve(CLI::App& app, Common& common) {
-  struct Flags {
-    ModelFlags model;
-    server::ServerOptions http;
-    uint32_t parallel = 4;
-    uint32_t queue = 64;
-    uint32_t prefill_chunk = kDefaultMaxChunk;
-    std::string batch_kernels = "exact";
-    bool no_prompt_cache = false;
-    uint32_t shutdown_grace_s = 10;
-  };
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<ServeFlags>();
   auto* cmd = app.add_subcommand(
       "serve",
       "OpenAI-compatible HTTP server: POST /v1/completions and /v1/chat/completions (streamed as\n"
@@ -91,75 +170,10 @@ Action add_serve(CLI::App& app, Common& common) {
   add_model_flags(cmd, f->model);
   cmd->add_option("--host", f->http.host, "address to listen on (loopback unless told otherwise)")->capture_default_str();
   cmd->add_option("--port", f->http.port, "TCP port; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
-  cmd->add_option("--parallel", f->parallel, "sequences generated at once (KV slots, checked against device memory)")
-      ->capture_default_str()->check(CLI::Range(1u, 1024u));
-  cmd->add_option("--queue", f->queue, "most sequences waiting for a slot when all are busy; beyond, requests get HTTP 429")
-      ->capture_default_str()->check(CLI::Range(0u, 100000u));
-  cmd->add_option("--prefill-chunk", f->prefill_chunk,
-                  "prompt tokens per forward step; between two decode steps at most this many prompt tokens\n"
-                  "run, so a long prompt delays the running streams by one chunk at a time")
-      ->capture_default_str()->check(CLI::Range(1u, 4096u));
-  cmd->add_option("--batch-kernels", f->batch_kernels,
-                  "exact: every sequence's logits are those of its lone run, bit for bit (on GPUs a step\n"
-                  "runs the one-token mat-vecs over every row, and prompts one by one);\n"
-                  "gemm: batched steps and prompt bursts through the prompts' GEMMs on every device,\n"
-                  "logits within rounding of a lone run")
-      ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
-  cmd->add_flag("--no-prompt-cache", f->no_prompt_cache,
-                "keep no prompt's keys and values for later ones; by default a slot keeps those of the last prompt\n"
-                "it ran (and, run again while idle, of its reply), and a prompt that begins with whole\n"
-                "--prefill-chunk chunks of them, or of a running sequence's prompt, skips those (copied\n"
-                "from the slot that has them; the same results; usage.prompt_tokens_details.cached_tokens\n"
-                "counts them). Equal prompts arriving together (n choices) run once either way");
-  cmd->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health and the page (GET /, /app.js)");
-  cmd->add_option("--cors-origin", f->http.cors_origins,
-                  "let web pages of this origin (scheme://host[:port]; repeatable; * for every origin) read\n"
-                  "the answers: CORS headers on every answer, preflights answered (default: no origin)")
-      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->check(CLI::Validator([](const std::string& o) { return server::cors_origin_problem(o); }, "ORIGIN"));
-  cmd->add_option("--request-timeout", f->http.request_timeout_s,
-                  "seconds a request's head and body may take to arrive, from its first byte; a slower\n"
-                  "client gets HTTP 408 and its connection closed")
-      ->capture_default_str()->check(CLI::Range(1, 3600));
-  cmd->add_option("--shutdown-grace", f->shutdown_grace_s,
-                  "seconds the running requests get to finish after SIGTERM or Ctrl-C; those still running\n"
-                  "then end with an error (HTTP 503, or an error event in a stream)")
-      ->capture_default_str()->check(CLI::Range(0u, 3600u));
+  add_scheduling_flags(cmd, *f);
+  add_http_flags(cmd, *f);
   cmd->footer(kRequestFieldsHelp);
-  return [&common, f] {
-    const sigset_t stop_signals = block_stop_signals();
-    // Every request waiting for its completion or streaming it holds an HTTP thread (a
-    // connection between requests, or with its head still arriving, does not); the spare
-    // threads keep /health and short requests answered beside many of those. Idle threads
-    // cost only address space.
-    f->http.threads = std::min<size_t>(f->parallel + f->queue + 128, 1024);
-    server::HttpServer http(f->http);
-    int port = 0;
-    try {
-      port = http.start();
-    } catch (const std::exception& e) {
-      throw InputError(e.what());
-    }
-    auto s = open_model(common, f->model, {.max_chunk = f->prefill_chunk});
-    Tokenizer tok = load_tokenizer(s.cfg);
-    Scheduler scheduler(make_slots(s, f->parallel, f->prefill_chunk), tok, f->queue, f->batch_kernels == "exact",
-                        0, !f->no_prompt_cache);
-    http.set_ready(scheduler, tok, {s.cfg.name, s.cfg.context_length});
-    std::fprintf(stderr, "gpt-vk: listening on http://%s:%d\n", f->http.host.c_str(), port);
-    std::fflush(stderr);
-
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    std::fprintf(stderr, "gpt-vk: %s: finishing running requests, then exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    http.drain();
-    scheduler.shutdown(std::chrono::seconds(f->shutdown_grace_s));
-    if (!http.stop(kHttpStopWait)) {
-      std::fprintf(stderr, "gpt-vk: a client connection is still open after the grace period; exiting without it\n");
-      std::fflush(nullptr);
-      std::_Exit(0);
-    }
-    return 0;
-  };
+  return [&common, f] { return serve(common, *f); };
 }
 
 }  // namespace gptvk::cli
