@@ -275,7 +275,8 @@ std::string chat_transcript(const json& messages) {
     if (content && content->is_string()) text = content->get<std::string>();
     else if (content && content->is_array()) {
       for (const json& part : *content) {  // [{"type": "text", "text": ...}]
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+            !part["text"].is_string())
           throw bad("messages", "content parts must be {\"type\": \"text\", \"text\": string}", "invalid_type");
         text += part["text"].get<std::string>();
       }

@@ -88,6 +88,12 @@ BOOST_AUTO_TEST_CASE(torch_corpus) {
   replay("regressions", "torch", gptvk::fuzz::check_torch, true);
 }
 
+BOOST_AUTO_TEST_CASE(openai_request_corpus) {
+  size_t seeds = replay("corpus", "openai", gptvk::fuzz::check_openai_request, false);
+  BOOST_TEST(seeds >= 4u, "the seed corpus is missing");
+  replay("regressions", "openai", gptvk::fuzz::check_openai_request, true);
+}
+
 // The checks must be able to tell: a valid file is accepted, a lying one rejected.
 BOOST_AUTO_TEST_CASE(checks_tell_good_from_bad) {
   auto good = read_bytes(kFuzz / "corpus/safetensors/f32_matrix");

@@ -142,3 +142,15 @@ BOOST_AUTO_TEST_CASE(chat_renders_the_documented_transcript) {
   // The model's turn ends where the next user turn would begin.
   BOOST_TEST(r.sampling.options.stop == std::vector<std::string>{"\nUser:"});
 }
+
+// Content parts of the wrong shape are the request's error (param "messages"), not a JSON
+// library's (a part's "type" that is not a string once escaped as json::type_error:
+// fuzz_openai, tests/fuzz/regressions/openai/).
+BOOST_AUTO_TEST_CASE(malformed_content_parts_are_refused_naming_messages) {
+  for (const json& part : {json{{"type", 5}, {"text", "x"}}, json{{"text", "x"}}, json{{"type", "text"}},
+                           json{{"type", "image_url"}, {"text", "x"}}, json{{"type", "text"}, {"text", 7}}, json("x")}) {
+    const json messages = {{{"role", "user"}, {"content", {part}}}};
+    check_refused([&] { server::parse_chat_request({{"messages", messages}}, bundled_tokenizer(), kContext); }, 400,
+                  "messages", "invalid_type");
+  }
+}

@@ -10,6 +10,9 @@ gguf/: tiny GGUF files of llama.cpp's gpt2 architecture (F32; a mix of F16, BF16
 torch/: the small torch.save zips of tests/fixtures/formats/torch.
 tokenizer/: short texts: English, contractions, digits, whitespace runs, non-Latin
   scripts, emoji, <|endoftext|>, and bytes that are not UTF-8.
+openai/: request bodies for /v1/completions and /v1/chat/completions: every field the
+  server reads, prompts as text, token ids and lists of both, chat messages as text and
+  parts, and near misses (wrong types, values out of range, unsupported features).
 
 Run: python3 tests/fuzz/make_corpus.py   (standard library only)
 """
@@ -177,6 +180,37 @@ def tokenizer_seeds():
     write("tokenizer", "invalid_utf8", b"ok \xff\xfe bad \xc3 lone \xe2\x82 cut \xf0\x9f\x98 \xed\xa0\x80 surrogate \xc0\xaf")
 
 
+def openai_seeds():
+    bodies = {
+        "completion_plain": {"prompt": "Hello, I'm a language model,", "max_tokens": 8},
+        "completion_every_field": {
+            "model": "gpt2", "prompt": ["One", "Two"], "max_tokens": 4, "temperature": 0.7, "top_p": 0.9,
+            "top_k": 40, "min_p": 0.05, "n": 2, "stream": True, "stream_options": {"include_usage": True},
+            "stop": ["\n", "."], "seed": -3, "logprobs": 3, "echo": True, "presence_penalty": 0.5,
+            "frequency_penalty": -0.5, "repeat_penalty": 1.1, "repeat_last_n": -1,
+            "logit_bias": {"50256": -100, "13": 2.5}, "user": "u", "best_of": 2, "suffix": ""},
+        "completion_token_ids": {"prompt": [[15496, 11, 314], [], [50256]], "max_tokens": 1, "stop": "x"},
+        "completion_echo_score": {"prompt": [464, 1468, 582], "max_tokens": 0, "echo": True, "logprobs": 5},
+        "chat_plain": {"messages": [{"role": "system", "content": "Be brief."},
+                                    {"role": "user", "content": "Hi"}], "max_completion_tokens": 5},
+        "chat_parts_logprobs": {
+            "messages": [{"role": "developer", "content": [{"type": "text", "text": "a"}]},
+                         {"role": "user", "content": [{"type": "text", "text": "b"}, {"type": "text", "text": "c"}]},
+                         {"role": "assistant"}, {"role": "user", "content": "d"}],
+            "logprobs": True, "top_logprobs": 2, "tools": [], "tool_choice": "none",
+            "response_format": {"type": "text"}},
+        "near_misses": {"prompt": [1.5], "max_tokens": -1, "temperature": 3, "n": 17, "stop": ["", 4],
+                        "logit_bias": {"x": "y"}, "stream_options": {"include_usage": 1}},
+        "chat_refused": {"messages": [{"role": "tool", "content": {"a": 1}}], "tools": [{"type": "function"}],
+                         "response_format": {"type": "json_object"}, "prompt": "x"},
+        "too_long": {"prompt": "word " * 1100, "max_tokens": 1},
+    }
+    for name, body in bodies.items():
+        write("openai", name, json.dumps(body))
+    write("openai", "not_an_object", "[1, 2, 3]")
+    write("openai", "not_json", '{"prompt": "unterminated')
+
+
 if __name__ == "__main__":
     if OUT.exists():
         shutil.rmtree(OUT)
@@ -185,5 +219,6 @@ if __name__ == "__main__":
     tokenizer_seeds()
     gguf_seeds()
     torch_seeds()
+    openai_seeds()
     total = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
     print(f"wrote {sum(1 for f in OUT.rglob('*') if f.is_file())} files, {total} bytes, under {OUT}")

@@ -10,7 +10,7 @@ build="$(cd "${1:?usage: run.sh BUILD_DIR [SECONDS] [TARGET...]}" && pwd)"
 seconds="${2:-60}"
 shift $(( $# >= 2 ? 2 : 1 ))
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(safetensors config tokenizer gguf torch)
+[ ${#targets[@]} -eq 0 ] && targets=(safetensors config tokenizer gguf torch openai)
 
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"

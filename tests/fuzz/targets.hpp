@@ -28,6 +28,7 @@
 #include "models/torch_source.hpp"
 #include "models/safetensors.hpp"
 #include "models/tokenizer/tokenizer.hpp"
+#include "server/openai_request.hpp"
 
 namespace gptvk::fuzz {
 
@@ -251,6 +252,44 @@ inline Outcome check_tokenizer(std::span<const uint8_t> data) {
     }
   }
   return {};
+}
+
+// A request body for POST /v1/completions and /v1/chat/completions, as the server reads it
+// (server/http_server.cpp's parse_body, then server/openai_request.hpp): it is accepted,
+// or refused with an ApiError of HTTP status 400 whose error body serialises, never with
+// another exception (the server would answer those 500, or a bare "malformed request").
+// An accepted request holds 1-64 prompts of ids inside the vocabulary, each leaving room
+// for max_tokens in the context, and 1-16 choices.
+inline Outcome check_openai_request(std::span<const uint8_t> data) {
+  constexpr uint32_t kContext = 1024;
+  const Tokenizer& tok = gpt2_tokenizer();
+  const auto body = server::json::parse(data.begin(), data.end(), nullptr, false);
+  if (body.is_discarded() || !body.is_object()) return {true, "not a JSON object"};
+  Outcome out{true, ""};  // rejected: by both endpoints
+  for (bool chat : {false, true}) {
+    out.message += chat ? "; chat: " : "completions: ";
+    try {
+      const server::CompletionRequest r = chat ? server::parse_chat_request(body, tok, kContext)
+                                               : server::parse_completion_request(body, tok, kContext);
+      require(!r.prompts.empty() && r.prompts.size() <= 64 && r.prompts.size() == r.prompt_texts.size(),
+              "an accepted request has " + std::to_string(r.prompts.size()) + " prompts");
+      require(r.n >= 1 && r.n <= 16, "an accepted request has n = " + std::to_string(r.n));
+      for (const auto& ids : r.prompts) {
+        require(!ids.empty() && ids.size() + r.sampling.options.max_tokens <= kContext,
+                "an accepted prompt of " + std::to_string(ids.size()) + " tokens and max_tokens " +
+                    std::to_string(r.sampling.options.max_tokens) + " does not fit the context");
+        for (uint32_t id : ids) require(id < tok.vocab_size(), "an accepted prompt holds id " + std::to_string(id));
+      }
+      out.rejected = false;
+      out.message += "accepted";
+    } catch (const server::ApiError& e) {
+      require(e.status == 400, "a bad request answered " + std::to_string(e.status));
+      require(!std::string(e.what()).empty(), "an ApiError without a message");
+      (void)server::error_body(e).dump();  // the answer's body: throws on text that is not UTF-8
+      out.message += e.what();
+    }
+  }
+  return out;
 }
 
 }  // namespace gptvk::fuzz
