@@ -118,13 +118,16 @@ bool Generator::prefill_next() {
   return true;
 }
 
+uint32_t reusable_prefix(std::span<const uint32_t> prompt, std::span<const uint32_t> cached, size_t kept, uint32_t chunk) {
+  if (prompt.empty()) return 0;
+  const size_t n = std::min({kept, cached.size(), prompt.size() - 1});
+  const size_t same = static_cast<size_t>(std::mismatch(prompt.begin(), prompt.begin() + n, cached.begin()).first - prompt.begin());
+  return static_cast<uint32_t>(same / chunk * chunk);
+}
+
 bool Generator::copy_prompt_chunks_from(const Generator& other) {
   if (!prefilling() || !other.prefilling() || &other == this) return false;
-  // Whole chunks of the common start that `other` ran, leaving this prompt's last token.
-  const size_t n = std::min<size_t>(other.prompt_kv_, prompt_.size() - 1);
-  const size_t same = static_cast<size_t>(
-      std::mismatch(prompt_.begin(), prompt_.begin() + n, other.prompt_.begin()).first - prompt_.begin());
-  const uint32_t chunk = model_.max_chunk(), whole = static_cast<uint32_t>(same / chunk * chunk);
+  const uint32_t whole = reusable_prefix(prompt_, other.prompt_, other.prompt_kv_, model_.max_chunk());
   if (whole <= chunks_[next_chunk_].first) return false;
   model_.copy_prompt_prefix(other.model_, whole);
   while (chunks_[next_chunk_].first < whole) ++next_chunk_;

@@ -166,6 +166,12 @@ class Generator {
 // counts as its prefill. The same results as each one's prefill_next() calls.
 void run_prompts_together(DecodeBatch& batch, std::span<Generator* const> gens);
 
+// How many of `prompt`'s first tokens a KV cache can give that holds the first `kept` of
+// `cached` as a prompt's chunks of `chunk` tokens computed them: their common start, in
+// whole chunks (so the rest runs in the chunks it would have alone: the same results),
+// leaving the prompt's last token to run, as it samples the first token.
+uint32_t reusable_prefix(std::span<const uint32_t> prompt, std::span<const uint32_t> cached, size_t kept, uint32_t chunk);
+
 // InputError unless a prompt of `prompt_tokens` leaves room for one generated token in `context`.
 void check_prompt_fits(size_t prompt_tokens, uint32_t context);
 

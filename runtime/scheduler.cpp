@@ -200,9 +200,7 @@ size_t Scheduler::kept_tokens(const Slot& slot) const {
 uint32_t Scheduler::reusable(const Slot& slot, const Sequence& seq) const {
   const std::vector<uint32_t>& p = seq.prompt();
   if (!prompt_cache_ || seq.wants_prompt_logprobs() || seq.options().max_tokens == 0 || p.empty()) return 0;
-  const size_t n = std::min(kept_tokens(slot), p.size() - 1);  // the last prompt token always runs: it samples
-  const size_t same = static_cast<size_t>(std::mismatch(p.begin(), p.begin() + n, slot.tokens.begin()).first - p.begin());
-  return static_cast<uint32_t>(whole_chunks(same, slot.model->max_chunk()));
+  return reusable_prefix(p, slot.tokens, kept_tokens(slot), slot.model->max_chunk());
 }
 
 Scheduler::Slot* Scheduler::slot_to_refill() {
