@@ -239,7 +239,6 @@ Scheduler::Slot* Scheduler::free_slot_for(const Sequence* seq) {
 size_t Scheduler::prefill_round() {
   size_t handed = 0;
   uint32_t spent = 0, chunks = 0;
-  bool budget_left = true;
   // Last chunks that run together after the others (DecodeBatch groups them by the rows
   // that fit one graph); `distinct` of them run, the others being their twins.
   std::vector<Slot*> together;
@@ -254,16 +253,13 @@ size_t Scheduler::prefill_round() {
       handed += prefill_together(together);
       together.clear();
       distinct.clear();
-      if (budget_left) continue;
+      continue;
     }
     if (!s) break;
     const bool burst = s->gen->last_chunk_next() && DecodeBatch::burst_fits(s->gen->next_chunk_tokens());
     const bool twin = burst && has_twin(*s->gen, distinct);
     const uint32_t n = twin ? 0 : s->gen->next_chunk_tokens();
-    if (spent > 0 && spent + n > prefill_budget_) {  // the next round's
-      budget_left = false;
-      break;
-    }
+    if (spent > 0 && spent + n > prefill_budget_) break;  // the next round's
     spent += n;
     chunks += !twin;
     if (burst) {
