@@ -73,6 +73,8 @@ bool DecodeBatch::one_sampler_dispatch(std::span<GptModel* const> seqs) {
     if (m->sampling_.controls_on()) return false;
   if (sampler_rows_ < seqs.size()) {
     graphs_.clear();  // recorded with the smaller buffers, which go now
+    kept_graph_.reset();
+    kept_rows_ = {};
     const GptModel& first = *seqs[0];
     sampler_rows_ = std::max<size_t>({seqs.size(), first.kv_->slots(), 16});
     sample_table_ = vk::Buffer(first.ctx_, sampler_rows_ * sizeof(ops::SampleRow), vk::Memory::Host, "batch sampler table");
@@ -261,17 +263,7 @@ uint32_t DecodeBatch::run_twin(GptModel& m, const GptModel& source, std::span<co
 std::vector<uint32_t> DecodeBatch::run_burst(std::span<GptModel* const> seqs,
                                              std::span<const std::span<const uint32_t>> prompts,
                                              std::span<const uint32_t> prefilled, std::span<const uint32_t> lens) {
-  // Each sequence set up as its own sample_after_prefill sets it up: its chunk's ids at its
-  // position, its sampler's history and counter; the burst's graph reads them there.
-  for (size_t b = 0; b < seqs.size(); ++b) {
-    GptModel& m = *seqs[b];
-    const auto chunk = prompts[b].subspan(prefilled[b]);
-    m.check_ids(chunk, prefilled[b]);
-    if (prefilled[b] && m.pos_ != prefilled[b]) throw std::logic_error("DecodeBatch: the earlier chunks did not run");
-    m.sampling_state_->reset(prompts[b]);
-    m.write_ids(chunk, prefilled[b]);
-    static_cast<StepState*>(m.step_.mapped())->rng_step = 0;
-  }
+  set_up_prompts(seqs, prompts, prefilled);  // the burst's graph reads their ids there
   // The graph's rows: the prompts that run, then their twins (GptModel::BatchStep).
   const size_t n = seqs.size();
   std::vector<size_t> source(n), order, at(n);
@@ -299,13 +291,91 @@ std::vector<uint32_t> DecodeBatch::run_burst(std::span<GptModel* const> seqs,
   copy_kv_positions(seqs[0]->ctx_, copies, seqs[0]->attention_shape());
   burst_prompts_ += n;
   twin_prompts_ += n - runs;
+  stand_after_prompts(seqs, prompts);
   std::vector<uint32_t> ids(n);
-  for (size_t b = 0; b < n; ++b) {
+  for (size_t b = 0; b < n; ++b) ids[b] = row_ids[at[b]];
+  return ids;
+}
+
+void DecodeBatch::set_up_prompts(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts,
+                                 std::span<const uint32_t> prefilled) {
+  // As its own sample_after_prefill sets it up: its last chunk's ids at its position, its
+  // sampler's history and counter.
+  for (size_t b = 0; b < seqs.size(); ++b) {
     GptModel& m = *seqs[b];
-    ids[b] = row_ids[at[b]];
+    const auto chunk = prompts[b].subspan(prefilled[b]);
+    m.check_ids(chunk, prefilled[b]);
+    if (prefilled[b] && m.pos_ != prefilled[b]) throw std::logic_error("DecodeBatch: the earlier chunks did not run");
+    m.sampling_state_->reset(prompts[b]);
+    m.write_ids(chunk, prefilled[b]);
+    static_cast<StepState*>(m.step_.mapped())->rng_step = 0;
+  }
+}
+
+void DecodeBatch::stand_after_prompts(std::span<GptModel* const> seqs,
+                                      std::span<const std::span<const uint32_t>> prompts) {
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    GptModel& m = *seqs[b];
     m.pos_ = static_cast<uint32_t>(prompts[b].size());
     static_cast<StepState*>(m.step_.mapped())->pos = m.pos_;  // the sampled token goes after the prompt
   }
+}
+
+void DecodeBatch::keep_first_logits(std::span<GptModel* const> seqs) {
+  if (seqs.empty()) return;
+  std::vector<ViewCopy> copies;
+  for (GptModel* m : seqs) copies.push_back({m->step_logits_, whole(m->kept_logits())});
+  copy_kv_positions(seqs[0]->ctx_, {}, seqs[0]->attention_shape(), copies);
+}
+
+bool DecodeBatch::can_sample_kept(std::span<GptModel* const> seqs) {
+  return std::none_of(seqs.begin(), seqs.end(), [](const GptModel* m) { return m->sampling_.controls_on(); });
+}
+
+std::vector<uint32_t> DecodeBatch::sample_kept(std::span<GptModel* const> seqs,
+                                               std::span<const std::span<const uint32_t>> prompts,
+                                               std::span<const uint32_t> prefilled) {
+  if (prompts.size() != seqs.size() || prefilled.size() != seqs.size())
+    throw std::invalid_argument("DecodeBatch: one prompt and one prefilled count per sequence");
+  check_shared(seqs);
+  if (!one_sampler_dispatch(seqs)) throw std::logic_error("DecodeBatch::sample_kept: a sequence uses the sampling controls");
+  GptModel& first = *seqs[0];
+  const uint32_t V = first.cfg_.vocab_size;
+  const uint64_t row_bytes = uint64_t(V) * 4;
+  if (kept_rows_.empty()) kept_rows_ = vk::Buffer(first.ctx_, sampler_rows_ * row_bytes, vk::Memory::Device, "kept logits rows");
+  set_up_prompts(seqs, prompts, prefilled);
+  // Row b holds b's kept logits, unless b draws from an earlier equal prompt's row.
+  const size_t n = seqs.size();
+  std::vector<uint32_t> twin_of(n);
+  std::vector<ViewCopy> copies;
+  uint32_t filters = 0;
+  for (size_t b = 0; b < n; ++b) {
+    GptModel& m = *seqs[b];
+    if (m.kept_logits_.empty()) throw std::logic_error("DecodeBatch::sample_kept: no logits kept");
+    twin_of[b] = static_cast<uint32_t>(twin_source(prompts, prefilled, 0, b));
+    if (twin_of[b] == b) copies.push_back({whole(m.kept_logits_), View{&kept_rows_, b * row_bytes, row_bytes}});
+    filters |= ops::sampler_filters(m.sampling_, V);
+  }
+  copy_kv_positions(first.ctx_, {}, first.attention_shape(), copies);
+  if (!kept_graph_ || kept_graph_rows_ != n || kept_graph_filters_ != filters) {
+    kept_graph_ = std::make_unique<Graph>(first.ctx_);
+    ops::sample_rows(*kept_graph_, whole(kept_rows_), static_cast<uint32_t>(n), whole(sample_table_), whole(sample_ids_),
+                     whole(sample_scratch_), V, filters, "sample");
+    kept_graph_->record();
+    kept_graph_rows_ = n;
+    kept_graph_filters_ = filters;
+  }
+  write_sampler_table(seqs, twin_of);
+  kept_graph_->run();
+  std::vector<uint32_t> ids(n);
+  for (size_t b = 0; b < n; ++b) {
+    GptModel& m = *seqs[b];
+    ids[b] = static_cast<const uint32_t*>(sample_ids_.mapped())[b];
+    m.took_batch_sample(ids[b]);
+    m.step_logits_ = View{&kept_rows_, twin_of[b] * row_bytes, row_bytes};
+    m.last_run_.clear();
+  }
+  stand_after_prompts(seqs, prompts);
   return ids;
 }
 

@@ -62,6 +62,21 @@ class DecodeBatch {
   std::vector<uint32_t> sample_after_prefill(std::span<GptModel* const> seqs,
                                              std::span<const std::span<const uint32_t>> prompts,
                                              std::span<const uint32_t> prefilled);
+  // Exact hits of a prompt cache: each model keeps the logits its prompt's first token was
+  // drawn from (right after that draw, before its next step), copied beside its keys and
+  // values in one submission.
+  void keep_first_logits(std::span<GptModel* const> seqs);
+  // Whether sample_kept can draw for these sequences: none uses the sampling controls
+  // (penalties, logit bias, min-p), which the one sampler dispatch has not.
+  static bool can_sample_kept(std::span<GptModel* const> seqs);
+  // Prompts whose keys and values each model's KV cache holds and whose first-token logits
+  // it kept (keep_first_logits, or GptModel::copy_kept_prompt from a model that did): the
+  // same as sample_after_prefill, running no rows. Each draws, with its own parameters and
+  // seed, from its kept logits, equal prompts from one copy, all in one sampler dispatch.
+  // The logits of the prompts as they last ran give the same results as running them again
+  // (with exact rows, bit for bit); the caller vouches that they are these prompts'.
+  std::vector<uint32_t> sample_kept(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts,
+                                    std::span<const uint32_t> prefilled);
   // Whether a last chunk of `tokens` tokens can join a burst (a one-token chunk takes the
   // decode step's kernels, which a burst's rows do not match).
   static bool burst_fits(uint32_t tokens) { return tokens >= 2; }
@@ -118,6 +133,13 @@ class DecodeBatch {
   // took it), then hands each sequence its token and logits; returns the tokens.
   std::vector<uint32_t> run(Graph& g, std::span<GptModel* const> seqs, std::span<const uint32_t> twin_of = {});
 
+  // Sets each sequence up as its own sample_after_prefill would (ids, sampler history and
+  // counter) before a batched draw of its first token.
+  static void set_up_prompts(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts,
+                             std::span<const uint32_t> prefilled);
+  // After a batched draw of first tokens: each sequence stands after its prompt.
+  static void stand_after_prompts(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts);
+
   bool exact_rows_;
   vk::Buffer rows_;  // host-visible row table: (position, KV slot unit) per row
   bool rows_used_ = false;  // the graph graph_for() returned last reads it
@@ -126,6 +148,12 @@ class DecodeBatch {
   vk::Buffer sample_table_, sample_ids_, sample_scratch_;
   size_t sampler_rows_ = 0;
   bool sampler_used_ = false;
+  // sample_kept: the kept logits it draws from ([sampler_rows_][vocab]) and its graph, for
+  // kept_graph_rows_ rows with kept_graph_filters_ (recorded again when either changes).
+  vk::Buffer kept_rows_;
+  std::unique_ptr<Graph> kept_graph_;
+  size_t kept_graph_rows_ = 0;
+  uint32_t kept_graph_filters_ = 0;
   std::vector<Entry> graphs_;
   uint64_t steps_ = 0;
   uint64_t burst_prompts_ = 0, twin_prompts_ = 0;

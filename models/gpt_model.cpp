@@ -269,6 +269,21 @@ void GptModel::copy_prompt_prefix(const GptModel& other, uint32_t tokens) {
   if (tokens) copy_kv_positions(ctx_, kv_copies_from(other, 0, tokens), attention_shape());
 }
 
+void GptModel::copy_kept_prompt(const GptModel& other, uint32_t tokens) {
+  if (other.shared_weights() != shared_weights() || other.max_chunk_ != max_chunk_ || &other.ctx_ != &ctx_)
+    throw std::logic_error("copy_kept_prompt: another model's weights, device or chunk size");
+  if (tokens == 0 || tokens > cfg_.context_length || other.kept_logits_.empty())
+    throw std::logic_error("copy_kept_prompt: the other model keeps no such prompt");
+  const ViewCopy logits{whole(other.kept_logits_), whole(kept_logits())};
+  copy_kv_positions(ctx_, kv_copies_from(other, 0, tokens), attention_shape(), {&logits, 1});
+}
+
+vk::Buffer& GptModel::kept_logits() {
+  if (kept_logits_.empty())
+    kept_logits_ = vk::Buffer(ctx_, uint64_t(cfg_.vocab_size) * 4, vk::Memory::Device, "kept first-token logits");
+  return kept_logits_;
+}
+
 std::vector<KvCopy> GptModel::kv_copies_from(const GptModel& other, uint32_t begin, uint32_t end) const {
   std::vector<KvCopy> copies;
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {

@@ -86,6 +86,14 @@ class GptModel {
   // the same bits as this model's own chunks would compute.
   void copy_prompt_prefix(const GptModel& other, uint32_t tokens);
   uint32_t sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled);
+  // Exact hits of a prompt cache (runtime/scheduler.hpp): DecodeBatch::keep_first_logits
+  // keeps the logits a prompt's first token was drawn from beside its keys and values, and a
+  // later sequence with that prompt draws from them (DecodeBatch::sample_kept) without
+  // running it. This copies `other`'s (same weights and chunk size) keys and values of
+  // positions [0, tokens) and its kept logits here, for such a sequence. The caller vouches
+  // that they belong together (other's position may already stand before them: a
+  // sequence set to draw from them has not moved it yet).
+  void copy_kept_prompt(const GptModel& other, uint32_t tokens);
   // Embeds the last sampled token at the next position, runs the model and samples again:
   // one submit, 4 bytes back.
   uint32_t decode_next();
@@ -159,6 +167,7 @@ class GptModel {
   void ensure_folded_norms();
   void compute_folded_norms();
   vk::Buffer& logits_all();  // [max_chunk][vocab], allocated on first use
+  vk::Buffer& kept_logits();  // [vocab], allocated on first use
   void check_ids(std::span<const uint32_t> ids, uint32_t pos) const;
   ops::AttentionShape attention_shape() const {
     return {cfg_.n_heads, cfg_.head_dim(), cfg_.context_length, cfg_.kv_f16()};
@@ -179,6 +188,7 @@ class GptModel {
   vk::Buffer step_last_;             // host-visible: StepState at the step's last position (build_graph's last_row_only)
   vk::Buffer x_, h_, h_last_, qkv_, att_, ff_, logits_last_, sample_scratch_;
   vk::Buffer logits_all_;            // logits_all()
+  vk::Buffer kept_logits_;           // kept_logits(): a prompt's first-token logits, kept (copy_kept_prompt)
   // Where last_step_logits() reads: logits_last_, or after a batched step this sequence's
   // row of the batch's logits (valid until the next step of any of its sequences).
   View step_logits_;

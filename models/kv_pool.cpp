@@ -23,8 +23,9 @@ KvPool::KvPool(vk::Context& ctx, uint32_t n_layers, ops::AttentionShape shape, u
   }
 }
 
-void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape) {
-  if (copies.empty()) return;
+void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape,
+                       std::span<const ViewCopy> views) {
+  if (copies.empty() && views.empty()) return;
   const uint64_t elem = shape.kv_f16 ? 2 : 4;
   VkCommandBuffer cb = ctx.begin_one_shot();
   // The shaders that wrote the source positions, before the copies read them; the copies
@@ -43,6 +44,11 @@ void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::At
                          uint64_t(c.end - c.begin) * shape.head_dim * elem});
     vkCmdCopyBuffer(cb, c.from.buffer->handle(), c.to.buffer->handle(), static_cast<uint32_t>(regions.size()),
                     regions.data());
+  }
+  for (const ViewCopy& c : views) {
+    if (c.from.size() != c.to.size()) throw std::invalid_argument("copy_kv_positions: views of different sizes");
+    const VkBufferCopy region{c.from.offset, c.to.offset, c.from.size()};
+    vkCmdCopyBuffer(cb, c.from.buffer->handle(), c.to.buffer->handle(), 1, &region);
   }
   VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                         VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};

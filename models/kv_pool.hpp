@@ -43,8 +43,13 @@ struct KvCopy {
   View from, to;
   uint32_t begin = 0, end = 0;
 };
+// One view copied whole to another of the same size (a kept row of logits).
+struct ViewCopy {
+  View from, to;
+};
 // Runs the copies in one submission, ordered after the work submitted before it and
 // before the work after it, and waits for them.
-void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape);
+void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape,
+                       std::span<const ViewCopy> views = {});
 
 }  // namespace gptvk

@@ -135,27 +135,44 @@ bool Generator::copy_prompt_chunks_from(const Generator& other) {
   return true;
 }
 
-void run_prompts_together(DecodeBatch& batch, std::span<Generator* const> gens) {
-  std::vector<Generator*> last;
+namespace {
+// Generators at their last chunk, as DecodeBatch takes them: models, prompts, chunk starts.
+struct LastChunks {
+  std::vector<Generator*> gens;
   std::vector<GptModel*> models;
   std::vector<std::span<const uint32_t>> prompts;
   std::vector<uint32_t> begins;
+  void add(Generator* g) {
+    gens.push_back(g);
+    models.push_back(&g->model());
+    prompts.push_back(g->prompt());
+    begins.push_back(g->next_chunk_begin());
+  }
+};
+}  // namespace
+
+void run_prompts_together(DecodeBatch& batch, std::span<Generator* const> gens, std::span<Generator* const> kept) {
+  if (!kept.empty()) {
+    LastChunks hits;
+    for (Generator* g : kept) hits.add(g);
+    const auto t0 = Clock::now();
+    const std::vector<uint32_t> first = batch.sample_kept(hits.models, hits.prompts, hits.begins);
+    const double seconds = seconds_since(t0);
+    for (size_t b = 0; b < kept.size(); ++b) kept[b]->prefilled_with(first[b], seconds, true);
+  }
+  LastChunks last;
   for (size_t i = 0; i < gens.size(); ++i) {
     Generator* g = gens[i];
     // Whole chunks that an earlier one here ran of the same tokens are copied, not run again.
     for (size_t j = 0; j < i; ++j) g->copy_prompt_chunks_from(*gens[j]);
     while (g->prefilling() && !g->last_chunk_next()) g->prefill_next();
-    if (!g->prefilling()) continue;
-    last.push_back(g);
-    models.push_back(&g->model());
-    prompts.push_back(g->prompt());
-    begins.push_back(g->next_chunk_begin());
+    if (g->prefilling()) last.add(g);
   }
-  if (last.empty()) return;
+  if (last.gens.empty()) return;
   const auto t0 = Clock::now();
-  const std::vector<uint32_t> first = batch.sample_after_prefill(models, prompts, begins);
+  const std::vector<uint32_t> first = batch.sample_after_prefill(last.models, last.prompts, last.begins);
   const double seconds = seconds_since(t0);
-  for (size_t b = 0; b < last.size(); ++b) last[b]->prefilled_with(first[b], seconds);
+  for (size_t b = 0; b < last.gens.size(); ++b) last.gens[b]->prefilled_with(first[b], seconds);
 }
 
 uint32_t Generator::next_chunk_begin() const {
@@ -163,9 +180,10 @@ uint32_t Generator::next_chunk_begin() const {
   return chunks_[next_chunk_].first;
 }
 
-void Generator::prefilled_with(uint32_t token, double seconds) {
+void Generator::prefilled_with(uint32_t token, double seconds, bool from_kept) {
   if (!prefilling() || !last_chunk_next()) throw std::logic_error("Generator::prefilled_with() before the last chunk");
   prompt_kv_ = chunks_[next_chunk_++].second;
+  if (from_kept) timings_.prompt_tokens_cached = prompt_kv_;
   end_prefill(token, seconds);
 }
 

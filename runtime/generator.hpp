@@ -102,7 +102,9 @@ class Generator {
   bool last_chunk_next() const { return next_chunk_ + 1 == chunks_.size(); }
   std::span<const uint32_t> prompt() const { return prompt_; }
   uint32_t next_chunk_begin() const;
-  void prefilled_with(uint32_t token, double seconds);
+  // `from_kept`: drawn from the logits the model kept for this prompt (DecodeBatch::
+  // sample_kept), so the whole prompt counts as cached.
+  void prefilled_with(uint32_t token, double seconds, bool from_kept = false);
   // Between begin() and the last chunk: where `other` (begun over a model of the same
   // weights and chunk size, also still prefilling) has run whole chunks of the same tokens
   // as this prompt's next ones, copies their keys and values (GptModel::copy_prompt_prefix)
@@ -164,7 +166,10 @@ class Generator {
 // copy_prompt_chunks_from), then every last chunk together in bursts (DecodeBatch::
 // sample_after_prefill), handing each generator its first token; the time of its burst
 // counts as its prefill. The same results as each one's prefill_next() calls.
-void run_prompts_together(DecodeBatch& batch, std::span<Generator* const> gens);
+// `kept`: generators at their last chunk whose model holds their whole prompt's keys and
+// values and kept its first-token logits (a prompt cache's exact hits): they draw from
+// those (DecodeBatch::sample_kept), first, running nothing.
+void run_prompts_together(DecodeBatch& batch, std::span<Generator* const> gens, std::span<Generator* const> kept = {});
 
 // How many of `prompt`'s first tokens a KV cache can give that holds the first `kept` of
 // `cached` as a prompt's chunks of `chunk` tokens computed them: their common start, in

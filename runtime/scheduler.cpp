@@ -194,13 +194,50 @@ Scheduler::Slot* Scheduler::next_to_prefill(std::span<Slot* const> skip) {
 }
 
 size_t Scheduler::kept_tokens(const Slot& slot) const {
-  return slot.seq ? std::min<size_t>(slot.gen->prompt_tokens_in_cache(), slot.tokens.size()) : slot.kept;
+  if (!slot.seq) return slot.kept;
+  // A sequence whose first token comes from kept logits holds its whole prompt already.
+  if (slot.from_kept) return slot.logits_for;
+  return std::min<size_t>(slot.gen->prompt_tokens_in_cache(), slot.tokens.size());
 }
 
 uint32_t Scheduler::reusable(const Slot& slot, const Sequence& seq) const {
   const std::vector<uint32_t>& p = seq.prompt();
   if (!prompt_cache_ || seq.wants_prompt_logprobs() || seq.options().max_tokens == 0 || p.empty()) return 0;
   return reusable_prefix(p, slot.tokens, kept_tokens(slot), slot.model->max_chunk());
+}
+
+const Scheduler::Slot* Scheduler::holder_of(const Sequence& seq, const Slot& target) const {
+  const std::vector<uint32_t>& p = seq.prompt();
+  if (!prompt_cache_ || seq.wants_prompt_logprobs() || seq.options().max_tokens == 0 || p.empty() ||
+      seq.options().sampling.controls_on())
+    return nullptr;
+  auto holds = [&](const Slot& s) {
+    return s.logits_for == p.size() && kept_tokens(s) >= p.size() && s.tokens.size() >= p.size() &&
+           std::equal(p.begin(), p.end(), s.tokens.begin());
+  };
+  if (holds(target)) return &target;
+  for (const Slot& s : slots_)
+    if (holds(s)) return &s;
+  return nullptr;
+}
+
+void Scheduler::keep_first_logits(std::span<Slot* const> slots) {
+  if (!prompt_cache_) return;
+  std::vector<Slot*> keep;
+  std::vector<GptModel*> models;
+  for (Slot* s : slots) {
+    if (!s->seq || s->from_kept || s->gen->prefilling()) continue;  // failed, or keeps them already
+    const auto& p = s->seq->prompt();
+    if (std::any_of(keep.begin(), keep.end(), [&](const Slot* k) { return k->seq->prompt() == p; })) continue;
+    keep.push_back(s);
+    models.push_back(s->model.get());
+  }
+  try {
+    batch_.keep_first_logits(models);
+  } catch (const std::exception&) {
+    return;  // nothing kept: those prompts run again when asked for
+  }
+  for (Slot* s : keep) s->logits_for = s->seq->prompt().size();
 }
 
 Scheduler::Slot* Scheduler::slot_to_refill() {
@@ -215,11 +252,15 @@ void Scheduler::refill_chunk(Slot& slot) {
   const uint32_t chunk = slot.model->max_chunk();
   const uint32_t from = static_cast<uint32_t>(whole_chunks(slot.kept, chunk));  // a partial last chunk runs again whole
   try {
+    // A prompt's last chunk that runs again whole may give its keys and values other last
+    // bits than that chunk did: its kept logits no longer go with them.
+    if (from < slot.logits_for) slot.logits_for = 0;
     slot.model->prefill(std::span<const uint32_t>(slot.tokens).subspan(from, chunk), from, false);
     slot.kept = from + chunk;
   } catch (const std::exception&) {
     slot.kept = 0;  // whatever the failed run left in the cache is kept for nothing
     slot.tokens.clear();
+    slot.logits_for = 0;
   }
   std::lock_guard lock(mu_);
   ++stats_.cache_refill_chunks;
@@ -230,7 +271,9 @@ Scheduler::Slot* Scheduler::free_slot_for(const Sequence* seq) {
   uint32_t best_kept = 0;
   for (Slot& s : slots_) {
     if (s.seq) continue;
-    const uint32_t kept = seq ? reusable(s, *seq) : 0;
+    // One that holds the whole prompt with its first token's logits first, then the most
+    // whole chunks.
+    const uint32_t kept = !seq ? 0 : holder_of(*seq, s) == &s ? UINT32_MAX : reusable(s, *seq);
     if (!best || kept > best_kept || (kept == best_kept && s.released < best->released)) best = &s, best_kept = kept;
   }
   return best;
@@ -256,8 +299,10 @@ size_t Scheduler::prefill_round() {
       continue;
     }
     if (!s) break;
-    const bool burst = s->gen->last_chunk_next() && DecodeBatch::burst_fits(s->gen->next_chunk_tokens());
-    const bool twin = burst && has_twin(*s->gen, distinct);
+    // An exact hit of the prompt cache runs no rows (sample_kept), so it costs no budget.
+    const bool hit = s->from_kept && s->gen->last_chunk_next();
+    const bool burst = hit || (s->gen->last_chunk_next() && DecodeBatch::burst_fits(s->gen->next_chunk_tokens()));
+    const bool twin = hit || (burst && has_twin(*s->gen, distinct));
     const uint32_t n = twin ? 0 : s->gen->next_chunk_tokens();
     if (spent > 0 && spent + n > prefill_budget_) break;  // the next round's
     spent += n;
@@ -274,6 +319,7 @@ size_t Scheduler::prefill_round() {
     }
     try {
       if (s->gen->prefill_next()) {
+        keep_first_logits({&s, 1});
         step(*s);  // the first token (sampled by the last chunk) goes out now
         ++handed;
       }
@@ -290,10 +336,10 @@ size_t Scheduler::prefill_round() {
 
 size_t Scheduler::prefill_together(std::span<Slot* const> together) {
   if (together.empty()) return 0;
-  std::vector<Generator*> gens;
-  for (Slot* s : together) gens.push_back(s->gen.get());
+  std::vector<Generator*> gens, kept;
+  for (Slot* s : together) (s->from_kept ? kept : gens).push_back(s->gen.get());
   try {
-    run_prompts_together(batch_, gens);
+    run_prompts_together(batch_, gens, kept);
   } catch (const std::exception& e) {
     for (Slot* s : together) release(*s, e.what());
     return 0;
@@ -302,8 +348,13 @@ size_t Scheduler::prefill_together(std::span<Slot* const> together) {
     std::lock_guard lock(mu_);
     stats_.burst_prompts = batch_.burst_prompts();
     stats_.twin_prompts = batch_.twin_prompts();
+    stats_.prompt_cache_hits += kept.size();
   }
-  for (Slot* s : together) step(*s);  // the first tokens go out now
+  keep_first_logits(together);
+  for (Slot* s : together) {
+    s->from_kept = false;
+    step(*s);  // the first tokens go out now
+  }
   return together.size();
 }
 
@@ -349,17 +400,25 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
   uint32_t reuse = reusable(slot, *seq);
   for (const Slot& s : slots_)
     if (&s != &slot && reusable(s, *seq) > reuse) source = &s, reuse = reusable(s, *seq);
+  const Slot* holder = holder_of(*seq, slot);  // the whole prompt, with its first token's logits
   slot.seq = std::move(seq);
   slot.admitted = ++admissions_;
   Sequence& q = *slot.seq;
   slot.kept = 0;
   slot.tokens = q.prompt();  // while it runs, its prompt chunks are kept for others (kept_tokens)
+  slot.from_kept = holder != nullptr;
+  if (holder != &slot) slot.logits_for = 0;
   {
     std::lock_guard lock(mu_);
     stats_.prompt_tokens += q.prompt().size();
   }
   try {
-    if (source) {
+    if (holder && holder != &slot) {  // every position, and the logits (reuse's chunks among them)
+      slot.model->copy_kept_prompt(*holder->model, static_cast<uint32_t>(q.prompt().size()));
+      slot.logits_for = q.prompt().size();
+      std::lock_guard lock(mu_);
+      stats_.prompt_tokens_copied += q.prompt().size();
+    } else if (source) {
       slot.model->copy_prompt_prefix(*source->model, reuse);
       std::lock_guard lock(mu_);
       stats_.prompt_tokens_copied += reuse;
@@ -376,7 +435,7 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
     if (q.options().max_tokens == 0) return release(slot, {}, FinishReason::Length);
     slot.gen->begin(q.prompt(), q.options(), reuse);  // its chunks run in prefill_round()
     std::lock_guard lock(mu_);
-    stats_.prompt_tokens_cached += reuse;
+    stats_.prompt_tokens_cached += holder ? q.prompt().size() : reuse;
   } catch (const std::exception& e) {
     release(slot, e.what());
   }

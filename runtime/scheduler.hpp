@@ -111,6 +111,7 @@ struct SchedulerStats {
   uint64_t prompt_tokens_cached = 0;      // prompt tokens whose keys and values a slot kept (prompt cache)
   uint64_t prompt_tokens_copied = 0;      // of those, tokens copied from another slot's cache
   uint64_t cache_refill_chunks = 0;       // chunks of finished sequences' replies run while idle (prompt cache)
+  uint64_t prompt_cache_hits = 0;  // first tokens drawn from a prompt's kept logits: the prompt ran before whole
 };
 
 // Device bytes one slot (a GptModel beside shared weights) takes: KV cache and activations
@@ -137,6 +138,11 @@ class Scheduler {
   // keys and values in another order), so that the next turn of a conversation, whose
   // prompt holds that reply, skips them too. That starts after kRefillDelay without work; a
   // request arriving during such a chunk waits for it.
+  // A prompt equal to one that ran whole before, which a slot still keeps with the logits
+  // its first token was drawn from, runs nothing at all: its first token is drawn from those
+  // logits with its own parameters and seed (DecodeBatch::sample_kept: the same token as
+  // running it), so a retry, a regeneration or many clients sending one prompt wait for no
+  // prompt. Not for sequences that use the sampling controls.
   Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue,
             bool exact_rows = true, uint32_t prefill_budget = 0, bool prompt_cache = true);
   ~Scheduler();  // shutdown(0)
@@ -167,6 +173,10 @@ class Scheduler {
     std::vector<uint32_t> tokens;
     size_t kept = 0;
     uint64_t released = 0;  // release order: among equals the least recently used slot is taken
+    // The model kept the logits that the first token of the prompt tokens[0, logits_for) was
+    // drawn from (0: none), beside its keys and values while kept_tokens() covers them.
+    size_t logits_for = 0;
+    bool from_kept = false;  // the running sequence's first token is to be drawn from those
   };
   // Most prompts that run in one burst (their twins join free): a burst hands out every
   // first token when it ends, so a round with many new prompts runs several smaller ones,
@@ -197,6 +207,13 @@ class Scheduler {
   // token or more to run (0 without the prompt cache, or for a sequence that scores its
   // prompt, which runs it whole).
   uint32_t reusable(const Slot& slot, const Sequence& seq) const;
+  // A slot (`target` first) whose kept logits and keys and values are those of seq's whole
+  // prompt; null if none, or if seq cannot use them (the prompt cache off, prompt scores
+  // wanted, sampling controls on).
+  const Slot* holder_of(const Sequence& seq, const Slot& target) const;
+  // After a last chunk ran: the models of these slots that drew their first token from
+  // logits of their own keep them (the first of equal prompts only; not failed ones).
+  void keep_first_logits(std::span<Slot* const> slots);
   // The free slot for `seq`: the one that keeps the most of its prompt, else the least
   // recently used. Null when every slot is taken.
   Slot* free_slot_for(const Sequence* seq);

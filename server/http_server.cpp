@@ -504,6 +504,9 @@ void HttpServer::metrics(httplib::Response& res) {
     metric("gptvk_twin_prompts_total", "counter",
            "Sequences that took an equal prompt's run in their burst instead of their own (n choices, one prompt sent by many).",
            double(s.twin_prompts));
+    metric("gptvk_prompt_cache_hits_total", "counter",
+           "Sequences whose whole prompt ran before: first token drawn from the logits kept from that run, nothing run again.",
+           double(s.prompt_cache_hits));
     metric("gptvk_decode_tokens_per_second", "gauge", "Tokens per second of the decode rounds so far, all slots together.",
            s.step_seconds > 0 ? double(s.step_tokens) / s.step_seconds : 0.0);
   }

@@ -357,6 +357,75 @@ BOOST_AUTO_TEST_CASE(twins_get_their_lone_tokens_from_one_run_of_their_prompt) {
   BOOST_TEST_CONTEXT("a GPU's kernels, an earlier chunk") { burst_equals_lone(gpu, false, {6, 6, 2, 6}, 24, 2); }
 }
 
+// A prompt cache's exact hits (DecodeBatch::sample_kept): prompts that ran in a burst keep
+// their first-token logits (keep_first_logits); the same prompts, drawn again with other
+// seeds from those logits, over the keys and values copied to other slots
+// (GptModel::copy_kept_prompt) or kept in their own, run no rows and give each its lone
+// first token and logits, and its later steps. Equal prompts draw from one copy. With
+// chunks of 24 tokens the 31-token prompt's first chunk is reused, not run.
+BOOST_AUTO_TEST_CASE(kept_logits_give_a_repeated_prompt_its_lone_first_token) {
+  const std::vector<uint32_t> lens = {2, 9, 16, 31};
+  const uint32_t chunk = 24, n = static_cast<uint32_t>(lens.size()), steps = 3;
+  auto prompt_of = [&](uint32_t i) {
+    std::vector<uint32_t> p(lens[i % n]);
+    for (size_t t = 0; t < p.size(); ++t) p[t] = (3000 + 41 * (i % n) + 89 * t) % cfg.vocab_size;
+    return p;
+  };
+  auto params = [&](uint32_t i) {
+    ops::SamplingParams p = sampling(i % 5);  // no sampling controls
+    p.seed = 500 + i;
+    return p;
+  };
+  // Slots 0..n-1 run prompts 0..n-1; then slots 0..2n-1 draw prompts 0..n-1, 0..n-1 again.
+  auto models = make_slot_models(test::context(), cfg, weights, 2 * n, chunk);
+  DecodeBatch batch(true);
+  std::vector<GptModel*> first_rows;
+  std::vector<std::vector<uint32_t>> prompts;
+  for (uint32_t i = 0; i < 2 * n; ++i) prompts.push_back(prompt_of(i));
+  std::vector<std::span<const uint32_t>> views(prompts.begin(), prompts.end());
+  std::vector<uint32_t> prefilled;
+  for (uint32_t i = 0; i < 2 * n; ++i) prefilled.push_back(models[i]->prompt_chunks(prompts[i].size()).back().first);
+  for (uint32_t i = 0; i < n; ++i) {
+    models[i]->set_sampling(params(100 + i));
+    if (prefilled[i]) models[i]->prefill(std::span<const uint32_t>(prompts[i]).first(prefilled[i]), 0, false);
+    first_rows.push_back(models[i].get());
+  }
+  batch.sample_after_prefill(first_rows, std::span(views).first(n), std::span(prefilled).first(n));
+  batch.keep_first_logits(first_rows);
+  for (uint32_t i = n; i < 2 * n; ++i) models[i]->copy_kept_prompt(*models[i - n], static_cast<uint32_t>(prompts[i].size()));
+  std::vector<GptModel*> rows;
+  for (uint32_t i = 0; i < 2 * n; ++i) {
+    GptModel& m = *models[i];
+    if (prefilled[i]) m.reuse_prompt_prefix(prefilled[i]);  // as Generator::begin does
+    m.set_sampling(params(i));
+    rows.push_back(&m);
+  }
+  BOOST_REQUIRE(DecodeBatch::can_sample_kept(rows));
+  std::vector<Run> runs(2 * n);
+  const std::vector<uint32_t> first = batch.sample_kept(rows, views, prefilled);
+  for (uint32_t i = 0; i < 2 * n; ++i) {
+    BOOST_TEST(models[i]->position() == prompts[i].size());
+    runs[i].tokens.push_back(first[i]);
+    runs[i].logits.push_back(models[i]->last_step_logits());
+  }
+  for (uint32_t k = 0; k < steps; ++k) {
+    const std::vector<uint32_t> next = batch.decode_next(rows);
+    for (uint32_t i = 0; i < 2 * n; ++i) runs[i].tokens.push_back(next[i]);
+  }
+  BOOST_TEST(batch.burst_prompts() == (test::context().cpu_kernels() ? n : 0u));  // the first round only
+  for (uint32_t i = 0; i < 2 * n; ++i) {
+    BOOST_TEST_INFO("sequence " << i << ", " << prompts[i].size() << " prompt tokens");
+    GptModel m(test::context(), cfg, weights, chunk);
+    m.set_sampling(params(i));
+    std::vector<uint32_t> ref = {m.prefill_and_sample(prompts[i])};
+    BOOST_TEST((runs[i].logits[0] == m.last_step_logits()));
+    for (uint32_t k = 0; k < steps; ++k) ref.push_back(m.decode_next());
+    BOOST_TEST(runs[i].tokens == ref, boost::test_tools::per_element());
+  }
+  models[0]->set_sampling(sampling(5));  // penalties: the one sampler dispatch has no controls
+  BOOST_TEST(!DecodeBatch::can_sample_kept(rows));
+}
+
 BOOST_AUTO_TEST_CASE(a_full_context_or_a_repeated_sequence_is_refused) {
   auto a = model();
   a->set_sampling(sampling(0));

@@ -286,7 +286,7 @@ BOOST_AUTO_TEST_CASE(prompt_cache_skips_kept_chunks_with_the_same_results) {
   const std::vector<Case> cases = {
       {base, 1, 0},               // slot 0 keeps 40 tokens
       {with_tail(0, 50), 2, 0},   // no common chunk: the least recently used slot, 1
-      {base, 5, 32},              // the same prompt: all but its last chunk (it samples)
+      {base, 5, 40},              // the same prompt: all of it, and the logits of its first token
       {with_tail(27, 60), 3, 24},  // three whole chunks of slot 0's prompt
       {other, 6, 0},
   };
@@ -298,7 +298,8 @@ BOOST_AUTO_TEST_CASE(prompt_cache_skips_kept_chunks_with_the_same_results) {
     sched.submit({seqs.back()});
     all.push_back(drain(*seqs.back()));
   }
-  BOOST_TEST(sched.stats().prompt_tokens_cached == 24u + 32u);
+  BOOST_TEST(sched.stats().prompt_tokens_cached == 24u + 40u);
+  BOOST_TEST(sched.stats().prompt_cache_hits == 1u);
   sched.shutdown(std::chrono::milliseconds(0));
   GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -318,6 +319,36 @@ BOOST_AUTO_TEST_CASE(prompt_cache_skips_kept_chunks_with_the_same_results) {
     BOOST_TEST(logprobs.size() == gen.logprobs().size());
     for (size_t k = 0; k < std::min(logprobs.size(), gen.logprobs().size()); ++k)
       BOOST_TEST(logprobs[k] == gen.logprobs()[k].logprob);  // bit for bit
+  }
+}
+
+// Exact hits: a prompt that ran whole before runs nothing again. Its first token is drawn
+// from the logits its earlier run kept, with the new sequence's own parameters and seed,
+// over keys and values kept in the slot or copied from another (a running one's too), and
+// every sequence still equals a lone Generator, bit for bit. Three arrive together after
+// the first: one takes the holder's slot, the others copy from it. A sequence with
+// sampling controls (a repeat penalty) runs its prompt.
+BOOST_AUTO_TEST_CASE(a_repeated_prompt_draws_from_its_kept_logits) {
+  const std::vector<uint32_t> p = joined_prompts(30);
+  Scheduler sched(slots(4, 8), tok, 4);
+  std::vector<std::shared_ptr<Sequence>> seqs = {std::make_shared<Sequence>(p, options(1))};
+  sched.submit(seqs);
+  std::vector<std::vector<GenerationStep>> all = {drain(*seqs[0])};
+  GenerationOptions penalised = options(2);
+  penalised.sampling.repeat_penalty = 1.3f;
+  std::vector<std::shared_ptr<Sequence>> again;
+  for (const GenerationOptions& o : {options(2), options(3), options(5), penalised})
+    again.push_back(std::make_shared<Sequence>(p, o));
+  sched.submit(again);
+  for (auto& s : again) all.push_back(drain(*s)), seqs.push_back(s);
+  BOOST_TEST(sched.stats().prompt_cache_hits == 3u);
+  sched.shutdown(std::chrono::milliseconds(0));
+  for (size_t i = 1; i < 4; ++i) BOOST_TEST(seqs[i]->timings().prompt_tokens_cached == p.size());
+  BOOST_TEST(seqs[4]->timings().prompt_tokens_cached < p.size());
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), 8);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    BOOST_TEST_INFO("sequence " << i);
+    expect_lone(lone, *seqs[i], all[i]);
   }
 }
 

@@ -5,6 +5,7 @@
 //   prefill+sample after set_sampling   new parameters (a new request)
 //   batched step B=16, cached / new composition (a sequence left and another joined)
 //   a burst of first tokens: one prompt, 16 equal ones (twins), 16 distinct ones
+//   16 exact hits of the prompt cache: keys, values and kept logits copied, then one draw
 // Build: ninja -C build micro_admission; run: build/bench/micro/micro_admission
 #include <algorithm>
 #include <chrono>
@@ -81,4 +82,18 @@ int main() {
   std::printf("burst of 1 prompt:                  %.2f ms\n", burst(1, true));
   std::printf("burst of 16 equal prompts (twins):  %.2f ms\n", burst(S, true));
   std::printf("burst of 16 distinct prompts:       %.2f ms\n", burst(S, false));
+  // Exact hits of the prompt cache: 16 sequences with the prompt slot 0 ran and kept
+  // (DecodeBatch::keep_first_logits), each slot's keys, values and logits copied from it
+  // (GptModel::copy_kept_prompt, one submission each, as the scheduler's admission does),
+  // then one draw for all (DecodeBatch::sample_kept).
+  batch.sample_after_prefill(std::span(rows).first(1), std::vector<std::span<const uint32_t>>{prompt},
+                             std::vector<uint32_t>{0});
+  batch.keep_first_logits(std::span(rows).first(1));
+  const std::vector<std::span<const uint32_t>> same(S, prompt);
+  const std::vector<uint32_t> none(S, 0);
+  const auto n = static_cast<uint32_t>(prompt.size());
+  std::printf("16 exact hits, copies:              %.2f ms\n",
+              median_ms(8, [&](int) { for (uint32_t b = 1; b < S; ++b) rows[b]->copy_kept_prompt(*rows[0], n); }));
+  std::printf("16 exact hits, one draw:            %.2f ms\n",
+              median_ms(8, [&](int) { batch.sample_kept(rows, same, none); }));
 }

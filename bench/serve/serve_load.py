@@ -12,6 +12,10 @@ each round once the clients stream: the clients' longest inter-token gap then sh
 its prefill holds up the running streams (serve --prefill-chunk bounds that to a chunk).
 Every client sends the same prompt (the server runs prompts arriving together once, each
 sequence sampling with its own seed); --distinct-prompts ends client c's with " c" instead.
+A prompt that ran before is an exact hit of the server's prompt cache (its first token is
+drawn from the logits kept from that run); --fresh-prompts adds the round and request number
+to every prompt, so that no request repeats an earlier one's and each round's first prompts
+run: what concurrency costs when the cache cannot help.
 
   python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 1,16   # starts the server
   python3 bench/serve/serve_load.py --url http://127.0.0.1:8080 --clients 4
@@ -91,12 +95,17 @@ def one_request(url, body, timeout):
     return ttft, gaps, tokens, done and finished
 
 
+ROUNDS = iter(range(1 << 30))  # rounds run so far, for --fresh-prompts
+
+
 def run_round(url, clients, requests, args):
     results, lock = [], threading.Lock()
+    round_no = next(ROUNDS)
 
     def client(c):
         for r in range(requests):
-            prompt = f"{args.prompt} {c}" if args.distinct_prompts else args.prompt
+            prompt = f"{args.prompt} ({round_no}.{r})" if args.fresh_prompts else args.prompt
+            prompt = f"{prompt} {c}" if args.distinct_prompts else prompt
             body = {"prompt": prompt, "max_tokens": args.max_tokens, "temperature": 0.8,
                     "seed": c * 1000 + r, "stream": True, "stream_options": {"include_usage": True}}
             out = one_request(url, body, args.timeout)
@@ -142,6 +151,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompt", default="It is a truth universally acknowledged, that a single man in possession")
     ap.add_argument("--distinct-prompts", action="store_true", help="each client's prompt its own (ends with its number)")
+    ap.add_argument("--fresh-prompts", action="store_true",
+                    help="no prompt repeats an earlier request's (each ends with its round and request number)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--long-prompt", type=int, default=0, help="tokens of one long prompt arriving in each round")
     ap.add_argument("--long-delay", type=float, default=1.0, help="seconds into the round the long prompt arrives")
@@ -162,7 +173,8 @@ def main():
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
     print(f"max_tokens {args.max_tokens}, {args.requests} requests per client, "
-          f"{'distinct prompts' if args.distinct_prompts else 'one prompt'}, url {url}")
+          f"{'distinct prompts' if args.distinct_prompts else 'one prompt'}"
+          f"{', fresh each request' if args.fresh_prompts else ''}, url {url}")
     print("| clients | requests (complete) | tokens | aggregate tok/s | TTFT p50 / p90 (ms) "
           "| inter-token p50 / p90 / max (ms) |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
