@@ -99,7 +99,9 @@ void add_scheduling_flags(CLI::App* cmd, ServeFlags& f) {
                 "it ran (and, run again while idle, of its reply), and a prompt that begins with whole\n"
                 "--prefill-chunk chunks of them, or of a running sequence's prompt, skips those (copied\n"
                 "from the slot that has them; the same results; usage.prompt_tokens_details.cached_tokens\n"
-                "counts them). Equal prompts arriving together (n choices) run once either way");
+                "counts them), and a prompt that ran whole before draws its first token from the logits\n"
+                "kept from that run (unless it uses penalties, logit bias or min-p). Equal prompts arriving\n"
+                "together (n choices) run once either way");
 }
 
 // What the HTTP side does beyond the address: key, CORS, timeouts.

@@ -221,23 +221,28 @@ const Scheduler::Slot* Scheduler::holder_of(const Sequence& seq, const Slot& tar
   return nullptr;
 }
 
-void Scheduler::keep_first_logits(std::span<Slot* const> slots) {
-  if (!prompt_cache_) return;
+std::vector<Scheduler::Slot*> Scheduler::first_logits_to_keep(std::span<Slot* const> slots) const {
   std::vector<Slot*> keep;
-  std::vector<GptModel*> models;
+  if (!prompt_cache_) return keep;
   for (Slot* s : slots) {
     if (!s->seq || s->from_kept || s->gen->prefilling()) continue;  // failed, or keeps them already
     const auto& p = s->seq->prompt();
-    if (std::any_of(keep.begin(), keep.end(), [&](const Slot* k) { return k->seq->prompt() == p; })) continue;
+    if (std::any_of(keep.begin(), keep.end(), [&](const Slot* k) { return k->tokens == p; })) continue;
     keep.push_back(s);
-    models.push_back(s->model.get());
   }
+  return keep;
+}
+
+void Scheduler::keep_first_logits(std::span<Slot* const> keep) {
+  std::vector<GptModel*> models;
+  for (Slot* s : keep) models.push_back(s->model.get());
   try {
     batch_.keep_first_logits(models);
   } catch (const std::exception&) {
     return;  // nothing kept: those prompts run again when asked for
   }
-  for (Slot* s : keep) s->logits_for = s->seq->prompt().size();
+  // Each slot's tokens begin with that prompt still (a sequence that finished keeps them).
+  for (Slot* s : keep) s->logits_for = s->gen->timings().prompt_tokens;
 }
 
 Scheduler::Slot* Scheduler::slot_to_refill() {
@@ -319,8 +324,9 @@ size_t Scheduler::prefill_round() {
     }
     try {
       if (s->gen->prefill_next()) {
-        keep_first_logits({&s, 1});
-        step(*s);  // the first token (sampled by the last chunk) goes out now
+        const std::vector<Slot*> keep = first_logits_to_keep({&s, 1});
+        step(*s);
+        keep_first_logits(keep);  // the first token (sampled by the last chunk) goes out now
         ++handed;
       }
     } catch (const std::exception& e) {
@@ -350,11 +356,12 @@ size_t Scheduler::prefill_together(std::span<Slot* const> together) {
     stats_.twin_prompts = batch_.twin_prompts();
     stats_.prompt_cache_hits += kept.size();
   }
-  keep_first_logits(together);
+  const std::vector<Slot*> keep = first_logits_to_keep(together);
   for (Slot* s : together) {
     s->from_kept = false;
     step(*s);  // the first tokens go out now
   }
+  keep_first_logits(keep);  // after them: nothing runs on the device in between
   return together.size();
 }
 

@@ -211,9 +211,11 @@ class Scheduler {
   // prompt; null if none, or if seq cannot use them (the prompt cache off, prompt scores
   // wanted, sampling controls on).
   const Slot* holder_of(const Sequence& seq, const Slot& target) const;
-  // After a last chunk ran: the models of these slots that drew their first token from
-  // logits of their own keep them (the first of equal prompts only; not failed ones).
-  void keep_first_logits(std::span<Slot* const> slots);
+  // After a last chunk ran: those of these slots that drew their first token from logits of
+  // their own (the first of equal prompts only; not failed ones) ...
+  std::vector<Slot*> first_logits_to_keep(std::span<Slot* const> slots) const;
+  // ... keep them, copied once their first tokens went out (before the device runs again).
+  void keep_first_logits(std::span<Slot* const> keep);
   // The free slot for `seq`: the one that keeps the most of its prompt, else the least
   // recently used. Null when every slot is taken.
   Slot* free_slot_for(const Sequence* seq);
