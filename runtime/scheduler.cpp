@@ -66,8 +66,10 @@ uint64_t slot_device_bytes(const ModelConfig& cfg, uint32_t max_chunk) {
   const ops::AttentionShape shape{cfg.n_heads, cfg.head_dim(), cfg.context_length, cfg.kv_f16()};
   const uint64_t kv = 2 * uint64_t(cfg.n_layers) * ops::kv_cache_bytes(shape);
   // x, h, att (C), qkv (3C), ff (F) per chunk token; logits of the last position and of a
-  // whole chunk; the sampler's scratch.
-  const uint64_t activations = T * (6 * C + F) * 4 + V * 4 + T * V * 4 + ops::sample_scratch_bytes(cfg.vocab_size);
+  // whole chunk; the sampler's scratch; the prompt cache's kept first-token logits and the
+  // slot's row of them in DecodeBatch::sample_kept.
+  const uint64_t activations =
+      T * (6 * C + F) * 4 + V * 4 + T * V * 4 + ops::sample_scratch_bytes(cfg.vocab_size) + 2 * V * 4;
   return kv + activations;
 }
 
@@ -325,8 +327,8 @@ size_t Scheduler::prefill_round() {
     try {
       if (s->gen->prefill_next()) {
         const std::vector<Slot*> keep = first_logits_to_keep({&s, 1});
-        step(*s);
-        keep_first_logits(keep);  // the first token (sampled by the last chunk) goes out now
+        step(*s);  // the first token (sampled by the last chunk) goes out now
+        keep_first_logits(keep);
         ++handed;
       }
     } catch (const std::exception& e) {
