@@ -98,7 +98,12 @@ RowParams row;
 uint top_k() { return BATCH == 2u ? row.top_k : P.top_k; }
 float top_p() { return BATCH == 2u ? row.top_p : P.top_p; }
 uvec2 seed() { return BATCH == 2u ? uvec2(row.seed_lo, row.seed_hi) : uvec2(P.seed_lo, P.seed_hi); }
-float weight_of(float x) { return exp((x - max_logit) / temperature); }
+// precise: the pick computes each weight twice (the chunk sums, then the owner's walk), and
+// both must be the same bits.
+float weight_of(float x) {
+  precise float w = exp((x - max_logit) / temperature);
+  return w;
+}
 
 // Logit i of the row this workgroup draws from (BATCH 2) or of the one vector (else).
 uint logits_row;  // BATCH 2: the row of logits this workgroup draws from (main() sets it)
@@ -253,11 +258,11 @@ uint draw_token(uint floor_key, float u) {
     for (uint i = begin; i < end; ++i)
       kahan_add(s, carry, order_key(logit(i)) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0);
   } else {
+    // Not written to scratch for the owner's walk below: it weighs its own chunk again
+    // (the same bits), cheaper on lavapipe than every invocation storing every weight.
     for (uint i = begin; i < end; ++i) {
       float x = logit(i);
-      float w = order_key(x) >= floor_key ? weight_of(x) : 0.0;
-      scratch[wbase + i] = floatBitsToUint(w);  // for this invocation's second look below
-      kahan_add(s, carry, w);
+      kahan_add(s, carry, order_key(x) >= floor_key ? weight_of(x) : 0.0);
     }
   }
   float total;
@@ -272,7 +277,8 @@ uint draw_token(uint floor_key, float u) {
     // rounding leaves the target at the chunk's very end.
     precise float run = bound, run_carry = 0.0;
     for (uint i = begin; i < end; ++i) {
-      float w = order_key(logit(i)) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0;
+      float x = logit(i);
+      float w = order_key(x) < floor_key ? 0.0 : weights_cached ? uintBitsToFloat(scratch[wbase + i]) : weight_of(x);
       if (w > 0.0) {
         kahan_add(run, run_carry, w);
         pick = i;
