@@ -98,8 +98,8 @@ RowParams row;
 uint top_k() { return BATCH == 2u ? row.top_k : P.top_k; }
 float top_p() { return BATCH == 2u ? row.top_p : P.top_p; }
 uvec2 seed() { return BATCH == 2u ? uvec2(row.seed_lo, row.seed_hi) : uvec2(P.seed_lo, P.seed_hi); }
-// precise: the pick computes each weight twice (the chunk sums, then the owner's walk), and
-// both must be the same bits.
+// precise: without top-p the pick computes each weight twice (the chunk sums, then the
+// owner's walk), and both must be the same bits.
 float weight_of(float x) {
   precise float w = exp((x - max_logit) / temperature);
   return w;
@@ -258,11 +258,15 @@ uint draw_token(uint floor_key, float u) {
     for (uint i = begin; i < end; ++i)
       kahan_add(s, carry, order_key(logit(i)) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0);
   } else {
-    // Not written to scratch for the owner's walk below: it weighs its own chunk again
-    // (the same bits), cheaper on lavapipe than every invocation storing every weight.
+    // Without top-p in the pipeline the owner's walk below weighs its chunk again (the
+    // same bits), which on lavapipe costs less than every invocation storing every weight;
+    // with it they are stored, as top-p's search stores its own, and the pipeline keeps
+    // one walk (a second weighing there lengthened lavapipe's JIT at a cold start).
     for (uint i = begin; i < end; ++i) {
       float x = logit(i);
-      kahan_add(s, carry, order_key(x) >= floor_key ? weight_of(x) : 0.0);
+      float w = order_key(x) >= floor_key ? weight_of(x) : 0.0;
+      if (TOP_P) scratch[wbase + i] = floatBitsToUint(w);
+      kahan_add(s, carry, w);
     }
   }
   float total;
@@ -278,7 +282,7 @@ uint draw_token(uint floor_key, float u) {
     precise float run = bound, run_carry = 0.0;
     for (uint i = begin; i < end; ++i) {
       float x = logit(i);
-      float w = order_key(x) < floor_key ? 0.0 : weights_cached ? uintBitsToFloat(scratch[wbase + i]) : weight_of(x);
+      float w = order_key(x) < floor_key ? 0.0 : TOP_P ? uintBitsToFloat(scratch[wbase + i]) : weight_of(x);
       if (w > 0.0) {
         kahan_add(run, run_carry, w);
         pick = i;
