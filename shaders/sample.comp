@@ -87,6 +87,9 @@ float max_logit;
 bool weights_cached = false;    // the top-p search left the kept tokens' weights in scratch
 uint listed = 0;                // length of this invocation's candidate list
 bool lists_hold_floor = false;  // the lists hold every token top-k keeps
+// Top-k's search starts from a floor that few tokens pass (main()): its first whole pass
+// then lists every token from there up, and the passes after it walk only those lists.
+bool top_k_floor_bounded = false;
 
 // The temperature (P's or the row's), read once in main(): on lavapipe a push-constant
 // read inside a loop is a gather over the lanes.
@@ -164,15 +167,17 @@ void candidates(uint lo, uint hi, out uint cand[NSUM]) {
 // site in a loop, so the driver compiles this once (two inlined copies lengthened lavapipe's
 // JIT at a cold start; one call site costs nothing measurable per token).
 uint search_threshold(uint lo, uint hi, const bool by_mass) {
-  // The first whole pass lists the tokens in the top quarter of the logit range [lo, hi].
+  // The first whole pass lists the tokens in the top quarter of the logit range [lo, hi],
+  // or all of them from a bounded floor.
   float vlo = key_value(lo);
-  uint list_from_first = clamp(order_key(vlo + (key_value(hi) - vlo) * 0.75), lo, hi);
+  uint list_from_first = !by_mass && top_k_floor_bounded ? lo : clamp(order_key(vlo + (key_value(hi) - vlo) * 0.75), lo, hi);
   float target = float(top_k());
   float above = 0.0;
   // Whether a pass walks the lists rather than the whole vocabulary: from the start when
   // top-p follows top-k, after the first pass when its interval lies within what it listed
   // (the top quarter of the logit range: usual for both filters), else after the second.
   bool walk = by_mass && lists_hold_floor;
+  const uint lo_first = lo;
   for (uint pass = 0; lo < hi; ++pass) {
     uint cand[NSUM];
     candidates(lo, hi, cand);
@@ -213,7 +218,7 @@ uint search_threshold(uint lo, uint hi, const bool by_mass) {
     // token from lo up, unless this was the first whole pass (it listed only the top).
     inside = wg_max_u2(inside);
     if (inside.x == ~inside.y) {
-      if (!by_mass) lists_hold_floor = !first_full;
+      if (!by_mass) lists_hold_floor = !first_full || list_from_first == lo_first;
       return inside.x;
     }
     for (uint j = 0; j < NSUM; ++j) acc[j] += above;
@@ -327,6 +332,14 @@ void main() {
   } else {
     max_logit = key_value(wg_kmax);
     uint floor_key = kmin;
+    // Each invocation's largest key is a token of its own, so when top-k is on with k at
+    // most the invocations (all own tokens: k < VOCAB), the k-th largest key is at least
+    // the smallest of those. Most tokens lie below it, and top-k's whole pass then skips
+    // them after one compare (from kmin every token is tallied).
+    if (TOP_K && top_k() > 0u && top_k() < VOCAB && top_k() <= gl_WorkGroupSize.x) {
+      floor_key = max(kmin, ~wg_max_u(~kmax));
+      top_k_floor_bounded = true;
+    }
     for (uint m = 0u; m < 2u; ++m) {  // top-k, then top-p on what it kept
       bool by_mass = m == 1u;
       bool on = by_mass ? TOP_P && top_p() < 1.0 : TOP_K && top_k() > 0u && top_k() < VOCAB;
