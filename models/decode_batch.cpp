@@ -41,6 +41,13 @@ void DecodeBatch::check_shared(std::span<GptModel* const> seqs) const {
   }
 }
 
+void DecodeBatch::check_prompts(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts,
+                                std::span<const uint32_t> prefilled) const {
+  if (prompts.size() != seqs.size() || prefilled.size() != seqs.size())
+    throw std::invalid_argument("DecodeBatch: one prompt and one prefilled count per sequence");
+  check_shared(seqs);
+}
+
 void DecodeBatch::check(std::span<GptModel* const> seqs) const {
   check_shared(seqs);
   const GptModel& first = *seqs[0];
@@ -193,9 +200,7 @@ bool DecodeBatch::can_burst(const GptModel& first) const {
 std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* const> seqs,
                                                         std::span<const std::span<const uint32_t>> prompts,
                                                         std::span<const uint32_t> prefilled) {
-  if (prompts.size() != seqs.size() || prefilled.size() != seqs.size())
-    throw std::invalid_argument("DecodeBatch: one prompt and one prefilled count per sequence");
-  check_shared(seqs);
+  check_prompts(seqs, prompts, prefilled);
   std::vector<uint32_t> lens;
   for (size_t b = 0; b < seqs.size(); ++b) {
     if (prefilled[b] >= prompts[b].size()) throw std::logic_error("DecodeBatch: no prompt tokens left to run");
@@ -251,7 +256,7 @@ uint32_t DecodeBatch::run_twin(GptModel& m, const GptModel& source, std::span<co
   g.record();
   g.run();
   const auto end = static_cast<uint32_t>(prompt.size());
-  copy_kv_positions(m.ctx_, m.kv_copies_from(source, prefilled, end), m.attention_shape());
+  copy_on_device(m.ctx_, m.kv_copies_from(source, prefilled, end), m.attention_shape());
   m.step_logits_ = whole(m.logits_last_);
   m.last_run_.clear();
   m.pos_ = end;
@@ -288,7 +293,7 @@ std::vector<uint32_t> DecodeBatch::run_burst(std::span<GptModel* const> seqs,
       const auto more = seqs[b]->kv_copies_from(*seqs[source[b]], prefilled[b], static_cast<uint32_t>(prompts[b].size()));
       copies.insert(copies.end(), more.begin(), more.end());
     }
-  copy_kv_positions(seqs[0]->ctx_, copies, seqs[0]->attention_shape());
+  copy_on_device(seqs[0]->ctx_, copies, seqs[0]->attention_shape());
   burst_prompts_ += n;
   twin_prompts_ += n - runs;
   stand_after_prompts(seqs, prompts);
@@ -325,7 +330,7 @@ void DecodeBatch::keep_first_logits(std::span<GptModel* const> seqs) {
   if (seqs.empty()) return;
   std::vector<ViewCopy> copies;
   for (GptModel* m : seqs) copies.push_back({m->step_logits_, whole(m->kept_logits())});
-  copy_kv_positions(seqs[0]->ctx_, {}, seqs[0]->attention_shape(), copies);
+  copy_on_device(seqs[0]->ctx_, {}, seqs[0]->attention_shape(), copies);
 }
 
 bool DecodeBatch::can_sample_kept(std::span<GptModel* const> seqs) {
@@ -335,9 +340,7 @@ bool DecodeBatch::can_sample_kept(std::span<GptModel* const> seqs) {
 std::vector<uint32_t> DecodeBatch::sample_kept(std::span<GptModel* const> seqs,
                                                std::span<const std::span<const uint32_t>> prompts,
                                                std::span<const uint32_t> prefilled) {
-  if (prompts.size() != seqs.size() || prefilled.size() != seqs.size())
-    throw std::invalid_argument("DecodeBatch: one prompt and one prefilled count per sequence");
-  check_shared(seqs);
+  check_prompts(seqs, prompts, prefilled);
   if (!one_sampler_dispatch(seqs)) throw std::logic_error("DecodeBatch::sample_kept: a sequence uses the sampling controls");
   GptModel& first = *seqs[0];
   const uint32_t V = first.cfg_.vocab_size;
@@ -356,7 +359,7 @@ std::vector<uint32_t> DecodeBatch::sample_kept(std::span<GptModel* const> seqs,
     if (twin_of[b] == b) copies.push_back({whole(m.kept_logits_), View{&kept_rows_, b * row_bytes, row_bytes}});
     filters |= ops::sampler_filters(m.sampling_, V);
   }
-  copy_kv_positions(first.ctx_, {}, first.attention_shape(), copies);
+  copy_on_device(first.ctx_, {}, first.attention_shape(), copies);
   if (!kept_graph_ || kept_graph_rows_ != n || kept_graph_filters_ != filters) {
     kept_graph_ = std::make_unique<Graph>(first.ctx_);
     ops::sample_rows(*kept_graph_, whole(kept_rows_), static_cast<uint32_t>(n), whole(sample_table_), whole(sample_ids_),

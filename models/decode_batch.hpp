@@ -111,6 +111,9 @@ class DecodeBatch {
                    std::span<const uint32_t> twin_of = {});
   void check_shared(std::span<GptModel* const> seqs) const;
   void check(std::span<GptModel* const> seqs) const;
+  // One prompt and one prefilled count per sequence, and check_shared.
+  void check_prompts(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts,
+                     std::span<const uint32_t> prefilled) const;
   // Whether prompts over `first`'s weights and device can run in bursts.
   bool can_burst(const GptModel& first) const;
   // Twin `m` of `source`, which ran the same prompt from `prefilled` on as its own step:

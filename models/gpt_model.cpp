@@ -266,7 +266,7 @@ void GptModel::copy_prompt_prefix(const GptModel& other, uint32_t tokens) {
     throw std::logic_error("copy_prompt_prefix: another model's weights, device or chunk size");
   if (tokens > other.pos_) throw std::logic_error("copy_prompt_prefix: the other model has not run those tokens");
   reuse_prompt_prefix(tokens);
-  if (tokens) copy_kv_positions(ctx_, kv_copies_from(other, 0, tokens), attention_shape());
+  if (tokens) copy_on_device(ctx_, kv_copies_from(other, 0, tokens), attention_shape());
 }
 
 void GptModel::copy_kept_prompt(const GptModel& other, uint32_t tokens) {
@@ -275,7 +275,7 @@ void GptModel::copy_kept_prompt(const GptModel& other, uint32_t tokens) {
   if (tokens == 0 || tokens > cfg_.context_length || other.kept_logits_.empty())
     throw std::logic_error("copy_kept_prompt: the other model keeps no such prompt");
   const ViewCopy logits{whole(other.kept_logits_), whole(kept_logits())};
-  copy_kv_positions(ctx_, kv_copies_from(other, 0, tokens), attention_shape(), {&logits, 1});
+  copy_on_device(ctx_, kv_copies_from(other, 0, tokens), attention_shape(), {&logits, 1});
 }
 
 vk::Buffer& GptModel::kept_logits() {

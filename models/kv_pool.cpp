@@ -23,7 +23,7 @@ KvPool::KvPool(vk::Context& ctx, uint32_t n_layers, ops::AttentionShape shape, u
   }
 }
 
-void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape,
+void copy_on_device(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape,
                        std::span<const ViewCopy> views) {
   if (copies.empty() && views.empty()) return;
   const uint64_t elem = shape.kv_f16 ? 2 : 4;
@@ -36,7 +36,7 @@ void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::At
                        nullptr, 0, nullptr);
   std::vector<VkBufferCopy> regions;
   for (const KvCopy& c : copies) {
-    if (c.begin >= c.end || c.end > shape.context) throw std::invalid_argument("copy_kv_positions: bad positions");
+    if (c.begin >= c.end || c.end > shape.context) throw std::invalid_argument("copy_on_device: bad positions");
     regions.clear();
     for (uint32_t h = 0; h < shape.n_heads; ++h)
       regions.push_back({c.from.offset + ops::kv_cache_index(shape, h, c.begin, 0) * elem,
@@ -46,7 +46,7 @@ void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::At
                     regions.data());
   }
   for (const ViewCopy& c : views) {
-    if (c.from.size() != c.to.size()) throw std::invalid_argument("copy_kv_positions: views of different sizes");
+    if (c.from.size() != c.to.size()) throw std::invalid_argument("copy_on_device: views of different sizes");
     const VkBufferCopy region{c.from.offset, c.to.offset, c.from.size()};
     vkCmdCopyBuffer(cb, c.from.buffer->handle(), c.to.buffer->handle(), 1, &region);
   }

@@ -47,9 +47,10 @@ struct KvCopy {
 struct ViewCopy {
   View from, to;
 };
-// Runs the copies in one submission, ordered after the work submitted before it and
-// before the work after it, and waits for them.
-void copy_kv_positions(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape,
+// Runs the copies (keys and values of positions, and whole views) in one submission,
+// ordered after the work submitted before it and before the work after it, and waits for
+// them.
+void copy_on_device(vk::Context& ctx, std::span<const KvCopy> copies, ops::AttentionShape shape,
                        std::span<const ViewCopy> views = {});
 
 }  // namespace gptvk
