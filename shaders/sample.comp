@@ -8,9 +8,10 @@
 // positive temperature keeps the order), found by an 8-way search: each pass counts (top-k)
 // or weighs (top-p) the tokens at or above 8 candidate keys at once and narrows the
 // interval to the largest candidate that still holds enough, until the tokens left inside
-// share one key. Ties at a threshold are all kept (top-k may keep more than k). Only the
-// first two passes read the whole vocabulary: then each invocation lists its tokens inside
-// the interval and later passes walk those lists.
+// share one key. Ties at a threshold are all kept (top-k may keep more than k). The passes
+// walk lists: each invocation lists its tokens from a floor up (list_tokens(), one lean
+// pass over the vocabulary, where a floor that few tokens pass is known), or inside the
+// interval after the first one or two whole passes; every pass drops what falls outside.
 // The pick is a prefix sum: every invocation sums a contiguous chunk of weights, an
 // exclusive scan places the chunks, and the chunk holding u * total scans its elements.
 // temperature == 0 is greedy: the lowest index of the largest logit.
@@ -68,28 +69,23 @@ struct RowParams {
   uint pad1;
 };
 layout(std430, binding = STEP_BINDING) readonly buffer RowTable { RowParams row_params[]; };
-// Per workgroup: weights by token id [0, VOCAB), then the candidate lists (entry e of
-// invocation l at LIST_OFFSET + l + e * size, below LIST_OFFSET + VOCAB since l owns tokens
-// l, l + size, ... and lists only those). Coherent: the pick reads weights that other
-// invocations of the workgroup wrote during the top-p search.
-layout(std430, binding = 3) coherent buffer Scratch { uint scratch[]; };
+// Per workgroup: the candidate lists (entry e of invocation l at l + e * size, below VOCAB
+// since l owns tokens l, l + size, ... and lists only those). Each invocation reads only
+// the entries it wrote.
+layout(std430, binding = 3) buffer Scratch { uint scratch[]; };
 // history[0]: tokens in the sequence, n; history[1 + i]: token i (ops::SamplingState).
 layout(std430, binding = 4) buffer History { uint history[]; };
 
 #include "common/philox.glsl"
 #include "common/sample_reduce.glsl"
 
-const uint LIST_OFFSET = (VOCAB + 63u) / 64u * 64u;
-
 uint lid;
 uint wbase;  // this workgroup's scratch
 float max_logit;
-bool weights_cached = false;    // the top-p search left the kept tokens' weights in scratch
 uint listed = 0;                // length of this invocation's candidate list
-bool lists_hold_floor = false;  // the lists hold every token top-k keeps
-// Top-k's search starts from a floor that few tokens pass (main()): its first whole pass
-// then lists every token from there up, and the passes after it walk only those lists.
-bool top_k_floor_bounded = false;
+bool lists_hold_floor = false;  // the lists hold every token from the next search's floor up
+// Top-p's target mass, when list_tokens() found it (else the first search pass does).
+float top_p_target = 0.0;
 
 // The temperature (P's or the row's), read once in main(): on lavapipe a push-constant
 // read inside a loop is a gather over the lanes.
@@ -101,8 +97,10 @@ RowParams row;
 uint top_k() { return BATCH == 2u ? row.top_k : P.top_k; }
 float top_p() { return BATCH == 2u ? row.top_p : P.top_p; }
 uvec2 seed() { return BATCH == 2u ? uvec2(row.seed_lo, row.seed_hi) : uvec2(P.seed_lo, P.seed_hi); }
-// precise: without top-p the pick computes each weight twice (the chunk sums, then the
-// owner's walk), and both must be the same bits.
+// precise: a token's weight is computed afresh wherever it is needed (each top-p pass, the
+// pick's chunk sums, the owner's walk), and every computation must give the same bits.
+// Computing it again costs lavapipe less than storing every weight to scratch and reading
+// it back (its storage-buffer stores and loads are per-lane loops).
 float weight_of(float x) {
   precise float w = exp((x - max_logit) / temperature);
   return w;
@@ -125,7 +123,7 @@ void tally(uint i, uint k, float f, uint hi, uint cand[NSUM], uint list_from, co
     for (uint j = 0; j < NSUM; ++j) acc[j] += k >= cand[j] ? f : 0.0;
     if (k <= hi) inside = max(inside, uvec2(k, ~k));
     if (k >= list_from) {
-      scratch[wbase + LIST_OFFSET + listed * gl_WorkGroupSize.x + lid] = i;
+      scratch[wbase + listed * gl_WorkGroupSize.x + lid] = i;
       ++listed;
     }
   }
@@ -161,22 +159,23 @@ void candidates(uint lo, uint hi, out uint cand[NSUM]) {
 // keep every token from the interval up, so they end up holding all the tokens top-k keeps.
 // Top-p (by_mass true): f_i = the weight of token i if its key is >= lo (else 0), target =
 // top_p * (sum of all f_i), so t is the smallest logit the nucleus needs; after top-k it
-// starts from top-k's lists instead of the whole vocabulary. Its weights stay cached in
-// scratch for the pick. Requires F(lo) >= target and every key <= hi, and keeps that
+// starts from top-k's lists instead of the whole vocabulary. From list_tokens()' floor,
+// the target is top_p times the total it summed, below the floor included. Requires
+// F(lo) >= target and every key <= hi, and keeps that
 // invariant on [lo, hi] while narrowing it. main() runs both filters through one call
 // site in a loop, so the driver compiles this once (two inlined copies lengthened lavapipe's
 // JIT at a cold start; one call site costs nothing measurable per token).
 uint search_threshold(uint lo, uint hi, const bool by_mass) {
-  // The first whole pass lists the tokens in the top quarter of the logit range [lo, hi],
-  // or all of them from a bounded floor.
+  // A first whole pass lists the tokens in the top quarter of the logit range [lo, hi].
   float vlo = key_value(lo);
-  uint list_from_first = !by_mass && top_k_floor_bounded ? lo : clamp(order_key(vlo + (key_value(hi) - vlo) * 0.75), lo, hi);
-  float target = float(top_k());
+  uint list_from_first = clamp(order_key(vlo + (key_value(hi) - vlo) * 0.75), lo, hi);
+  float target = by_mass ? top_p_target : float(top_k());
   float above = 0.0;
   // Whether a pass walks the lists rather than the whole vocabulary: from the start when
-  // top-p follows top-k, after the first pass when its interval lies within what it listed
-  // (the top quarter of the logit range: usual for both filters), else after the second.
-  bool walk = by_mass && lists_hold_floor;
+  // they hold every token from lo up (list_tokens(), or top-p after top-k), after the first
+  // pass when its interval lies within what it listed (the top quarter of the logit range),
+  // else after the second.
+  bool walk = lists_hold_floor;
   const uint lo_first = lo;
   for (uint pass = 0; lo < hi; ++pass) {
     uint cand[NSUM];
@@ -186,33 +185,23 @@ uint search_threshold(uint lo, uint hi, const bool by_mass) {
     uvec2 inside = uvec2(0u);
     // One loop for every kind of pass, so the driver compiles tally() once: a whole pass
     // walks the vocabulary (this invocation's tokens), a list pass this invocation's list,
-    // compacted in place (entry `listed` <= e is free to write). The first pass of top-p
-    // weighs its tokens and caches the weights; later passes read them back. Four
-    // specialised loops lengthened lavapipe's JIT at a cold start; this one costs a little
-    // more per draw instead, as lavapipe evaluates the weighing under a mask in every pass
-    // (bench/PERFORMANCE.md, "Start to first token").
+    // compacted in place (entry `listed` <= e is free to write). Top-p weighs each token it
+    // visits. Four specialised loops lengthened lavapipe's JIT at a cold start; this one
+    // costs a little more per draw instead, as lavapipe evaluates the weighing under a mask
+    // in top-k's passes too (bench/PERFORMANCE.md, "Start to first token").
     bool first_full = pass == 0u && !walk;
-    bool weigh = by_mass && pass == 0u;
     uint list_from = first_full ? list_from_first : 0u;
     uint n = walk ? listed : (VOCAB + gl_WorkGroupSize.x - 1u - lid) / gl_WorkGroupSize.x;
     if (!walk) above = 0.0;
     listed = 0;
     for (uint e = 0; e < n; ++e) {
-      uint i = walk ? scratch[wbase + LIST_OFFSET + e * gl_WorkGroupSize.x + lid] : lid + e * gl_WorkGroupSize.x;
+      uint i = lid + e * gl_WorkGroupSize.x;
+      if (walk) i = scratch[wbase + i];
       float x = logit(i);
       uint k = order_key(x);
-      float f = 1.0;
-      if (by_mass) {
-        if (weigh) {
-          f = k >= lo ? weight_of(x) : 0.0;
-          scratch[wbase + i] = floatBitsToUint(f);
-        } else {
-          f = uintBitsToFloat(scratch[wbase + i]);
-        }
-      }
+      float f = by_mass ? (k >= lo_first ? weight_of(x) : 0.0) : 1.0;
       tally(i, k, f, hi, cand, list_from, !by_mass, acc, above, inside);
     }
-    if (by_mass && pass == 0u) weights_cached = true;
     // F(lo) >= target > F(hi + 1) (by induction, up to rounding): once every token weighing
     // in the interval has one key, that key is the threshold. Top-k's lists then hold every
     // token from lo up, unless this was the first whole pass (it listed only the top).
@@ -224,7 +213,7 @@ uint search_threshold(uint lo, uint hi, const bool by_mass) {
     for (uint j = 0; j < NSUM; ++j) acc[j] += above;
     wg_sums(acc);
     // acc[0] is F(lo); on the first pass that is the total weight.
-    if (by_mass && pass == 0u) target = top_p() * acc[0];
+    if (by_mass && pass == 0u && top_p_target == 0.0) target = top_p() * acc[0];
     // The largest candidate still holding the target (F(cand[0]) >= target by the
     // invariant) and the one above it, found with constant indices only: an array indexed
     // by a variable moves to per-invocation scratch memory on lavapipe.
@@ -242,6 +231,33 @@ uint search_threshold(uint lo, uint hi, const bool by_mass) {
   return lo;
 }
 
+// Lists this invocation's tokens with key >= list_floor: one lean whole pass, so that the
+// searches walk only lists. With `weigh` it also returns the total weight of the tokens
+// from lo up and the part of it below list_floor.
+void list_tokens(uint lo, uint list_floor, const bool weigh, out float total, out float below) {
+  total = 0.0;
+  below = 0.0;
+  listed = 0;
+  for (uint i = lid; i < VOCAB; i += gl_WorkGroupSize.x) {
+    float x = logit(i);
+    uint k = order_key(x);
+    if (weigh) {
+      float w = k >= lo ? weight_of(x) : 0.0;
+      total += w;
+      below += k < list_floor ? w : 0.0;
+    }
+    if (k >= list_floor) {
+      scratch[wbase + listed * gl_WorkGroupSize.x + lid] = i;
+      ++listed;
+    }
+  }
+  float sums[NSUM];
+  for (uint j = 0; j < NSUM; ++j) sums[j] = j == 0u ? total : j == 1u ? below : 0.0;
+  wg_sums(sums);
+  total = sums[0];
+  below = sums[1];
+}
+
 // Adds w to a compensated (Kahan) sum: the pick's running sums cover up to the whole
 // vocabulary of similar weights, where a plain float sum drifts by 1e-5 of the total.
 void kahan_add(inout precise float sum, inout precise float carry, float w) {
@@ -257,22 +273,9 @@ uint draw_token(uint floor_key, float u) {
   uint chunk = (VOCAB + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;
   uint begin = min(lid * chunk, VOCAB), end = min(begin + chunk, VOCAB);
   precise float s = 0.0, carry = 0.0;
-  if (weights_cached) {
-    memoryBarrierBuffer();  // the weights were written by other invocations
-    barrier();
-    for (uint i = begin; i < end; ++i)
-      kahan_add(s, carry, order_key(logit(i)) >= floor_key ? uintBitsToFloat(scratch[wbase + i]) : 0.0);
-  } else {
-    // Without top-p in the pipeline the owner's walk below weighs its chunk again (the
-    // same bits), which on lavapipe costs less than every invocation storing every weight;
-    // with it they are stored, as top-p's search stores its own, and the pipeline keeps
-    // one walk (a second weighing there lengthened lavapipe's JIT at a cold start).
-    for (uint i = begin; i < end; ++i) {
-      float x = logit(i);
-      float w = order_key(x) >= floor_key ? weight_of(x) : 0.0;
-      if (TOP_P) scratch[wbase + i] = floatBitsToUint(w);
-      kahan_add(s, carry, w);
-    }
+  for (uint i = begin; i < end; ++i) {
+    float x = logit(i);
+    kahan_add(s, carry, order_key(x) >= floor_key ? weight_of(x) : 0.0);
   }
   float total;
   float bound = wg_exclusive_scan(s, total);
@@ -287,7 +290,7 @@ uint draw_token(uint floor_key, float u) {
     precise float run = bound, run_carry = 0.0;
     for (uint i = begin; i < end; ++i) {
       float x = logit(i);
-      float w = order_key(x) < floor_key ? 0.0 : TOP_P ? uintBitsToFloat(scratch[wbase + i]) : weight_of(x);
+      float w = order_key(x) < floor_key ? 0.0 : weight_of(x);
       if (w > 0.0) {
         kahan_add(run, run_carry, w);
         pick = i;
@@ -332,17 +335,34 @@ void main() {
   } else {
     max_logit = key_value(wg_kmax);
     uint floor_key = kmin;
-    // Each invocation's largest key is a token of its own, so when top-k is on with k at
-    // most the invocations (all own tokens: k < VOCAB), the k-th largest key is at least
-    // the smallest of those. Most tokens lie below it, and top-k's whole pass then skips
-    // them after one compare (from kmin every token is tallied).
-    if (TOP_K && top_k() > 0u && top_k() < VOCAB && top_k() <= gl_WorkGroupSize.x) {
-      floor_key = max(kmin, ~wg_max_u(~kmax));
-      top_k_floor_bounded = true;
+    bool top_k_on = TOP_K && top_k() > 0u && top_k() < VOCAB;
+    bool top_p_on = TOP_P && top_p() < 1.0;
+    // A floor that few tokens pass, listed in one lean pass, saves the searches' heavier
+    // whole passes. Top-k: each invocation's largest key is a token of its own, so with k
+    // at most the invocations the k-th largest key is at least the smallest of those.
+    // Top-p alone: a floor c = ln(VOCAB / (1 - p)) - 3 below the top logit (in units of
+    // the temperature). The tokens below it weigh under (1 - p) e^3 together (the top token
+    // weighs 1), at most 1 - p of the total wherever that is e^3 or more. The lean pass
+    // sums what they do weigh, and the search starts from the floor only where that is at
+    // most 1 - p of the total (else from kmin, as without the pass). On a model's logits
+    // the floor lists a few percent of the vocabulary.
+    bool lean_k = top_k_on && top_k() <= gl_WorkGroupSize.x;
+    bool lean_p = !top_k_on && top_p_on;
+    if (lean_k || lean_p) {
+      uint smallest_max = ~wg_max_u(~kmax);
+      float c = log(float(VOCAB) / (1.0 - top_p())) - 3.0;
+      uint list_floor = max(kmin, lean_k ? smallest_max : order_key(max_logit - temperature * c));
+      float total, below;
+      list_tokens(kmin, list_floor, TOP_P, total, below);
+      if (lean_k || below <= (1.0 - top_p()) * total) {
+        floor_key = list_floor;
+        lists_hold_floor = true;
+        if (lean_p) top_p_target = top_p() * total;
+      }
     }
     for (uint m = 0u; m < 2u; ++m) {  // top-k, then top-p on what it kept
       bool by_mass = m == 1u;
-      bool on = by_mass ? TOP_P && top_p() < 1.0 : TOP_K && top_k() > 0u && top_k() < VOCAB;
+      bool on = by_mass ? top_p_on : top_k_on;
       if (on) floor_key = search_threshold(floor_key, wg_kmax, by_mass);
     }
     token = draw_token(floor_key, philox_uniform(seed(), counter));

@@ -290,6 +290,31 @@ BOOST_AUTO_TEST_CASE(top_p_stays_in_the_nucleus) {
     }
 }
 
+// Top-p alone first lists the tokens within c = ln(V / (1 - p)) - 3 of the top logit (in
+// units of the temperature) and searches only those lists, if the tokens below hold at most
+// 1 - p of the mass. Here they hold more: one top token, a few just below it and a long tail
+// of 50000 tokens 10.5 below (about 1.4 of the total 2.4), so the search must start from the
+// bottom; the nucleus takes part of the tail. The same tail at -9, inside the lists, the
+// other way.
+BOOST_AUTO_TEST_CASE(top_p_alone_with_a_heavy_tail_below_its_floor) {
+  constexpr uint32_t kVocab = 50257;
+  const SamplingParams p{1.0f, 0, 0.9f, 41};
+  const float floor_gap = std::log(float(kVocab) / (1.0f - p.top_p)) - 3.0f;
+  for (float tail : {-10.5f, -9.0f}) {
+    BOOST_TEST_REQUIRE((tail < -floor_gap) == (tail == -10.5f));
+    std::vector<float> x = test::random_floats(kVocab, 5, -30.0f, -20.0f);
+    for (uint32_t i = 0; i < 50000; ++i) x[(i * 7919u) % kVocab] = tail + 1e-4f * float(i % 97);
+    x[123] = 0.0f;
+    for (uint32_t id : {5u, 6u, 7u}) x[id] = -1.0f;
+    auto probs = cpu::sampling_probs(x.data(), kVocab, p);
+    size_t nucleus = std::count_if(probs.begin(), probs.end(), [](double v) { return v > 0; });
+    BOOST_TEST_REQUIRE(nucleus > 1000u);  // the threshold lies inside the tail
+    BOOST_TEST_REQUIRE(nucleus < 50000u);
+    for (auto [label, ctx] : test::all_contexts())
+      check_against_cpu(x, p, 0, draw_many(*ctx, x, p, 0, 64), label + " tail at " + std::to_string(tail));
+  }
+}
+
 // Sampled frequencies match the (filtered, renormalised) softmax: 20000 draws, Pearson's
 // chi-square below its 0.1% critical value. The seed is fixed, so the test is deterministic;
 // a sampler off by even 2% of probability on one token fails it.

@@ -1,13 +1,17 @@
 // Time of sampling a batched decode step's 16 rows of GPT-2's 50257 logits: as the batched
 // step did it before ops::sample_rows (per row a copy_rows to the sequence's own logits,
 // then its own sample(): 32 dispatches), as those 16 sample() dispatches alone, and as one
-// sample_rows dispatch. Greedy, temperature 0.8, and 0.8 with top-k 40 and
-// top-p 0.95. The three graphs run alternately, rep for rep, so that all meet the same
-// machine state (the VM's speed drifts over seconds).
-//   ninja -C build micro_sample_rows && build/bench/micro/micro_sample_rows
+// sample_rows dispatch. Greedy, temperature 0.8, 0.8 with top-p 0.9 alone, and 0.8 with
+// top-k 40 and top-p 0.95. The three graphs run alternately, rep for rep, so that all meet
+// the same machine state (the VM's speed drifts over seconds). The logits are normal
+// random numbers, or a model's: 16 rows of float32 from the file given (e.g. rows of
+// `gpt-vk forward --out x.npy` after the .npy header), whose nuclei differ row to row.
+//   ninja -C build micro_sample_rows && build/bench/micro/micro_sample_rows [logits.f32]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <vector>
@@ -29,6 +33,24 @@ constexpr uint32_t kRows = 16, kVocab = 50257;
 constexpr uint64_t kAlign = 256;
 
 uint64_t aligned(uint64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+std::vector<float> g_logits;  // the rows to sample: from the file given, else normal numbers
+
+std::vector<float> read_or_make_logits(const char* path) {
+  std::vector<float> x(uint64_t(kRows) * kVocab);
+  if (path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in.read(reinterpret_cast<char*>(x.data()), std::streamsize(x.size() * 4))) {
+      std::fprintf(stderr, "micro_sample_rows: %s holds fewer than %u rows of %u floats\n", path, kRows, kVocab);
+      std::exit(1);
+    }
+    return x;
+  }
+  std::mt19937 rng(7);
+  std::normal_distribution<float> d(0.0f, 2.5f);
+  for (auto& v : x) v = d(rng);
+  return x;
+}
 View row(const vk::Buffer& b, uint32_t r, uint64_t bytes) { return View{&b, r * aligned(bytes), bytes}; }
 
 struct Batch {
@@ -45,11 +67,7 @@ struct Batch {
         copied(ctx),
         alone(ctx),
         rows(ctx) {
-    std::mt19937 rng(7);
-    std::normal_distribution<float> d(0.0f, 2.5f);
-    std::vector<float> x(uint64_t(kRows) * kVocab);
-    for (auto& v : x) v = d(rng);
-    logits.upload(x.data(), x.size() * 4);
+    logits.upload(g_logits.data(), g_logits.size() * 4);
     own_logits.fill_zero();
     steps.fill_zero();
     std::vector<ops::SampleRow> t;
@@ -96,10 +114,13 @@ void bench(vk::Context& ctx, const char* label, const ops::SamplingParams& p) {
 
 void bench_all(vk::Context& ctx, const char* label) {
   for (const ops::SamplingParams& p : {ops::SamplingParams{0.0f, 0, 1.0f}, ops::SamplingParams{0.8f, 0, 1.0f},
-                                       ops::SamplingParams{0.8f, 40, 0.95f}})
+                                       ops::SamplingParams{0.8f, 0, 0.9f}, ops::SamplingParams{0.8f, 40, 0.95f}})
     bench(ctx, label, p);
 }
 
 }  // namespace
 
-int main() { return gptvk::micro::run_native_and_fallback(bench_all); }
+int main(int argc, char** argv) {
+  g_logits = read_or_make_logits(argc > 1 ? argv[1] : nullptr);
+  return gptvk::micro::run_native_and_fallback(bench_all);
+}

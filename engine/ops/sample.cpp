@@ -64,10 +64,11 @@ SamplerShape sampler_shape(const vk::Context& ctx, uint32_t n) {
 
 namespace {
 
-// Scratch words per draw: the weights by token id, then the candidate lists of the threshold
-// search. Entry e of invocation l's list sits where l's e-th own token does (l + e * local),
-// and a list never holds more than the tokens its invocation owns, so vocab words suffice.
-uint32_t scratch_stride_words(uint32_t vocab) { return 2 * ((vocab + 63) / 64 * 64); }
+// Scratch words per draw: the candidate lists of the threshold search. Entry e of invocation
+// l's list sits where l's e-th own token does (l + e * local), and a list never holds more
+// than the tokens its invocation owns, so vocab words suffice (rounded up, so that every
+// draw's scratch starts 256-byte aligned).
+uint32_t scratch_stride_words(uint32_t vocab) { return (vocab + 63) / 64 * 64; }
 
 uint32_t bits(float f) { return vk::spec_f32(f); }
 
