@@ -38,6 +38,9 @@ layout(constant_id = 5) const uint FILTERS = 7;
 const bool SAMPLING = (FILTERS & 1u) != 0u;
 const bool TOP_K = (FILTERS & 2u) != 0u;
 const bool TOP_P = (FILTERS & 4u) != 0u;
+// Temperature alone: the range pass also sums each chunk's weights (online, against the
+// chunk's running maximum), so the draw reads the logits once more only in its owner's chunk.
+const bool ONE_PASS = SAMPLING && !TOP_K && !TOP_P;
 // 1: append the token to the sequence's history (binding 4), which the sampling controls
 // (shaders/sample_controls.comp) read; 0: binding 4 is a placeholder left alone.
 layout(constant_id = 6) const uint HISTORY = 0;
@@ -267,16 +270,38 @@ void kahan_add(inout precise float sum, inout precise float carry, float w) {
   sum = t;
 }
 
-// Inverse CDF over the kept tokens (key >= floor_key) in id order at u in [0, 1); returns
-// the id on every invocation.
-uint draw_token(uint floor_key, float u) {
-  uint chunk = (VOCAB + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;
-  uint begin = min(lid * chunk, VOCAB), end = min(begin + chunk, VOCAB);
+// This invocation's chunk of the vocabulary: a contiguous run of ids, in id order across
+// the invocations (the draw's prefix sum needs that order).
+uint chunk_begin() { return min(lid * ((VOCAB + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x), VOCAB); }
+uint chunk_end() { return min(chunk_begin() + (VOCAB + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x, VOCAB); }
+
+// The weight of this invocation's chunk's kept tokens (key >= floor_key).
+float chunk_weight(uint floor_key) {
   precise float s = 0.0, carry = 0.0;
-  for (uint i = begin; i < end; ++i) {
+  for (uint i = chunk_begin(); i < chunk_end(); ++i) {
     float x = logit(i);
     kahan_add(s, carry, order_key(x) >= floor_key ? weight_of(x) : 0.0);
   }
+  return s;
+}
+
+// Adds token x to a chunk's weight kept against the chunk's running maximum m (not yet the
+// row's): a larger x rescales what was summed. One exp a token either way.
+void add_online(float x, float t, inout float m, inout precise float s, inout precise float carry) {
+  bool up = x > m;
+  float e = exp((up ? m - x : x - m) / t);
+  if (up) {
+    s *= e;
+    carry *= e;
+  }
+  kahan_add(s, carry, up || x == m ? 1.0 : e);
+  m = max(m, x);
+}
+
+// Inverse CDF over the kept tokens (key >= floor_key) in id order at u in [0, 1), given the
+// weight s of this invocation's chunk; returns the id on every invocation.
+uint draw_token(float s, uint floor_key, float u) {
+  uint begin = chunk_begin(), end = chunk_end();
   float total;
   float bound = wg_exclusive_scan(s, total);
   float target = u * total;
@@ -316,15 +341,21 @@ void main() {
     counter = step_rng + draw;
   }
 
-  // One pass: the key range, and each invocation's lowest index holding its largest key.
+  // One pass: the key range, and each invocation's lowest index holding its largest key
+  // (and with ONE_PASS its chunk's weight against the chunk's own maximum).
   uint kmax = 0u, nkmin = 0u, nidx = 0u;  // key 0 is below every non-NaN float
-  for (uint i = lid; i < VOCAB; i += gl_WorkGroupSize.x) {
-    uint k = order_key(logit(i));
-    if (k > kmax || i == lid) {  // strictly larger: the lowest index wins ties
+  float chunk_max = uintBitsToFloat(0xFF800000u);  // -inf
+  float online_t = temperature > 0.0 ? temperature : 1.0;  // a greedy row (BATCH 2) ignores the sums
+  precise float online_s = 0.0, online_carry = 0.0;
+  for (uint i = chunk_begin(); i < chunk_end(); ++i) {
+    float x = logit(i);
+    uint k = order_key(x);
+    if (k > kmax || i == chunk_begin()) {  // strictly larger: the lowest index wins ties
       kmax = k;
       nidx = ~i;
     }
     nkmin = max(nkmin, ~k);
+    if (ONE_PASS) add_online(x, online_t, chunk_max, online_s, online_carry);
   }
   uint wg_kmax = wg_max_u(kmax);
   uint kmin = ~wg_max_u(nkmin);
@@ -365,7 +396,11 @@ void main() {
       bool on = by_mass ? top_p_on : top_k_on;
       if (on) floor_key = search_threshold(floor_key, wg_kmax, by_mass);
     }
-    token = draw_token(floor_key, philox_uniform(seed(), counter));
+    // A chunk summed online holds its weight scaled to the chunk's maximum; rescaled to the
+    // row's, it differs from summing weight_of() by rounding only (the owner's walk in
+    // draw_token() keeps the last kept token of its chunk where that leaves the target).
+    float s = ONE_PASS ? (online_s - online_carry) * exp((chunk_max - max_logit) / temperature) : chunk_weight(floor_key);
+    token = draw_token(s, floor_key, philox_uniform(seed(), counter));
   }
 
   if (BATCH != 0) {
