@@ -1,4 +1,5 @@
-// Throughput of the linear op (engine/ops/linear.hpp) at GPT-2 small's shapes: the decode
+// Throughput of the linear op (engine/ops/linear.hpp) at GPT-2 small's shapes (and the
+// bundled model's LM head): the decode
 // mat-vec (T = 1) and the prompt GEMM (T = 128, or TOKENS), each weight dtype (the
 // block-quantized ones too), on the default device.
 // Moved out of tests/test_linear.cpp, where it hid behind an environment variable.
@@ -113,7 +114,8 @@ int main(int argc, char** argv) {
   struct Shape {
     uint32_t N, K;
   };
-  const Shape shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {50257, 768}};
+  // GPT-2 small's four, then the bundled model's LM head (128 inputs).
+  const Shape shapes[] = {{768, 768}, {3072, 768}, {768, 3072}, {50257, 768}, {50257, 128}};
   for (uint32_t T : {1u, gemm_tokens})
     for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0})
       for (const auto& s : shapes) {
