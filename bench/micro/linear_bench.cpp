@@ -4,7 +4,8 @@
 // block-quantized ones too), on the default device.
 // Moved out of tests/test_linear.cpp, where it hid behind an environment variable.
 //   ninja -C build micro_linear && build/bench/micro/micro_linear [FILTER [RUNS [TOKENS]]]
-// FILTER (e.g. "gemm f16", "matvec q8_0") runs the lines whose label contains it; each
+// FILTER (e.g. "gemm f16", "matvec q8_0", "gemm f16 50257 in=128") runs the lines whose
+// label (kind, dtype, outputs, inputs) contains it; each
 // line is the best of RUNS timed runs (default 3; more on a busy machine); TOKENS is the
 // GEMM's prompt length (default 128; below 64 the GEMM takes its narrow tile). Prints wall time,
 // GB/s and GFLOP/s, and the same per CPU-second (on a CPU device the kernels run on this
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
   for (uint32_t T : {1u, gemm_tokens})
     for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0})
       for (const auto& s : shapes) {
-        const std::string what = std::string(T == 1 ? "matvec " : "gemm ") + dtype_name(dt) + " " + std::to_string(s.N);
+        const std::string what = std::string(T == 1 ? "matvec " : "gemm ") + dtype_name(dt) + " " + std::to_string(s.N) + " in=" + std::to_string(s.K);
         if (what.find(only) != std::string::npos) bench_one(ctx, T, dt, s.N, s.K, runs);
       }
 }

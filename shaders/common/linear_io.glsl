@@ -175,18 +175,30 @@ vec4 load_x4_in_row(uint row, uint e) {
   return vec4(v[0], v[1], v[2], v[3]);
 }
 
-// The true dot product of row o from the kernel's accumulator: storage scalings undone.
-float unscaled(uint o, float acc) {
+// What row o's accumulator is multiplied by and then added to before its activation: the
+// storage scalings undone (rows stored scaled, 16-bit weights with a unit exponent bias),
+// then the bias. Loaded once per output where a register tile serves several tokens.
+struct OutputAffine {
+  float row_scale;
+  float bias;
+};
+float row_scale_of(uint o) { return DT == 1u ? row_scale[o] : 1.0; }
+OutputAffine output_affine(uint o) { return OutputAffine(row_scale_of(o), HAS_BIAS ? bias[o] : 0.0); }
+
+// The true dot product of a row from the kernel's accumulator: storage scalings undone.
+float unscaled(OutputAffine a, float acc) {
   float v = acc;
   if (F16_BITS) v *= Y_UNSCALE;
-  if (DT == 1u) v *= row_scale[o];
+  if (DT == 1u) v *= a.row_scale;
   return v;
 }
+float unscaled(uint o, float acc) { return unscaled(OutputAffine(row_scale_of(o), 0.0), acc); }
 
-// y[t][o] = (residual) + act(v + bias[o]) for a dot product v already unscaled; returns
-// the value stored.
-float finish_y(uint t, uint o, float v) {
-  if (HAS_BIAS) v += bias[o];
+// v + bias: the value before the activation.
+float biased(OutputAffine a, float v) { return HAS_BIAS ? v + a.bias : v; }
+
+// y[t][o] = (residual) + act(v) for v already unscaled and biased; returns the value stored.
+float activate_and_store(uint t, uint o, float v) {
   v = activate(v, ACT);
   uint i = t * Y_STRIDE + o;
   if (RES == 1u) v += r[i];
@@ -195,10 +207,9 @@ float finish_y(uint t, uint o, float v) {
   return v;
 }
 
+// y[t][o] = (residual) + act(v + bias[o]) for a dot product v already unscaled; returns
+// the value stored.
+float finish_y(uint t, uint o, float v) { return activate_and_store(t, o, HAS_BIAS ? v + bias[o] : v); }
+
 // y[t][o] = (residual) + act(acc + bias[o]); returns the value stored.
-// The CPU kernels (register tiles of 4 to 64 outputs per invocation) call it from a
-// [[dont_unroll]] loop over a copy of their accumulators: on lavapipe every storage access
-// here is a loop over the lanes, and inlined once per output they made most of the code
-// that llvmpipe JIT-compiles at a pipeline's first dispatch (bench/PERFORMANCE.md, "Start
-// to first token"), while running it once per tile costs nothing measurable.
 float store_y(uint t, uint o, float acc) { return finish_y(t, o, unscaled(o, acc)); }
