@@ -261,6 +261,27 @@ void list_tokens(uint lo, uint list_floor, const bool weigh, out float total, ou
   below = sums[1];
 }
 
+// A floor that few tokens pass, listed in one lean pass, saves the searches' heavier whole
+// passes; returns the floor the searches start from (kmin where none holds). Top-k (k at
+// most the invocations): each invocation's largest key (kmax here) is a token of its own,
+// so the k-th largest key is at least the smallest of those. Top-p alone: a floor c =
+// ln(VOCAB / (1 - p)) - 3 below the top logit (in units of the temperature). The tokens
+// below it weigh under (1 - p) e^3 together (the top token weighs 1), at most 1 - p of the
+// total wherever that is e^3 or more. The lean pass sums what they do weigh, and the search
+// starts from the floor only where that is at most 1 - p of the total (else from kmin, as
+// without the pass). On a model's logits the floor lists a few percent of the vocabulary.
+uint lean_floor(bool top_k_on, uint kmin, uint kmax) {
+  uint smallest_max = ~wg_max_u(~kmax);
+  float c = log(float(VOCAB) / (1.0 - top_p())) - 3.0;
+  uint list_floor = max(kmin, top_k_on ? smallest_max : order_key(max_logit - temperature * c));
+  float total, below;
+  list_tokens(kmin, list_floor, TOP_P, total, below);
+  if (!top_k_on && below > (1.0 - top_p()) * total) return kmin;
+  lists_hold_floor = true;
+  if (!top_k_on) top_p_target = top_p() * total;
+  return list_floor;
+}
+
 // Adds w to a compensated (Kahan) sum: the pick's running sums cover up to the whole
 // vocabulary of similar weights, where a plain float sum drifts by 1e-5 of the total.
 void kahan_add(inout precise float sum, inout precise float carry, float w) {
@@ -368,29 +389,7 @@ void main() {
     uint floor_key = kmin;
     bool top_k_on = TOP_K && top_k() > 0u && top_k() < VOCAB;
     bool top_p_on = TOP_P && top_p() < 1.0;
-    // A floor that few tokens pass, listed in one lean pass, saves the searches' heavier
-    // whole passes. Top-k: each invocation's largest key is a token of its own, so with k
-    // at most the invocations the k-th largest key is at least the smallest of those.
-    // Top-p alone: a floor c = ln(VOCAB / (1 - p)) - 3 below the top logit (in units of
-    // the temperature). The tokens below it weigh under (1 - p) e^3 together (the top token
-    // weighs 1), at most 1 - p of the total wherever that is e^3 or more. The lean pass
-    // sums what they do weigh, and the search starts from the floor only where that is at
-    // most 1 - p of the total (else from kmin, as without the pass). On a model's logits
-    // the floor lists a few percent of the vocabulary.
-    bool lean_k = top_k_on && top_k() <= gl_WorkGroupSize.x;
-    bool lean_p = !top_k_on && top_p_on;
-    if (lean_k || lean_p) {
-      uint smallest_max = ~wg_max_u(~kmax);
-      float c = log(float(VOCAB) / (1.0 - top_p())) - 3.0;
-      uint list_floor = max(kmin, lean_k ? smallest_max : order_key(max_logit - temperature * c));
-      float total, below;
-      list_tokens(kmin, list_floor, TOP_P, total, below);
-      if (lean_k || below <= (1.0 - top_p()) * total) {
-        floor_key = list_floor;
-        lists_hold_floor = true;
-        if (lean_p) top_p_target = top_p() * total;
-      }
-    }
+    if (top_k_on ? top_k() <= gl_WorkGroupSize.x : top_p_on) floor_key = lean_floor(top_k_on, kmin, kmax);
     for (uint m = 0u; m < 2u; ++m) {  // top-k, then top-p on what it kept
       bool by_mass = m == 1u;
       bool on = by_mass ? top_p_on : top_k_on;
