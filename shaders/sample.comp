@@ -301,7 +301,10 @@ float chunk_weight(uint floor_key) {
   precise float s = 0.0, carry = 0.0;
   for (uint i = chunk_begin(); i < chunk_end(); ++i) {
     float x = logit(i);
-    kahan_add(s, carry, order_key(x) >= floor_key ? weight_of(x) : 0.0);
+    // A loop of at most one trip, not an if: lavapipe runs an if's body under a mask for
+    // every token, but branches around a loop that no lane enters, and after top-k or top-p
+    // most tokens are not kept.
+    for (bool kept = order_key(x) >= floor_key; kept; kept = false) kahan_add(s, carry, weight_of(x));
   }
   return s;
 }
