@@ -12,8 +12,9 @@
 // walk lists: each invocation lists its tokens from a floor up (list_tokens(), one lean
 // pass over the vocabulary, where a floor that few tokens pass is known), or inside the
 // interval after the first one or two whole passes; every pass drops what falls outside.
-// The pick is a prefix sum: every invocation sums a contiguous chunk of weights, an
-// exclusive scan places the chunks, and the chunk holding u * total scans its elements.
+// The pick is a prefix sum: every invocation sums a contiguous chunk of weights (at
+// temperature alone while it finds the logits' range: ONE_PASS), an exclusive scan places
+// the chunks, and the chunk holding u * total scans its elements.
 // temperature == 0 is greedy: the lowest index of the largest logit.
 // BATCH 1: workgroup j draws with counter step_rng + j into ids[j] and leaves the step
 // buffer alone (tests and many-candidate draws). BATCH 2 (rows): workgroup b samples row b
@@ -366,15 +367,17 @@ void main() {
   }
 
   // One pass: the key range, and each invocation's lowest index holding its largest key
-  // (and with ONE_PASS its chunk's weight against the chunk's own maximum).
+  // (and with ONE_PASS its chunk's weight against the chunk's own maximum, which needs the
+  // chunk in order; else every WG-th token, the order a GPU's loads coalesce in).
   uint kmax = 0u, nkmin = 0u, nidx = 0u;  // key 0 is below every non-NaN float
   float chunk_max = uintBitsToFloat(0xFF800000u);  // -inf
   float online_t = temperature > 0.0 ? temperature : 1.0;  // a greedy row (BATCH 2) ignores the sums
   precise float online_s = 0.0, online_carry = 0.0;
-  for (uint i = chunk_begin(); i < chunk_end(); ++i) {
+  uint first = ONE_PASS ? chunk_begin() : lid, stride = ONE_PASS ? 1u : gl_WorkGroupSize.x;
+  for (uint i = first; i < (ONE_PASS ? chunk_end() : VOCAB); i += stride) {
     float x = logit(i);
     uint k = order_key(x);
-    if (k > kmax || i == chunk_begin()) {  // strictly larger: the lowest index wins ties
+    if (k > kmax || i == first) {  // strictly larger: the lowest index wins ties
       kmax = k;
       nidx = ~i;
     }
