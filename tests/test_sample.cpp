@@ -293,7 +293,7 @@ BOOST_AUTO_TEST_CASE(top_p_stays_in_the_nucleus) {
 // Top-p alone first lists the tokens within c = ln(V / (1 - p)) - 3 of the top logit (in
 // units of the temperature) and searches only those lists, if the tokens below hold at most
 // 1 - p of the mass. Here they hold more: one top token, a few just below it and a long tail
-// of 50000 tokens 10.5 below (about 1.4 of the total 2.4), so the search must start from the
+// of 50000 tokens 10.5 below (about 1.4 of a total of 3.5), so the search must start from the
 // bottom; the nucleus takes part of the tail. The same tail at -9, inside the lists, the
 // other way.
 BOOST_AUTO_TEST_CASE(top_p_alone_with_a_heavy_tail_below_its_floor) {

@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
   for (uint32_t T : {1u, gemm_tokens})
     for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0})
       for (const auto& s : shapes) {
-        const std::string what = std::string(T == 1 ? "matvec " : "gemm ") + dtype_name(dt) + " " + std::to_string(s.N) + " in=" + std::to_string(s.K);
+        const std::string what = std::string(T == 1 ? "matvec " : "gemm ") + dtype_name(dt) + " " +
+                                 std::to_string(s.N) + " in=" + std::to_string(s.K);
         if (what.find(only) != std::string::npos) bench_one(ctx, T, dt, s.N, s.K, runs);
       }
 }

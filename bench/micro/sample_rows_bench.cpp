@@ -51,6 +51,7 @@ std::vector<float> read_or_make_logits(const char* path) {
   for (auto& v : x) v = d(rng);
   return x;
 }
+
 View row(const vk::Buffer& b, uint32_t r, uint64_t bytes) { return View{&b, r * aligned(bytes), bytes}; }
 
 struct Batch {
