@@ -62,7 +62,7 @@ void DecodeBatch::check(std::span<GptModel* const> seqs) const {
   }
 }
 
-bool DecodeBatch::one_attention_dispatch(std::span<GptModel* const> seqs) {
+bool DecodeBatch::one_attention_dispatch(std::span<GptModel* const> seqs, std::span<const uint32_t> lens) {
   const GptModel& first = *seqs[0];
   for (const GptModel* m : seqs)
     if (m->kv_ != first.kv_) return false;
@@ -70,9 +70,15 @@ bool DecodeBatch::one_attention_dispatch(std::span<GptModel* const> seqs) {
   if (first.cfg_.n_layers == 0 ||
       !ops::attention_rows_ok(first.ctx_, whole(first.qkv_), kv.all_keys(0), kv.all_values(0), first.attention_shape()))
     return false;
-  // Sized for the pool: its models are distinct, so no batch over it has more rows.
-  if (rows_.empty()) rows_ = vk::Buffer(first.ctx_, uint64_t(kv.slots()) * 8, vk::Memory::Host, "batch row table");
-  return rows_.size() >= seqs.size() * 8;  // (a larger pool than the first: row by row)
+  // A burst: where one of its prompts attends in the one dispatch (the others run their own).
+  if (!lens.empty() && std::none_of(lens.begin(), lens.end(), [&](uint32_t n) { return n && first.burst_row_attention(n); }))
+    return false;
+  // Sized for the pool's decode steps (its models are distinct, so no step over it has more
+  // rows) and for a burst of the first model's chunk.
+  const uint64_t rows = std::max<uint64_t>(kv.slots(), first.max_chunk());
+  if (rows_.empty()) rows_ = vk::Buffer(first.ctx_, rows * sizeof(ops::RowEntry), vk::Memory::Host, "batch row table");
+  const uint64_t T = lens.empty() ? seqs.size() : std::accumulate(lens.begin(), lens.end(), uint64_t(0));
+  return rows_.size() >= T * sizeof(ops::RowEntry);  // (a larger pool than the first: row by row)
 }
 
 bool DecodeBatch::one_sampler_dispatch(std::span<GptModel* const> seqs) {
@@ -100,12 +106,13 @@ void DecodeBatch::write_sampler_table(std::span<GptModel* const> seqs, std::span
   }
 }
 
-std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs, std::span<const uint32_t> twin_of) {
+std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs, std::span<const uint32_t> lens,
+                                       std::span<const uint32_t> twin_of) {
   GptModel& first = *seqs[0];
   // A GPU's exact rows fold the LayerNorms as its one-token step does, from the first
   // sequence's folded vectors.
   if (exact_rows_) first.ensure_folded_norms();
-  if (rows_used_) write_rows(seqs);
+  if (rows_used_) write_rows(seqs, lens);
   if (sampler_used_) write_sampler_table(seqs, twin_of);
   g.run();
   std::vector<uint32_t> ids;
@@ -122,11 +129,16 @@ std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs
   return ids;
 }
 
-void DecodeBatch::write_rows(std::span<GptModel* const> seqs) {
-  auto* rows = static_cast<uint32_t*>(rows_.mapped());
+void DecodeBatch::write_rows(std::span<GptModel* const> seqs, std::span<const uint32_t> lens) {
+  auto* rows = static_cast<ops::RowEntry*>(rows_.mapped());
   for (size_t b = 0; b < seqs.size(); ++b) {
-    rows[2 * b] = seqs[b]->position();  // where its last sampled token goes
-    rows[2 * b + 1] = seqs[b]->kv_->slot_unit(seqs[b]->kv_slot_);
+    const GptModel& m = *seqs[b];
+    // A decode step's row: its last sampled token, at its position. A burst's: its prompt
+    // chunk's rows from where its step starts (set_up_prompts), or none for a twin.
+    const uint32_t len = lens.empty() ? 1 : lens[b];
+    const uint32_t pos0 = lens.empty() ? m.position() : static_cast<const StepState*>(m.step_.mapped())->pos;
+    const uint32_t skip = lens.empty() || m.burst_row_attention(len) ? 0 : 1;
+    for (uint32_t i = 0; i < len; ++i) *rows++ = {pos0, m.kv_->slot_unit(m.kv_slot_), i, skip};
   }
 }
 
@@ -159,7 +171,7 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const u
   Entry e{{seqs.begin(), seqs.end()}, {lens.begin(), lens.end()}, {twin_of.begin(), twin_of.end()}, std::move(versions),
           nullptr, steps_};
   e.uses_sampler = one_sampler_dispatch(seqs);  // before the graphs' buffers may go
-  e.uses_rows = lens.empty() && one_attention_dispatch(seqs);
+  e.uses_rows = one_attention_dispatch(seqs, lens);
   GptModel::BatchStep step{seqs, lens, twin_of, exact_rows_};
   if (e.uses_rows) step.rows = whole(rows_);
   if (e.uses_sampler) {
@@ -180,7 +192,7 @@ std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) 
   check(seqs);
   // Each row embeds its sequence's last sampled token at its position, and its sampler
   // writes the next one there and advances the position: as decode_next() does.
-  std::vector<uint32_t> ids = run(graph_for(seqs), seqs);
+  std::vector<uint32_t> ids = run(graph_for(seqs), seqs, {}, {});
   for (GptModel* m : seqs) ++m->pos_;
   return ids;
 }
@@ -285,7 +297,7 @@ std::vector<uint32_t> DecodeBatch::run_burst(std::span<GptModel* const> seqs,
     row_lens.push_back(i < runs ? lens[order[i]] : 0);
     twin_of.push_back(static_cast<uint32_t>(at[source[order[i]]]));
   }
-  const std::vector<uint32_t> row_ids = run(graph_for(rows, row_lens, twin_of), rows, twin_of);
+  const std::vector<uint32_t> row_ids = run(graph_for(rows, row_lens, twin_of), rows, row_lens, twin_of);
   // A twin's keys and values: its prompt's, from the sequence that ran it.
   std::vector<KvCopy> copies;
   for (size_t b = 0; b < n; ++b)

@@ -123,18 +123,21 @@ class DecodeBatch {
   std::vector<uint32_t> run_burst(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts,
                                   std::span<const uint32_t> prefilled, std::span<const uint32_t> lens);
   // Whether the rows' attention can be one dispatch a layer: every sequence in one KvPool and
-  // the device running ops::kv_append_attention_rows. Then rows_ holds the row table.
-  bool one_attention_dispatch(std::span<GptModel* const> seqs);
-  void write_rows(std::span<GptModel* const> seqs);
+  // the device running ops::kv_append_attention_rows; in a burst (lens, as graph_for takes
+  // them), for the prompts that attend as their own steps would there
+  // (GptModel::burst_row_attention), at least one. Then rows_ holds the row table.
+  bool one_attention_dispatch(std::span<GptModel* const> seqs, std::span<const uint32_t> lens);
+  void write_rows(std::span<GptModel* const> seqs, std::span<const uint32_t> lens);
   // Whether every row can take one sampler dispatch (ops::sample_rows: no sampling
   // controls); then its buffers hold at least seqs.size() rows.
   bool one_sampler_dispatch(std::span<GptModel* const> seqs);
   // Each row's parameters and counter; a burst's twin (twin_of[b] != b) draws from its
   // source's row of logits.
   void write_sampler_table(std::span<GptModel* const> seqs, std::span<const uint32_t> twin_of);
-  // Runs a batched graph of seqs (its tables written first; a burst's twin_of as graph_for
-  // took it), then hands each sequence its token and logits; returns the tokens.
-  std::vector<uint32_t> run(Graph& g, std::span<GptModel* const> seqs, std::span<const uint32_t> twin_of = {});
+  // Runs a batched graph of seqs (its tables written first; a burst's lens and twin_of as
+  // graph_for took them), then hands each sequence its token and logits; returns the tokens.
+  std::vector<uint32_t> run(Graph& g, std::span<GptModel* const> seqs, std::span<const uint32_t> lens,
+                            std::span<const uint32_t> twin_of);
 
   // Sets each sequence up as its own sample_after_prefill would (ids, sampler history and
   // counter) before a batched draw of its first token.
@@ -144,7 +147,7 @@ class DecodeBatch {
   static void stand_after_prompts(std::span<GptModel* const> seqs, std::span<const std::span<const uint32_t>> prompts);
 
   bool exact_rows_;
-  vk::Buffer rows_;  // host-visible row table: (position, KV slot unit) per row
+  vk::Buffer rows_;  // host-visible row table: an ops::RowEntry per row
   bool rows_used_ = false;  // the graph graph_for() returned last reads it
   // ops::sample_rows' table (host-visible), the ids it writes (host-visible) and its scratch,
   // for sampler_rows_ rows; sampler_used_: the graph graph_for() returned last uses them.

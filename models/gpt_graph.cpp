@@ -240,11 +240,17 @@ struct GptModel::GraphBuild {
   // runs them (the last layer: its last row alone where that step does). Past the last
   // layer's attention, each sequence's last row moves to row b (its source row is at least
   // 2b + 1, as every prompt has two or more rows, so no row is overwritten before it moves).
+  // With a row table, the prompts that can (GptModel::burst_row_attention) attend in one
+  // dispatch over their slots of the shared pool, the others each in their own.
   uint32_t attend_burst(uint32_t l, const std::string& p) {
     const bool last = l + 1 == cfg.n_layers;
+    if (bs.rows.buffer)
+      ops::kv_append_attention_rows(*g, qkv, bs.rows, m.kv_->all_keys(l), m.kv_->all_values(l), att, T, shape,
+                                    p + "attention");
     for (size_t b = 0; b < prompts_run; ++b) {
       GptModel& s = *seqs[b];
       const uint32_t first = firsts[b], len = lens[b], end = first + len - 1;
+      if (bs.rows.buffer && m.burst_row_attention(len)) continue;
       const View q = rows_at(m.qkv_, first, len, 3 * C);
       if (last && m.plan_.last_row_only(len)) {
         ops::kv_append(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), len, shape, p + "attention.kv_append");

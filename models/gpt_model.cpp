@@ -180,6 +180,12 @@ bool GptModel::row_aligned(uint32_t row, uint32_t cols) const {
   return uint64_t(row) * cols * 4 % ctx_.caps().storage_offset_alignment == 0;
 }
 
+bool GptModel::burst_row_attention(uint32_t len) const {
+  return cfg_.n_layers > 0 && !plan_.coopmat_attention(len) && !plan_.last_row_only(len) &&
+         ops::steps_match_rows(ctx_, whole(qkv_), k_cache(0), v_cache(0), scores_.empty() ? View{} : whole(scores_), len,
+                               attention_shape());
+}
+
 uint32_t GptModel::aligned_logit_row(uint32_t want) const {
   while (want > 0 && !row_aligned(want, cfg_.emb_dim)) --want;
   return want;

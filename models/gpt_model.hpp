@@ -134,8 +134,9 @@ class GptModel {
     std::span<const uint32_t> lens;
     std::span<const uint32_t> twin_of;
     bool exact_rows = false;  // each row's arithmetic that of the sequence's own step
-    // A decode step's row table (position, KV slot unit per row; written before each run),
-    // for one attention dispatch a layer over the rows' shared KvPool; or none.
+    // The row table (an ops::RowEntry per row, written before each run) of one attention
+    // dispatch a layer over the rows' shared KvPool: a decode step's rows, or a burst's
+    // prompts where burst_row_attention; or none.
     View rows;
     // One sampler dispatch for every row (ops::sample_rows): its table (written before each
     // run), the ids it writes and its scratch; or none (a sampler each, with its controls).
@@ -160,6 +161,11 @@ class GptModel {
   // Whether row `row` of a [*][cols] float buffer starts at an offset a view may bind at
   // (the device's storage-buffer offset alignment).
   bool row_aligned(uint32_t row, uint32_t cols) const;
+  // Whether a burst's prompt of `len` rows attends in the burst's one dispatch a layer
+  // (ops::kv_append_attention_rows) with the arithmetic of its own prompt step: that step
+  // takes the texel kernel in every layer (not the tiled passes, the matrix units or the
+  // last row alone).
+  bool burst_row_attention(uint32_t len) const;
   // The first row an AllLogits step can start its LM head at, at or before `want`.
   uint32_t aligned_logit_row(uint32_t want) const;
   // The folded LayerNorms' vectors (W gamma, W beta + b), made on first need: the first run

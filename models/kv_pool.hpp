@@ -27,7 +27,7 @@ class KvPool {
   View all_keys(uint32_t l) const { return whole(k_[l]); }
   View all_values(uint32_t l) const { return whole(v_[l]); }
   // Slot s's first element over 4 (its first vec4 unit of f32, or of four halves): the row
-  // table's second entry (ops::kv_append_attention_rows).
+  // table's `slot` (ops::RowEntry).
   uint32_t slot_unit(uint32_t s) const;
 
  private:

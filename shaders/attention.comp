@@ -34,11 +34,13 @@
 // scores scratch, after kv_append: common/attention_tiled.glsl.
 // Grid: (n_heads, T), texel: (n_heads, ceil(T / QB)). Workgroup: local_size_x (spec 0).
 //
-// ROWS (texel, APPEND, QB = 1): a batched decode step, each query t a different sequence's
-// next token. Binding 1 is then a table of (position, KV slot) per row instead of the step
-// buffer, and the caches bound are pools of equal slots (models/kv_pool.hpp): row t attends
-// as a one-token step of its own sequence at that position in that slot, with the same
-// arithmetic, so all rows take one dispatch.
+// ROWS (texel, APPEND, QB = 1): the rows of several sequences' steps, each over its own KV
+// slot: a batched decode step (a row per sequence) or a burst of short prompts (a run of
+// rows per sequence). Binding 1 is then a table per row (its step's first position, its KV
+// slot, its index in the step, whether to skip it) instead of the step buffer, and the
+// caches bound are pools of equal slots (models/kv_pool.hpp): row t attends as that query
+// of its own sequence's step in that slot, with the same arithmetic, so all rows take one
+// dispatch.
 
 //! variant subgroup USE_SUBGROUP=1 VEC=1
 //! variant subgroup_vec4 USE_SUBGROUP=1 VEC=4
@@ -112,7 +114,8 @@ layout(constant_id = 8) const uint QB = 1;           // texel variant: queries p
 // Everything in units of VT.
 layout(std430, binding = 0) readonly buffer Qkv { VT qkv[]; };
 #if ROWS
-layout(std430, binding = 1) readonly buffer RowTable { uvec2 row_table[]; };  // (position, first KV_UNIT of its slot)
+// Per row: (its step's first position, first KV_UNIT of its slot, its index in the step, skip)
+layout(std430, binding = 1) readonly buffer RowTable { uvec4 row_table[]; };
 #else
 #define STEP_BINDING 1
 #include "common/step.glsl"

@@ -186,10 +186,18 @@ void kv_append_attention_rows(Graph& g, View qkv, View rows, View k_pool, View v
                               AttentionShape s, const std::string& name) {
   if (!attention_rows_ok(g.context(), qkv, k_pool, v_pool, s))
     throw std::logic_error("kv_append_attention_rows: the device or the views cannot run it (attention_rows_ok)");
-  if (rows.size() < uint64_t(B) * 8) throw std::logic_error("kv_append_attention_rows: row table smaller than B entries");
+  if (rows.size() < uint64_t(B) * sizeof(RowEntry))
+    throw std::logic_error("kv_append_attention_rows: row table smaller than B entries");
   AttentionKernel k = attention_kernel(g.context(), s, true, 1);
   k.rows = true;
   attention_with(g, k, true, qkv, rows, k_pool, v_pool, out, B, s, name);
+}
+
+bool steps_match_rows(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, uint32_t T,
+                      AttentionShape s) {
+  if (takes_tiled_path(ctx, qkv, k_cache, v_cache, scores, T, s)) return false;
+  const AttentionKernel k = attention_kernel(ctx, s, texel_views_ok(qkv, k_cache, v_cache), T);
+  return k.texel && (T == 1 || k.queries == 1);
 }
 
 void attention(Graph& g, View qkv, View step, View k_cache, View v_cache, View out, uint32_t T, AttentionShape s,

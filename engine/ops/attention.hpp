@@ -49,16 +49,31 @@ void kv_append_attention_tiled(Graph& g, View qkv, View step, View k_cache, View
 // after a chunk's kv_append, on the chunk's own pipelines (GptModel::build_graph).
 void attention_tiled(Graph& g, View qkv, View step, View k_cache, View v_cache, View scores, View out, uint32_t T,
                      AttentionShape s, const std::string& name = "attention");
-// A batched decode step's attention in one dispatch: row b < B of qkv is the next token of
-// sequence b, whose caches are a slot of the pools k_pool / v_pool (each slot
-// kv_cache_bytes(s), laid out as one sequence's cache) and whose position and slot are
-// rows[b] = (position, first element of the slot / 4): the same as kv_append_attention of
-// that token alone on the slot's views (same arithmetic), for every row at once. The table
-// is read at run time, so one recorded dispatch serves any set of sequences. CPU devices with
-// the texel kernel only (attention_rows_ok); others run the rows one by one.
+// The attention of several sequences' steps in one dispatch: a batched decode step (row b
+// of qkv the next token of sequence b) or a burst of prompts (a run of rows per sequence).
+// Each sequence's caches are a slot of the pools k_pool / v_pool (each slot
+// kv_cache_bytes(s), laid out as one sequence's cache). rows[b] is a RowEntry: row b is query
+// `in_step` of a step of its sequence starting at position `pos0` (qkv rows
+// b - in_step .. b are that step's first rows), and gets what kv_append_attention of that
+// step alone on the slot's views gives it (same arithmetic) where the step takes the texel
+// kernel with one query a workgroup (steps_match_rows); rows marked `skip` are left to other
+// dispatches. The table is read at run time, so one recorded dispatch serves any set of
+// sequences. CPU devices with the texel kernel only (attention_rows_ok); others run the
+// steps one by one.
+struct RowEntry {
+  uint32_t pos0;      // the step's first position
+  uint32_t slot;      // the slot's first element / 4 (KvPool::slot_unit)
+  uint32_t in_step;   // the row's index in its step
+  uint32_t skip = 0;  // nonzero: not this dispatch's row
+};
+static_assert(sizeof(RowEntry) == 16, "the shader reads a uvec4 per row");
 void kv_append_attention_rows(Graph& g, View qkv, View rows, View k_pool, View v_pool, View out, uint32_t B,
                               AttentionShape s, const std::string& name = "attention");
 bool attention_rows_ok(const vk::Context& ctx, View qkv, View k_pool, View v_pool, AttentionShape s);
+// Whether kv_append_attention of a T-token step on these views computes each query as
+// kv_append_attention_rows does (the texel kernel, one query a workgroup, not the tiled passes).
+bool steps_match_rows(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, uint32_t T,
+                      AttentionShape s);
 // Whether kv_append_attention of T tokens takes the tiled path with these views.
 bool takes_tiled_path(const vk::Context& ctx, View qkv, View k_cache, View v_cache, View scores, uint32_t T,
                       AttentionShape s);

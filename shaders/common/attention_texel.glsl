@@ -147,19 +147,22 @@ void main() {
   uint h = gl_WorkGroupID.x, t0 = gl_WorkGroupID.y * QB;
   uint lane = gl_SubgroupInvocationID;
 #if ROWS
-  // Row t0 is its sequence's one-token step: qkv row 0 of a view starting at row t0, the
-  // query's own key and value appended at its position, its output row t0.
-  const uvec2 row = row_table[t0];
-  const uint pos0 = row.x;
+  // Row t0 is query `in_step` of its sequence's step, whose rows start at qkv row
+  // t0 - in_step: the step's keys and values are read from those rows, the query's own
+  // appended at its position, its output row t0. A row another dispatch serves is skipped.
+  const uvec4 row = row_table[t0];
+  if (row.w != 0u) return;
+  const uint pos0 = row.x, in_step = row.z;
   kv_unit_base = row.y;
-  qkv_base += t0 * 3u * CV;
+  qkv_base += (t0 - in_step) * 3u * CV;
 #else
   uint pos0 = step_pos;
+  const uint in_step = 0u;
 #endif
   // Queries past T (the last block of a T not divisible by QB) repeat query T - 1 and are
-  // neither appended nor stored. Query t sits at position pos0 + t (ROWS: pos0, its own).
+  // neither appended nor stored. Query t sits at position pos0 + t (ROWS: pos0 + in_step).
   Q(uint t = min(t0 + i, n_tokens - 1u);
-    uint pos = ROWS != 0 ? pos0 : pos0 + t;
+    uint pos = ROWS != 0 ? pos0 + in_step : pos0 + t;
     if (t0 + i < n_tokens) append_slice_at(h, t, pos, lane);
     n_keys[i] = min(pos + 1u, CONTEXT);
     [[unroll]] for (uint e = 0; e < HDV; ++e) {
