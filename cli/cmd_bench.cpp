@@ -69,7 +69,7 @@ int run_single_bench(ModelSession& s, uint32_t prompt_tokens, uint32_t gen_token
     std::fprintf(stderr, "decode: not measured (--gen-tokens 0)\n");
   if (profile) {
     print_profile_table("prefill", prefill_profile);
-    print_profile_table("decode (one token)", s.model->profile_summary());
+    if (gen_tokens) print_profile_table("decode (one token)", s.model->profile_summary());
   }
   print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", p, d);
   return 0;
