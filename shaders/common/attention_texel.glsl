@@ -149,9 +149,11 @@ void main() {
 #if ROWS
   // Row t0 is query `in_step` of its sequence's step, whose rows start at qkv row
   // t0 - in_step: the step's keys and values are read from those rows, the query's own
-  // appended at its position, its output row t0. A row another dispatch serves is skipped.
+  // appended at its position, its output row t0. A row another dispatch serves is skipped:
+  // as a query past T, and with no keys (no early return: on lavapipe all that follows a
+  // branch would lose the scalar loads of uniform addresses).
   const uvec4 row = row_table[t0];
-  if (row.w != 0u) return;
+  if (row.w != 0u) n_tokens = 0u;
   const uint pos0 = row.x, in_step = row.z;
   kv_unit_base = row.y;
   qkv_base += (t0 - in_step) * 3u * CV;
@@ -173,7 +175,7 @@ void main() {
     l[i] = 0.0;)
   // Keys below pos0 come from the caches, this step's from qkv; the block's last query sees
   // the most keys.
-  uint n_max = n_keys[QB - 1u];
+  uint n_max = n_tokens == 0u ? 0u : n_keys[QB - 1u];
   if (APPEND) {
     key_range(0, min(pos0, n_max), pos0, h, false);
     key_range(pos0, n_max, pos0, h, true);
