@@ -76,7 +76,10 @@ bool DecodeBatch::one_attention_dispatch(std::span<GptModel* const> seqs, std::s
   // Sized for the pool's decode steps (its models are distinct, so no step over it has more
   // rows) and for a burst of the first model's chunk.
   const uint64_t rows = std::max<uint64_t>(kv.slots(), first.max_chunk());
-  if (rows_.empty()) rows_ = vk::Buffer(first.ctx_, rows * sizeof(ops::RowEntry), vk::Memory::Host, "batch row table");
+  if (rows_.empty()) {
+    rows_ = vk::Buffer(first.ctx_, rows * sizeof(ops::RowEntry), vk::Memory::Host, "batch row table");
+    row_ids_ = vk::Buffer(first.ctx_, rows * 4, vk::Memory::Host, "batch row ids");
+  }
   const uint64_t T = lens.empty() ? seqs.size() : std::accumulate(lens.begin(), lens.end(), uint64_t(0));
   return rows_.size() >= T * sizeof(ops::RowEntry);  // (a larger pool than the first: row by row)
 }
@@ -131,14 +134,20 @@ std::vector<uint32_t> DecodeBatch::run(Graph& g, std::span<GptModel* const> seqs
 
 void DecodeBatch::write_rows(std::span<GptModel* const> seqs, std::span<const uint32_t> lens) {
   auto* rows = static_cast<ops::RowEntry*>(rows_.mapped());
+  auto* row_ids = static_cast<uint32_t*>(row_ids_.mapped());
   for (size_t b = 0; b < seqs.size(); ++b) {
     const GptModel& m = *seqs[b];
     // A decode step's row: its last sampled token, at its position. A burst's: its prompt
-    // chunk's rows from where its step starts (set_up_prompts), or none for a twin.
+    // chunk's rows from where its step starts (set_up_prompts), or none for a twin. The ids
+    // are where the sequence's own step reads them.
     const uint32_t len = lens.empty() ? 1 : lens[b];
     const uint32_t pos0 = lens.empty() ? m.position() : static_cast<const StepState*>(m.step_.mapped())->pos;
     const uint32_t skip = lens.empty() || m.burst_row_attention(len) ? 0 : 1;
-    for (uint32_t i = 0; i < len; ++i) *rows++ = {pos0, m.kv_->slot_unit(m.kv_slot_), i, skip};
+    const auto* ids = static_cast<const uint32_t*>(m.ids_.mapped());
+    for (uint32_t i = 0; i < len; ++i) {
+      *rows++ = {pos0, m.kv_->slot_unit(m.kv_slot_), i, skip};
+      *row_ids++ = ids[i];
+    }
   }
 }
 
@@ -173,7 +182,10 @@ Graph& DecodeBatch::graph_for(std::span<GptModel* const> seqs, std::span<const u
   e.uses_sampler = one_sampler_dispatch(seqs);  // before the graphs' buffers may go
   e.uses_rows = one_attention_dispatch(seqs, lens);
   GptModel::BatchStep step{seqs, lens, twin_of, exact_rows_};
-  if (e.uses_rows) step.rows = whole(rows_);
+  if (e.uses_rows) {
+    step.rows = whole(rows_);
+    step.row_ids = whole(row_ids_);
+  }
   if (e.uses_sampler) {
     step.sample_table = whole(sample_table_);
     step.sample_ids = whole(sample_ids_);

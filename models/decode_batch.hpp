@@ -148,6 +148,7 @@ class DecodeBatch {
 
   bool exact_rows_;
   vk::Buffer rows_;  // host-visible row table: an ops::RowEntry per row
+  vk::Buffer row_ids_;  // and each row's token id, for the one embedding dispatch
   bool rows_used_ = false;  // the graph graph_for() returned last reads it
   // ops::sample_rows' table (host-visible), the ids it writes (host-visible) and its scratch,
   // for sampler_rows_ rows; sampler_used_: the graph graph_for() returned last uses them.

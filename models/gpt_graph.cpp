@@ -156,7 +156,9 @@ struct GptModel::GraphBuild {
 
   // Token and position embeddings into x; a pre-LN model's first LayerNorm into h.
   void embed() {
-    if (burst) {
+    if (bs.row_ids.buffer) {  // every row at its own position in one dispatch
+      ops::embed_rows(*g, bs.row_ids, bs.rows, w.tok_emb, w.pos_emb, x, T, "embed");
+    } else if (burst) {
       for (size_t b = 0; b < prompts_run; ++b)  // each prompt at its own positions
         ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb,
                    rows_at(m.x_, firsts[b], lens[b], C), lens[b], "embed");

@@ -138,6 +138,7 @@ class GptModel {
     // dispatch a layer over the rows' shared KvPool: a decode step's rows, or a burst's
     // prompts where burst_row_attention; or none.
     View rows;
+    View row_ids;  // with the row table: each row's token id (one embedding dispatch)
     // One sampler dispatch for every row (ops::sample_rows): its table (written before each
     // run), the ids it writes and its scratch; or none (a sampler each, with its controls).
     View sample_table, sample_ids, sample_scratch;

@@ -7,6 +7,16 @@
 // token chunk and one position chunk and writes only the rows whose token and position
 // fall in those chunks; the op issues one dispatch per chunk pair, so across them every
 // row is written exactly once.
+// ROWS: the rows of several sequences' steps at once (a batched decode step, a burst of
+// prompts): binding 1 is their table of ops::RowEntry (engine/ops/attention.hpp), row t at
+// position pos0 + in_step of its own sequence, in place of the step buffer's step_pos + t.
+
+//! variant step
+//! variant rows ROWS=1
+#ifndef ROWS
+#define ROWS 0
+#endif
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint C = 1;           // embedding width
 layout(constant_id = 2) const uint TOK_DT = 0;      // engine/dtype.hpp DType
@@ -16,8 +26,12 @@ layout(constant_id = 5) const uint POS_DT = 0;
 layout(constant_id = 6) const uint POS_STRIDE = 8;
 layout(constant_id = 7) const uint POS_ROWS = 1;    // position rows over all chunks
 
+#if ROWS
+layout(std430, binding = 1) readonly buffer Rows { uvec4 row_table[]; };  // {pos0, slot, in_step, skip}
+#else
 #define STEP_BINDING 1
 #include "common/step.glsl"
+#endif
 
 layout(push_constant) uniform Push {
   uint T;         // tokens in this step
@@ -74,7 +88,11 @@ void main() {
     // Clamped so that a bad id or position can never read outside the tables (the host
     // validates ids; this is defense in depth).
     uint id = min(ids[t], VOCAB - 1u);
+#if ROWS
+    uint p = min(row_table[t].x + row_table[t].z, POS_ROWS - 1u);
+#else
     uint p = min(step_pos + t, POS_ROWS - 1u);
+#endif
     if (id - pc.tok_row0 >= pc.tok_rows || p - pc.pos_row0 >= pc.pos_rows) continue;  // another chunk's row
     uint ti = (id - pc.tok_row0) * TOK_STRIDE + c;
     uint pi = (p - pc.pos_row0) * POS_STRIDE + c;

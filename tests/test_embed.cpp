@@ -3,6 +3,7 @@
 #include <set>
 
 #include "tests/reference/elementwise.hpp"
+#include "engine/ops/attention.hpp"
 #include "engine/ops/embed.hpp"
 #include "engine/ops/step.hpp"
 #include "tests/support/vk_test.hpp"
@@ -152,6 +153,32 @@ BOOST_AUTO_TEST_CASE(out_of_range_ids_and_positions_are_clamped) {
     }
     BOOST_TEST(test::max_abs_error(test::download(x, want.size()), want) == 0.0, label);
   }
+}
+
+// The rows of several sequences' steps in one dispatch: row t at position pos0 + in_step of
+// its table entry (a batched decode step's rows, then a prompt's three), across chunks.
+BOOST_AUTO_TEST_CASE(rows_take_their_own_positions) {
+  for (auto [label, ctx] : test::all_contexts())
+    for (DType dt : kDTypes) {
+      Shape s{300, 96, 200, 7, 0, true};
+      auto tables = make_tables(*ctx, s, dt);
+      auto ids = make_ids(s.T, s.vocab, 21);
+      const std::vector<ops::RowEntry> rows = {{5, 0, 0}, {199, 1, 0}, {63, 2, 0}, {0, 3, 0},
+                                               {62, 4, 0}, {62, 4, 1}, {62, 4, 2}};
+      auto dids = test::upload_bytes(*ctx, ids.data(), ids.size() * 4);
+      auto table = test::upload_bytes(*ctx, rows.data(), rows.size() * sizeof(ops::RowEntry));
+      vk::Buffer x(*ctx, uint64_t(s.T) * s.C * 4);
+      Graph g(*ctx);
+      ops::embed_rows(g, whole(dids), whole(table), tables.tok, tables.pos, whole(x), s.T);
+      g.record();
+      g.run();
+      std::vector<float> want;
+      for (uint32_t t = 0; t < s.T; ++t) {
+        auto row = cpu::embed(tables.tok_f32, tables.pos_f32, s.C, {ids[t]}, rows[t].pos0 + rows[t].in_step);
+        want.insert(want.end(), row.begin(), row.end());
+      }
+      BOOST_TEST(test::max_abs_error(test::download(x, want.size()), want) == 0.0, label << " " << dtype_name(dt));
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

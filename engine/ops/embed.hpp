@@ -19,4 +19,11 @@ namespace gptvk::ops {
 void embed(Graph& g, View ids, View step, const Matrix& tok_emb, const Matrix& pos_emb, View x, uint32_t T,
            const std::string& name = "embed", uint32_t x_row0 = 0);
 
+// The same for the rows of several sequences' steps in one dispatch (a batched decode step,
+// a burst of prompts): row t embeds ids[t] at position pos0 + in_step of rows[t], an
+// ops::RowEntry (engine/ops/attention.hpp; the attention's table of the same rows), into
+// row t of x.
+void embed_rows(Graph& g, View ids, View rows, const Matrix& tok_emb, const Matrix& pos_emb, View x, uint32_t T,
+                const std::string& name = "embed");
+
 }  // namespace gptvk::ops
