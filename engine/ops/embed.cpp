@@ -17,9 +17,7 @@ View row_scales(const Matrix& m) { return whole(m.dtype == DType::F16 ? m.row_sc
 uint32_t row_stride(const Matrix& m) {
   return is_quantized(m.dtype) ? static_cast<uint32_t>(m.row_bytes() / 4) : m.row_stride;
 }
-}  // namespace
 
-namespace {
 // Either variant: `positions` is the step buffer (variant "step") or the row table ("rows").
 void embed_with(Graph& g, const std::string& variant, View ids, View positions, uint64_t positions_bytes,
                 const Matrix& tok_emb, const Matrix& pos_emb, View x, uint32_t T, const std::string& name,
