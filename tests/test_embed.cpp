@@ -78,6 +78,17 @@ vk::Buffer step_buffer(vk::Context& ctx, uint32_t pos0) {
   return b;
 }
 
+// The reference of rows that each sit at their own position: row t is ids[t] at positions[t].
+std::vector<float> embedded_rows(const Tables& tables, uint32_t C, const std::vector<uint32_t>& ids,
+                                 const std::vector<uint32_t>& positions) {
+  std::vector<float> want;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    auto row = cpu::embed(tables.tok_f32, tables.pos_f32, C, {ids[t]}, positions[t]);
+    want.insert(want.end(), row.begin(), row.end());
+  }
+  return want;
+}
+
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(embed, test::NoValidationMessages)
@@ -145,12 +156,12 @@ BOOST_AUTO_TEST_CASE(out_of_range_ids_and_positions_are_clamped) {
     ops::embed(g, whole(dids), whole(step), tables.tok, tables.pos, whole(x), s.T);
     g.record();
     g.run();
-    std::vector<float> want;
+    std::vector<uint32_t> clamped_ids, positions;
     for (uint32_t t = 0; t < s.T; ++t) {
-      uint32_t id = std::min(ids[t], s.vocab - 1), p = std::min(s.pos0 + t, s.context - 1);
-      auto row = cpu::embed(tables.tok_f32, tables.pos_f32, s.C, {id}, p);
-      want.insert(want.end(), row.begin(), row.end());
+      clamped_ids.push_back(std::min(ids[t], s.vocab - 1));
+      positions.push_back(std::min(s.pos0 + t, s.context - 1));
     }
+    auto want = embedded_rows(tables, s.C, clamped_ids, positions);
     BOOST_TEST(test::max_abs_error(test::download(x, want.size()), want) == 0.0, label);
   }
 }
@@ -172,11 +183,9 @@ BOOST_AUTO_TEST_CASE(rows_take_their_own_positions) {
       ops::embed_rows(g, whole(dids), whole(table), tables.tok, tables.pos, whole(x), s.T);
       g.record();
       g.run();
-      std::vector<float> want;
-      for (uint32_t t = 0; t < s.T; ++t) {
-        auto row = cpu::embed(tables.tok_f32, tables.pos_f32, s.C, {ids[t]}, rows[t].pos0 + rows[t].in_step);
-        want.insert(want.end(), row.begin(), row.end());
-      }
+      std::vector<uint32_t> positions;
+      for (const ops::RowEntry& r : rows) positions.push_back(r.pos0 + r.in_step);
+      auto want = embedded_rows(tables, s.C, ids, positions);
       BOOST_TEST(test::max_abs_error(test::download(x, want.size()), want) == 0.0, label << " " << dtype_name(dt));
     }
 }
