@@ -61,7 +61,7 @@ def fmt(v, digits=0):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bandwidth-gbs", type=float, required=True,
-                    help="the GPU's memory bandwidth in GB/s for the roofline (H100 SXM: 3350)")
+                    help="the GPU's memory bandwidth in GB/s for the roofline (H100 SXM: 3350, H200: 4800)")
     ap.add_argument("--gptvk", default=os.path.join(ROOT, "build", "gpt-vk"))
     ap.add_argument("--shapes", default="gpt2-small,gpt2-medium,gpt2-large,gpt2-xl")
     ap.add_argument("--dtypes", default="f16")

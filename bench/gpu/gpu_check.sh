@@ -25,7 +25,8 @@
 #   SERVE=1 runs bench/serve/serve_load.py (1 then 16 streaming clients) against `gpt-vk serve`
 #   on a random GPT-2 small GGUF, with --batch-kernels exact (the one-token mat-vecs over every
 #   row) and then gemm (the GEMMs), then exact with each client's prompt its own;
-#   TABLE=1 also runs gpu_bench.py's table of every GPT-2 size against PyTorch (minutes).
+#   TABLE=1 also runs gpu_bench.py's table of every GPT-2 size against PyTorch (minutes), its
+#   roofline at the lent GPU's bandwidth (H200 4800 GB/s, else H100 SXM's 3350; BANDWIDTH_GBS sets it).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/gpu_check}
@@ -141,7 +142,12 @@ fi
 
 if [ "${TABLE:-0}" = 1 ]; then
   say "gpu_bench.py table"
-  PYTHONUNBUFFERED=1 python3 bench/gpu/gpu_bench.py --bandwidth-gbs 3350 --gptvk build/gpt-vk --out "$OUT" || status=1
+  # The roofline's memory bandwidth (GB/s) from the lent GPU's name: H200 4800, H100 SXM
+  # 3350; BANDWIDTH_GBS overrides.
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  case "$gpu" in *H200*) bw=4800 ;; *) bw=3350 ;; esac
+  PYTHONUNBUFFERED=1 python3 bench/gpu/gpu_bench.py --bandwidth-gbs "${BANDWIDTH_GBS:-$bw}" --gptvk build/gpt-vk \
+    --out "$OUT" || status=1
 fi
 say "done, status $status"
 exit $status
