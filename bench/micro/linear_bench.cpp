@@ -10,7 +10,9 @@
 // GEMM's prompt length (default 128; below 64 the GEMM takes its narrow tile). Prints wall time,
 // GB/s and GFLOP/s, and the same per CPU-second (on a CPU device the kernels run on this
 // process's threads, so CPU time / threads is what the wall time would be on an idle machine);
-// a sample of outputs is checked against a double-precision sum.
+// a sample of outputs is checked against a double-precision sum. The same weights serve every
+// timed dispatch, so they sit in the CPU's caches (GPT-2 small's matrices fit a 105 MB L3);
+// MICRO_COLD_WEIGHTS=1 cycles through ~400 MB of copies instead.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -80,11 +82,25 @@ void bench_one(vk::Context& ctx, uint32_t T, DType dt, uint32_t N, uint32_t K, i
   dx.try_create_texel_view();
   const double flops = 2.0 * T * K * N;
   // Enough back-to-back dispatches (independent outputs, so no barriers) for ~0.2 s.
-  const uint32_t reps = std::clamp<uint32_t>(static_cast<uint32_t>(2e9 / flops), 1, 64);
+  uint32_t reps = std::clamp<uint32_t>(static_cast<uint32_t>(2e9 / flops), 1, 64);
+  // MICRO_COLD_WEIGHTS=1: the dispatches cycle through copies of W, ~400 MB in all, more
+  // than the CPU's last-level cache, so the weights come from memory as a model's do.
+  std::vector<Matrix> cold;
+  if (const char* e = std::getenv("MICRO_COLD_WEIGHTS"); e && std::string(e) == "1") {
+    const uint32_t n = static_cast<uint32_t>(std::clamp<double>(4e8 / double(w.bytes()), 2, 256));
+    for (uint32_t i = 0; i < n; ++i) {
+      cold.push_back(Matrix::create(ctx, dt, N, K, "cold weights"));
+      cold.back().write_rows(0, N, host_w.data(), DType::F32);
+    }
+    reps = std::max(reps, n);
+  }
   std::vector<vk::Buffer> ys;
   for (uint32_t i = 0; i < reps; ++i) ys.emplace_back(ctx, uint64_t(T) * N * 4);
   Graph g(ctx);
-  for (uint32_t i = 0; i < reps; ++i) ops::linear(g, whole(dx), w, whole(db), whole(ys[i]), T);
+  for (uint32_t i = 0; i < reps; ++i) {
+    const Matrix& wi = cold.empty() ? w : cold[i % cold.size()];
+    ops::linear(g, whole(dx), wi, whole(db), whole(ys[i]), T);
+  }
   g.record();
   g.run();  // warm up: pipelines, page faults
   double best = 1e30, best_cpu = 1e30;
