@@ -142,8 +142,6 @@ fi
 
 if [ "${TABLE:-0}" = 1 ]; then
   say "gpu_bench.py table"
-  # The roofline's memory bandwidth (GB/s) from the lent GPU's name: H200 4800, H100 SXM
-  # 3350; BANDWIDTH_GBS overrides.
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   case "$gpu" in *H200*) bw=4800 ;; *) bw=3350 ;; esac
   PYTHONUNBUFFERED=1 python3 bench/gpu/gpu_bench.py --bandwidth-gbs "${BANDWIDTH_GBS:-$bw}" --gptvk build/gpt-vk \

@@ -11,8 +11,8 @@
 // GB/s and GFLOP/s, and the same per CPU-second (on a CPU device the kernels run on this
 // process's threads, so CPU time / threads is what the wall time would be on an idle machine);
 // a sample of outputs is checked against a double-precision sum. The same weights serve every
-// timed dispatch, so they sit in the CPU's caches (GPT-2 small's matrices fit a 105 MB L3);
-// MICRO_COLD_WEIGHTS=1 cycles through ~400 MB of copies instead.
+// timed dispatch, so they can stay in the CPU's caches; MICRO_COLD_WEIGHTS=1 (below) reads
+// them from memory instead.
 #include <sys/resource.h>
 
 #include <algorithm>
