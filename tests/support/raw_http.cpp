@@ -7,13 +7,44 @@
 
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <optional>
 
 namespace gptvk::test {
 
+namespace {
+
+// The body of a chunked response (`body`: what follows its head) once its last chunk is in.
+std::optional<std::string> dechunked(const std::string& body) {
+  std::string out;
+  size_t at = 0;
+  for (;;) {
+    const size_t line_end = body.find("\r\n", at);
+    if (line_end == std::string::npos) return std::nullopt;
+    size_t size = 0;
+    try {
+      size = std::stoul(body.substr(at, line_end - at), nullptr, 16);
+    } catch (const std::exception&) {
+      return std::nullopt;  // no chunk size: not a chunked body
+    }
+    if (size == 0) return body.find("\r\n", line_end + 2) == std::string::npos ? std::nullopt : std::optional(out);
+    if (body.size() < line_end + 2 + size + 2) return std::nullopt;
+    out.append(body, line_end + 2, size);
+    at = line_end + 2 + size + 2;
+  }
+}
+
+bool is_chunked(const std::string& out, size_t head_end) {
+  const size_t te = out.find("\r\nTransfer-Encoding: chunked\r\n");
+  return te != std::string::npos && te < head_end;
+}
+
+}  // namespace
+
 bool whole_response(const std::string& out) {
   const size_t head_end = out.find("\r\n\r\n"), cl = out.find("Content-Length: ");
-  return head_end != std::string::npos && cl != std::string::npos && cl < head_end &&
-         out.size() >= head_end + 4 + std::stoul(out.substr(cl + 16));
+  if (head_end == std::string::npos) return false;
+  if (is_chunked(out, head_end)) return dechunked(out.substr(head_end + 4)).has_value();
+  return cl != std::string::npos && cl < head_end && out.size() >= head_end + 4 + std::stoul(out.substr(cl + 16));
 }
 
 int connect_to(int port) {
@@ -66,7 +97,10 @@ int status_of(const std::string& response) {
 
 nlohmann::json body_of(const std::string& response) {
   const size_t at = response.find("\r\n\r\n");
-  return at == std::string::npos ? nlohmann::json() : nlohmann::json::parse(response.substr(at + 4), nullptr, false);
+  if (at == std::string::npos) return nlohmann::json();
+  const std::optional<std::string> body =
+      is_chunked(response, at) ? dechunked(response.substr(at + 4)) : response.substr(at + 4);
+  return body ? nlohmann::json::parse(*body, nullptr, false) : nlohmann::json();
 }
 
 std::optional<std::string> header_of(const std::string& response, const std::string& name) {

@@ -11,11 +11,12 @@ namespace gptvk::test {
 // A socket connected to 127.0.0.1:port (BOOST_REQUIREs that it is).
 int connect_to(int port);
 
-// Whether `out` holds a whole response with a Content-Length.
+// Whether `out` holds a whole response: with a Content-Length, or chunked (a completion
+// that runs past the server's plain wait goes out chunked) with its last chunk.
 bool whole_response(const std::string& out);
 
 // What a socket received until the server closed it (`closed`), a deadline passed, or
-// (asked for) a whole response with a Content-Length was in.
+// (asked for) a whole response was in.
 struct Received {
   std::string text;
   bool closed = false;
@@ -30,8 +31,8 @@ std::string post_head(const std::string& path, const std::string& headers);
 // A whole POST of `body`, with its Content-Length after `headers`.
 std::string post_request(const std::string& path, const std::string& body, const std::string& headers = "");
 
-// The status code of `response` (0 when it is not one), its body as JSON (discarded when it
-// is not JSON), the value of its header `name`.
+// The status code of `response` (0 when it is not one), its body as JSON (chunked or not;
+// discarded when it is not JSON), the value of its header `name`.
 int status_of(const std::string& response);
 nlohmann::json body_of(const std::string& response);
 std::optional<std::string> header_of(const std::string& response, const std::string& name);
