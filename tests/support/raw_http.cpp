@@ -26,10 +26,12 @@ std::optional<std::string> dechunked(const std::string& body) {
     } catch (const std::exception&) {
       return std::nullopt;  // no chunk size: not a chunked body
     }
-    if (size == 0) return body.find("\r\n", line_end + 2) == std::string::npos ? std::nullopt : std::optional(out);
-    if (body.size() < line_end + 2 + size + 2) return std::nullopt;
-    out.append(body, line_end + 2, size);
-    at = line_end + 2 + size + 2;
+    const size_t data = line_end + 2;
+    // The last chunk (size 0) ends with an empty line; httplib sends no trailers before it.
+    if (size == 0) return body.find("\r\n", data) == std::string::npos ? std::nullopt : std::optional(out);
+    if (body.size() < data + size + 2) return std::nullopt;
+    out.append(body, data, size);
+    at = data + size + 2;
   }
 }
 
