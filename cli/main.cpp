@@ -1,11 +1,15 @@
 // gpt-vk: GPT models on any Vulkan device. Dispatches to one subcommand and turns every
 // error into one line on stderr with the CONTRACT's exit codes (1 bad input, 2 bad usage).
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <string>
+#include <system_error>
 
+#include "cli/address_space.hpp"
 #include "cli/commands.hpp"
 #include "cli/error_line.hpp"
 #include "cli/output.hpp"
@@ -18,6 +22,9 @@ using namespace gptvk;
 using Actions = std::map<CLI::App*, cli::Action>;
 
 // Runs f, turning what it throws into one line on stderr and the CONTRACT's exit code.
+// Failures that running out of address space causes (the device's and host's allocations, a
+// file that cannot be mapped, a thread that cannot start) name an address-space limit
+// where one is set.
 template <class F>
 int report_errors(F f) {
   try {
@@ -26,13 +33,22 @@ int report_errors(F f) {
     cli::print_error(e.what());
     return 2;
   } catch (const InputError& e) {
-    cli::print_error(e.what());
+    // A mapping refused for want of memory reads "...: Cannot allocate memory" (strerror).
+    const bool no_memory = std::strstr(e.what(), std::strerror(ENOMEM)) != nullptr;
+    cli::print_error(no_memory ? cli::with_address_space_note(e.what()) : e.what());
     return 1;
   } catch (const DeviceError& e) {
-    cli::print_error(e.what());
+    cli::print_error(cli::with_address_space_note(e.what()));
     return 1;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "gpt-vk: out of host memory\n");
+    cli::print_error(cli::with_address_space_note("out of host memory"));
+    return 1;
+  } catch (const std::system_error& e) {
+    if (e.code() != std::errc::resource_unavailable_try_again && e.code() != std::errc::not_enough_memory) {
+      cli::print_error(std::string("internal error: ") + e.what());
+      return 3;
+    }
+    cli::print_error(cli::with_address_space_note(std::string("out of system resources: ") + e.what()));
     return 1;
   } catch (const std::exception& e) {
     cli::print_error(std::string("internal error: ") + e.what());
@@ -51,6 +67,13 @@ void add_device_flags(const Actions& actions, cli::Common& common) {
         ->check(cli::device_index());
     sub->add_flag("--validation", common.validation, "enable the Khronos validation layer (debugging)" + unused);
   }
+}
+
+// The commands that open a device and load a model (devices only lists; tokenize and
+// detokenize use no device).
+bool runs_a_model(const CLI::App& sub) {
+  const std::string& name = sub.get_name();
+  return name != "devices" && name != "tokenize" && name != "detokenize";
 }
 
 // CLI11 would report a mistyped command as "A subcommand is required"; name it instead.
@@ -75,6 +98,7 @@ int main(int argc, char** argv) {
   // cli/output.cpp and engine/files.cpp report, rather than a silent death by signal.
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGXFSZ, SIG_IGN);
+  explain_crashes_under_limit();
   CLI::App app{"gpt-vk: run GPT-2 family models on any Vulkan device (GPU, or CPU through lavapipe)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpt-vk 0.1");
@@ -113,6 +137,7 @@ int main(int argc, char** argv) {
   return report_errors([&] {
     for (auto& [sub, action] : actions)
       if (sub->parsed()) {
+        if (runs_a_model(*sub)) require_address_space();
         int code = action();
         close_stdout();
         return code;

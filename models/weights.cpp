@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "engine/error.hpp"
+#include "engine/host_memory.hpp"
 #include "engine/vk/context.hpp"
 #include "models/safetensors.hpp"
 
@@ -30,18 +30,6 @@ uint64_t vector_bytes(uint64_t n) { return std::max<uint64_t>(4, n * 4); }
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
-// Host memory the kernel could hand out now (MemAvailable), 0 when unknown.
-uint64_t host_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib << 10;
-    in.ignore(1 << 10, '\n');
-  }
-  return 0;
-}
-
 void check_fits(vk::Context& ctx, const ModelConfig& cfg) {
   const uint64_t need = weights_device_bytes(cfg), have = model_memory_bytes(ctx);
   if (have && need > have)
@@ -53,14 +41,22 @@ void check_fits(vk::Context& ctx, const ModelConfig& cfg) {
 
 // A CPU device's memory is the host's: lavapipe reports a heap of at most 2 GiB whatever the
 // host has, and allocates past it as long as the host can, so there the bound is the
-// host's available memory.
+// host's available memory, and under `ulimit -v` the address space left, since every
+// buffer is mapped into this process.
 uint64_t model_memory_bytes(const vk::Context& ctx) {
   const uint64_t heap = ctx.caps().device_local_bytes;
-  return ctx.info().is_cpu() ? std::max(heap, host_available_bytes()) : heap;
+  if (!ctx.info().is_cpu()) return heap;
+  const uint64_t host = std::max(heap, host_available_bytes());
+  const auto left = address_space_left();
+  return left ? std::min(host, *left) : host;
 }
 
 std::string model_memory_note(const vk::Context& ctx) {
-  return ctx.info().is_cpu() ? " (a CPU device: the host memory available now)" : "";
+  if (!ctx.info().is_cpu()) return "";
+  const auto limit = address_space_limit();
+  if (!limit) return " (a CPU device: the host memory available now)";
+  return " (a CPU device: the host memory available now, within the address-space limit (ulimit -v) of " + mib(*limit) +
+         ")";
 }
 
 namespace {

@@ -53,10 +53,11 @@ struct ModelWeights {
 uint64_t weights_device_bytes(const ModelConfig& cfg);
 
 // The memory a model's buffers may take on this device: its largest device-local heap, or on
-// a CPU device (whose memory is the host's) the host memory available now when that is more.
+// a CPU device (whose memory is the host's) the host memory available now when that is more,
+// at most the address space left under `ulimit -v`.
 uint64_t model_memory_bytes(const vk::Context& ctx);
 // What model_memory_bytes counts, for messages: on a CPU device " (a CPU device: the host
-// memory available now)", else nothing.
+// memory available now)", naming the address-space limit where one is set; else nothing.
 std::string model_memory_note(const vk::Context& ctx);
 
 // All of cfg's weights on the device: vectors zeroed, matrices allocated but not yet

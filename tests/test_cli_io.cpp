@@ -352,3 +352,41 @@ BOOST_AUTO_TEST_CASE(bench_follows_the_same_rule) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------- an address-space limit
+// Under `ulimit -v` the Vulkan driver fails without naming the cause, or crashes: a limit
+// below what any model command needs is refused up front, and a model that cannot fit under
+// it gets the usual "needs X MiB, has Y" naming the limit (cli/address_space.hpp). Not
+// under AddressSanitizer, whose shadow memory needs an unlimited address space.
+#if defined(__SANITIZE_ADDRESS__)
+#define GPTVK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GPTVK_ASAN 1
+#endif
+#endif
+#ifndef GPTVK_ASAN
+BOOST_FIXTURE_TEST_SUITE(address_space_limit, IoRows)
+
+constexpr long kMiB = 1 << 20;
+
+BOOST_AUTO_TEST_CASE(a_limit_below_the_drivers_need_is_refused_up_front) {
+  CliResult r = run_cli({"generate", "--prompt", "Hi", "--max-tokens", "2", "--seed", "1"}, {}, 60.0,
+                        {.address_space_limit = 512 * kMiB});
+  check(r, {1, {"the address-space limit (ulimit -v) is 512 MiB, below the 768 MiB", "ulimit -v unlimited"}});
+  BOOST_TEST(!r.signaled);
+  // tokenize opens no device: it runs under the same limit.
+  CliResult t = run_cli({"tokenize", "--text", "Hello world"}, {}, 60.0, {.address_space_limit = 512 * kMiB});
+  BOOST_TEST(t.exit_code == 0, t.err);
+  BOOST_TEST(t.out == "15496 995\n");
+}
+BOOST_AUTO_TEST_CASE(a_model_larger_than_the_limit_says_so) {
+  // GPT-2 XL's random f16 weights: 2973 MiB, whatever the host has, against 1 GiB of address space.
+  CliResult r = run_cli({"bench", "--config", (kSource / "configs/gpt2-xl.toml").string(), "--prompt-tokens", "4",
+                         "--gen-tokens", "1", "--repeats", "1"},
+                        {}, 60.0, {.address_space_limit = 1024 * kMiB});
+  check(r, {1, {"model needs 2973 MiB of device memory", "within the address-space limit (ulimit -v) of 1024 MiB"}, 2});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+#endif

@@ -68,6 +68,10 @@ int child_stdout_fd(int capture_fd, const CliOptions& options) {
     rlimit fsize{static_cast<rlim_t>(options.file_size_limit), static_cast<rlim_t>(options.file_size_limit)};
     setrlimit(RLIMIT_FSIZE, &fsize);
   }
+  if (options.address_space_limit >= 0) {
+    rlimit as{static_cast<rlim_t>(options.address_space_limit), static_cast<rlim_t>(options.address_space_limit)};
+    setrlimit(RLIMIT_AS, &as);
+  }
   dup2(stdout_fd, STDOUT_FILENO);
   dup2(stderr_fd, STDERR_FILENO);
   int devnull = open("/dev/null", O_RDONLY);

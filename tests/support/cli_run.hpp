@@ -23,6 +23,7 @@ enum class Stdout {
 struct CliOptions {
   Stdout stdout_to = Stdout::Captured;
   long file_size_limit = -1;  // RLIMIT_FSIZE in bytes for the child (a full disk); -1: none
+  long address_space_limit = -1;  // RLIMIT_AS in bytes for the child (`ulimit -v`); -1: none
   std::vector<std::string> unset_env;  // variable names removed from the child's environment
 };
 
