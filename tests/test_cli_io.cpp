@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/asan.hpp"
 #include "tests/support/cli_matrix.hpp"
 
 using namespace gptvk::test::matrix;
@@ -358,13 +359,6 @@ BOOST_AUTO_TEST_SUITE_END()
 // below what any model command needs is refused up front, and a model that cannot fit under
 // it gets the usual "needs X MiB, has Y" naming the limit (cli/address_space.hpp). Not
 // under AddressSanitizer, whose shadow memory needs an unlimited address space.
-#if defined(__SANITIZE_ADDRESS__)
-#define GPTVK_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GPTVK_ASAN 1
-#endif
-#endif
 #ifndef GPTVK_ASAN
 BOOST_FIXTURE_TEST_SUITE(address_space_limit, IoRows)
 

@@ -22,15 +22,9 @@
 #include "models/config.hpp"
 #include "models/gpt_model.hpp"
 #include "models/weights.hpp"
+#include "tests/support/asan.hpp"
 #include "tests/support/vk_test.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define GPTVK_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GPTVK_ASAN 1
-#endif
-#endif
 
 using namespace gptvk;
 namespace fs = std::filesystem;
