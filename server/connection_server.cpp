@@ -184,12 +184,12 @@ RequestCut request_cut() { return t_cut; }
 std::string request_cut_reason() { return t_cut_reason; }
 
 ConnectionServer::ConnectionServer(RequestLimits limits, size_t workers)
-    : limits_(limits), workers_(std::make_unique<httplib::ThreadPool>(workers)),
+    : limits_(limits), workers_(std::make_unique<WorkerPool>(workers)),
       gate_(limits.arrival, limits.head_bytes, [this](WaitingConnection c) {
         workers_->enqueue([this, c]() mutable { serve(std::move(c)); });
       }) {
   // httplib's own pool only hands accepted sockets to the gate.
-  new_task_queue = [] { return new httplib::ThreadPool(2); };
+  new_task_queue = [] { return new WorkerPool(2); };
 }
 
 ConnectionServer::~ConnectionServer() { close_connections(); }

@@ -25,6 +25,7 @@
 
 #include "server/head_gate.hpp"
 #include "server/http_strict.hpp"
+#include "server/worker_pool.hpp"
 
 namespace gptvk::server {
 
@@ -58,7 +59,7 @@ class ConnectionServer : public httplib::Server {
   void serve(WaitingConnection c);
 
   RequestLimits limits_;
-  std::unique_ptr<httplib::ThreadPool> workers_;
+  std::unique_ptr<WorkerPool> workers_;
   HeadGate gate_;
   std::once_flag closed_;
 };

@@ -382,5 +382,15 @@ BOOST_AUTO_TEST_CASE(a_model_larger_than_the_limit_says_so) {
   check(r, {1, {"model needs 2973 MiB of device memory", "within the address-space limit (ulimit -v) of 1024 MiB"}, 2});
 }
 
+// serve starts --parallel + --queue + 128 HTTP worker threads, each stack 8 MiB of address
+// space under the usual `ulimit -s`: 932 of them do not fit in 1 GiB. The thread that
+// cannot start once left the others waiting on a destroyed condition variable, and serve
+// hung without a word, deaf to SIGTERM (server/worker_pool.hpp); whichever resource runs
+// out first, it now exits with the limit named.
+BOOST_AUTO_TEST_CASE(serve_out_of_address_space_exits_naming_the_limit) {
+  CliResult r = run_cli({"serve", "--port", "0", "--queue", "800"}, {}, 60.0, {.address_space_limit = 1024 * kMiB});
+  check(r, {1, {"ulimit -v, is 1024 MiB"}});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 #endif
