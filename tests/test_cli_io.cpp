@@ -13,6 +13,7 @@
 
 #include "tests/support/asan.hpp"
 #include "tests/support/cli_matrix.hpp"
+#include "tests/support/vk_test.hpp"
 
 using namespace gptvk::test::matrix;
 using gptvk::test::CliOptions;
@@ -374,7 +375,10 @@ BOOST_AUTO_TEST_CASE(a_limit_below_the_drivers_need_is_refused_up_front) {
   BOOST_TEST(t.exit_code == 0, t.err);
   BOOST_TEST(t.out == "15496 995\n");
 }
-BOOST_AUTO_TEST_CASE(a_model_larger_than_the_limit_says_so) {
+// A GPU's memory is not this process's address space: the case is a CPU device's.
+BOOST_AUTO_TEST_CASE(a_model_larger_than_the_limit_says_so,
+                     *gptvk::test::device_has([](gptvk::vk::Context& c) { return c.info().is_cpu(); },
+                                              "is not a CPU device")) {
   // GPT-2 XL's random f16 weights: 2973 MiB, whatever the host has, against 1 GiB of address space.
   CliResult r = run_cli({"bench", "--config", (kSource / "configs/gpt2-xl.toml").string(), "--prompt-tokens", "4",
                          "--gen-tokens", "1", "--repeats", "1"},
