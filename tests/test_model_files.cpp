@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
+#include "engine/host_memory.hpp"
 #include "engine/vk/context.hpp"
 #include "models/gpt_model.hpp"
 #include "models/model_path.hpp"
@@ -211,10 +212,7 @@ BOOST_AUTO_TEST_CASE(cpu_device_heap_is_not_the_limit) {
   cfg.dtype = DType::F32;
   const uint64_t need = weights_device_bytes(cfg);
   BOOST_REQUIRE(need > ctx.caps().device_local_bytes);
-  std::ifstream meminfo("/proc/meminfo");
-  uint64_t available = 0;
-  for (std::string key; meminfo >> key >> available && key != "MemAvailable:";) meminfo.ignore(1024, '\n');
-  if ((available << 10) < need + (2ull << 30)) {
+  if (host_available_bytes() < need + (2ull << 30)) {
     BOOST_TEST_MESSAGE("skipped: the host has too little memory available");
     return;
   }
