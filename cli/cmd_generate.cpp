@@ -291,8 +291,7 @@ Action add_generate(CLI::App& app, Common& common) {
     if (f->max_tokens > cfg.context_length)
       throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +
                        std::to_string(cfg.context_length) + " tokens");
-    Tokenizer tok = load_tokenizer(cfg);
-    require_tokenizer_fits(tok, cfg);
+    Tokenizer tok = load_model_tokenizer(cfg);
     const std::vector<Job> jobs = make_jobs(tok, prompts, *f, seed, cfg.context_length);
     // The seed matters only when sampling draws (greedy decoding never does).
     if (!f->seed && f->sampling.temperature > 0)

@@ -51,8 +51,7 @@ Action add_score(CLI::App& app, Common& common) {
     auto s = open_model(common, f->model);
     const uint32_t N = f->context.value_or(s.cfg.context_length);
     const uint32_t S = f->stride.value_or(std::max(1u, N / 2));
-    Tokenizer tok = load_tokenizer(s.cfg);
-    require_tokenizer_fits(tok, s.cfg);
+    Tokenizer tok = load_model_tokenizer(s.cfg);
     const auto ids = tok.encode(text);
     if (f->tsv) write_stdout("id\ttext\tlogprob\trank\n");
     ProgressBar bar("score");

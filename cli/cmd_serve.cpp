@@ -138,7 +138,7 @@ int serve(Common& common, ServeFlags& f) {
     throw InputError(e.what());
   }
   auto s = open_model(common, f.model, {.max_chunk = f.prefill_chunk});
-  Tokenizer tok = load_tokenizer(s.cfg);
+  Tokenizer tok = load_model_tokenizer(s.cfg);
   Scheduler scheduler(make_slots(s, f.parallel, f.prefill_chunk), tok, f.queue, f.batch_kernels == "exact", 0,
                       !f.no_prompt_cache);
   http.set_ready(scheduler, tok, {s.cfg.name, s.cfg.context_length});

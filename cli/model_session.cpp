@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/model_rules.hpp"
 #include "engine/error.hpp"
 #include "engine/files.hpp"
 #include "engine/interpose/yielding_waits.hpp"
@@ -162,6 +163,12 @@ Tokenizer load_tokenizer(const ModelConfig& cfg) {
     throw InputError(cfg.source + ": " + what + " (needed to handle text)");
   }
   return Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+}
+
+Tokenizer load_model_tokenizer(const ModelConfig& cfg) {
+  Tokenizer tok = load_tokenizer(cfg);
+  require_tokenizer_fits(tok, cfg);
+  return tok;
 }
 
 }  // namespace gptvk::cli

@@ -80,5 +80,8 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
 
 // The config's tokenizer; InputError when the config has no [tokenizer] section.
 Tokenizer load_tokenizer(const ModelConfig& cfg);
+// The same for a command that runs the model on text: InputError also when the tokenizer's
+// vocabulary is not the model's (model_rules.hpp).
+Tokenizer load_model_tokenizer(const ModelConfig& cfg);
 
 }  // namespace gptvk::cli

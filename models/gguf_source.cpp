@@ -151,7 +151,7 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
 
 }  // namespace
 
-std::map<std::string, std::string> gguf_tensor_names(const ModelConfig& cfg,
+std::map<std::string, std::string> gguf_tensor_names(const std::string& path, const ModelConfig& cfg,
                                                      const std::function<bool(const std::string&)>& has) {
   std::map<std::string, std::string> n;
   n["linear"] = "out_in";  // llama.cpp's converter transposes GPT-2's Conv1D weights
@@ -166,8 +166,14 @@ std::map<std::string, std::string> gguf_tensor_names(const ModelConfig& cfg,
   for (auto [role, suffix] : layer) {
     const bool bias = std::string(role).find("bias") != std::string::npos && std::string(role) != "ln1_bias" &&
                       std::string(role) != "ln2_bias";
-    if (std::string(role) == "qkv_bias" ? cfg.qkv_bias : !bias || has(std::string("blk.0.") + suffix))
-      n[role] = std::string("blk.{i}.") + suffix;
+    const bool in_first = has(std::string("blk.0.") + suffix);
+    if (bias)
+      for (uint32_t l = 1; l < cfg.n_layers; ++l)
+        if (has("blk." + std::to_string(l) + "." + suffix) != in_first)
+          throw InputError(path + ": tensor 'blk." + std::to_string(in_first ? l : 0) + "." + suffix +
+                           "' not found, but 'blk." + std::to_string(in_first ? 0 : l) + "." + suffix +
+                           "' is: every layer must hold the same tensors");
+    if (std::string(role) == "qkv_bias" ? cfg.qkv_bias : !bias || in_first) n[role] = std::string("blk.{i}.") + suffix;
   }
   if (cfg.final_norm) {
     n["lnf_weight"] = "output_norm.weight";
@@ -219,7 +225,7 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
     if (table && table->type == ggml::Q8_0) cfg.embedding_dtype = DType::Q8_0;
     if (table && table->type == ggml::Q4_0) cfg.embedding_dtype = DType::Q4_0;
   }
-  cfg.names = gguf_tensor_names(cfg, [&](const std::string& name) { return f.tensor(name) != nullptr; });
+  cfg.names = gguf_tensor_names(f.path(), cfg, [&](const std::string& name) { return f.tensor(name) != nullptr; });
   read_tokenizer(f, k, cfg);
   return cfg;
 }

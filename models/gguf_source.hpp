@@ -28,8 +28,9 @@ ModelConfig gguf_model_config(const GgufFile& file, DType dtype);
 DType gguf_native_dtype(const GgufFile& file);
 
 // [weights.names] (custom layout, "linear" = "out_in") of llama.cpp's gpt2 tensor names for
-// `cfg`, with the optional biases that `has` says the file holds.
-std::map<std::string, std::string> gguf_tensor_names(const ModelConfig& cfg,
+// `cfg`, with the optional biases that `has` says the file (`path`) holds: in every layer
+// or in none (InputError otherwise, rather than a layer's bias left unused).
+std::map<std::string, std::string> gguf_tensor_names(const std::string& path, const ModelConfig& cfg,
                                                      const std::function<bool(const std::string&)>& has);
 
 }  // namespace gptvk

@@ -31,6 +31,8 @@ ModelConfig model_config_for_path(const std::string& path, DType dtype) {
     case FileFormat::Gguf:
       return gguf_model_config(GgufFile::open(path), dtype);
     case FileFormat::Safetensors:
+      if (fs::file_size(path, ec) < 9) break;  // too short to be one: said below as what it is
+      [[fallthrough]];
     case FileFormat::TorchZip:
       throw InputError(path + ": " +
                        (sniff_format(path) == FileFormat::Safetensors ? "a safetensors file" : "a torch.save file") +

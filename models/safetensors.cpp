@@ -35,19 +35,20 @@ bool mul_checked(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_mul_
 // Checks the header's shape in one streaming pass before the document is built, so that a
 // hostile header fails at the first sign rather than after building a huge document: a
 // name given twice (JSON lets the last win, which would load bytes the writer never
-// meant), nesting deeper than {name: {"shape": [..]}}, or more tensors than any model has.
+// meant), nesting deeper than {name: {"shape": [..]}}, more tensors than any model has, or
+// a shape of more dimensions than any tensor has.
 // (A SAX pass, not nlohmann's parser callback: that rescans each object as it closes,
 // quadratic in the number of tensors.) Malformed JSON is left to the real parse to word.
 class HeaderShapeCheck : public nlohmann::json_sax<nlohmann::json> {
  public:
   explicit HeaderShapeCheck(const std::string& path) : path_(path) {}
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
   bool start_object(std::size_t) override { return open(); }
   bool start_array(std::size_t) override { return open(); }
   bool end_object() override { return --depth_, true; }
@@ -63,13 +64,22 @@ class HeaderShapeCheck : public nlohmann::json_sax<nlohmann::json> {
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 
  private:
+  static constexpr int kMaxRank = 8;
   bool open() {
     if (++depth_ > 3)
       throw InputError(path_ + ": JSON header nests deeper than a safetensors header (name: {shape: [...]})");
+    items_ = 0;
+    return true;
+  }
+  // A value inside a tensor's shape or data_offsets (the only arrays at depth 3).
+  bool value() {
+    if (depth_ == 3 && ++items_ > kMaxRank)
+      throw InputError(path_ + ": a tensor's shape has more than " + std::to_string(kMaxRank) + " dimensions");
     return true;
   }
   const std::string& path_;
   int depth_ = 0;
+  int items_ = 0;  // values in the current depth-3 array
   std::set<std::string> names_;
 };
 

@@ -67,7 +67,13 @@ class Unpickler {
   [[noreturn]] void fail(const std::string& what) const {
     throw InputError(path_ + ": data.pkl: " + what);
   }
+  // A state dict makes about 25 objects a tensor (GPT-2 XL: ~15,000 in all), while a
+  // pickle can make one every opcode byte, each ~250 bytes here: this bound keeps a small
+  // hostile file from taking gigabytes.
+  static constexpr size_t kMaxObjects = size_t(1) << 18;
   Ref make(Obj::K k) {
+    if (all_.size() >= kMaxObjects)
+      fail("makes more than " + std::to_string(kMaxObjects) + " objects: not a state dict of tensors");
     auto o = std::make_shared<Obj>();
     o->k = k;
     all_.push_back(o);

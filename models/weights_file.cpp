@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "engine/error.hpp"
 #include "models/gguf_source.hpp"
 #include "models/truncation_guard.hpp"
+#include "models/weight_values.hpp"
 #include "models/weights.hpp"
 
 namespace gptvk {
@@ -38,7 +40,7 @@ TensorNames hf_gpt2_names(const ModelConfig& cfg, const TensorSource& file) {
   std::string prefix;
   if (file.contains("token_embd.weight")) {  // a GGUF named by a TOML of the default layout
     TensorNames n;
-    n.roles = gguf_tensor_names(cfg, [&](const std::string& name) { return file.contains(name); });
+    n.roles = gguf_tensor_names(file.path(), cfg, [&](const std::string& name) { return file.contains(name); });
     n.roles.erase("linear");
     return n;
   }
@@ -228,17 +230,25 @@ WeightsFile WeightsFile::open(const ModelConfig& cfg, const std::string& weights
 }
 
 // A file with a layer past the config's count would run as a shallower model without a
-// word (llama.cpp refuses such a GGUF: not every tensor is used). Tensors no role names,
+// word (llama.cpp refuses such a GGUF: not every tensor is used). Every tensor a per-layer
+// pattern matches, at any index, must be of a layer the model has. Tensors no role names,
 // such as HF GPT-2's attn.bias masks or a tied lm_head.weight, are not layers.
 void WeightsFile::check_layer_count() const {
+  const std::vector<std::string> names = file_->names();
   for (const auto& [role, pattern] : names_.roles) {
-    if (pattern.find("{i}") == std::string::npos) continue;
-    const std::string extra = names_.name(role, cfg_.n_layers);
-    if (file_->contains(extra))
-      throw InputError(file_->path() + ": holds tensor '" + extra + "' of layer " + std::to_string(cfg_.n_layers) +
+    const size_t at = pattern.find("{i}");
+    if (at == std::string::npos) continue;
+    const std::string_view before(pattern.data(), at), after(pattern.data() + at + 3, pattern.size() - at - 3);
+    for (const std::string& name : names) {
+      if (name.size() <= before.size() + after.size() || !name.starts_with(before) || !name.ends_with(after)) continue;
+      const std::string_view index(name.data() + before.size(), name.size() - before.size() - after.size());
+      if (!std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+      if (index.size() < 10 && std::stoul(std::string(index)) < cfg_.n_layers) continue;
+      throw InputError(file_->path() + ": holds tensor '" + name + "' of layer " + std::string(index) +
                        ", but the model declares " + std::to_string(cfg_.n_layers) + " layer" +
                        (cfg_.n_layers == 1 ? "" : "s") +
                        (cfg_.source == file_->path() ? "" : " (" + cfg_.source + ")") + ": a wrong layer count");
+    }
   }
 }
 
@@ -255,6 +265,8 @@ void WeightsFile::load_into(ModelWeights& w) const {
         std::vector<std::byte> raw(t.bytes());  // aligned copy: the mapping may not be
         std::memcpy(raw.data(), file_->data(t).data(), raw.size());
         file_->release(t);
+        require_finite(file_->path(), t.name, raw.data(), t.dtype, t.elements(),
+                       scan_values(raw.data(), t.dtype, t.elements()));
         std::vector<float> v(t.elements());
         convert(raw.data(), t.dtype, v.data(), DType::F32, v.size());
         j.vector->upload(v.data(), v.size() * 4, j.offset * 4);
@@ -274,50 +286,6 @@ void WeightsFile::load_into(ModelWeights& w) const {
 
 namespace {
 
-// How many finite values of an f32 or bf16 tensor lie beyond f16's largest, 65504. A test
-// on the bits, which the compiler vectorizes: it reads every weight bound for f16 storage.
-uint64_t beyond_f16_range(const std::byte* src, DType from, uint64_t n) {
-  // One unsigned compare a value: (|w| bits - lo) <= (hi - lo) holds for lo <= bits <= hi.
-  uint64_t over = 0;
-  if (from == DType::F32) {
-    for (uint64_t i = 0; i < n; ++i) {
-      uint32_t b;
-      std::memcpy(&b, src + 4 * i, 4);
-      over += ((b & 0x7fffffffu) - 0x477fe001u) <= 0x7f7fffffu - 0x477fe001u;  // 65504 < |w| < inf
-    }
-  } else if (from == DType::BF16) {
-    for (uint64_t i = 0; i < n; ++i) {
-      uint16_t b;
-      std::memcpy(&b, src + 2 * i, 2);
-      over += uint16_t((b & 0x7fffu) - 0x4780u) <= 0x7f7fu - 0x4780u;  // 65536 <= |w| < inf
-    }
-  }
-  return over;
-}
-
-// An f32 or bf16 tensor bound for f16 storage with values beyond f16's range: the tensor as
-// f32 with those clamped to +-65504 (a cast would make them infinities), and how many there
-// were; else nothing. Infinities and NaNs stay as they are.
-std::pair<std::vector<float>, uint64_t> clamped_to_f16_range(const std::byte* src, DType from, DType to, uint64_t n) {
-  if (to != DType::F16 || (from != DType::F32 && from != DType::BF16)) return {};
-  const uint64_t over = beyond_f16_range(src, from, n);
-  if (!over) return {};
-  constexpr float kMax = 65504.0f;
-  std::vector<float> v(n);
-  for (uint64_t i = 0; i < n; ++i) {
-    float f;
-    if (from == DType::BF16) {
-      uint16_t b;
-      std::memcpy(&b, src + 2 * i, 2);
-      f = bf16_to_f32(b);
-    } else {
-      std::memcpy(&f, src + 4 * i, 4);
-    }
-    v[i] = std::isfinite(f) ? std::clamp(f, -kMax, kMax) : f;
-  }
-  return {std::move(v), over};
-}
-
 template <class File>
 uint64_t write_rows_from(Matrix& m, uint32_t row0, const File& file, const TensorInfo& t, bool in_out,
                          uint64_t block_bytes) {
@@ -331,8 +299,11 @@ uint64_t write_rows_from(Matrix& m, uint32_t row0, const File& file, const Tenso
   const uint32_t rows = static_cast<uint32_t>(want_rows), cols = m.cols;
   const std::byte* src = file.data(t).data();
   DType from = t.dtype;
-  const auto [clamped, over] = clamped_to_f16_range(src, from, m.dtype, t.elements());
-  if (over) src = reinterpret_cast<const std::byte*>(clamped.data()), from = DType::F32;
+  const ValueScan scan = scan_values(src, from, t.elements());
+  require_finite(file.path(), t.name, src, from, t.elements(), scan);
+  const bool clamp = m.dtype == DType::F16 && scan.beyond_f16 > 0;
+  const std::vector<float> clamped = clamp ? clamped_to_f16_range(src, from, t.elements()) : std::vector<float>{};
+  if (clamp) src = reinterpret_cast<const std::byte*>(clamped.data()), from = DType::F32;
   const uint64_t esize = dtype_bytes(from);
   const uint32_t block = static_cast<uint32_t>(std::clamp<uint64_t>(block_bytes / (uint64_t(cols) * esize), 1, rows));
   std::vector<std::byte> staging;
@@ -351,7 +322,7 @@ uint64_t write_rows_from(Matrix& m, uint32_t row0, const File& file, const Tenso
     m.write_rows(row0 + r, n, rows_ptr, from);
   }
   file.release(t);
-  return over;
+  return clamp ? scan.beyond_f16 : 0;
 }
 
 }  // namespace
@@ -361,6 +332,7 @@ uint64_t write_tensor_rows(Matrix& m, uint32_t row0, const TensorSource& file, c
   // A GGUF tensor already in the matrix's block format goes up as it is (repacked, no arithmetic).
   const auto blocks = is_quantized(m.dtype) && !in_out ? file.ggml_blocks(t, m.dtype) : std::span<const std::byte>{};
   if (!blocks.empty() && t.shape.size() == 2 && t.shape[1] == m.cols && row0 + t.shape[0] <= m.rows) {
+    require_finite_blocks(file.path(), t.name, blocks, m.dtype);
     m.write_rows_ggml(row0, static_cast<uint32_t>(t.shape[0]), blocks.data());
     return 0;
   }

@@ -1,0 +1,154 @@
+#define BOOST_TEST_MODULE damaged_weights
+// Weights files whose headers parse but whose content no model can run, as rows of the
+// bad-input matrix (tests/support/cli_matrix.hpp): NaN and infinite values (in an f32
+// vector, an f32 matrix, an F16 GGUF matrix and a Q8_0 block scale), a layer past the
+// model's count at any index, a GGUF bias in some layers only, a shape of more dimensions
+// than any tensor has, a pickle that makes objects without end, an empty file as --model,
+// and `serve` with a tokenizer that is not the model's. Before these checks the first four
+// ran (NaN logits, or a shallower model, or a layer's bias unused) with exit status 0.
+#include <cstring>
+#include <limits>
+
+#include "engine/error.hpp"
+#include "models/gguf_file.hpp"
+#include "models/torch_pickle.hpp"
+#include "tests/support/cli_matrix.hpp"
+
+using namespace gptvk::test::matrix;
+
+namespace {
+
+const fs::path kGguf = kSource / "tests/fixtures/gguf";
+
+// Writes `v` over the bytes at `at` of `bytes`.
+template <class T>
+void poke(std::string& bytes, size_t at, T v) {
+  BOOST_REQUIRE(at + sizeof v <= bytes.size());
+  std::memcpy(bytes.data() + at, &v, sizeof v);
+}
+
+struct GgufRows : Rows {
+  // The fixture GGUF `file` with `edit` applied to its bytes, run through forward -m.
+  CliResult forward_gguf(const std::string& file, const std::function<void(std::string&)>& edit) {
+    std::string bytes = read_text(kGguf / file);
+    edit(bytes);
+    const fs::path p = dir / "bad.gguf";
+    write_text(p, bytes);
+    return run_cli({"forward", "-m", p.string(), "--ids", "1,2", "--out", (dir / "out.npy").string()});
+  }
+  // Where tensor `name`'s data starts in the GGUF `bytes`.
+  static size_t data_at(const std::string& bytes, const std::string& name) {
+    const auto span = std::as_bytes(std::span(bytes.data(), bytes.size()));
+    const gptvk::GgufFile f = gptvk::GgufFile::parse("fixture", span);
+    const gptvk::GgufTensor* t = f.tensor(name);
+    BOOST_REQUIRE(t);
+    return static_cast<size_t>(f.data(*t).data() - span.data());
+  }
+  // Every "from" in `bytes` replaced by the same-length "to".
+  static void rename_all(std::string& bytes, const std::string& from, const std::string& to) {
+    BOOST_REQUIRE(from.size() == to.size());
+    for (size_t at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1))
+      bytes.replace(at, from.size(), to);
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(damaged_weights, GgufRows)
+
+BOOST_AUTO_TEST_CASE(nan_and_infinities_are_refused_by_name) {
+  auto f32_at = [](const std::string& tensor, size_t element, float v) {
+    return [=](Safetensors& st) {
+      const size_t at = st.header[tensor]["data_offsets"][0].get<size_t>() + 4 * element;
+      poke(st.data, at, v);
+    };
+  };
+  check(forward_lying(f32_at("ln_f.weight", 5, std::numeric_limits<float>::quiet_NaN())),
+        {1, {"model.safetensors: tensor 'ln_f.weight' holds 1 NaN or infinite value (the first at element 5)"}});
+  check(forward_lying(f32_at("h.1.mlp.c_fc.weight", 70, -std::numeric_limits<float>::infinity())),
+        {1, {"tensor 'h.1.mlp.c_fc.weight' holds 1 NaN or infinite value (the first at element 70)"}});
+  // F16 weights (0x7c00: +infinity), and a Q8_0 block's f16 scale (0x7e00: NaN), which
+  // reaches the device as it is.
+  check(forward_gguf("small-F16.gguf",
+                     [](std::string& b) { poke<uint16_t>(b, data_at(b, "blk.0.attn_qkv.weight") + 2 * 9, 0x7c00); }),
+        {1, {"bad.gguf: tensor 'blk.0.attn_qkv.weight' holds 1 NaN or infinite value (the first at element 9)"}});
+  check(forward_gguf("small-Q8_0.gguf",
+                     [](std::string& b) { poke<uint16_t>(b, data_at(b, "blk.1.ffn_up.weight") + 34 * 3, 0x7e00); }),
+        {1, {"tensor 'blk.1.ffn_up.weight' holds 1 NaN or infinite block scale (the first at block 3)"}});
+}
+
+// Layer 1's tensors named as layer 7's (GGUF) or layer 5's (safetensors), the model
+// declaring one layer: before, only index n_layers was looked for, so these ran one layer.
+BOOST_AUTO_TEST_CASE(a_layer_past_the_count_at_any_index) {
+  check(forward_gguf("small-F16.gguf",
+                     [](std::string& b) {
+                       rename_all(b, "blk.1.", "blk.7.");
+                       poke<uint32_t>(b, b.find("gpt2.block_count") + 16 + 4, 1);
+                     }),
+        {1, {"bad.gguf: holds tensor 'blk.7.", "of layer 7, but the model declares 1 layer"}});
+  Safetensors st = Safetensors::read(kFixture / "model.safetensors");
+  nlohmann::json renamed;
+  for (auto& [name, entry] : st.header.items())
+    renamed[name.rfind("h.1.", 0) == 0 ? "h.5." + name.substr(4) : name] = entry;
+  st.header = renamed;
+  write_text(dir / "layers.safetensors", st.bytes());
+  check(forward(fixture_with("n_layers = 2", "n_layers = 1"), (dir / "layers.safetensors").string()),
+        {1, {"layers.safetensors: holds tensor 'h.5.", "of layer 5, but the model declares 1 layer"}});
+}
+
+// llama.cpp's gpt2 has every bias in every layer; a file with one in layer 1 but not in
+// layer 0 had it ignored.
+BOOST_AUTO_TEST_CASE(a_bias_in_some_layers_only) {
+  check(forward_gguf("small-F16.gguf",
+                     [](std::string& b) { rename_all(b, "blk.0.attn_output.bias", "blk.0.attn_output.xias"); }),
+        {1, {"bad.gguf: tensor 'blk.0.attn_output.bias' not found, but 'blk.1.attn_output.bias' is"}});
+  check(forward_gguf("small-F16.gguf", [](std::string& b) { rename_all(b, "blk.1.ffn_down.bias", "blk.1.ffn_down.xias"); }),
+        {1, {"tensor 'blk.1.ffn_down.bias' not found, but 'blk.0.ffn_down.bias' is"}});
+}
+
+// A 9-dimensional shape of ones (one element, consistent with its offsets): refused while
+// the header streams, before millions of such dimensions could fill memory and the message.
+BOOST_AUTO_TEST_CASE(shapes_of_more_than_eight_dimensions) {
+  check(forward_lying([](Safetensors& st) {
+          st.header["ln_f.bias"]["shape"] = std::vector<int>(9, 1);
+          auto& off = st.header["ln_f.bias"]["data_offsets"];
+          off[1] = off[0].get<uint64_t>() + 4;
+        }),
+        {1, {"model.safetensors: a tensor's shape has more than 8 dimensions"}});
+}
+
+// TUPLE1 over and over wraps one tuple in another: a 300 KB pickle making an object per
+// byte, which took ~280 bytes of memory per byte of file before the cap.
+BOOST_AUTO_TEST_CASE(a_pickle_that_makes_objects_without_end) {
+  std::string pickle = "\x80\x02)" + std::string(300000, '\x85') + ".";
+  const auto bytes = std::as_bytes(std::span(pickle.data(), pickle.size()));
+  BOOST_CHECK_EXCEPTION(gptvk::read_state_dict_pickle("bomb.pt", bytes), gptvk::InputError,
+                        [](const gptvk::InputError& e) {
+                          BOOST_TEST_INFO(e.what());
+                          return std::string(e.what()).find("bomb.pt: data.pkl: makes more than 262144 objects") == 0;
+                        });
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_or_short_file_as_model) {
+  write_text(dir / "empty.bin", "");
+  write_text(dir / "abc.txt", "abc");
+  for (const char* name : {"empty.bin", "abc.txt"}) {
+    const std::string path = (dir / name).string();
+    const bool empty = std::string(name) == "empty.bin";
+    check(run_cli({"forward", "-m", path, "--ids", "1", "--out", (dir / "out.npy").string()}),
+          {1, {name, "not GGUF, a Hugging Face snapshot folder or a TOML config", empty ? "an empty file" : "61 62 63"}});
+  }
+}
+
+// serve refuses a tokenizer of another vocabulary size, as generate does, rather than
+// answering every request with an error about ids.
+BOOST_AUTO_TEST_CASE(serve_with_a_tokenizer_that_is_not_the_models) {
+  const std::string config = fixture_with("", "");
+  const fs::path tok = kSource / "models/gpt2-tokenizer";
+  write_text(config, read_text(config) + "\n[tokenizer]\nvocab = \"" + (tok / "encoder.json").string() +
+                         "\"\nmerges = \"" + (tok / "vocab.bpe").string() + "\"\n");
+  check(run_cli({"serve", "--config", config, "--port", "0"}, {}, 30),
+        {1, {"the tokenizer", "has 50257 tokens but model.vocab_size is 311"}});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
