@@ -401,8 +401,14 @@ void HttpServer::respond_when_done(const httplib::Request& req, httplib::Respons
         std::optional<json> body;
         try {
           body = job->response_within(kHeartbeat);
-        } catch (const ApiError& e) {  // the status line has gone out: the error is the body
-          body = error_body(e);
+        } catch (const ApiError& e) {
+          // The status line (200) has gone out. The error goes in the body for a person
+          // to read, and the body is left unfinished (no last chunk; the connection
+          // closes), so that a client sees a failed transfer, not a success without
+          // `choices` (the openai client retries it, and gets the 503 itself).
+          const std::string text = dump(error_body(e));
+          sink.write(text.data(), text.size());
+          return false;
         }
         if (!body) return sink.write(" ", 1);
         const std::string text = dump(*body);
