@@ -43,6 +43,7 @@ struct GenerationOptions {
   ops::SamplingParams sampling;  // temperature, top-k, top-p, min-p, penalties, logit bias, seed
   uint32_t max_tokens = 100;     // >= 1
   std::vector<std::string> stop;  // stop strings (bytes); the first occurrence ends the text
+  bool drop_leading_space = false;  // the text leaves out a space it begins with (TextStream)
   bool stop_at_end_of_text = true;
   // With K > 0, each step's logits are downloaded (vocab floats) and every token gets its
   // log-probability and its K most probable alternatives: log-softmax of the model's raw

@@ -6,7 +6,8 @@
 
 namespace gptvk {
 
-TextStream::TextStream(std::vector<std::string> stop_strings) {
+TextStream::TextStream(std::vector<std::string> stop_strings, bool drop_leading_space)
+    : drop_leading_space_(drop_leading_space) {
   for (auto& s : stop_strings)
     if (!s.empty()) stops_.push_back(std::move(s));
 }
@@ -33,6 +34,10 @@ std::string TextStream::release(size_t n) {
 
 std::string TextStream::feed(std::string_view bytes) {
   if (stopped_) return {};
+  if (drop_leading_space_ && !bytes.empty()) {
+    drop_leading_space_ = false;
+    if (bytes[0] == ' ') bytes.remove_prefix(1);
+  }
   // A stop string may begin in text held back earlier, so the search covers all of pending_.
   pending_ += bytes;
   size_t first = std::string::npos;

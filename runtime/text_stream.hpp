@@ -13,8 +13,10 @@ namespace gptvk {
 
 class TextStream {
  public:
-  // Empty stop strings are ignored.
-  explicit TextStream(std::vector<std::string> stop_strings = {});
+  // Empty stop strings are ignored. With `drop_leading_space`, a space that begins the text
+  // is not part of it (nor of any stop string's match): a chat reply's first space belongs to
+  // the transcript's "Assistant:", not to the reply the client sees.
+  explicit TextStream(std::vector<std::string> stop_strings = {}, bool drop_leading_space = false);
 
   // Appends a token's bytes; returns the text that is final now (maybe nothing). After a
   // stop string is found, returns the text before it and ignores anything fed later.
@@ -37,6 +39,7 @@ class TextStream {
   std::string released_;
   std::string stop_found_;
   bool stopped_ = false;
+  bool drop_leading_space_ = false;  // until the first bytes are fed
 };
 
 }  // namespace gptvk

@@ -21,10 +21,6 @@ std::string new_id(bool chat) {
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
-// The assistant's turn starts after "Assistant:"; the space the model writes first is the
-// template's, not the reply's.
-std::string strip_leading_space(const std::string& s) { return !s.empty() && s[0] == ' ' ? s.substr(1) : s; }
-
 }  // namespace
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -162,7 +158,7 @@ json CompletionJob::choice_json(const Choice& c) const {
   json fr = finish_reason(c);
   if (chat_)
     return {{"index", c.index},
-            {"message", {{"role", "assistant"}, {"content", strip_leading_space(c.text)}}},
+            {"message", {{"role", "assistant"}, {"content", c.text}}},
             {"logprobs", req_.logprobs ? chat_logprobs_json(c, 0, c.logprobs_sent) : json(nullptr)},
             {"finish_reason", fr}};
   return {{"text", c.text},
@@ -269,10 +265,6 @@ bool CompletionJob::poll_events(std::string& out, std::chrono::milliseconds wait
       std::string piece;
       json lp = nullptr;
       take_step(c, s, &piece, &lp);
-      if (chat_ && !c.text_begun && !piece.empty()) {
-        c.text_begun = true;
-        piece = strip_leading_space(piece);
-      }
       if (!piece.empty() || !lp.is_null()) out += sse(chunk(c, piece, lp, nullptr));
     }
     if (done) {

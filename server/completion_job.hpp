@@ -52,7 +52,6 @@ class CompletionJob {
     size_t logprobs_sent = 0;              // entries of `logprobs` released (their text is out)
     size_t generated = 0;
     bool started = false, done = false;
-    bool text_begun = false;  // chat: the reply's first text was seen (its leading space dropped)
   };
   void begin_text(Choice& c);
   void take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs);

@@ -475,7 +475,9 @@ void HttpServer::health(httplib::Response& res) {
 
 void HttpServer::metrics(httplib::Response& res) {
   std::ostringstream m;
-  auto metric = [&](const char* name, const char* type, const char* help, double value) {
+  // Counts as integers: a double through the stream's 6 digits printed 1056020 as
+  // 1.05602e+06, so a counter stood still between steps of 10 and rate() saw a staircase.
+  auto metric = [&](const char* name, const char* type, const char* help, auto value) {
     m << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << value << "\n";
   };
   m << "# HELP gptvk_http_requests_total HTTP requests answered, by route and status.\n"
@@ -485,36 +487,36 @@ void HttpServer::metrics(httplib::Response& res) {
     for (const auto& [key, n] : requests_)
       m << "gptvk_http_requests_total{route=\"" << key.first << "\",status=\"" << key.second << "\"} " << n << "\n";
   }
-  metric("gptvk_ready", "gauge", "1 once the model is loaded.", ready_ ? 1 : 0);
+  metric("gptvk_ready", "gauge", "1 once the model is loaded.", uint64_t(ready_ ? 1 : 0));
   if (ready_) {
     const SchedulerStats s = scheduler_->stats();
     metric("gptvk_prompt_tokens_total", "counter", "Prompt tokens of the sequences admitted (cached ones included).",
-           double(s.prompt_tokens));
-    metric("gptvk_generated_tokens_total", "counter", "Tokens generated.", double(s.generated_tokens));
-    metric("gptvk_sequences_total", "counter", "Sequences finished (each choice is one).", double(s.sequences_done));
-    metric("gptvk_queue_depth", "gauge", "Sequences waiting for a slot.", double(s.queued));
-    metric("gptvk_queue_capacity", "gauge", "Most sequences that may wait.", double(s.max_queue));
-    metric("gptvk_active_sequences", "gauge", "Sequences in a slot.", double(s.active));
-    metric("gptvk_slots", "gauge", "KV slots (--parallel).", double(s.slots));
+           uint64_t(s.prompt_tokens));
+    metric("gptvk_generated_tokens_total", "counter", "Tokens generated.", uint64_t(s.generated_tokens));
+    metric("gptvk_sequences_total", "counter", "Sequences finished (each choice is one).", uint64_t(s.sequences_done));
+    metric("gptvk_queue_depth", "gauge", "Sequences waiting for a slot.", uint64_t(s.queued));
+    metric("gptvk_queue_capacity", "gauge", "Most sequences that may wait.", uint64_t(s.max_queue));
+    metric("gptvk_active_sequences", "gauge", "Sequences in a slot.", uint64_t(s.active));
+    metric("gptvk_slots", "gauge", "KV slots (--parallel).", uint64_t(s.slots));
     metric("gptvk_prompt_tokens_cached_total", "counter",
            "Prompt tokens not run again: their keys and values kept by a slot from an earlier prompt, or copied from another slot.",
-           double(s.prompt_tokens_cached));
+           uint64_t(s.prompt_tokens_cached));
     metric("gptvk_prompt_tokens_copied_total", "counter",
            "Of the cached prompt tokens, those copied from another slot's keys and values (a running or free one).",
-           double(s.prompt_tokens_copied));
+           uint64_t(s.prompt_tokens_copied));
     metric("gptvk_prompt_cache_refill_chunks_total", "counter",
            "Chunks of finished replies a free slot ran while idle, for the next turn's prompt to keep.",
-           double(s.cache_refill_chunks));
+           uint64_t(s.cache_refill_chunks));
     metric("gptvk_burst_prompts_total", "counter", "Prompts prefilled together with others' in one burst.",
-           double(s.burst_prompts));
+           uint64_t(s.burst_prompts));
     metric("gptvk_twin_prompts_total", "counter",
            "Sequences that took an equal prompt's run in their burst instead of their own (n choices, one prompt sent by many).",
-           double(s.twin_prompts));
+           uint64_t(s.twin_prompts));
     metric("gptvk_prompt_cache_hits_total", "counter",
            "Sequences whose whole prompt ran before: first token drawn from the logits kept from that run, nothing run again.",
-           double(s.prompt_cache_hits));
+           uint64_t(s.prompt_cache_hits));
     metric("gptvk_decode_tokens_per_second", "gauge", "Tokens per second of the decode rounds so far, all slots together.",
-           s.step_seconds > 0 ? double(s.step_tokens) / s.step_seconds : 0.0);
+           s.step_seconds > 0 ? uint64_t(s.step_tokens) / s.step_seconds : 0.0);
   }
   res.set_content(m.str(), "text/plain; version=0.0.4");
 }

@@ -156,8 +156,18 @@ void parse_prompts(CompletionRequest& r, const json& body, const Tokenizer& tok)
   }
 }
 
-void check_fits(const CompletionRequest& r, uint32_t context) {
+// `prompt_param`: the field the prompt came from ("prompt", "messages"), named as the cause
+// when the prompt alone leaves no room (chat's default max_tokens is the room left).
+void check_fits(const CompletionRequest& r, uint32_t context, const char* prompt_param) {
   for (const auto& ids : r.prompts) {
+    const bool generates = r.sampling.options.max_tokens > 0;  // 0: echo scores the prompt alone
+    if (ids.size() + generates > context)
+      throw ApiError(400,
+                     "This model's maximum context length is " + std::to_string(context) + " tokens, however your " +
+                         prompt_param + " resulted in " + std::to_string(ids.size()) + " tokens" +
+                         (generates ? ", which leaves none for the completion" : "") +
+                         ". Please reduce the length of the " + prompt_param + ".",
+                     prompt_param, "context_length_exceeded");
     const uint64_t want = ids.size() + uint64_t(r.sampling.options.max_tokens);
     if (want > context)
       throw ApiError(400,
@@ -229,7 +239,10 @@ SamplingRequest generation_options_from_json(const json& body, bool chat, uint32
   parse_controls(p, body, vocab);
   // Completions take 0 with echo (parse_completion_request): the prompt scored, nothing made.
   std::optional<int64_t> max_tokens = integer(body, "max_tokens", chat ? 1 : 0, std::numeric_limits<uint32_t>::max());
-  if (chat && !max_tokens) max_tokens = integer(body, "max_completion_tokens", 1, std::numeric_limits<uint32_t>::max());
+  // Chat's newer name; checked even when max_tokens is also sent (which then wins).
+  const auto max_completion_tokens =
+      chat ? integer(body, "max_completion_tokens", 1, std::numeric_limits<uint32_t>::max()) : std::nullopt;
+  if (!max_tokens) max_tokens = max_completion_tokens;
   // Chat without a limit: up to the context (parse_chat_request fills in the room left).
   r.options.max_tokens = static_cast<uint32_t>(max_tokens.value_or(chat ? 0 : kDefaultMaxTokens));
   r.options.stop = stop_strings(body);
@@ -255,7 +268,7 @@ CompletionRequest parse_completion_request(const json& body, const Tokenizer& to
   if (r.sampling.options.max_tokens == 0 && !r.echo)
     throw bad("max_tokens", "must be at least 1 (0 only with 'echo': true, to score the prompt)");
   parse_prompts(r, body, tok);
-  check_fits(r, context);
+  check_fits(r, context, "prompt");
   return r;
 }
 
@@ -307,9 +320,12 @@ CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uin
   const std::string transcript = chat_transcript(*messages);
   add_prompt(r, tok.encode(transcript), transcript, tok);
   r.sampling.options.stop.push_back("\nUser:");
+  // The model's first space follows the transcript's "Assistant:"; the reply (and what stop
+  // strings match) begins after it.
+  r.sampling.options.drop_leading_space = true;
   if (r.sampling.options.max_tokens == 0)
     r.sampling.options.max_tokens = r.prompts[0].size() < context ? context - static_cast<uint32_t>(r.prompts[0].size()) : 1;
-  check_fits(r, context);
+  check_fits(r, context, "messages");
   return r;
 }
 

@@ -100,6 +100,11 @@ BOOST_AUTO_TEST_CASE(sampling_fields_reach_the_generation_options) {
   BOOST_TEST(completion({{"prompt", "a"}}).sampling.options.max_tokens == 16u);
   auto c = chat(json::object());
   BOOST_TEST(c.sampling.options.max_tokens + c.prompts[0].size() == kContext);
+  BOOST_TEST(chat({{"max_completion_tokens", 7}}).sampling.options.max_tokens == 7u);
+  // Checked beside max_tokens too, which wins (it was ignored unchecked).
+  BOOST_TEST(chat({{"max_tokens", 2}, {"max_completion_tokens", 7}}).sampling.options.max_tokens == 2u);
+  check_refused([] { chat({{"max_tokens", 2}, {"max_completion_tokens", -5}}); }, 400, "max_completion_tokens",
+                "invalid_value");
 }
 
 BOOST_AUTO_TEST_CASE(completion_fields_this_server_cannot_honour_are_refused) {
@@ -111,6 +116,15 @@ BOOST_AUTO_TEST_CASE(completion_fields_this_server_cannot_honour_are_refused) {
   check_refused([] { completion({{"prompt", std::vector<uint32_t>(200, 13)}, {"max_tokens", 100}}); }, 400, "max_tokens",
                 "context_length_exceeded");
   BOOST_CHECK_NO_THROW(completion({{"prompt", std::vector<uint32_t>(200, 13)}, {"max_tokens", 56}}));
+  // A prompt that leaves no room for one token is the prompt's fault, whatever max_tokens
+  // says (chat's, when not sent, is the room left; it used to name max_tokens).
+  check_refused([] { completion({{"prompt", std::vector<uint32_t>(256, 13)}, {"max_tokens", 1}}); }, 400, "prompt",
+                "context_length_exceeded");
+  std::string words;
+  for (int i = 0; i < 300; ++i) words += " x";
+  const json messages = {{{"role", "user"}, {"content", words}}};
+  check_refused([&] { server::parse_chat_request({{"messages", messages}}, bundled_tokenizer(), kContext); }, 400,
+                "messages", "context_length_exceeded");
 }
 
 BOOST_AUTO_TEST_CASE(tool_calls_and_structured_output_are_refused_not_ignored) {
@@ -141,6 +155,10 @@ BOOST_AUTO_TEST_CASE(chat_renders_the_documented_transcript) {
   BOOST_TEST(r.prompts[0] == bundled_tokenizer().encode(server::chat_transcript(messages)));
   // The model's turn ends where the next user turn would begin.
   BOOST_TEST(r.sampling.options.stop == std::vector<std::string>{"\nUser:"});
+  // The reply begins after the space that follows "Assistant:" (TextStream drops it).
+  BOOST_TEST(r.sampling.options.drop_leading_space);
+  BOOST_TEST(!server::parse_completion_request({{"prompt", "Hi"}}, bundled_tokenizer(), kContext)
+                  .sampling.options.drop_leading_space);
 }
 
 // Content parts of the wrong shape are the request's error (param "messages"), not a JSON

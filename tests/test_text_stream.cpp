@@ -20,8 +20,9 @@ struct Run {
   bool stopped = false;
 };
 
-Run run(const std::vector<std::string>& tokens, const std::vector<std::string>& stops) {
-  TextStream s(stops);
+Run run(const std::vector<std::string>& tokens, const std::vector<std::string>& stops,
+        bool drop_leading_space = false) {
+  TextStream s(stops, drop_leading_space);
   Run r;
   for (const auto& t : tokens) {
     r.pieces.push_back(s.feed(t));
@@ -93,4 +94,17 @@ BOOST_AUTO_TEST_CASE(first_of_several_stops_wins) {
 BOOST_AUTO_TEST_CASE(unfinished_character_is_flushed_at_the_end) {
   Run r = run({"ok", "\xE2\x82"}, {});
   BOOST_TEST(r.text == "ok\xE2\x82");
+}
+
+// A chat reply: the space after "Assistant:" is not the reply's, so a stop string cannot
+// match it (" she" stopped the reply "she had ..." at once, empty), while one later in the
+// text still does. Only the first space of the first bytes fed goes.
+BOOST_AUTO_TEST_CASE(a_dropped_leading_space_is_out_of_the_text_and_the_stops) {
+  Run r = run({" she", " had", " she", " said"}, {" she"}, true);
+  BOOST_TEST(r.text == "she had");
+  BOOST_TEST(r.stopped);
+  Run twice = run({"", "  two", " spaces"}, {}, true);
+  BOOST_TEST(twice.text == " two spaces");
+  BOOST_TEST(run({"no", " space"}, {}, true).text == "no space");
+  BOOST_TEST(run({" kept"}, {}, false).text == " kept");
 }
