@@ -17,6 +17,7 @@
 #include "cli/number_checks.hpp"
 #include "cli/output.hpp"
 #include "cli/strict_flags.hpp"
+#include "cli/interrupt.hpp"
 #include "engine/error.hpp"
 #include "models/decode_batch.hpp"
 #include "runtime/generator.hpp"
@@ -24,9 +25,6 @@
 namespace gptvk::cli {
 
 namespace {
-
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_sigint(int) { g_interrupted = 1; }
 
 // A failed write (full disk, closed pipe) throws: generation stops at once.
 void emit(const std::string& bytes) { write_stdout(bytes); }
@@ -50,7 +48,8 @@ struct Flags {
   ops::SamplingParams sampling{0.8f, 40, 0.95f, 0};
   std::optional<uint64_t> seed;  // none: random
   std::vector<std::string> logit_bias, stop;
-  uint32_t num_samples = 1, logprobs = 0;
+  uint32_t num_samples = 1;
+  std::optional<uint32_t> logprobs;  // K; 0 lists each token's own log-probability alone
   bool special = false, no_echo = false, json = false;
 };
 
@@ -110,7 +109,7 @@ void add_flags(CLI::App* cmd, Flags& f) {
       ->capture_default_str()->check(whole_number_in(1, 1000));
   cmd->add_flag("--no-echo", f.no_echo, "print only the continuation, not the prompt");
   cmd->add_option("--logprobs", f.logprobs,
-                  "each token's log-probability and the K most likely alternatives (the model's own\n"
+                  "each token's log-probability and the K most likely alternatives (0: none; the model's own\n"
                   "distribution, before penalties and temperature): JSON fields with --json, else a\n"
                   "tab-separated table on stderr after each completion (id, text, logprob, id:logprob...;\n"
                   "\\\\, \\t, \\n, \\r and \\0 (a NUL byte) escaped in text)")
@@ -152,7 +151,7 @@ void decode_together(std::vector<std::unique_ptr<Generator>>& gens, const std::v
     std::vector<GptModel*> rows;
     std::vector<Generator*> due;
     for (size_t i = 0; i < gens.size(); ++i) {
-      if (g_interrupted && !gens[i]->finished()) gens[i]->cancel();
+      if (g_sigint_raised && !gens[i]->finished()) gens[i]->cancel();
       if (gens[i]->decode_due()) rows.push_back(models[i]), due.push_back(gens[i].get());
     }
     if (!rows.empty()) {
@@ -182,7 +181,8 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
     run.sampling.seed = jobs[i].seed;
     run.max_tokens = jobs[i].max_tokens;
     run.stop = f.stop;
-    run.logprobs = f.logprobs;
+    // The generator lists K >= 1 alternatives whenever it lists logprobs; K = 0 shows none.
+    run.logprobs = f.logprobs ? std::max(1u, *f.logprobs) : 0;
     if (i == 0 && !f.json && !f.no_echo) emit(jobs[i].text);
     gens.push_back(std::make_unique<Generator>(*models[i], tok));
     gens.back()->begin(jobs[i].prompt, run);
@@ -198,11 +198,11 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
   });
   for (size_t i = 0; i < gens.size(); ++i) {
     if (f.json) {
-      emit(completion_json(*gens[i], tok, jobs[i].index, jobs[i].prompt_index, jobs[i].seed, f.logprobs > 0) + "\n");
+      emit(completion_json(*gens[i], tok, jobs[i].index, jobs[i].prompt_index, jobs[i].seed, f.logprobs) + "\n");
     } else {
       if (i > 0 && !f.no_echo) emit(jobs[i].text);
       emit(texts[i] + "\n");
-      if (f.logprobs > 0) std::fputs(logprobs_table(*gens[i], tok).c_str(), stderr);
+      if (f.logprobs) std::fputs(logprobs_table(*gens[i], tok, *f.logprobs).c_str(), stderr);
     }
     print_summary(*gens[i], s);
   }
@@ -210,8 +210,7 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
 
 // Runs every job, kSamplesPerBatch at a time; returns the process's exit code.
 int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs, const Flags& f) {
-  g_interrupted = 0;
-  auto previous = std::signal(SIGINT, on_sigint);
+  const SigintFlag sigint;
   // One job runs on the session's model; several on models sharing its weights whose KV
   // caches are the slots of one pool (one attention dispatch a layer for the batch).
   std::vector<std::unique_ptr<GptModel>> slots;
@@ -226,12 +225,11 @@ int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs
       models.push_back(m.get());
     }
   }
-  for (size_t first = 0; first < jobs.size() && !g_interrupted; first += width) {
+  for (size_t first = 0; first < jobs.size() && !sigint.raised(); first += width) {
     const size_t n = std::min(width, jobs.size() - first);
     run_batch(s, tok, std::span<const Job>(jobs).subspan(first, n), f, {models.begin(), models.begin() + n});
   }
-  std::signal(SIGINT, previous);
-  return g_interrupted ? 130 : 0;
+  return sigint.raised() ? SigintFlag::kExitCode : 0;
 }
 
 // Each prompt's ids (an empty one starts from <|endoftext|>) and each of its --num-samples

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/generate_io.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
 #include "cli/number_checks.hpp"
@@ -46,16 +47,19 @@ Action add_perplexity(CLI::App& app, Common& common) {
     auto ids = tok.encode(text);
     auto t0 = std::chrono::steady_clock::now();
     ProgressBar bar("perplexity");
+    const SigintFlag sigint;
     PerplexityResult r = score_windows(*s.model, ids, N, S, {}, [&](uint64_t done, uint64_t total) {
       bar.update(done, total);
+      return !sigint.raised();
     });
     bar.clear();
+    if (r.stopped) std::fprintf(stderr, "gpt-vk: interrupted: the result covers the tokens scored so far\n");
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "gpt-vk: %llu of %zu tokens scored in windows of %u, stride %u; PPL = %.4f +/- %.4f\n",
                  static_cast<unsigned long long>(r.scored), ids.size(), N, S, r.perplexity, r.perplexity_se);
     print_stdout("perplexity=%.4f tokens=%llu tok_s=%.1f ppl_se=%.4f\n", r.perplexity,
                  static_cast<unsigned long long>(r.scored), r.evaluated / secs, r.perplexity_se);
-    return 0;
+    return r.stopped ? SigintFlag::kExitCode : 0;
   };
 }
 

@@ -5,11 +5,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/generate_io.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
 #include "cli/number_checks.hpp"
@@ -53,10 +55,13 @@ Action add_score(CLI::App& app, Common& common) {
     const uint32_t S = f->stride.value_or(std::max(1u, N / 2));
     Tokenizer tok = load_model_tokenizer(s.cfg);
     const auto ids = tok.encode(text);
-    if (f->tsv) write_stdout("id\ttext\tlogprob\trank\n");
     ProgressBar bar("score");
+    // The TSV header goes out with the first token (every text score_windows accepts has
+    // one), so that a text it refuses leaves stdout empty, as in JSON.
+    bool header_out = false;
     auto print = [&](const ScoredToken& t) {
       const std::string& bytes = tok.token_bytes(t.id);
+      if (f->tsv && !std::exchange(header_out, true)) write_stdout("id\ttext\tlogprob\trank\n");
       if (f->tsv) {
         print_stdout("%u\t%s\t%.9g\t%u\n", t.id, tsv_field(bytes).c_str(), t.logprob, t.rank);
       } else {
@@ -64,13 +69,16 @@ Action add_score(CLI::App& app, Common& common) {
         write_stdout(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
       }
     };
+    const SigintFlag sigint;
     PerplexityResult r = score_windows(*s.model, ids, N, S, print, [&](uint64_t done, uint64_t total) {
       bar.update(done, total);
+      return !sigint.raised();
     });
     bar.clear();
+    if (r.stopped) std::fprintf(stderr, "gpt-vk: interrupted: the lines above are the tokens scored so far\n");
     std::fprintf(stderr, "gpt-vk: %llu of %zu tokens scored in windows of %u, stride %u; mean logprob %.6f, PPL %.4f\n",
                  static_cast<unsigned long long>(r.scored), ids.size(), N, S, r.mean_logprob, r.perplexity);
-    return 0;
+    return r.stopped ? SigintFlag::kExitCode : 0;
   };
 }
 

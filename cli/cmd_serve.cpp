@@ -106,7 +106,9 @@ void add_scheduling_flags(CLI::App* cmd, ServeFlags& f) {
 
 // What the HTTP side does beyond the address: key, CORS, timeouts.
 void add_http_flags(CLI::App* cmd, ServeFlags& f) {
-  cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY' on every route but /health and the page (GET /, /app.js)");
+  // An empty key (--api-key "$KEY" with KEY unset) would serve without one: refused.
+  cmd->add_option("--api-key", f.http.api_key, "require 'Authorization: Bearer KEY' on every route but /health and the page (GET /, /app.js)")
+      ->check(CLI::Validator([](const std::string& s) { return s.empty() ? "needs a non-empty key" : ""; }, "KEY"));
   cmd->add_option("--cors-origin", f.http.cors_origins,
                   "let web pages of this origin (scheme://host[:port]; repeatable; * for every origin) read\n"
                   "the answers: CORS headers on every answer, preflights answered (default: no origin)")

@@ -1,8 +1,11 @@
 #include "cli/generate_io.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <iostream>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -110,16 +113,20 @@ std::vector<PromptSpec> read_prompts(const std::vector<std::string>* prompts, co
   return specs;
 }
 
+// read(2) rather than std::cin: a stream takes a failed read (stdin a directory, or closed)
+// for the end of the input, and the run went on with an empty prompt.
 std::string read_stdin() {
   std::string all;
   char buf[1 << 16];
-  while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
-    all.append(buf, static_cast<size_t>(std::cin.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(std::string("cannot read stdin: ") + std::strerror(errno));
+    if (n == 0) return all;
+    all.append(buf, static_cast<size_t>(n));
     if (all.size() > files::kMaxTextBytes)
       throw InputError("stdin holds more than " + std::to_string(files::kMaxTextBytes >> 20) + " MiB of text");
   }
-  if (std::cin.bad()) throw InputError("cannot read stdin");
-  return all;
 }
 
 std::string read_file_bytes(const std::string& path, const std::string& flag) {
@@ -149,9 +156,10 @@ std::pair<uint32_t, float> parse_logit_bias(const std::string& s) {
 
 namespace {
 
-json token_logprob_json(const TokenLogprob& lp, const Tokenizer& tok) {
+json token_logprob_json(const TokenLogprob& lp, const Tokenizer& tok, uint32_t k) {
   json top = json::object();
-  for (auto [id, logprob] : lp.top) top[tokenizer::token_json_text(tok.token_bytes(id))] = logprob;
+  for (size_t i = 0; i < k && i < lp.top.size(); ++i)
+    top[tokenizer::token_json_text(tok.token_bytes(lp.top[i].first))] = lp.top[i].second;
   return {{"token", tokenizer::token_json_text(tok.token_bytes(lp.token))},
           {"id", lp.token},
           {"logprob", lp.logprob},
@@ -161,7 +169,7 @@ json token_logprob_json(const TokenLogprob& lp, const Tokenizer& tok) {
 }  // namespace
 
 std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t index, uint32_t prompt_index,
-                            uint64_t seed, bool with_logprobs) {
+                            uint64_t seed, std::optional<uint32_t> logprobs) {
   const auto& t = gen.timings();
   json j = {{"index", index},
             {"prompt_index", prompt_index},
@@ -175,9 +183,9 @@ std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t
               {"decode_s", t.decode_s},
               {"prefill_tok_s", t.prefill_tok_s()},
               {"decode_tok_s", t.decode_tok_s()}}}};
-  if (with_logprobs) {
+  if (logprobs) {
     json lps = json::array();
-    for (const auto& lp : gen.logprobs()) lps.push_back(token_logprob_json(lp, tok));
+    for (const auto& lp : gen.logprobs()) lps.push_back(token_logprob_json(lp, tok, *logprobs));
     j["logprobs"] = lps;
   }
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -200,16 +208,16 @@ std::string tsv_field(const std::string& bytes) {
   return out;
 }
 
-std::string logprobs_table(const Generator& gen, const Tokenizer& tok) {
+std::string logprobs_table(const Generator& gen, const Tokenizer& tok, uint32_t k) {
   std::string out = "id\ttext\tlogprob\ttop\n";
   char num[32];
   for (const TokenLogprob& lp : gen.logprobs()) {
     std::snprintf(num, sizeof num, "%.6g", lp.logprob);
     out += std::to_string(lp.token) + "\t" + tsv_field(tok.token_bytes(lp.token)) + "\t" + num + "\t";
-    for (size_t k = 0; k < lp.top.size(); ++k) {
-      std::snprintf(num, sizeof num, "%.6g", lp.top[k].second);
-      if (k > 0) out += ' ';
-      out += std::to_string(lp.top[k].first) + ":" + num;
+    for (size_t i = 0; i < k && i < lp.top.size(); ++i) {
+      std::snprintf(num, sizeof num, "%.6g", lp.top[i].second);
+      if (i > 0) out += ' ';
+      out += std::to_string(lp.top[i].first) + ":" + num;
     }
     out += "\n";
   }

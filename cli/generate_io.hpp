@@ -45,11 +45,12 @@ std::string read_file_bytes(const std::string& path, const std::string& flag);
 std::pair<uint32_t, float> parse_logit_bias(const std::string& s);
 
 // One completion as a JSON object on one line (CONTRACT: generate --json): text, tokens,
-// finish_reason, `logprobs` (one per token: token, id, logprob, top) when `with_logprobs`,
-// plus index (of the completion), prompt_index, seed, prompt_tokens and timings.
+// finish_reason, `logprobs` (one per token: token, id, logprob, top with at most `logprobs`
+// alternatives; 0 gives each token's own alone) when `logprobs` is set, plus index (of the
+// completion), prompt_index, seed, prompt_tokens and timings.
 // Bytes that are not valid UTF-8 become U+FFFD in the JSON strings.
 std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t index, uint32_t prompt_index,
-                            uint64_t seed, bool with_logprobs);
+                            uint64_t seed, std::optional<uint32_t> logprobs);
 
 // A token's bytes for one TSV field: backslash, tab, newline, carriage return and NUL
 // escaped (\\, \t, \n, \r, \0).
@@ -57,7 +58,8 @@ std::string tsv_field(const std::string& bytes);
 
 // A completion's log-probabilities as tab-separated lines (generate --logprobs without
 // --json, on stderr): a header, then per generated token its id, text (tsv_field), logprob
-// and the K alternatives as "id:logprob" separated by spaces, most probable first.
-std::string logprobs_table(const Generator& gen, const Tokenizer& tok);
+// and its K alternatives as "id:logprob" separated by spaces, most probable first (none
+// for K = 0).
+std::string logprobs_table(const Generator& gen, const Tokenizer& tok, uint32_t k);
 
 }  // namespace gptvk::cli

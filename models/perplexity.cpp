@@ -43,7 +43,7 @@ uint64_t tokens_to_evaluate(size_t n, uint32_t context, uint32_t stride) {
 
 PerplexityResult score_windows(GptModel& model, std::span<const uint32_t> ids, uint32_t context, uint32_t stride,
                                const std::function<void(const ScoredToken&)>& on_token,
-                               const std::function<void(uint64_t, uint64_t)>& on_window) {
+                               const std::function<bool(uint64_t, uint64_t)>& on_window) {
   const ModelConfig& cfg = model.config();
   if (context < 2 || context > cfg.context_length)
     throw UsageError("--context must be between 2 and the model's context of " + std::to_string(cfg.context_length));
@@ -74,9 +74,13 @@ PerplexityResult score_windows(GptModel& model, std::span<const uint32_t> ids, u
       ++r.scored;
       if (on_token) on_token(s);
     }
-    if (on_window) on_window(r.evaluated, total_tokens);
     prev_end = end;
+    const bool go_on = !on_window || on_window(r.evaluated, total_tokens);
     if (end == ids.size()) break;
+    if (!go_on) {
+      r.stopped = true;
+      break;
+    }
   }
   const double n = double(r.scored), mean = sum / n;
   r.mean_logprob = -mean;

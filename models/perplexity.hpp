@@ -32,14 +32,16 @@ struct PerplexityResult {
   double mean_logprob = 0;
   uint64_t scored = 0;     // targets scored
   uint64_t evaluated = 0;  // tokens run through the model (windows overlap)
+  bool stopped = false;    // on_window stopped it early: the numbers cover the windows so far
 };
 
 // Throws UsageError for a context outside [2, model context] or a stride outside [1, context],
 // InputError for fewer than 2 ids. Calls `on_token` for every scored target in order, and
-// `on_window(evaluated_so_far, total_to_evaluate)` after each window (either may be empty).
+// `on_window(evaluated_so_far, total_to_evaluate)` after each window (either may be empty);
+// on_window returning false stops the run there (Ctrl-C), with the result so far.
 PerplexityResult score_windows(GptModel& model, std::span<const uint32_t> ids, uint32_t context, uint32_t stride,
                                const std::function<void(const ScoredToken&)>& on_token = {},
-                               const std::function<void(uint64_t, uint64_t)>& on_window = {});
+                               const std::function<bool(uint64_t, uint64_t)>& on_window = {});
 
 inline PerplexityResult perplexity(GptModel& model, std::span<const uint32_t> ids, uint32_t context, uint32_t stride) {
   return score_windows(model, ids, context, stride);

@@ -2,7 +2,8 @@
 // message: tokenize/detokenize on the bundled tokenizer without --config, tokenize
 // --pieces, device flags refused where no device is used, bench --gen-tokens 0 (nan), forward
 // --out -, and a prompt past the context exiting 1 in both generate (a --prompt or a
-// JSON-lines file's prompt or max_tokens) and bench.
+// JSON-lines file's prompt or max_tokens) and bench; an unreadable stdin, and serve's empty
+// --api-key.
 #define BOOST_TEST_MODULE cli_small_errors
 #include <boost/test/unit_test.hpp>
 
@@ -117,4 +118,22 @@ BOOST_AUTO_TEST_CASE(past_the_context_is_exit_1_everywhere) {
   fs::remove(lines);
   expect(test::run_cli({"bench", "--config", kConfig, "--prompt-tokens", "250", "--gen-tokens", "10"}, {}, 60.0), 1,
          "--prompt-tokens 250 is 250 tokens; with 10 generated tokens that exceeds the model's context of 256");
+}
+
+// A stdin that cannot be read (a directory, or closed) is an error, not an empty prompt:
+// std::cin took the failed read for the end of the input, and generate ran from
+// <|endoftext|> with exit 0.
+BOOST_AUTO_TEST_CASE(an_unreadable_stdin_is_an_error_not_empty_text) {
+  test::CliOptions dir_in, closed_in;
+  dir_in.stdin_from = fs::temp_directory_path().string();
+  closed_in.stdin_closed = true;
+  expect(test::run_cli({"generate", "--prompt", "-", "--max-tokens", "2"}, {}, 60.0, dir_in), 1,
+         "cannot read stdin: Is a directory");
+  expect(test::run_cli({"tokenize", "--file", "-"}, {}, 60.0, dir_in), 1, "cannot read stdin: Is a directory");
+  expect(test::run_cli({"score"}, {}, 60.0, closed_in), 1, "cannot read stdin: Bad file descriptor");
+}
+
+// An empty --api-key ("$KEY" with KEY unset) would serve with no key at all.
+BOOST_AUTO_TEST_CASE(serve_refuses_an_empty_api_key) {
+  expect(test::run_cli({"serve", "--api-key", "", "--port", "0"}, {}, 30.0), 2, "--api-key: needs a non-empty key");
 }

@@ -392,6 +392,23 @@ BOOST_AUTO_TEST_CASE(plain_logprobs_table_equals_json) {
   }
 }
 
+// --logprobs 0 lists each token's own log-probability with no alternatives (as the
+// server's logprobs 0 does); it used to print nothing at all.
+BOOST_AUTO_TEST_CASE(logprobs_0_lists_each_tokens_own) {
+  const std::vector<std::string> common = {"--prompt", kPrompt, "--max-tokens", "4", "--seed", "3", "--json"};
+  auto zero = common, one = common;
+  zero.insert(zero.end(), {"--logprobs", "0"});
+  one.insert(one.end(), {"--logprobs", "1"});
+  const auto z = json_lines(generate(zero).out).at(0), o = json_lines(generate(one).out).at(0);
+  BOOST_REQUIRE(z["logprobs"].size() == 4u);
+  BOOST_TEST(z["tokens"] == o["tokens"]);
+  for (size_t i = 0; i < 4; ++i) {
+    BOOST_TEST(z["logprobs"][i]["top"].empty());
+    BOOST_TEST(o["logprobs"][i]["top"].size() == 1u);
+    BOOST_TEST(z["logprobs"][i]["logprob"].get<double>() == o["logprobs"][i]["logprob"].get<double>());
+  }
+}
+
 // A token whose text is a NUL byte (GPT-2's 188, forced by its bias) is printed as \0: the
 // table keeps every row and its line ends (printed as a C string, the NUL cut it short).
 BOOST_AUTO_TEST_CASE(plain_logprobs_table_escapes_a_nul_byte) {
@@ -467,3 +484,17 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Ctrl-C (SIGINT once the prompt is echoed) keeps the text so far, says so, and exits 130.
+BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_text_so_far) {
+  test::CliOptions ctrl_c;
+  ctrl_c.sigint_on_stdout = kPrompt;
+  const auto r = test::run_cli({"generate", "--prompt", kPrompt, "--max-tokens", "250", "--logit-bias", "50256=-100",
+                                "--seed", "1"},
+                               {}, 120.0, ctrl_c);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(!r.signaled);
+  BOOST_TEST(r.exit_code == 130);
+  BOOST_TEST(r.out.starts_with(kPrompt));
+  BOOST_TEST(r.err.find("interrupted") != std::string::npos);
+}

@@ -132,7 +132,32 @@ BOOST_AUTO_TEST_CASE(bad_input) {
   auto short_text = test::run_cli({"score", "--config", kConfig.string(), "--text", "a"}, {}, 60.0);
   BOOST_TEST(short_text.exit_code == 1);
   BOOST_TEST(short_text.err == "gpt-vk: the text has fewer than 2 tokens\n");
+  // Nothing on stdout either, in TSV too (its header went out before the refusal).
+  BOOST_TEST(short_text.out.empty());
+  auto short_tsv = test::run_cli({"score", "--config", kConfig.string(), "--text", "a", "--tsv"}, {}, 60.0);
+  BOOST_TEST(short_tsv.exit_code == 1);
+  BOOST_TEST(short_tsv.out.empty(), short_tsv.out);
   auto missing = test::run_cli({"score", "--config", kConfig.string(), "--file", "/nonexistent/t.txt"}, {}, 60.0);
   BOOST_TEST(missing.exit_code == 1);
   BOOST_TEST(missing.err.find("gpt-vk: cannot read --file /nonexistent/t.txt") == 0u, missing.err);
+}
+
+// Ctrl-C keeps what was scored: SIGINT once the first token's line is out stops the run
+// after that window (one token a window with --stride 1 over thousands of tokens), with the
+// summary of the tokens so far on stderr, and exit 130. Before, SIGINT killed the process
+// with no summary; perplexity shares this loop (score_windows) and its Ctrl-C handling.
+BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_tokens_scored_so_far) {
+  test::CliOptions ctrl_c;
+  ctrl_c.sigint_on_stdout = "\n";
+  auto r = test::run_cli({"score", "--config", kConfig.string(), "--file", kHeldout.string(), "--context", "64",
+                          "--stride", "1"},
+                         {}, 120.0, ctrl_c);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(!r.signaled);
+  BOOST_TEST(r.exit_code == 130);
+  const auto lines = json_lines(r.out);
+  BOOST_TEST(!lines.empty());
+  BOOST_TEST(lines.size() < 1000u, lines.size() << " lines: not stopped at Ctrl-C");
+  BOOST_TEST(r.err.find("gpt-vk: interrupted: the lines above are the tokens scored so far\n") != std::string::npos);
+  BOOST_TEST(r.err.find("gpt-vk: " + std::to_string(lines.size()) + " of ") != std::string::npos);
 }

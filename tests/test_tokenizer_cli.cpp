@@ -30,14 +30,16 @@ struct Result {
   std::string out, err;
 };
 
-// Runs gpt-vk with these arguments (no shell, so any bytes pass unchanged).
-Result run(const TempDir& dir, std::vector<std::string> args) {
+// Runs gpt-vk with these arguments (no shell, so any bytes pass unchanged), stdin from
+// `stdin_path` when one is given.
+Result run(const TempDir& dir, std::vector<std::string> args, const std::string& stdin_path = "") {
   args.insert(args.begin(), GPTVK_BINARY);
   std::string out = (dir.path / "stdout").string(), err = (dir.path / "stderr").string();
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!stdin_path.empty()) posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -121,6 +123,22 @@ BOOST_AUTO_TEST_CASE(file_round_trips_byte_exact_through_detokenize) {
     dec = run(dir, {"detokenize", "--config", config, "--ids", ids});
     BOOST_TEST((dec.out == t));
   }
+}
+
+// `--ids -` reads tokenize's output from stdin, where no argument limit applies: a text of
+// some 100,000 ids (over 128 KiB, more than one argument may hold) round-trips.
+BOOST_AUTO_TEST_CASE(detokenize_reads_ids_from_stdin) {
+  std::mt19937 rng(7);
+  const std::string text = test::random_utf8(rng, 60000);
+  Result enc = run(dir, {"tokenize", "--config", config, "--file", dir.write("long.txt", text)});
+  BOOST_TEST_REQUIRE(enc.code == 0, enc.err);
+  BOOST_TEST(enc.out.size() > (128u << 10));
+  Result dec = run(dir, {"detokenize", "--config", config, "--ids", "-"}, dir.write("ids.txt", enc.out));
+  BOOST_TEST_REQUIRE(dec.code == 0, dec.err);
+  BOOST_TEST((dec.out == text));
+  dec = run(dir, {"detokenize", "--config", config, "--ids", "-"}, dir.write("bad.txt", "464 x\n"));
+  BOOST_TEST(dec.code == 1);
+  BOOST_TEST(dec.err == "gpt-vk: stdin: 'x' is not a token id\n");
 }
 
 BOOST_AUTO_TEST_CASE(detokenize_prints_text_without_newline) {

@@ -74,8 +74,12 @@ int child_stdout_fd(int capture_fd, const CliOptions& options) {
   }
   dup2(stdout_fd, STDOUT_FILENO);
   dup2(stderr_fd, STDERR_FILENO);
-  int devnull = open("/dev/null", O_RDONLY);
-  dup2(devnull, STDIN_FILENO);
+  if (options.stdin_closed) {
+    close(STDIN_FILENO);
+  } else {
+    int in = open(options.stdin_from.empty() ? "/dev/null" : options.stdin_from.c_str(), O_RDONLY);
+    dup2(in, STDIN_FILENO);
+  }
   execve(GPTVK_BINARY, argv, envp);
   _exit(127);
 }
@@ -83,7 +87,8 @@ int child_stdout_fd(int capture_fd, const CliOptions& options) {
 // Reads both pipes into r.out and r.err until the child closes them or the time is up
 // (then the child is killed and r.timed_out set); closes the pipes.
 void read_until_closed(int out_fd, int err_fd, pid_t pid, double timeout_s,
-                       const std::chrono::steady_clock::time_point& start, CliResult& r) {
+                       const std::chrono::steady_clock::time_point& start, const std::string& sigint_on, CliResult& r) {
+  bool sigint_sent = false;
   pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
@@ -101,6 +106,8 @@ void read_until_closed(int out_fd, int err_fd, pid_t pid, double timeout_s,
       ssize_t n = read(fds[i].fd, buf, sizeof buf);
       if (n > 0) {
         sinks[i]->append(buf, static_cast<size_t>(n));
+        if (i == 0 && !sigint_on.empty() && !sigint_sent && r.out.find(sigint_on) != std::string::npos)
+          sigint_sent = kill(pid, SIGINT) == 0;
       } else {
         close(fds[i].fd);
         fds[i].fd = -1;
@@ -135,7 +142,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (child_stdout != out_pipe[1]) close(child_stdout);
-  read_until_closed(out_pipe[0], err_pipe[0], pid, timeout_s, start, r);
+  read_until_closed(out_pipe[0], err_pipe[0], pid, timeout_s, start, options.sigint_on_stdout, r);
   int status = 0;
   waitpid(pid, &status, 0);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -25,6 +25,9 @@ struct CliOptions {
   long file_size_limit = -1;  // RLIMIT_FSIZE in bytes for the child (a full disk); -1: none
   long address_space_limit = -1;  // RLIMIT_AS in bytes for the child (`ulimit -v`); -1: none
   std::vector<std::string> unset_env;  // variable names removed from the child's environment
+  std::string stdin_from;              // a path opened as the child's stdin (default /dev/null)
+  bool stdin_closed = false;           // no stdin at all (`<&-`)
+  std::string sigint_on_stdout;        // Ctrl-C: SIGINT once stdout holds this text
 };
 
 // Runs gpt-vk with `args`, the validation layer on and `env` added to the environment;
