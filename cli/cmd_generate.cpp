@@ -3,7 +3,6 @@
 // and its controls run on the device, and per token only the chosen id comes back.
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -12,12 +11,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/generate_io.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/output.hpp"
 #include "cli/strict_flags.hpp"
-#include "cli/interrupt.hpp"
 #include "engine/error.hpp"
 #include "models/decode_batch.hpp"
 #include "runtime/generator.hpp"
@@ -151,7 +150,7 @@ void decode_together(std::vector<std::unique_ptr<Generator>>& gens, const std::v
     std::vector<GptModel*> rows;
     std::vector<Generator*> due;
     for (size_t i = 0; i < gens.size(); ++i) {
-      if (g_sigint_raised && !gens[i]->finished()) gens[i]->cancel();
+      if (SigintFlag::raised() && !gens[i]->finished()) gens[i]->cancel();
       if (gens[i]->decode_due()) rows.push_back(models[i]), due.push_back(gens[i].get());
     }
     if (!rows.empty()) {

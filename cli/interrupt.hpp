@@ -16,7 +16,7 @@ class SigintFlag {
   SigintFlag(const SigintFlag&) = delete;
   SigintFlag& operator=(const SigintFlag&) = delete;
 
-  bool raised() const { return g_sigint_raised != 0; }
+  static bool raised() { return g_sigint_raised != 0; }
   static constexpr int kExitCode = 130;
 
  private:

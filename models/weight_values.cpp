@@ -1,7 +1,6 @@
 #include "models/weight_values.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "engine/error.hpp"
