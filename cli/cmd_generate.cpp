@@ -136,9 +136,12 @@ constexpr uint32_t kSamplesPerBatch = 16;
 
 void print_summary(const Generator& gen, const ModelSession& s) {
   const auto& t = gen.timings();
-  std::fprintf(stderr, "gpt-vk: %s; load %.2f s, prompt %u tokens at %.1f tok/s, generated %u tokens at %.1f tok/s\n",
+  // A decode rate needs two tokens: the first comes with the prompt's pass.
+  char decode[64] = "";
+  if (t.generated_tokens > 1) std::snprintf(decode, sizeof decode, " at %.1f tok/s", t.decode_tok_s());
+  std::fprintf(stderr, "gpt-vk: %s; load %.2f s, prompt %u tokens at %.1f tok/s, generated %u token%s%s\n",
                finish_message(gen.finish_reason(), s.cfg.context_length).c_str(), s.load_seconds, t.prompt_tokens,
-               t.prefill_tok_s(), t.generated_tokens, t.decode_tok_s());
+               t.prefill_tok_s(), t.generated_tokens, t.generated_tokens == 1 ? "" : "s", decode);
 }
 
 // Decodes until every generator has finished, one batched step for all that are due; each

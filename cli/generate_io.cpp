@@ -182,7 +182,8 @@ std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t
              {{"prefill_s", t.prefill_s},
               {"decode_s", t.decode_s},
               {"prefill_tok_s", t.prefill_tok_s()},
-              {"decode_tok_s", t.decode_tok_s()}}}};
+              // null, not 0, where no rate exists (a single generated token)
+              {"decode_tok_s", t.generated_tokens > 1 ? json(t.decode_tok_s()) : json(nullptr)}}}};
   if (logprobs) {
     json lps = json::array();
     for (const auto& lp : gen.logprobs()) lps.push_back(token_logprob_json(lp, tok, *logprobs));

@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <future>
@@ -299,8 +300,16 @@ void HttpServer::routes() {
 }
 
 int HttpServer::start() {
+  errno = 0;
   int port = opts_.port == 0 ? http_->bind_to_any_port(opts_.host) : (http_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
-  if (port <= 0) throw std::runtime_error("cannot listen on " + opts_.host + ":" + std::to_string(opts_.port));
+  if (port <= 0) {
+    // httplib keeps the errno of its last bind or listen (EADDRINUSE, EACCES, ...); a host
+    // that does not resolve leaves none.
+    const std::string why = errno == EADDRINUSE ? ": address already in use (--port 0 picks a free port)"
+                            : errno != 0        ? std::string(": ") + std::strerror(errno)
+                                                : " (does the host name resolve?)";
+    throw std::runtime_error("cannot listen on " + opts_.host + ":" + std::to_string(opts_.port) + why);
+  }
   // httplib listens with a backlog of 5: a burst of clients connecting at once (more than
   // --parallel of them is normal) overflows the accept queue while the accepting thread
   // waits for a CPU, and the kernel drops their handshakes, delaying each by a TCP

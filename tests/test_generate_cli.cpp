@@ -483,7 +483,16 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
   BOOST_TEST(missing.err.find("gpt-vk: cannot read --prompt-file /nonexistent/p.txt") == 0u, missing.err);
 }
 
-BOOST_AUTO_TEST_SUITE_END()
+// One generated token has no decode rate (it comes with the prompt's pass): null in JSON,
+// none in the summary, where both said 0.0 before.
+BOOST_AUTO_TEST_CASE(one_token_has_no_decode_rate) {
+  const auto r = generate({"--prompt", kPrompt, "--max-tokens", "1", "--seed", "3", "--json"});
+  const auto o = json_lines(r.out).at(0);
+  BOOST_TEST(o["tokens"].size() == 1u);
+  BOOST_TEST(o["timings"]["decode_tok_s"].is_null());
+  BOOST_TEST(o["timings"]["prefill_tok_s"].get<double>() > 0);
+  BOOST_TEST(r.err.find("generated 1 token\n") != std::string::npos, r.err);
+}
 
 // Ctrl-C (SIGINT once the prompt is echoed) keeps the text so far, says so, and exits 130.
 BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_text_so_far) {
@@ -498,3 +507,5 @@ BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_text_so_far) {
   BOOST_TEST(r.out.starts_with(kPrompt));
   BOOST_TEST(r.err.find("interrupted") != std::string::npos);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -572,6 +572,7 @@ BOOST_AUTO_TEST_CASE(bad_flags_and_a_taken_port_are_one_line_errors) {
   BOOST_TEST_INFO("stderr: " << r.err);
   BOOST_TEST(r.exit_code == 1);
   BOOST_TEST(r.err.find("gpt-vk: cannot listen on 127.0.0.1:") == 0);
+  BOOST_TEST(r.err.find(": address already in use (--port 0 picks a free port)\n") != std::string::npos);
   r = test::run_cli({"serve", "--port", "70000"}, {}, 30.0);
   BOOST_TEST(r.exit_code == 2);
   r = test::run_cli({"serve", "--port", "0", "--batch-kernels", "fast"}, {}, 30.0);
