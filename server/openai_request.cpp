@@ -121,11 +121,14 @@ std::vector<uint32_t> token_ids(const json& arr, uint32_t vocab) {
   return ids;
 }
 
-// An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
+// An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents; echo
+// then shows it, as it does a prompt of that token's id, so that the echoed text is the
+// echoed tokens' (their text_offset index into it).
 void add_prompt(CompletionRequest& r, std::vector<uint32_t> ids, std::string text, const Tokenizer& tok) {
   if (ids.empty()) {
     if (!tok.eot_id()) throw bad("prompt", "is empty and the vocabulary has no <|endoftext|> to start from");
     ids.push_back(*tok.eot_id());
+    text = tok.token_bytes(*tok.eot_id());
   }
   r.prompts.push_back(std::move(ids));
   r.prompt_texts.push_back(std::move(text));

@@ -74,6 +74,10 @@ BOOST_AUTO_TEST_CASE(prompts_in_every_shape_become_the_tokenizers_ids) {
   BOOST_TEST(lists.prompts[1] == std::vector<uint32_t>{hello[0]});
   // An empty prompt starts from <|endoftext|>, as GPT-2's documents do.
   BOOST_TEST(completion({{"prompt", ""}}).prompts[0] == std::vector<uint32_t>{*bundled_tokenizer().eot_id()});
+  // echo shows that token, as for a prompt of its id, so that the echoed tokens are the
+  // echoed text (before, text "" came with token "<|endoftext|>" at offset 0).
+  BOOST_TEST(completion({{"prompt", ""}}).prompt_texts[0] == "<|endoftext|>");
+  BOOST_TEST(completion({{"prompt", {50256}}}).prompt_texts[0] == "<|endoftext|>");
 }
 
 BOOST_AUTO_TEST_CASE(sampling_fields_reach_the_generation_options) {
