@@ -210,9 +210,9 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
   }
 }
 
-// Runs every job, kSamplesPerBatch at a time; returns the process's exit code.
+// Runs every job, kSamplesPerBatch at a time, until Ctrl-C (a SigintFlag the caller holds);
+// returns the process's exit code.
 int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs, const Flags& f) {
-  const SigintFlag sigint;
   // One job runs on the session's model; several on models sharing its weights whose KV
   // caches are the slots of one pool (one attention dispatch a layer for the batch).
   std::vector<std::unique_ptr<GptModel>> slots;
@@ -227,11 +227,20 @@ int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs
       models.push_back(m.get());
     }
   }
-  for (size_t first = 0; first < jobs.size() && !sigint.raised(); first += width) {
+  size_t first = 0;
+  for (; first < jobs.size() && !SigintFlag::raised(); first += width) {
     const size_t n = std::min(width, jobs.size() - first);
     run_batch(s, tok, std::span<const Job>(jobs).subspan(first, n), f, {models.begin(), models.begin() + n});
   }
-  return sigint.raised() ? SigintFlag::kExitCode : 0;
+  if (first < jobs.size())
+    std::fprintf(stderr, "gpt-vk: interrupted: %zu completion%s not started\n", jobs.size() - first,
+                 jobs.size() - first == 1 ? "" : "s");
+  // --json gives a line for every completion, the ones Ctrl-C kept from starting too.
+  for (; f.json && first < jobs.size(); ++first)
+    emit(unstarted_completion_json(jobs[first].index, jobs[first].prompt_index, jobs[first].seed,
+                                   static_cast<uint32_t>(jobs[first].prompt.size()), f.logprobs) +
+         "\n");
+  return SigintFlag::raised() ? SigintFlag::kExitCode : 0;
 }
 
 // Each prompt's ids (an empty one starts from <|endoftext|>) and each of its --num-samples
@@ -293,6 +302,8 @@ Action add_generate(CLI::App& app, Common& common) {
                        std::to_string(cfg.context_length) + " tokens");
     Tokenizer tok = load_model_tokenizer(cfg);
     const std::vector<Job> jobs = make_jobs(tok, prompts, *f, seed, cfg.context_length);
+    // Ctrl-C from here on ends the run with what it has (before, it kills the process).
+    const SigintFlag sigint;
     // The seed matters only when sampling draws (greedy decoding never does).
     if (!f->seed && f->sampling.temperature > 0)
       std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));

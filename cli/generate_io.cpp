@@ -192,6 +192,20 @@ std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string unstarted_completion_json(uint32_t index, uint32_t prompt_index, uint64_t seed, uint32_t prompt_tokens,
+                                      std::optional<uint32_t> logprobs) {
+  json j = {{"index", index},
+            {"prompt_index", prompt_index},
+            {"text", ""},
+            {"tokens", json::array()},
+            {"finish_reason", finish_reason_name(FinishReason::Cancelled)},
+            {"seed", seed},
+            {"prompt_tokens", prompt_tokens},
+            {"timings", {{"prefill_s", 0.0}, {"decode_s", 0.0}, {"prefill_tok_s", nullptr}, {"decode_tok_s", nullptr}}}};
+  if (logprobs) j["logprobs"] = json::array();
+  return j.dump();
+}
+
 std::string tsv_field(const std::string& bytes) {
   std::string out;
   for (char c : bytes) {

@@ -52,6 +52,12 @@ std::pair<uint32_t, float> parse_logit_bias(const std::string& s);
 std::string completion_json(const Generator& gen, const Tokenizer& tok, uint32_t index, uint32_t prompt_index,
                             uint64_t seed, std::optional<uint32_t> logprobs);
 
+// The same object for a completion Ctrl-C stopped before it began (its batch never ran):
+// empty text and tokens, finish_reason "cancelled", so that --json still gives one line per
+// completion.
+std::string unstarted_completion_json(uint32_t index, uint32_t prompt_index, uint64_t seed, uint32_t prompt_tokens,
+                                      std::optional<uint32_t> logprobs);
+
 // A token's bytes for one TSV field: backslash, tab, newline, carriage return and NUL
 // escaped (\\, \t, \n, \r, \0).
 std::string tsv_field(const std::string& bytes);

@@ -497,7 +497,7 @@ BOOST_AUTO_TEST_CASE(one_token_has_no_decode_rate) {
 // Ctrl-C (SIGINT once the prompt is echoed) keeps the text so far, says so, and exits 130.
 BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_text_so_far) {
   test::CliOptions ctrl_c;
-  ctrl_c.sigint_on_stdout = kPrompt;
+  ctrl_c.sigint_on_output = kPrompt;
   const auto r = test::run_cli({"generate", "--prompt", kPrompt, "--max-tokens", "250", "--logit-bias", "50256=-100",
                                 "--seed", "1"},
                                {}, 120.0, ctrl_c);
@@ -506,6 +506,22 @@ BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_text_so_far) {
   BOOST_TEST(r.exit_code == 130);
   BOOST_TEST(r.out.starts_with(kPrompt));
   BOOST_TEST(r.err.find("interrupted") != std::string::npos);
+  // --json still gives a line per completion: 20 samples, Ctrl-C once the seed is said
+  // (before any batch of 16 ends), so the last 4 never start: "cancelled", no tokens.
+  test::CliOptions at_seed;
+  at_seed.sigint_on_output = "gpt-vk: seed ";
+  const auto j = test::run_cli({"generate", "--prompt", kPrompt, "--max-tokens", "250", "--logit-bias", "50256=-100",
+                                "--num-samples", "20", "--json"},
+                               {}, 120.0, at_seed);
+  BOOST_TEST_INFO("stderr: " << j.err);
+  BOOST_TEST(j.exit_code == 130);
+  const auto lines = json_lines(j.out);
+  BOOST_REQUIRE(lines.size() == 20u);
+  for (uint32_t i = 0; i < 20; ++i) {
+    BOOST_TEST(lines[i]["index"] == i);
+    BOOST_TEST(lines[i]["finish_reason"] == "cancelled");
+    if (i >= 16) BOOST_TEST(lines[i]["tokens"].empty());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(bad_input) {
 // with no summary; perplexity shares this loop (score_windows) and its Ctrl-C handling.
 BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_tokens_scored_so_far) {
   test::CliOptions ctrl_c;
-  ctrl_c.sigint_on_stdout = "\n";
+  ctrl_c.sigint_on_output = "\n";
   auto r = test::run_cli({"score", "--config", kConfig.string(), "--file", kHeldout.string(), "--context", "64",
                           "--stride", "1"},
                          {}, 120.0, ctrl_c);

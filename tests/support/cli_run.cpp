@@ -106,7 +106,7 @@ void read_until_closed(int out_fd, int err_fd, pid_t pid, double timeout_s,
       ssize_t n = read(fds[i].fd, buf, sizeof buf);
       if (n > 0) {
         sinks[i]->append(buf, static_cast<size_t>(n));
-        if (i == 0 && !sigint_on.empty() && !sigint_sent && r.out.find(sigint_on) != std::string::npos)
+        if (!sigint_on.empty() && !sigint_sent && sinks[i]->find(sigint_on) != std::string::npos)
           sigint_sent = kill(pid, SIGINT) == 0;
       } else {
         close(fds[i].fd);
@@ -142,7 +142,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (child_stdout != out_pipe[1]) close(child_stdout);
-  read_until_closed(out_pipe[0], err_pipe[0], pid, timeout_s, start, options.sigint_on_stdout, r);
+  read_until_closed(out_pipe[0], err_pipe[0], pid, timeout_s, start, options.sigint_on_output, r);
   int status = 0;
   waitpid(pid, &status, 0);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -27,7 +27,7 @@ struct CliOptions {
   std::vector<std::string> unset_env;  // variable names removed from the child's environment
   std::string stdin_from;              // a path opened as the child's stdin (default /dev/null)
   bool stdin_closed = false;           // no stdin at all (`<&-`)
-  std::string sigint_on_stdout;        // Ctrl-C: SIGINT once stdout holds this text
+  std::string sigint_on_output;        // Ctrl-C: SIGINT once stdout or stderr holds this text
 };
 
 // Runs gpt-vk with `args`, the validation layer on and `env` added to the environment;
