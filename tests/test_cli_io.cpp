@@ -339,7 +339,7 @@ BOOST_AUTO_TEST_CASE(prompt_fills_the_context_but_one) {
   BOOST_TEST(r.exit_code == 0);
   BOOST_TEST(r.err.find("the context of 256 tokens is full") != std::string::npos);
   BOOST_TEST(r.err.find("prompt 255 tokens") != std::string::npos);
-  BOOST_TEST(r.err.find("generated 1 tokens") != std::string::npos);
+  BOOST_TEST(r.err.find("generated 1 token\n") != std::string::npos);
 }
 BOOST_AUTO_TEST_CASE(prompt_as_long_as_the_context) {
   check(run_cli({"generate", "--prompt", prompt_of(256), "--max-tokens", "1"}),
