@@ -414,7 +414,7 @@ void HttpServer::respond_when_done(const httplib::Request& req, httplib::Respons
           // The status line (200) has gone out. The error goes in the body for a person
           // to read, and the body is left unfinished (no last chunk; the connection
           // closes), so that a client sees a failed transfer, not a success without
-          // `choices` (the openai client retries it, and gets the 503 itself).
+          // `choices` (the openai npm client throws 'terminated'; curl exits 18).
           const std::string text = dump(error_body(e));
           sink.write(text.data(), text.size());
           return false;
