@@ -100,6 +100,7 @@ void Scheduler::submit(const std::vector<std::shared_ptr<Sequence>>& seqs) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) throw ShuttingDown("the server is shutting down");
+    drop_cancelled_queued();
     // Free slots take sequences at once; beyond them, max_queue_ may wait.
     const size_t room = max_queue_ + (stats_.slots - stats_.active);
     if (queue_.size() + seqs.size() > room)
@@ -129,6 +130,16 @@ SchedulerStats Scheduler::stats() const {
 
 bool Scheduler::cancel_due() const { return stopping_ && Clock::now() >= cancel_at_; }
 
+void Scheduler::drop_cancelled_queued() {
+  const auto cancelled = [](const std::shared_ptr<Sequence>& seq) {
+    if (!seq->cancelled()) return false;
+    seq->finish(FinishReason::Cancelled, {});
+    return true;
+  };
+  std::erase_if(queue_, cancelled);
+  stats_.queued = queue_.size();
+}
+
 std::shared_ptr<Sequence> Scheduler::next_queued() {
   std::lock_guard lock(mu_);
   if (queue_.empty()) return nullptr;
@@ -143,6 +154,7 @@ void Scheduler::loop() {
   for (;;) {
     {
       std::unique_lock lock(mu_);
+      drop_cancelled_queued();
       auto busy = [&] {
         if (!queue_.empty()) return true;
         for (const Slot& s : slots_)

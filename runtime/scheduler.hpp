@@ -230,6 +230,9 @@ class Scheduler {
   // Frees the slot; the sequence finishes as its generator did, failed with `error`, or as `why` says.
   void release(Slot& slot, std::string error = {}, std::optional<FinishReason> why = {});
   std::shared_ptr<Sequence> next_queued();  // null when none
+  // Under mu_: finishes the queued sequences that were cancelled and gives their places back
+  // (a client that left while it waited), so that they neither hold the queue nor run.
+  void drop_cancelled_queued();
   bool cancel_due() const;
 
   const Tokenizer& tok_;

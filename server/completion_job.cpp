@@ -62,7 +62,12 @@ void CompletionJob::take_step(Choice& c, const GenerationStep& s, std::string* p
       c.offsets.push_back(c.token_end);
       c.logprobs.push_back(*s.logprob);
     }
-    c.token_end += tok_.token_bytes(*s.token).size();
+    const std::string bytes = tok_.token_bytes(*s.token);
+    // Chat's text leaves out the space its first token begins with (TextStream): so do the
+    // offsets and that token's logprobs entry.
+    const bool drop = c.generated == 1 && req_.sampling.options.drop_leading_space && bytes.starts_with(' ');
+    if (drop) c.first_space_dropped = true;
+    c.token_end += bytes.size() - (drop ? 1 : 0);
   }
   c.text += s.text;
   if (piece) *piece += s.text;
@@ -138,16 +143,20 @@ json CompletionJob::logprobs_json(const Choice& c, size_t from, size_t to, bool 
 }
 
 json CompletionJob::chat_logprobs_json(const Choice& c, size_t from, size_t to) const {
-  auto entry = [&](uint32_t token, float logprob) {
-    const std::string bytes = tok_.token_bytes(token);
+  // At the first token, each alternative as the reply would begin with it: without the
+  // leading space the content leaves out, so that the tokens add up to the content.
+  auto entry = [&](uint32_t token, float logprob, bool first) {
+    std::string bytes = tok_.token_bytes(token);
+    if (first && c.first_space_dropped && bytes.starts_with(' ')) bytes.erase(0, 1);
     return json{{"token", bytes}, {"logprob", logprob}, {"bytes", std::vector<uint8_t>(bytes.begin(), bytes.end())}};
   };
   json content = json::array();
   const uint32_t k = req_.logprobs.value_or(0);
   for (size_t i = from; i < to; ++i) {
     const TokenLogprob& lp = c.logprobs[i];
-    json e = entry(lp.token, lp.logprob), top = json::array();
-    for (uint32_t j = 0; j < k && j < lp.top.size(); ++j) top.push_back(entry(lp.top[j].first, lp.top[j].second));
+    json e = entry(lp.token, lp.logprob, i == 0), top = json::array();
+    for (uint32_t j = 0; j < k && j < lp.top.size(); ++j)
+      top.push_back(entry(lp.top[j].first, lp.top[j].second, i == 0));
     e["top_logprobs"] = top;
     content.push_back(e);
   }

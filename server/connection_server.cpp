@@ -165,6 +165,40 @@ void normalize_request_start(std::string& bytes) {
   }
 }
 
+// Range asks for part of a representation; this server's answers are generated per
+// request, and RFC 9110 (section 14.2) lets a server ignore the field. httplib would slice
+// every answer by it (a 200 with part of a completion) or refuse a malformed one with 416
+// before any handler runs, so its lines are dropped from the head.
+void drop_range_fields(std::string& bytes) {
+  const size_t head_end = bytes.find("\r\n\r\n");
+  if (head_end == std::string::npos) return;
+  for (size_t line = bytes.find("\r\n") + 2; line <= head_end;) {
+    const size_t next = bytes.find("\r\n", line) + 2;
+    if (::strncasecmp(bytes.data() + line, "range:", 6) == 0) {
+      bytes.erase(line, next - line);
+      return drop_range_fields(bytes);
+    }
+    line = next;
+  }
+}
+
+// The limit a head's lines pass, if one does: a request line that does not end within the
+// head's byte limit (httplib would close the connection without a word), or a header line
+// longer than httplib reads (it would answer a plain 400).
+std::optional<RequestCut> line_over_limit(const std::string& bytes, size_t head_bytes) {
+  constexpr size_t kHttplibLineBytes = 8192;  // CPPHTTPLIB_HEADER_MAX_LENGTH, line end included
+  const size_t head_end = bytes.find("\r\n\r\n");
+  const size_t request_line_end = bytes.find('\n');
+  if (request_line_end == std::string::npos)
+    return bytes.size() >= head_bytes ? std::optional(RequestCut::head_too_large) : std::nullopt;
+  for (size_t line = request_line_end + 1; line < std::min(head_end, bytes.size());) {
+    const size_t end = std::min(bytes.find('\n', line), bytes.size());
+    if (end + 1 - line > kHttplibLineBytes) return RequestCut::header_line_too_long;
+    line = end + 1;
+  }
+  return std::nullopt;
+}
+
 // Closes once the client has had everything written. Closing with its bytes unread (the
 // rest of a refused request) would send a reset, which may discard the answer before the
 // client has read it; so the connection is half-closed and drained for a moment first.
@@ -210,8 +244,14 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
 
 void ConnectionServer::serve(WaitingConnection c) {
   normalize_request_start(c.bytes);
+  drop_range_fields(c.bytes);
+  const std::optional<RequestCut> over = line_over_limit(c.bytes, limits_.head_bytes);
+  // A request line that never ended: one httplib can read, so that the refusal below is sent.
+  if (over == RequestCut::head_too_large) c.bytes = "GET /request-line-too-long HTTP/1.1\r\nHost: -\r\n\r\n";
   ConnectionStream stream(c.fd, limits_, c.bytes, c.deadline);
-  if (auto why = head_problem(c.bytes)) {  // answered 400 by the error or pre-routing handler
+  if (over) {  // answered 431 by the pre-routing or error handler, which ask request_cut()
+    t_cut = *over;
+  } else if (auto why = head_problem(c.bytes)) {  // answered 400 the same way
     t_cut = RequestCut::malformed;
     t_cut_reason = *why;
   }

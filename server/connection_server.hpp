@@ -40,7 +40,8 @@ struct RequestLimits {
 // Why reading the request on this thread stopped short, when it was one of the limits or
 // framing that server/http_strict.hpp refuses (the error handlers ask, to answer 408, 431
 // or 400 with the reason instead of httplib's plain 400); for `malformed`, the reason.
-enum class RequestCut { none, late, head_too_large, body_too_large, malformed };
+// header_line_too_long: one header line is over httplib's 8 KiB.
+enum class RequestCut { none, late, head_too_large, header_line_too_long, body_too_large, malformed };
 RequestCut request_cut();
 std::string request_cut_reason();
 

@@ -105,6 +105,8 @@ std::optional<ApiError> cut_short(const ServerOptions& opts) {
     case RequestCut::head_too_large:
       return ApiError(431, "the request line and headers are over " + std::to_string(opts.max_head_bytes) + " bytes", "",
                       "headers_too_large");
+    case RequestCut::header_line_too_long:
+      return ApiError(431, "a header line is over 8192 bytes", "", "headers_too_large");
     case RequestCut::body_too_large: return payload_too_large(opts.max_body_bytes);
     case RequestCut::malformed: return ApiError(400, "malformed HTTP request: " + request_cut_reason(), "", "invalid_request");
     case RequestCut::none: break;
@@ -159,11 +161,18 @@ const char* route_method(const std::string& path) {
   return path.starts_with("/v1/models/") && path.size() > std::strlen("/v1/models/") ? "GET" : nullptr;
 }
 
+// The refusal of a request no route takes: a 405 naming the method allowed (Allow) on a
+// route's path, else a 404.
+ApiError unrouted(const httplib::Request& req, httplib::Response& res) {
+  const char* method = route_method(req.path);
+  if (!method) return ApiError(404, "no route " + req.method + " " + req.path, "", "not_found");
+  res.set_header("Allow", method);
+  return ApiError(405, req.method + " is not allowed on " + req.path, "", "method_not_allowed");
+}
+
 // The error body of a status httplib set itself, before any handler ran.
-ApiError library_error(int status, const httplib::Request& req, size_t max_body) {
+ApiError library_error(int status, size_t max_body) {
   switch (status) {
-    case 404: return ApiError(404, "no route " + req.method + " " + req.path, "", "not_found");
-    case 405: return ApiError(405, req.method + " is not allowed on " + req.path, "", "method_not_allowed");
     case 413: return payload_too_large(max_body);
     case 414: return ApiError(414, "the request URI is too long", "", "uri_too_long");
     case 400: return ApiError(400, "malformed HTTP request", "", "invalid_request");
@@ -234,6 +243,12 @@ void HttpServer::routes() {
       refuse_unauthorized(req, res);
       return httplib::Server::HandlerResponse::Handled;
     }
+    // httplib reads a PUT or PATCH body without a length until the client closes; no route
+    // takes either method, so they are refused before that read.
+    if (req.method == "PUT" || req.method == "PATCH") {
+      refuse_unread_body(res, unrouted(req, res));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (auto e = framing_error(req, opts_.max_body_bytes, false)) {
       refuse_unread_body(res, *e);
       return httplib::Server::HandlerResponse::Handled;
@@ -261,11 +276,8 @@ void HttpServer::routes() {
   // of "Expect: 100-continue" otherwise.
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Handled;
-    if (const char* method = route_method(req.path); res.status == 404 && method) {
-      res.status = 405;
-      res.set_header("Allow", method);
-    }
-    const ApiError e = cut_short(opts_).value_or(library_error(res.status, req, opts_.max_body_bytes));
+    std::optional<ApiError> cut = cut_short(opts_);
+    const ApiError e = cut ? *cut : res.status == 404 ? unrouted(req, res) : library_error(res.status, opts_.max_body_bytes);
     // A 404 or 405 comes after the request was read whole. httplib's other refusals (a
     // malformed head, a cut one, a body over the limit) leave bytes of it unread, which
     // the connection must not parse as the next request: it closes.
@@ -291,7 +303,8 @@ void HttpServer::routes() {
     completions(req, body, res, true);
   }));
   s.Get("/v1/models", guarded([this](auto&, auto& res) { models(res); }));
-  s.Get(R"(/v1/models/(.+))", guarded([this](auto& req, auto& res) { model(req.matches[1], res); }));
+  // Any bytes for the id: '.' would not match a newline (%0A), and the request would be a 405.
+  s.Get(R"(/v1/models/([\s\S]+))", guarded([this](auto& req, auto& res) { model(req.matches[1], res); }));
   s.Get("/health", guarded([this](auto&, auto& res) { health(res); }));
   s.Post("/tokenize", guarded_post(opts_, [this](auto&, auto body, auto& res) { tokenize(body, res); }));
   s.Post("/detokenize", guarded_post(opts_, [this](auto&, auto body, auto& res) { detokenize(body, res); }));
@@ -322,6 +335,10 @@ int HttpServer::start() {
     http_->close_connections();
     ended.set_value();
   });
+  // httplib's stop() does nothing before its loop has begun: a stop() right after start()
+  // (the model failed to load) would leave the loop accepting and the join waiting forever.
+  while (!http_->is_running() && listen_ended_.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+  }
   return port;
 }
 
@@ -386,12 +403,20 @@ void HttpServer::completions(const httplib::Request& req, const std::string& tex
   }
   if (!stream) return respond_when_done(req, res, job);
   res.set_header("Cache-Control", "no-cache");
-  auto events = [job](size_t, httplib::DataSink& sink) {
+  auto events = [job, quiet_since = std::chrono::steady_clock::now()](size_t, httplib::DataSink& sink) mutable {
     std::string out;
     const bool done = job->poll_events(out, std::chrono::milliseconds(100));
-    // A failed write means the client is gone: returning false ends the connection and
-    // the releaser below cancels the sequences, which frees their slots.
-    if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+    // While no event comes (the request waits in the queue, or a long prompt runs), an SSE
+    // comment each kHeartbeat, which clients skip: only a write finds out that a client has
+    // gone.
+    const auto now = std::chrono::steady_clock::now();
+    if (out.empty() && !done && now - quiet_since >= kHeartbeat) out = ": keep-alive\n\n";
+    if (!out.empty()) {
+      // A failed write means the client is gone: returning false ends the connection and
+      // the releaser below cancels the sequences, which frees their slots and queue places.
+      if (!sink.write(out.data(), out.size())) return false;
+      quiet_since = now;
+    }
     if (done) sink.done();
     return true;
   };
@@ -404,8 +429,11 @@ void HttpServer::respond_when_done(const httplib::Request& req, httplib::Respons
                                    const std::shared_ptr<CompletionJob>& job) {
   if (auto body = job->response_within(kPlainWait)) return send_json(res, *body);
   if (req.version == "HTTP/1.0") return send_json(res, job->wait_response());
+  // A content type httplib does not compress (it compresses plain "application/json"): a
+  // compressor holds the one-byte heartbeats back, and without writes a client that hangs
+  // up is not noticed.
   res.set_chunked_content_provider(
-      "application/json",
+      "application/json; charset=utf-8",
       [job](size_t, httplib::DataSink& sink) {
         std::optional<json> body;
         try {

@@ -221,7 +221,7 @@ void refuse_chat_features(const json& body) {
 
 json error_body(const ApiError& e) {
   return {{"error",
-           {{"message", e.what()},
+           {{"message", e.message},
             {"type", e.type},
             {"param", e.param.empty() ? json(nullptr) : json(e.param)},
             {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};

@@ -22,8 +22,10 @@ using json = nlohmann::ordered_json;
 struct ApiError : std::runtime_error {
   ApiError(int status, const std::string& message, std::string param = {}, std::string code = {},
            std::string type = "invalid_request_error")
-      : std::runtime_error(message), status(status), type(std::move(type)), param(std::move(param)), code(std::move(code)) {}
+      : std::runtime_error(message), status(status), message(message), type(std::move(type)), param(std::move(param)),
+        code(std::move(code)) {}
   int status;
+  std::string message;  // whole: what() ends at a NUL byte the message may quote from a request
   std::string type, param, code;
 };
 

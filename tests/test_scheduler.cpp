@@ -254,6 +254,29 @@ BOOST_AUTO_TEST_CASE(cancel_frees_the_slot_and_the_queue_is_bounded) {
   BOOST_CHECK_THROW(sched.submit({std::make_shared<Sequence>(prompt(2), options(2))}), ShuttingDown);
 }
 
+// A queued sequence cancelled (its client gone) gives its place back at once, and finishes
+// without running. Before, it held the place until a slot freed.
+BOOST_AUTO_TEST_CASE(a_cancelled_queued_sequence_gives_its_place_back) {
+  Scheduler sched(slots(1), tok, 1);
+  GenerationOptions long_run = options(1);
+  long_run.max_tokens = 200;
+  auto running = std::make_shared<Sequence>(prompt(0), long_run);
+  sched.submit({running});
+  auto left = std::make_shared<Sequence>(prompt(1), options(1));
+  sched.submit({left});
+  BOOST_CHECK_THROW(sched.submit({std::make_shared<Sequence>(prompt(2), options(2))}), QueueFull);
+  left->cancel();
+  auto next = std::make_shared<Sequence>(prompt(2), options(2));
+  BOOST_CHECK_NO_THROW(sched.submit({next}));
+  drain(*left);
+  BOOST_TEST(left->finish_reason() == FinishReason::Cancelled);
+  BOOST_TEST(left->timings().generated_tokens == 0u);
+  running->cancel();
+  drain(*running);
+  drain(*next);
+  BOOST_TEST(next->timings().generated_tokens > 0u);
+}
+
 BOOST_AUTO_TEST_CASE(a_bad_prompt_fails_its_sequence_only) {
   Scheduler sched(slots(2), tok, 4);
   auto too_long = std::make_shared<Sequence>(std::vector<uint32_t>(cfg.context_length, 11), options(0));

@@ -244,6 +244,58 @@ BOOST_AUTO_TEST_CASE(one_model_by_its_id) {
   BOOST_REQUIRE(other);
   BOOST_TEST(other->status == 404);
   BOOST_TEST(json::parse(other->body)["error"]["code"] == "model_not_found");
+  // Any bytes of an id: a newline was no match for the route (a 405), and the message of a
+  // NUL ended at it.
+  const std::string newline = round_trip(shared_server().port(), "GET /v1/models/a%0Ab HTTP/1.1\r\nHost: x\r\n\r\n");
+  check_error(newline, 404, "model_not_found");
+  const std::string nul = round_trip(shared_server().port(), "GET /v1/models/x%00y HTTP/1.1\r\nHost: x\r\n\r\n");
+  check_error(nul, 404, "model_not_found");
+  BOOST_TEST(body_of(nul)["error"]["message"] == std::string("The model 'x\0y' does not exist", 30));
+}
+
+// Range asks for part of an answer; every answer here is generated, and the field is
+// ignored, as RFC 9110 allows. httplib had sliced them: a 200 with a cut JSON body, or a
+// 416 for a Range it could not parse.
+BOOST_AUTO_TEST_CASE(range_is_ignored) {
+  const int port = shared_server().port();
+  const std::string models = round_trip(port, "GET /v1/models HTTP/1.1\r\nHost: x\r\nRange: bytes=0-5\r\n\r\n");
+  BOOST_TEST(status_of(models) == 200);
+  BOOST_TEST(body_of(models)["data"].size() == 1u);
+  BOOST_TEST(!header_of(models, "Content-Range").has_value());
+  const std::string tokens =
+      round_trip(port, post_request("/tokenize", R"({"content":"Hello world"})", "range: bytes=abc\r\n"));
+  BOOST_TEST(status_of(tokens) == 200);
+  BOOST_TEST(body_of(tokens)["tokens"] == json::parse("[15496, 995]"));
+}
+
+// No route takes PUT or PATCH, and httplib reads their bodies without a length until the
+// client closes: they are refused at once (before, 408 after the 20 s request timeout).
+BOOST_AUTO_TEST_CASE(put_and_patch_are_refused_at_once) {
+  const int port = shared_server().port();
+  const std::string put = round_trip(port, "PUT /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n", 3.0);
+  check_error(put, 405, "method_not_allowed");
+  BOOST_TEST(header_of(put, "Allow").value_or("") == "POST");
+  check_error(round_trip(port, "PATCH /nothing HTTP/1.1\r\nHost: x\r\n\r\n", 3.0), 404, "not_found");
+}
+
+// In chat the reply leaves out the space its first token begins with: the tokens of its
+// logprobs add up to the content all the same, as OpenAI's do.
+BOOST_AUTO_TEST_CASE(chat_logprobs_tokens_add_up_to_the_content) {
+  const json r = post_json(shared_server().port(), "/v1/chat/completions",
+                           {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                            {"max_tokens", 6},
+                            {"seed", 1},
+                            {"logprobs", true},
+                            {"top_logprobs", 2}});
+  const json& choice = r["choices"][0];
+  std::string tokens, bytes;
+  for (const json& e : choice["logprobs"]["content"]) {
+    tokens += e["token"].get<std::string>();
+    for (int b : e["bytes"]) bytes += static_cast<char>(b);
+  }
+  BOOST_TEST(choice["logprobs"]["content"].size() == r["usage"]["completion_tokens"].get<size_t>());
+  BOOST_TEST(tokens == choice["message"]["content"].get<std::string>());
+  BOOST_TEST(bytes == tokens);
 }
 
 // With stream_options.include_usage, as OpenAI's: every chunk carries "usage": null, and one
@@ -415,7 +467,9 @@ BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
   req["n"] = 16;
   const std::string body = req.dump();
   int fd = connect_to(port);
-  const std::string request = post_request("/v1/completions", body);
+  // Compression allowed, as browsers allow it: a compressor had held the one-byte
+  // heartbeats back, so no write failed and the slot ran to the end.
+  const std::string request = post_request("/v1/completions", body, "Accept-Encoding: br, gzip\r\n");
   BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   close(fd);
@@ -565,6 +619,11 @@ BOOST_AUTO_TEST_CASE(endless_lines_are_cut_at_their_limit) {
     return r.text;
   };
   check_error(endless("GET /health HTTP/1.1\r\nX: ", 'a'), 431, "headers_too_large");
+  // A request line: httplib closed the connection without an answer.
+  check_error(endless("GET /v1/models/", 'a'), 431, "headers_too_large");
+  // One header line over httplib's 8 KiB, within the head's 32 KiB: 431, not a plain 400.
+  const std::string long_field = "GET /health HTTP/1.1\r\nHost: x\r\nX: " + std::string(9000, 'a') + "\r\n\r\n";
+  check_error(round_trip(shared_server().port(), long_field), 431, "headers_too_large");
   check_error(endless(post_head("/tokenize", "Transfer-Encoding: chunked\r\n"), '0'), 413, "payload_too_large");
 }
 
