@@ -16,6 +16,24 @@
 
 namespace gptvk::cli {
 
+namespace {
+
+// A typo that names an input as --out would replace it with logits.
+void refuse_overwriting_inputs(const std::string& out, const ModelConfig& cfg, const ModelFlags& flags) {
+  const std::pair<const char*, const std::string*> inputs[] = {{"config", &cfg.source},
+                                                               {"weights", &cfg.weights_file},
+                                                               {"weights", &flags.weights},
+                                                               {"tokenizer vocabulary", &cfg.tokenizer_vocab},
+                                                               {"tokenizer merges", &cfg.tokenizer_merges}};
+  for (const auto& [what, path] : inputs) {
+    std::error_code ec;
+    if (!path->empty() && std::filesystem::equivalent(out, *path, ec))
+      throw InputError("--out " + out + " is the model's " + what + " file: refusing to overwrite it");
+  }
+}
+
+}  // namespace
+
 Action add_forward(CLI::App& app, Common& common) {
   struct Flags {
     ModelFlags model;
@@ -40,6 +58,7 @@ Action add_forward(CLI::App& app, Common& common) {
     std::error_code ec;
     if (std::filesystem::is_directory(f->out, ec)) throw InputError("cannot write " + f->out + ": a directory, not a file");
     auto s = open_model(common, f->model);
+    refuse_overwriting_inputs(f->out, s.cfg, f->model);
     auto logits = s.model->prefill(ids, 0, true);
     write_npy(f->out, {ids.size(), s.cfg.vocab_size}, logits.data());
     return 0;

@@ -72,12 +72,12 @@ void add_flags(CLI::App* cmd, Flags& f) {
                   "optional \"max_tokens\" and \"seed\" for that prompt alone");
   cmd->add_option("--max-tokens", f.max_tokens,
                   "most tokens to generate (at most the context length; the default is cut to a shorter one)")
-      ->capture_default_str()->check(whole_number_in(1, 1 << 30));
+      ->capture_default_str()->transform(whole_number_in(1, 1 << 30));
   auto& s = f.sampling;
   cmd->add_option("--temperature", s.temperature, "sampling temperature; 0 = greedy (argmax)")
       ->capture_default_str()->check(number_at_least(0));
   cmd->add_option("--top-k", s.top_k, "sample among the K most likely tokens; 0 = off")
-      ->capture_default_str()->check(whole_number_in(0, 1 << 30));
+      ->capture_default_str()->transform(whole_number_in(0, 1 << 30));
   cmd->add_option("--top-p", s.top_p, "nucleus sampling: smallest set of tokens with probability >= P; 1 = off")
       ->capture_default_str()->check(probability_above_zero());
   cmd->add_option("--min-p", s.min_p, "drop tokens less probable than P times the most probable one; 0 = off")
@@ -87,7 +87,7 @@ void add_flags(CLI::App* cmd, Flags& f) {
       ->capture_default_str()->check(number_at_least(0, true));
   cmd->add_option("--repeat-last-n", s.repeat_last_n,
                   "the penalties' window: the last N tokens of prompt + generated text; 0 = off, -1 = all")
-      ->capture_default_str()->check(whole_number_in(-1, 1 << 30));
+      ->capture_default_str()->transform(whole_number_in(-1, 1 << 30));
   cmd->add_option("--frequency-penalty", s.frequency_penalty,
                   "subtract this times a token's count in the window from its logit (OpenAI's formula)")
       ->capture_default_str()->check(number_in(-100, 100));
@@ -105,14 +105,14 @@ void add_flags(CLI::App* cmd, Flags& f) {
                              "TEXT"));
   cmd->add_option("--num-samples", f.num_samples,
                   "N continuations of each prompt, decoded together (16 at a time), sample i seeded seed + i")
-      ->capture_default_str()->check(whole_number_in(1, 1000));
+      ->capture_default_str()->transform(whole_number_in(1, 1000));
   cmd->add_flag("--no-echo", f.no_echo, "print only the continuation, not the prompt");
   cmd->add_option("--logprobs", f.logprobs,
                   "each token's log-probability and the K most likely alternatives (0: none; the model's own\n"
                   "distribution, before penalties and temperature): JSON fields with --json, else a\n"
                   "tab-separated table on stderr after each completion (id, text, logprob, id:logprob...;\n"
                   "\\\\, \\t, \\n, \\r and \\0 (a NUL byte) escaped in text)")
-      ->check(whole_number_in(0, 100));
+      ->transform(whole_number_in(0, 100));
   cmd->add_flag("--json", f.json,
                 "one JSON object per completion per line: text (the continuation), tokens, finish_reason\n"
                 "(stop/length/cancelled), index, prompt_index, seed, prompt_tokens, timings; logprobs with\n"

@@ -35,9 +35,9 @@ Action add_perplexity(CLI::App& app, Common& common) {
   add_model_flags(cmd, f->model);
   cmd->add_option("--file", f->file, "UTF-8 text file (- reads stdin)")->required();
   cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)")
-      ->check(whole_number_in(0, UINT32_MAX));
+      ->transform(whole_number_in(0, UINT32_MAX));
   cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)")
-      ->check(whole_number_in(0, UINT32_MAX));
+      ->transform(whole_number_in(0, UINT32_MAX));
   return [&common, f] {
     std::string text = read_file_bytes(f->file, "--file");
     auto s = open_model(common, f->model);

@@ -42,9 +42,9 @@ Action add_score(CLI::App& app, Common& common) {
   auto* file = cmd->add_option("--file", f->file, "text file to score (its bytes as they are; - reads stdin)");
   cmd->add_option("--text", f->text, "text to score")->excludes(file);
   cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)")
-      ->check(whole_number_in(0, UINT32_MAX));
+      ->transform(whole_number_in(0, UINT32_MAX));
   cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)")
-      ->check(whole_number_in(0, UINT32_MAX));
+      ->transform(whole_number_in(0, UINT32_MAX));
   cmd->add_flag("--tsv", f->tsv, "tab-separated values instead of JSON lines");
   return [&common, f, cmd] {
     const bool has_text = cmd->get_option("--text")->count() > 0;

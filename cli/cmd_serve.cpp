@@ -14,6 +14,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/model_session.hpp"
+#include "cli/number_checks.hpp"
 #include "engine/error.hpp"
 #include "runtime/scheduler.hpp"
 #include "server/http_server.hpp"
@@ -81,13 +82,13 @@ struct ServeFlags {
 // What the scheduler does: slots, queue, chunks, kernels and the prompt cache.
 void add_scheduling_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--parallel", f.parallel, "sequences generated at once (KV slots, checked against device memory)")
-      ->capture_default_str()->check(CLI::Range(1u, 1024u));
+      ->capture_default_str()->transform(whole_number_in(1, 1024));
   cmd->add_option("--queue", f.queue, "most sequences waiting for a slot when all are busy; beyond, requests get HTTP 429")
-      ->capture_default_str()->check(CLI::Range(0u, 100000u));
+      ->capture_default_str()->transform(whole_number_in(0, 100000));
   cmd->add_option("--prefill-chunk", f.prefill_chunk,
                   "prompt tokens per forward step; between two decode steps at most this many prompt tokens\n"
                   "run, so a long prompt delays the running streams by one chunk at a time")
-      ->capture_default_str()->check(CLI::Range(1u, 4096u));
+      ->capture_default_str()->transform(whole_number_in(1, 4096));
   cmd->add_option("--batch-kernels", f.batch_kernels,
                   "exact: every sequence's logits are those of its lone run, bit for bit (on GPUs a step\n"
                   "runs the one-token mat-vecs over every row, and prompts one by one);\n"
@@ -117,11 +118,11 @@ void add_http_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--request-timeout", f.http.request_timeout_s,
                   "seconds a request's head and body may take to arrive, from its first byte; a slower\n"
                   "client gets HTTP 408 and its connection closed")
-      ->capture_default_str()->check(CLI::Range(1, 3600));
+      ->capture_default_str()->transform(whole_number_in(1, 3600));
   cmd->add_option("--shutdown-grace", f.shutdown_grace_s,
                   "seconds the running requests get to finish after SIGTERM or Ctrl-C; those still running\n"
                   "then end with an error (HTTP 503, or an error event in a stream)")
-      ->capture_default_str()->check(CLI::Range(0u, 3600u));
+      ->capture_default_str()->transform(whole_number_in(0, 3600));
 }
 
 // Binds, loads the model, serves until SIGTERM or SIGINT, then drains.
@@ -173,7 +174,7 @@ Action add_serve(CLI::App& app, Common& common) {
       "finishes the running requests (cancelling what is left after --shutdown-grace) and exits 0.");
   add_model_flags(cmd, f->model);
   cmd->add_option("--host", f->http.host, "address to listen on (loopback unless told otherwise)")->capture_default_str();
-  cmd->add_option("--port", f->http.port, "TCP port; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--port", f->http.port, "TCP port; 0 picks a free one")->capture_default_str()->transform(whole_number_in(0, 65535));
   add_scheduling_flags(cmd, *f);
   add_http_flags(cmd, *f);
   cmd->footer(kRequestFieldsHelp);

@@ -3,20 +3,27 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <string>
 
 namespace gptvk::cli {
 
-// A whole number in [lo, hi].
+// A whole number in [lo, hi], in decimal digits; `s` becomes its plain decimal form. CLI11
+// reads integers in C's base 0 ("010" is 8, "0x10" 16), which the flags then took in place
+// of what was written: "010" is 10 here, as --seed and --device read it, and "0x10" no
+// number.
 inline CLI::Validator whole_number_in(int64_t lo, int64_t hi) {
   return CLI::Validator(
       [lo, hi](std::string& s) -> std::string {
         int64_t v = 0;
-        if (!CLI::detail::lexical_cast(s, v)) return "expected a whole number, got '" + s + "'";
+        const char* end = s.data() + s.size();
+        const auto [stop, ec] = std::from_chars(s.data(), end, v, 10);
+        if (s.empty() || ec != std::errc() || stop != end) return "expected a whole number, got '" + s + "'";
         if (v < lo || v > hi)
           return "value " + s + " not in range " + std::to_string(lo) + " to " + std::to_string(hi);
+        s = std::to_string(v);
         return {};
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");

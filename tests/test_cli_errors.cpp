@@ -410,6 +410,10 @@ BOOST_AUTO_TEST_CASE(bad_forced_limits) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},
                 {"GPTVK_FORCE=matvec=diagonal"}),
         {2, {"GPTVK_FORCE", "matvec", "'rows' or 'cols'", "diagonal"}});
+  // A switch takes no value: "no_fp16=0" had turned it on.
+  check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},
+                {"GPTVK_FORCE=no_fp16=0"}),
+        {2, {"GPTVK_FORCE: no_fp16 takes no value ('no_fp16=0')"}});
   // The removed experiments (bench/PERFORMANCE.md) are unknown limits now.
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string()},
                 {"GPTVK_FORCE=chain"}),

@@ -16,6 +16,7 @@
 #include "models/config.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace gptvk;
 namespace fs = std::filesystem;
@@ -99,6 +100,34 @@ BOOST_AUTO_TEST_CASE(bench_without_decode_says_so) {
 BOOST_AUTO_TEST_CASE(forward_refuses_stdout) {
   expect(test::run_cli({"forward", "--config", kConfig, "--ids", "1", "--out", "-"}), 2,
          "--out -: forward writes a .npy file");
+}
+
+// --out naming one of the model's files would replace it with logits.
+BOOST_AUTO_TEST_CASE(forward_does_not_overwrite_its_inputs) {
+  const test::TempDir dir;
+  const fs::path weights = dir / "weights.safetensors";
+  fs::copy_file(fs::path(GPTVK_SOURCE_DIR) / "models/default/model.safetensors", weights);
+  const auto size = fs::file_size(weights);
+  expect(test::run_cli({"forward", "--config", kConfig, "--weights", weights.string(), "--ids", "1", "--out",
+                        (dir.path / "." / "weights.safetensors").string()}),
+         1, "--out " + (dir.path / "." / "weights.safetensors").string() + " is the model's weights file");
+  BOOST_TEST(fs::file_size(weights) == size);
+  expect(test::run_cli({"forward", "--config", kConfig, "--ids", "1", "--out", kConfig}), 1,
+         "--out " + kConfig + " is the model's config file: refusing to overwrite it");
+}
+
+// Whole-number flags read decimal digits only: CLI11 read "010" as 8 and "0x10" as 16, and
+// bench --batch checked one reading and ran another (0x10: "internal error", exit 3).
+BOOST_AUTO_TEST_CASE(whole_numbers_are_decimal) {
+  const auto r = test::run_cli(
+      {"generate", "--max-tokens", "010", "--prompt", "It was", "--logit-bias", "50256=-100", "--json"}, {}, 60.0);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(nlohmann::json::parse(r.out.substr(0, r.out.find('\n')))["tokens"].size() == 10u, r.out);
+  expect(test::run_cli({"generate", "--max-tokens", "0x10", "--prompt", "hi"}), 2,
+         "--max-tokens: expected a whole number, got '0x10'");
+  expect(test::run_cli({"bench", "--batch", "1,0x2"}), 2, "--batch 1,0x2: expected a whole number, got '0x2'");
+  expect(test::run_cli({"score", "--context", "0b11", "--text", "hi"}), 2,
+         "--context: expected a whole number, got '0b11'");
 }
 
 // Too long for the context: bad input (exit 1) in generate and bench alike.

@@ -186,12 +186,16 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     auto eq = item.find('=');
     std::string key = item.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (key == "no_fp16") f.no_fp16 = true;
-    else if (key == "no_subgroup") f.no_subgroup = true;
-    else if (key == "no_coopmat") f.no_coopmat = true;
-    else if (key == "coopmat_emu") f.emulated_coopmat = true;
-    else if (key == "no_coopmat_attention") f.no_coopmat_attention = true;
-    else if (key == "gpu") f.gpu_kernels = true;
+    const std::pair<const char*, bool*> switches[] = {
+        {"no_fp16", &f.no_fp16}, {"no_subgroup", &f.no_subgroup}, {"no_coopmat", &f.no_coopmat},
+        {"coopmat_emu", &f.emulated_coopmat}, {"no_coopmat_attention", &f.no_coopmat_attention}, {"gpu", &f.gpu_kernels}};
+    const auto on = std::find_if(std::begin(switches), std::end(switches), [&](const auto& s) { return key == s.first; });
+    if (on != std::end(switches)) {
+      // "no_fp16=0" would read as the switch turned off: it takes no value, and is off unless named.
+      if (eq != std::string::npos)
+        throw UsageError("GPTVK_FORCE: " + key + " takes no value ('" + item + "'); leave it out to keep it off");
+      *on->second = true;
+    }
     // Ranges are reported in MiB, so less than 1M would read "0 MiB"; shared memory is a uint32.
     else if (key == "max_range") f.max_storage_buffer_range = parse_size(key, value, 1ull << 20, 1ull << 40);
     else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(key, value, 1ull << 10, 1ull << 31));
