@@ -84,6 +84,13 @@ bool exists(const std::string& path, const std::string& prefix) {
   throw InputError(prefix + std::strerror(errno));
 }
 
+bool present(const std::string& path, const std::string& prefix) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT) return false;
+  throw InputError(prefix + std::strerror(errno));
+}
+
 namespace {
 
 // "<path>.tmp-<16 random hex digits>": unguessable, so nobody can plant a symlink there

@@ -43,6 +43,10 @@ std::string read_regular(const std::string& path, const std::string& prefix, uin
 // Whether `path` exists: false when it (or a directory on the way) does not; a path that
 // cannot be looked at (a symlink loop, no permission, a name too long) is an InputError.
 bool exists(const std::string& path, const std::string& prefix);
+// Whether `path` names something, a dangling symlink or a loop included (opening it then
+// says what is wrong); a path that cannot be looked at (no permission on the way, a name
+// too long) is an InputError.
+bool present(const std::string& path, const std::string& prefix);
 
 // Replaces `path` with the concatenated `parts` atomically: a new file beside it (random name, O_EXCL, no
 // symlink followed) is written, flushed and closed, with every step checked, then renamed

@@ -33,6 +33,13 @@ const std::set<std::string> kLayerRoles = {"ln1_weight",      "ln1_bias",      "
 // Whole-model roles: their patterns must not contain "{i}".
 const std::set<std::string> kGlobalRoles = {"tok_emb", "pos_emb", "lnf_weight", "lnf_bias", "head_weight", "head_bias"};
 
+// A key as an error names it: its start when it is long, not a line of 900 KB.
+std::string shown_key(std::string_view key) {
+  constexpr size_t kShown = 64;
+  if (key.size() <= kShown) return std::string(key);
+  return std::string(key.substr(0, kShown)) + "... (" + std::to_string(key.size()) + " bytes)";
+}
+
 // Reads one table of the document, remembering which keys were consumed so the rest can be
 // reported as unknown. Every error message starts with "<file>[:<line>]: <table>.<key>".
 class TableReader {
@@ -103,6 +110,15 @@ class TableReader {
     return *v;
   }
 
+  // A file's path: opened as a C string, one holding a NUL ("\u0000") would open the path
+  // cut there, another file.
+  std::string required_path(const std::string& key) {
+    std::string v = required_string(key);
+    if (v.empty()) fail(key, "an empty path");
+    if (v.find('\0') != std::string::npos) fail(key, "the path holds a NUL byte");
+    return v;
+  }
+
   // A string that must be one of `allowed`.
   std::optional<std::string> choice(const std::string& key, const std::vector<std::string>& allowed) {
     auto v = string(key);
@@ -124,7 +140,7 @@ class TableReader {
     if (!table_) return;
     for (auto&& [k, v] : *table_)
       if (!seen_.count(std::string(k.str())))
-        throw InputError(where(std::string(k.str())) + ": unknown key " + prefix_ + "." + std::string(k.str()));
+        throw InputError(where(std::string(k.str())) + ": unknown key " + prefix_ + "." + shown_key(k.str()));
   }
 
  private:
@@ -258,6 +274,8 @@ void reject_non_ascii_toml_cannot_take(const std::string& text, const std::strin
 toml::table parse_document(const std::string& path) {
   // A directory, a FIFO or /dev/zero is refused by name, not read (engine/files.hpp).
   std::string text = files::read_regular(path, path + ": cannot open config file: ", files::kMaxConfigBytes);
+  // A UTF-8 byte-order mark, which Windows editors write: toml++ skips it, the scan would not.
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
   reject_non_ascii_toml_cannot_take(text, path);
   try {
     // The scan above follows TOML's grammar, but in a file that is not valid TOML toml++
@@ -398,7 +416,7 @@ ModelConfig load_config(const std::string& path) {
   const toml::table* tokenizer = top("tokenizer");
   for (auto&& [k, v] : doc)
     if (k.str() != "model" && k.str() != "weights" && k.str() != "tokenizer")
-      throw InputError(path + ":" + std::to_string(v.source().begin.line) + ": unknown key " + std::string(k.str()));
+      throw InputError(path + ":" + std::to_string(v.source().begin.line) + ": unknown key " + shown_key(k.str()));
   if (!model) throw InputError(path + ": missing required table [model]");
   if (!weights) throw InputError(path + ": missing required table [weights]");
 
@@ -406,7 +424,7 @@ ModelConfig load_config(const std::string& path) {
   read_model(m, cfg);
 
   TableReader w(path, "weights", weights);
-  cfg.weights_file = resolve(dir, w.required_string("file"));
+  cfg.weights_file = resolve(dir, w.required_path("file"));
   cfg.layout = w.choice("layout", {"hf-gpt2", "custom"}).value_or("hf-gpt2");
   if (auto d = w.choice("dtype", {"f32", "f16", "bf16", "q8_0", "q4_0"})) cfg.dtype = parse_dtype(*d);
   if (auto d = w.choice("kv_dtype", {"f32", "f16"})) {
@@ -427,8 +445,8 @@ ModelConfig load_config(const std::string& path) {
 
   if (tokenizer) {
     TableReader t(path, "tokenizer", tokenizer);
-    cfg.tokenizer_vocab = resolve(dir, t.required_string("vocab"));
-    cfg.tokenizer_merges = resolve(dir, t.required_string("merges"));
+    cfg.tokenizer_vocab = resolve(dir, t.required_path("vocab"));
+    cfg.tokenizer_merges = resolve(dir, t.required_path("merges"));
     t.reject_unknown();
   }
   return cfg;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 #include "models/tokenizer/vocab_files.hpp"
 
 namespace gptvk {
@@ -26,9 +27,12 @@ class ConfigJson {
     if (!has(key)) throw InputError(path_ + ": missing key " + key);
     const json& v = j_.at(key);
     if (!v.is_number_integer()) fail(key, "expected an integer");
-    const int64_t i = v.get<int64_t>();
-    if (i <= 0 || i > (int64_t(1) << 24)) fail(key, std::to_string(i) + " is out of range (1 .. 16777216)");
-    return static_cast<uint32_t>(i);
+    // Read by its own sign: an unsigned value past 2^63 read as int64_t is negative.
+    constexpr uint64_t kMax = uint64_t(1) << 24;
+    const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= kMax
+                                                 : v.get<int64_t>() >= 1 && v.get<int64_t>() <= int64_t(kMax);
+    if (!in_range) fail(key, v.dump() + " is out of range (1 .. 16777216)");
+    return v.get<uint32_t>();
   }
   uint32_t dim_or(const std::string& key, uint32_t fallback) const { return has(key) ? dim(key) : fallback; }
   std::string string_or(const std::string& key, const std::string& fallback) const {
@@ -65,6 +69,17 @@ class ConfigJson {
   std::string path_;
   json j_;
 };
+
+// Whether the folder holds `p`, a dangling or looping link included: opening it then says
+// why it cannot be read.
+bool present(const fs::path& p) { return files::present(p.string(), p.string() + ": "); }
+
+// A weights file of the folder; a folder in its place is not opened as a snapshot of its own.
+std::unique_ptr<TensorSource> open_weights_file(const fs::path& p) {
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) throw InputError(p.string() + ": a folder, not a weights file");
+  return open_tensor_source(p.string());
+}
 
 json read_json(const std::string& path) {
   try {
@@ -134,19 +149,24 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   cfg.source = path;
   cfg.origin = ModelConfig::Origin::Snapshot;
   const std::string type = c.string_or("model_type", "");
-  cfg.name = fs::path(dir).lexically_normal().filename().string();
-  if (cfg.name.empty()) cfg.name = fs::path(dir).lexically_normal().parent_path().filename().string();
+  // The folder's own name, also for "." or "models/gpt2/" (lexically_normal alone keeps
+  // "." and leaves "gpt2/" with an empty filename).
+  std::error_code ec;
+  fs::path named = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (named.empty()) named = fs::path(dir).lexically_normal();
+  cfg.name = named.filename().string();
+  if (cfg.name.empty()) cfg.name = named.parent_path().filename().string();
   if (type == "gpt2") read_gpt2(c, cfg);
   else if (type == "openai-gpt") read_openai_gpt(c, cfg);
   else
-    c.fail("model_type", type.empty() ? "missing" : "'" + type + "' is not supported (gpt2 or openai-gpt)");
+    c.fail("model_type", type.empty() ? "missing" : json(type).dump() + " is not supported (gpt2 or openai-gpt)");
   if (cfg.emb_dim % cfg.n_heads) c.fail("n_head", std::to_string(cfg.n_heads) + " does not divide n_embd");
   cfg.weights_file = dir;
   cfg.dtype = dtype;
   if (type == "openai-gpt") {
     cfg.tokenizer_unsupported = dir + ": GPT-1's BPE (openai-gpt) is not GPT-2's byte-level BPE: text commands "
                                       "cannot run on this model; use forward --ids";
-  } else if (fs::exists(fs::path(dir) / "vocab.json") && fs::exists(fs::path(dir) / "merges.txt")) {
+  } else if (present(fs::path(dir) / "vocab.json") && present(fs::path(dir) / "merges.txt")) {
     cfg.tokenizer_vocab = (fs::path(dir) / "vocab.json").string();
     cfg.tokenizer_merges = (fs::path(dir) / "merges.txt").string();
   }
@@ -157,13 +177,8 @@ std::unique_ptr<TensorSource> open_snapshot_weights(const std::string& dir) {
   const fs::path d(dir);
   const fs::path single = d / "model.safetensors", index = d / "model.safetensors.index.json";
   const fs::path bin = d / "pytorch_model.bin";
-  // A link counts as present even when dangling: opening it says why it cannot be read.
-  auto present = [](const fs::path& p) {
-    std::error_code ec;
-    return fs::exists(fs::symlink_status(p, ec));
-  };
-  if (present(single)) return open_tensor_source(single.string());
-  if (fs::exists(index)) {
+  if (present(single)) return open_weights_file(single);
+  if (present(index)) {
     json j = read_json(index.string());
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
       throw InputError(index.string() + ": no weight_map object");
@@ -182,12 +197,12 @@ std::unique_ptr<TensorSource> open_snapshot_weights(const std::string& dir) {
     if (shards.empty()) throw InputError(index.string() + ": weight_map is empty");
     std::vector<std::unique_ptr<TensorSource>> parts;
     for (const std::string& s : shards) {
-      if (!fs::exists(d / s)) throw InputError(index.string() + ": shard " + s + " is not in the folder");
-      parts.push_back(open_tensor_source((d / s).string()));
+      if (!present(d / s)) throw InputError(index.string() + ": shard " + s + " is not in the folder");
+      parts.push_back(open_weights_file(d / s));
     }
     return joined_source(dir, std::move(parts));
   }
-  if (fs::exists(bin)) return open_tensor_source(bin.string());
+  if (present(bin)) return open_weights_file(bin);
   throw InputError(dir + ": no model.safetensors, model.safetensors.index.json or pytorch_model.bin in the folder");
 }
 

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 #include "models/gguf_file.hpp"
 #include "models/gguf_source.hpp"
 #include "models/hf_snapshot.hpp"
@@ -20,10 +21,13 @@ DType default_dtype_for_path(const std::string& path) {
 
 ModelConfig model_config_for_path(const std::string& path, DType dtype) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError("model " + path + " not found");
+  // A link loop or a name too long is said as such, not as "not found".
+  if (!files::exists(path, path + ": ")) throw InputError("model " + path + " not found");
   if (fs::is_directory(path, ec)) {
-    if (fs::exists(fs::path(path) / "config.json", ec)) return snapshot_model_config(path, dtype);
-    if (fs::exists(fs::path(path) / "config.toml", ec)) return load_config((fs::path(path) / "config.toml").string());
+    // A config that is a dangling or looping link is opened, to say so.
+    const fs::path json = fs::path(path) / "config.json", toml = fs::path(path) / "config.toml";
+    if (files::present(json.string(), json.string() + ": ")) return snapshot_model_config(path, dtype);
+    if (files::present(toml.string(), toml.string() + ": ")) return load_config(toml.string());
     throw InputError(path + ": a folder without config.json (a Hugging Face snapshot) or config.toml");
   }
   if (!fs::is_regular_file(path, ec)) throw InputError(path + ": not a regular file");

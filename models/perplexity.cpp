@@ -86,7 +86,8 @@ PerplexityResult score_windows(GptModel& model, std::span<const uint32_t> ids, u
   r.mean_logprob = -mean;
   r.perplexity = std::exp(mean);
   // Standard error of the mean NLL (sample variance), carried to the perplexity by the delta method.
-  const double var = n > 1 ? std::max(0.0, (sum_sq / n - mean * mean) * n / (n - 1)) : 0.0;
+  // One token gives no spread to estimate: nan, not a standard error of 0.
+  const double var = n > 1 ? std::max(0.0, (sum_sq / n - mean * mean) * n / (n - 1)) : std::nan("");
   r.perplexity_se = r.perplexity * std::sqrt(var / n);
   return r;
 }

@@ -28,6 +28,28 @@ BOOST_AUTO_TEST_CASE(config_not_found) {
 BOOST_AUTO_TEST_CASE(unknown_key) {
   check(forward(fixture_with("n_layers = 2", "n_layers = 2\nn_layer = 2")), {1, {"unknown key model.n_layer"}});
 }
+// A long unknown key is named by its start: the whole key had made a 900 KB error line.
+BOOST_AUTO_TEST_CASE(long_unknown_key) {
+  check(forward(fixture_with("n_layers = 2", "n_layers = 2\n" + std::string(100000, 'k') + " = 2")),
+        {1, {"unknown key model." + std::string(64, 'k') + "... (100000 bytes)"}});
+}
+// A path holding a NUL ("\u0000") had opened the path cut there: another file.
+BOOST_AUTO_TEST_CASE(path_with_a_nul_byte) {
+  check(forward(fixture_with("model.safetensors\"", "model.safetensors\\u0000.gguf\"")),
+        {1, {"config.toml:", "weights.file: the path holds a NUL byte"}});
+}
+// A UTF-8 byte-order mark (Windows editors write one) before a config, a vocab.json or a
+// merges.txt is skipped, as JSON and TOML parsers skip it.
+BOOST_AUTO_TEST_CASE(byte_order_marks_are_skipped) {
+  const std::string bom = "\xEF\xBB\xBF";
+  std::string vocab = read_text(kSource / "models/gpt2-tokenizer/encoder.json");
+  std::string merges = read_text(kSource / "models/gpt2-tokenizer/vocab.bpe");
+  const std::string cfg = tokenizer_config(bom + vocab, bom + merges);
+  write_text(cfg, bom + replace_line(read_text(cfg), "vocab_size = 311", "vocab_size = 50257"));
+  const CliResult r = run_cli({"tokenize", "--config", cfg, "--text", "Hello world"});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out == "15496 995\n");
+}
 BOOST_AUTO_TEST_CASE(unknown_table) {
   check(forward(config(fixture_config + "\n[training]\nlr = 1\n")), {1, {"unknown key training"}});
 }
@@ -160,6 +182,11 @@ BOOST_AUTO_TEST_CASE(vocab_not_json) {
 BOOST_AUTO_TEST_CASE(vocab_ids_not_dense) {
   auto cfg = tokenizer_config("{\"a\": 0, \"b\": 5}", "#version: 0.2\n");
   check(run_cli({"tokenize", "--config", cfg, "--text", "hi"}), {1, {"vocab.json"}});
+  // An id far past what the file can hold is refused before the tables grow to it: a 3 KB
+  // file had taken 650 MB.
+  cfg = tokenizer_config("{\"a\": 0, \"b\": 16777216}", "#version: 0.2\n");
+  check(run_cli({"tokenize", "--config", cfg, "--text", "hi"}),
+        {1, {"vocab.json:1:", "id 16777216 leaves gaps: the file is too short to hold that many tokens"}});
 }
 BOOST_AUTO_TEST_CASE(merges_malformed) {
   std::string vocab = read_text(kSource / "models/gpt2-tokenizer/encoder.json");

@@ -436,7 +436,9 @@ BOOST_AUTO_TEST_CASE(bad_config_json) {
   dir.write("config.json", "{\"model_type\": \"gpt2\",");
   check(forward_model(dir.path.string()), {1, {"config.json", "malformed JSON"}});
   dir.write("config.json", "{\"model_type\": \"llama\"}");
-  check(forward_model(dir.path.string()), {1, {"config.json", "model_type", "'llama' is not supported"}});
+  check(forward_model(dir.path.string()), {1, {"config.json", "model_type", "\"llama\" is not supported"}});
+  dir.write("config.json", std::string("{\"model_type\": \"gpt2\\u0000x\"}"));  // the message went on past a NUL
+  check(forward_model(dir.path.string()), {1, {"model_type: \"gpt2\\u0000x\" is not supported (gpt2 or openai-gpt)"}});
   auto j = hf_gpt2_json();
   j["n_head"] = 3;
   dir.write("config.json", j.dump());
@@ -472,6 +474,28 @@ BOOST_AUTO_TEST_CASE(config_json_and_link_messages) {
   fs::remove(dir / "model.safetensors");
   fs::create_symlink(dir / "gone.safetensors", dir / "model.safetensors");
   check(forward_model(dir.path.string()), {1, {"model.safetensors: cannot open", "No such file"}});
+}
+// Links and folders where files belong are said as such: they were "internal error" (exit
+// 3), "not found" or a folder opened as a snapshot of its own; a huge n_layer is quoted as
+// written, not as -1.
+BOOST_AUTO_TEST_CASE(loops_folders_and_huge_numbers) {
+  const std::string folder = snapshot(dir, hf_gpt2_json(), kModels / "hf_gpt2/model.safetensors");
+  fs::create_symlink("vocab.json", dir / "vocab.json");
+  fs::copy_file(kSource / "models/gpt2-tokenizer/vocab.bpe", dir / "merges.txt");
+  check(run_cli({"tokenize", "-m", folder, "--text", "hi"}), {1, {"vocab.json", "Too many levels of symbolic links"}});
+  fs::remove(dir / "model.safetensors");
+  fs::create_directory(dir / "model.safetensors");
+  check(forward_model(folder), {1, {"model.safetensors: a folder, not a weights file"}});
+  fs::remove(dir / "model.safetensors");
+  fs::create_symlink(".", dir / "loop");
+  dir.write("model.safetensors.index.json", R"({"weight_map": {"wte.weight": "loop"}})");
+  check(forward_model(folder), {1, {"loop: a folder, not a weights file"}});
+  auto j = hf_gpt2_json();
+  j["n_layer"] = 18446744073709551615ull;
+  dir.write("config.json", j.dump());
+  check(forward_model(folder), {1, {"n_layer: 18446744073709551615 is out of range"}});
+  fs::create_symlink("self.toml", dir / "self.toml");
+  check(forward_model((dir / "self.toml").string()), {1, {"self.toml: Too many levels of symbolic links"}});
 }
 // A shard name with a NUL byte would open the name cut there: refused, the NUL shown.
 BOOST_AUTO_TEST_CASE(shard_name_with_a_nul_byte) {

@@ -79,8 +79,11 @@ void require_bytes(const View& v, uint64_t bytes, const char* what, const std::s
 }
 
 void check_vocab_and_count(uint32_t vocab, uint32_t count, const std::string& name) {
-  if (vocab == 0 || vocab >= (1u << 24))
-    throw std::logic_error("dispatch '" + name + "': vocab must be in [1, 2^24) (counts are exact floats)");
+  if (vocab == 0) throw std::logic_error("dispatch '" + name + "': vocab must be at least 1");
+  // A config may declare 2^24 (its largest dimension): a model the sampler cannot run.
+  if (vocab >= (1u << 24))
+    throw DeviceError("a vocabulary of " + std::to_string(vocab) +
+                      " is too large for the sampler (at most 16777215: it counts tokens in floats)");
   if (count == 0 || count > 65535) throw std::logic_error("dispatch '" + name + "': count must be in [1, 65535]");
 }
 

@@ -59,6 +59,7 @@ class VocabReader {
     std::vector<std::string> by_id;
     std::vector<size_t> where;  // position of each id's key, for duplicate-id messages
     std::unordered_map<std::string, size_t> seen;
+    if (t_.starts_with("\xEF\xBB\xBF")) i_ = 3;  // a UTF-8 byte-order mark, as JSON parsers skip it
     skip_ws();
     expect('{');
     skip_ws();
@@ -74,6 +75,10 @@ class VocabReader {
         size_t id_pos = i_;
         uint64_t id = read_id();
         if (!seen.emplace(token, key_pos).second) fail(key_pos, "token listed twice");
+        // Each entry takes 5 bytes at least ("a":0): a larger id leaves gaps for sure, and is
+        // refused before the tables grow to it (a 3 KB file had taken 650 MB).
+        if (id >= t_.size() / 5)
+          fail(id_pos, "id " + std::to_string(id) + " leaves gaps: the file is too short to hold that many tokens");
         if (id >= by_id.size()) {
           by_id.resize(id + 1);
           where.resize(id + 1, std::string::npos);
@@ -235,7 +240,8 @@ std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
                                 const std::unordered_map<std::string, uint32_t>& ids) {
   std::vector<Merge> merges;
   std::unordered_map<uint64_t, size_t> first_seen;  // (left, right) -> line, to catch duplicates
-  size_t line_start = 0, line_no = 0;
+  // A UTF-8 byte-order mark before the first line, as Windows editors write it, is skipped.
+  size_t line_start = text.starts_with("\xEF\xBB\xBF") ? 3 : 0, line_no = 0;
   auto id_of = [&](const std::string& bytes, size_t pos, const char* what) {
     auto it = ids.find(bytes);
     if (it == ids.end()) fail_at(path, text, pos, std::string(what) + " is not a token of the vocabulary");
