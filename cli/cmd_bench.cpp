@@ -92,7 +92,8 @@ std::vector<uint32_t> batch_sizes(const std::string& list) {
 
 // The default lengths (128-token prompt, 64 decoded) shortened to fit a model with a
 // shorter context, as generate shortens its default --max-tokens; a length the user gave is
-// kept (require_context_room then says what does not fit).
+// kept (require_context_room then says what does not fit; a length that fills the context
+// alone is refused here).
 void fit_default_lengths(uint32_t& prompt, uint32_t& gen, bool prompt_given, bool gen_given, uint32_t context) {
   if (prompt + std::max(gen, 1u) <= context || (prompt_given && gen_given)) return;
   if (!prompt_given && !gen_given) {
@@ -102,8 +103,10 @@ void fit_default_lengths(uint32_t& prompt, uint32_t& gen, bool prompt_given, boo
     gen = context - prompt;
   } else if (!prompt_given && gen < context) {
     prompt = context - std::max(gen, 1u);
-  } else {
-    return;
+  } else {  // the length given fills the context alone: said without the other's default
+    throw InputError((prompt_given ? "--prompt-tokens " + std::to_string(prompt) : "--gen-tokens " + std::to_string(gen)) +
+                     " leaves no room for " + (prompt_given ? "a generated token" : "a prompt") +
+                     " in the model's context of " + std::to_string(context) + " tokens");
   }
   std::fprintf(stderr, "gpt-vk: the model's context is %u tokens: --prompt-tokens %u --gen-tokens %u\n", context,
                prompt, gen);
@@ -131,7 +134,7 @@ Action add_bench(CLI::App& app, Common& common) {
                   "tokens decoded after the prompt; 0 measures prefill only (decode_tok_s=nan)")
       ->capture_default_str()->transform(whole_number_in(0, 1 << 30));
   cmd->add_option("--repeats", f->repeats, "measured runs after one warm-up run")
-      ->capture_default_str()->check(at_least_one());
+      ->capture_default_str()->transform(whole_number_in(1, 1 << 30));
   cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
   cmd->add_option("--batch", f->batch,
                   "B sequences decoding together (a list such as 1,8,16 measures each in turn); "

@@ -49,6 +49,7 @@ Action add_forward(CLI::App& app, Common& common) {
       ->required();
   return [&common, f] {
     if (f->out == "-") throw UsageError("--out -: forward writes a .npy file, which needs a file path, not stdout");
+    if (f->out.empty()) throw UsageError("--out: an empty path");
     auto ids = parse_id_list(f->ids);
     if (ids.empty()) throw InputError("--ids: no token ids");  // a [0, vocab] array is no forward pass
     // An output that cannot be written fails now, not after loading and running the model.

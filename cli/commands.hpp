@@ -15,10 +15,6 @@ struct Common {
 using Action = std::function<int()>;
 
 // Each returns the action to run when its subcommand is chosen.
-// For counts that must be at least 1 (CLI11's PositiveNumber accepts 0 and words its error
-// as "not in range 0 to 1.8e308").
-inline CLI::Validator at_least_one() { return CLI::Range(1u, 1u << 30); }
-
 // For --top-p: a probability mass that keeps at least one token, so 0 is out (CLI::Range
 // would print "[0 - 1]" and let 0 through to the sampler's own check).
 inline CLI::Validator probability_above_zero() {

@@ -48,6 +48,13 @@ void final_barrier(VkCommandBuffer cb) {
                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
+// A byte count in whole MiB when it is one, else in KiB (rounded up): "1 MiB" for 1.5 MiB
+// would read as no excess at all.
+std::string size_text(uint64_t bytes) {
+  if (bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string((bytes + 1023) >> 10) + " KiB";
+}
+
 }  // namespace
 
 Graph::Graph(vk::Context& ctx) : ctx_(ctx) {}
@@ -90,9 +97,8 @@ void Graph::add(Dispatch d) {
     if (a.view.offset % caps.storage_offset_alignment)
       throw std::logic_error("dispatch '" + d.name + "' binds at an unaligned offset");
     if (a.view.size() > caps.max_storage_buffer_range)
-      throw DeviceError("dispatch '" + d.name + "' binds " + std::to_string(a.view.size() >> 20) +
-                        " MiB, more than the device's storage buffer range of " +
-                        std::to_string(caps.max_storage_buffer_range >> 20) + " MiB");
+      throw DeviceError("dispatch '" + d.name + "' binds " + size_text(a.view.size()) +
+                        ", more than the device's storage buffer range of " + size_text(caps.max_storage_buffer_range));
   }
   for (uint32_t g : d.groups)
     if (g == 0 || g > 65535) throw std::logic_error("dispatch '" + d.name + "' has a bad group count");

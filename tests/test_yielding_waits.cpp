@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/error.hpp"
 #include "engine/interpose/yielding_waits.hpp"
 
 using namespace gptvk;
@@ -165,10 +166,18 @@ BOOST_AUTO_TEST_CASE(disabled_waits_go_straight_to_glibc) {
   BOOST_TEST(yielding_waits::yielding_returns() == before);
 }
 
+// Read as every on/off variable is (engine/env_switch.hpp): only "0" had kept them off, and
+// "false" or junk left them on without a word.
 BOOST_AUTO_TEST_CASE(environment_variable_keeps_them_off) {
-  setenv("GPTVK_YIELDING_WAITS", "0", 1);
-  yielding_waits::enable(true);
-  BOOST_TEST(!yielding_waits::enabled());
+  for (const char* off : {"0", "false", "No"}) {
+    setenv("GPTVK_YIELDING_WAITS", off, 1);
+    yielding_waits::enable(true);
+    BOOST_TEST(!yielding_waits::enabled(), off);
+  }
+  setenv("GPTVK_YIELDING_WAITS", "junk", 1);
+  BOOST_CHECK_EXCEPTION(yielding_waits::enable(true), UsageError, [](const UsageError& e) {
+    return std::string(e.what()) == "GPTVK_YIELDING_WAITS is 0, 1, true, false, yes or no, not 'junk'";
+  });
   unsetenv("GPTVK_YIELDING_WAITS");
   yielding_waits::enable(true);
   BOOST_TEST(yielding_waits::enabled());

@@ -36,7 +36,8 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+
+#include "engine/env_switch.hpp"
 
 namespace {
 
@@ -134,8 +135,7 @@ extern "C" int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
 namespace gptvk::yielding_waits {
 
 void enable(bool on) {
-  const char* env = std::getenv("GPTVK_YIELDING_WAITS");
-  if (env && std::strcmp(env, "0") == 0) on = false;
+  if (!env_switch("GPTVK_YIELDING_WAITS", true)) on = false;
   g_enabled.store(on, std::memory_order_relaxed);
 }
 

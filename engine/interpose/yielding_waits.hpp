@@ -10,7 +10,8 @@
 namespace gptvk::yielding_waits {
 
 // Turns the yielding phase on or off for every thread (off: plain pthread_cond_wait).
-// The environment variable GPTVK_YIELDING_WAITS=0 keeps it off whatever is asked here.
+// The environment variable GPTVK_YIELDING_WAITS=0 (or false, no) keeps it off whatever is
+// asked here; a value other than a switch's is a UsageError.
 void enable(bool on);
 bool enabled();
 

@@ -13,6 +13,7 @@
 #include <cpuid.h>
 #endif
 
+#include "engine/env_switch.hpp"
 #include "engine/error.hpp"
 #include "engine/strict_number.hpp"
 #include "engine/vk/check.hpp"
@@ -128,16 +129,8 @@ uint64_t parse_size(const std::string& key, const std::string& s, uint64_t min, 
   return v << shift;
 }
 
-// GPTVK_VALIDATION: 1/true/yes turn the validation layer on, 0/false/no (or unset) leave it off.
-bool validation_from_env() {
-  const char* v = std::getenv("GPTVK_VALIDATION");
-  if (!v) return false;
-  std::string s = v;
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "1" || s == "true" || s == "yes") return true;
-  if (s == "0" || s == "false" || s == "no") return false;
-  throw UsageError("GPTVK_VALIDATION is 0, 1, true, false, yes or no, not '" + std::string(v) + "'");
-}
+// GPTVK_VALIDATION turns the validation layer on; unset, it stays off.
+bool validation_from_env() { return env_switch("GPTVK_VALIDATION", false); }
 
 // GPTVK_DEVICE: a device index, as --device takes; -1 when unset.
 int device_from_env() {
