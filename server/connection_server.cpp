@@ -170,15 +170,16 @@ void normalize_request_start(std::string& bytes) {
 // every answer by it (a 200 with part of a completion) or refuse a malformed one with 416
 // before any handler runs, so its lines are dropped from the head.
 void drop_range_fields(std::string& bytes) {
-  const size_t head_end = bytes.find("\r\n\r\n");
+  size_t head_end = bytes.find("\r\n\r\n");  // where the last header line's CRLF starts
   if (head_end == std::string::npos) return;
   for (size_t line = bytes.find("\r\n") + 2; line <= head_end;) {
     const size_t next = bytes.find("\r\n", line) + 2;
-    if (::strncasecmp(bytes.data() + line, "range:", 6) == 0) {
-      bytes.erase(line, next - line);
-      return drop_range_fields(bytes);
+    if (::strncasecmp(bytes.data() + line, "range:", 6) != 0) {
+      line = next;
+      continue;
     }
-    line = next;
+    bytes.erase(line, next - line);
+    head_end -= next - line;
   }
 }
 
