@@ -149,10 +149,10 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   cfg.source = path;
   cfg.origin = ModelConfig::Origin::Snapshot;
   const std::string type = c.string_or("model_type", "");
-  // The folder's own name, also for "." or "models/gpt2/" (lexically_normal alone keeps
-  // "." and leaves "gpt2/" with an empty filename).
+  // The folder's name as given, also for "." or "models/gpt2/" (made absolute first: the
+  // relative "." has no name of its own); links are not followed, so a link's name counts.
   std::error_code ec;
-  fs::path named = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  fs::path named = fs::absolute(dir, ec).lexically_normal();
   if (named.empty()) named = fs::path(dir).lexically_normal();
   cfg.name = named.filename().string();
   if (cfg.name.empty()) cfg.name = named.parent_path().filename().string();
