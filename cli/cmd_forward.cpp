@@ -30,6 +30,12 @@ void refuse_overwriting_inputs(const std::string& out, const ModelConfig& cfg, c
     if (!path->empty() && std::filesystem::equivalent(out, *path, ec))
       throw InputError("--out " + out + " is the model's " + what + " file: refusing to overwrite it");
   }
+  // A snapshot's weights are files of its folder (model.safetensors, shards, an index).
+  std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::path(out).parent_path();
+  if (std::filesystem::is_directory(cfg.weights_file, ec) && std::filesystem::exists(out, ec) &&
+      std::filesystem::equivalent(folder.empty() ? "." : folder, cfg.weights_file, ec))
+    throw InputError("--out " + out + " is a file of the model's folder: refusing to overwrite it");
 }
 
 }  // namespace

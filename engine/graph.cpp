@@ -48,11 +48,12 @@ void final_barrier(VkCommandBuffer cb) {
                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
-// A byte count in whole MiB when it is one, else in KiB (rounded up): "1 MiB" for 1.5 MiB
-// would read as no excess at all.
-std::string size_text(uint64_t bytes) {
+// A byte count in whole MiB when it is one, else in KiB, rounded `up` or down: a binding up
+// and a limit down, so that one over the other never reads as the same size ("1 MiB, more
+// than 1 MiB"; drivers report limits such as 2^32 - 1).
+std::string size_text(uint64_t bytes, bool up) {
   if (bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string((bytes + 1023) >> 10) + " KiB";
+  return std::to_string((bytes + (up ? 1023 : 0)) >> 10) + " KiB";
 }
 
 }  // namespace
@@ -97,8 +98,8 @@ void Graph::add(Dispatch d) {
     if (a.view.offset % caps.storage_offset_alignment)
       throw std::logic_error("dispatch '" + d.name + "' binds at an unaligned offset");
     if (a.view.size() > caps.max_storage_buffer_range)
-      throw DeviceError("dispatch '" + d.name + "' binds " + size_text(a.view.size()) +
-                        ", more than the device's storage buffer range of " + size_text(caps.max_storage_buffer_range));
+      throw DeviceError("dispatch '" + d.name + "' binds " + size_text(a.view.size(), true) +
+                        ", more than the device's storage buffer range of " + size_text(caps.max_storage_buffer_range, false));
   }
   for (uint32_t g : d.groups)
     if (g == 0 || g > 65535) throw std::logic_error("dispatch '" + d.name + "' has a bad group count");

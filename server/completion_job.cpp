@@ -66,7 +66,6 @@ void CompletionJob::take_step(Choice& c, const GenerationStep& s, std::string* p
     // Chat's text leaves out the space its first token begins with (TextStream): so do the
     // offsets and that token's logprobs entry.
     const bool drop = c.generated == 1 && req_.sampling.options.drop_leading_space && bytes.starts_with(' ');
-    if (drop) c.first_space_dropped = true;
     c.token_end += bytes.size() - (drop ? 1 : 0);
   }
   c.text += s.text;
@@ -147,7 +146,7 @@ json CompletionJob::chat_logprobs_json(const Choice& c, size_t from, size_t to) 
   // leading space the content leaves out, so that the tokens add up to the content.
   auto entry = [&](uint32_t token, float logprob, bool first) {
     std::string bytes = tok_.token_bytes(token);
-    if (first && c.first_space_dropped && bytes.starts_with(' ')) bytes.erase(0, 1);
+    if (first && req_.sampling.options.drop_leading_space && bytes.starts_with(' ')) bytes.erase(0, 1);
     return json{{"token", bytes}, {"logprob", logprob}, {"bytes", std::vector<uint8_t>(bytes.begin(), bytes.end())}};
   };
   json content = json::array();

@@ -52,7 +52,6 @@ class CompletionJob {
     size_t logprobs_sent = 0;              // entries of `logprobs` released (their text is out)
     size_t generated = 0;
     bool started = false, done = false;
-    bool first_space_dropped = false;  // chat: the text leaves out the space the first token begins with
   };
   void begin_text(Choice& c);
   void take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs);

@@ -245,16 +245,22 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
 
 void ConnectionServer::serve(WaitingConnection c) {
   normalize_request_start(c.bytes);
-  drop_range_fields(c.bytes);
-  const std::optional<RequestCut> over = line_over_limit(c.bytes, limits_.head_bytes);
+  // Framing first: the scans below take the head to end at its first CRLF CRLF.
+  const std::optional<std::string> malformed = head_problem(c.bytes);
+  std::optional<RequestCut> over;
+  if (!malformed) {
+    drop_range_fields(c.bytes);
+    over = line_over_limit(c.bytes, limits_.head_bytes);
+  }
   // A request line that never ended: one httplib can read, so that the refusal below is sent.
   if (over == RequestCut::head_too_large) c.bytes = "GET /request-line-too-long HTTP/1.1\r\nHost: -\r\n\r\n";
   ConnectionStream stream(c.fd, limits_, c.bytes, c.deadline);
-  if (over) {  // answered 431 by the pre-routing or error handler, which ask request_cut()
-    t_cut = *over;
-  } else if (auto why = head_problem(c.bytes)) {  // answered 400 the same way
+  // Answered 400 or 431 by the pre-routing or error handler, which ask request_cut().
+  if (malformed) {
     t_cut = RequestCut::malformed;
-    t_cut_reason = *why;
+    t_cut_reason = *malformed;
+  } else if (over) {
+    t_cut = *over;
   }
   bool closed = false;
   const bool ok = process_request(stream, c.requests_left == 1, closed,

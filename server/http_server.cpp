@@ -265,6 +265,11 @@ void HttpServer::routes() {
       refuse_unauthorized(req, res);
       return 401;
     }
+    if (req.method == "PUT" || req.method == "PATCH") {  // no route takes them: as before routing
+      const ApiError e = unrouted(req, res);
+      refuse_unread_body(res, e);
+      return e.status;
+    }
     auto e = framing_error(req, opts_.max_body_bytes, true);
     if (!e) return 100;
     refuse_unread_body(res, *e);

@@ -112,8 +112,25 @@ BOOST_AUTO_TEST_CASE(forward_does_not_overwrite_its_inputs) {
                         (dir.path / "." / "weights.safetensors").string()}),
          1, "--out " + (dir.path / "." / "weights.safetensors").string() + " is the model's weights file");
   BOOST_TEST(fs::file_size(weights) == size);
-  expect(test::run_cli({"forward", "--config", kConfig, "--ids", "1", "--out", kConfig}), 1,
-         "--out " + kConfig + " is the model's config file: refusing to overwrite it");
+  // A copy of the bundled config (its weights named by their absolute path): a broken
+  // guard must not replace the checkout's own.
+  std::stringstream bundled;
+  bundled << std::ifstream(kConfig).rdbuf();
+  std::string text = bundled.str();
+  const std::string relative = "file = \"model.safetensors\"";
+  BOOST_REQUIRE(text.find(relative) != std::string::npos);
+  text.replace(text.find(relative), relative.size(), "file = \"" + weights.string() + "\"");
+  const std::string config = dir.write("config.toml", text);
+  expect(test::run_cli({"forward", "--config", config, "--ids", "1", "--out", config}), 1,
+         "--out " + config + " is the model's config file: refusing to overwrite it");
+  // A snapshot folder's weights are files of the folder, not the path its config names.
+  const fs::path snapshot = fs::path(GPTVK_SOURCE_DIR) / "tests/fixtures/formats/gpt1_snapshot";
+  for (const auto& entry : fs::directory_iterator(snapshot)) fs::copy(entry.path(), dir / entry.path().filename());
+  const std::string copied = (dir / "model.safetensors").string();
+  const auto before = fs::file_size(copied);
+  expect(test::run_cli({"forward", "-m", dir.path.string(), "--ids", "1", "--out", copied}), 1,
+         "--out " + copied + " is a file of the model's folder: refusing to overwrite it");
+  BOOST_TEST(fs::file_size(copied) == before);
 }
 
 // Whole-number flags read decimal digits only: CLI11 read "010" as 8 and "0x10" as 16, and

@@ -276,6 +276,9 @@ BOOST_AUTO_TEST_CASE(put_and_patch_are_refused_at_once) {
   check_error(put, 405, "method_not_allowed");
   BOOST_TEST(header_of(put, "Allow").value_or("") == "POST");
   check_error(round_trip(port, "PATCH /nothing HTTP/1.1\r\nHost: x\r\n\r\n", 3.0), 404, "not_found");
+  // Asking to send a body first: refused without "100 Continue", the body never read.
+  check_refused_and_closed(port, "PUT /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\nExpect: 100-continue\r\n\r\n",
+                           405, "method_not_allowed");
 }
 
 // In chat the reply leaves out the space its first token begins with: the tokens of its

@@ -189,7 +189,7 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
         throw UsageError("GPTVK_FORCE: " + key + " takes no value ('" + item + "'); leave it out to keep it off");
       *on->second = true;
     }
-    // Ranges are reported in MiB, so less than 1M would read "0 MiB"; shared memory is a uint32.
+    // `devices -v` prints ranges in MiB, so less than 1M would read "0 MiB"; shared memory is a uint32.
     else if (key == "max_range") f.max_storage_buffer_range = parse_size(key, value, 1ull << 20, 1ull << 40);
     else if (key == "shared") f.shared_memory_bytes = static_cast<uint32_t>(parse_size(key, value, 1ull << 10, 1ull << 31));
     else if (key == "matvec" && (value == "rows" || value == "cols")) f.column_split_matvec = value == "cols";
