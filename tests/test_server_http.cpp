@@ -281,26 +281,6 @@ BOOST_AUTO_TEST_CASE(put_and_patch_are_refused_at_once) {
                            405, "method_not_allowed");
 }
 
-// In chat the reply leaves out the space its first token begins with: the tokens of its
-// logprobs add up to the content all the same, as OpenAI's do.
-BOOST_AUTO_TEST_CASE(chat_logprobs_tokens_add_up_to_the_content) {
-  const json r = post_json(shared_server().port(), "/v1/chat/completions",
-                           {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
-                            {"max_tokens", 6},
-                            {"seed", 1},
-                            {"logprobs", true},
-                            {"top_logprobs", 2}});
-  const json& choice = r["choices"][0];
-  std::string tokens, bytes;
-  for (const json& e : choice["logprobs"]["content"]) {
-    tokens += e["token"].get<std::string>();
-    for (int b : e["bytes"]) bytes += static_cast<char>(b);
-  }
-  BOOST_TEST(choice["logprobs"]["content"].size() == r["usage"]["completion_tokens"].get<size_t>());
-  BOOST_TEST(tokens == choice["message"]["content"].get<std::string>());
-  BOOST_TEST(bytes == tokens);
-}
-
 // With stream_options.include_usage, as OpenAI's: every chunk carries "usage": null, and one
 // more chunk before [DONE] has no choices and the usage of the same request unstreamed.
 BOOST_AUTO_TEST_CASE(include_usage_chunks) {
