@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <optional>
+#include <thread>
 
 namespace gptvk::test {
 
@@ -128,6 +129,14 @@ double metric(int port, const std::string& name) {
   const auto at = response.find("\n" + name + " ");
   BOOST_REQUIRE(at != std::string::npos);
   return std::stod(response.substr(at + name.size() + 2));
+}
+
+bool metric_becomes(int port, const std::string& name, double value, double timeout_s) {
+  for (int i = 0; i < timeout_s * 20; ++i) {
+    if (metric(port, name) == value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 }  // namespace gptvk::test

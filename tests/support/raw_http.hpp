@@ -42,5 +42,7 @@ void check_error(const std::string& response, int status, const std::string& cod
 
 // The value of the Prometheus metric `name` from GET /metrics (BOOST_REQUIREs that it is there).
 double metric(int port, const std::string& name);
+// Whether that metric reaches `value` within `timeout_s` (read every 50 ms).
+bool metric_becomes(int port, const std::string& name, double value, double timeout_s = 30);
 
 }  // namespace gptvk::test

@@ -1,0 +1,121 @@
+// Clients that hang up while their completion waits or runs: their sequences are cancelled
+// and their slots and queue places freed, a non-streamed one through the failed writes of
+// its heartbeats, a streamed one waiting in the queue through its keep-alive comments.
+// `gpt-vk serve` on the bundled model over raw loopback sockets; every read has a deadline.
+#define BOOST_TEST_MODULE server_hangups
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/raw_http.hpp"
+#include "tests/support/server_process.hpp"
+
+using json = nlohmann::json;
+using namespace gptvk;
+using namespace gptvk::test;
+
+namespace {
+
+const char* kPrompt = "It was a fine morning, and";
+
+// The answer to a completion request, which must be a 200 (read whole, chunked or not).
+json post_json(int port, const json& body) {
+  const std::string r = round_trip(port, post_request("/v1/completions", body.dump()), 120.0);
+  BOOST_TEST_INFO("response: " << r.substr(0, 400));
+  BOOST_REQUIRE(status_of(r) == 200);
+  return body_of(r);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(server_hangups)
+
+// A non-streamed request that outlasts the plain wait goes out chunked, JSON after spaces;
+// when its client hangs up, the failed writes cancel it. Before, its sequences ran to the
+// end (here 64 x 240 tokens, ~15 s of the bundled model) holding the slot and the queue.
+BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
+  test::ServerProcess server({"--parallel", "1", "--queue", "64"});
+  const int port = server.port();
+  // <|endoftext|> barred, so that every sequence runs its 240 tokens.
+  json req{{"prompt", "It was a fine morning, and"}, {"max_tokens", 240}, {"temperature", 0.9}, {"seed", 3},
+           {"logit_bias", {{"50256", -100}}}};
+  // 3 x 240 tokens one after another: ~4 s on lavapipe, past the 2 s plain wait.
+  req["n"] = 3;
+  const json done = post_json(port, req);
+  BOOST_TEST(done["choices"].size() == 3u);
+  BOOST_TEST(done["usage"]["completion_tokens"] == 3 * 240);
+  const double before = metric(port, "gptvk_generated_tokens_total");
+  // 4 prompts x 16: 64 sequences, the slot and every queue place, ~15 s of work.
+  req["prompt"] = std::vector<std::string>(4, "It was a fine morning, and");
+  req["n"] = 16;
+  const std::string body = req.dump();
+  int fd = connect_to(port);
+  // Compression allowed, as browsers allow it: a compressor had held the one-byte
+  // heartbeats back, so no write failed and the slot ran to the end.
+  const std::string request = post_request("/v1/completions", body, "Accept-Encoding: br, gzip\r\n");
+  BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  close(fd);
+  bool freed = false;
+  for (int i = 0; i < 200 && !freed; ++i) {  // at most 10 s
+    freed = metric(port, "gptvk_active_sequences") == 0 && metric(port, "gptvk_queue_depth") == 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Without the cancel the slot is busy for the whole 64 x 240 tokens (~15 s on lavapipe),
+  // unless the device decodes them all before the hang-up can be seen, which says nothing.
+  const double generated = metric(port, "gptvk_generated_tokens_total") - before;
+  if (generated < 64 * 240) BOOST_TEST(freed);
+  else BOOST_TEST_MESSAGE("this device made all 64 x 240 tokens before the hang-up was seen; nothing to check");
+}
+
+// A streamed request whose client hangs up while it waits in the queue gives its place back
+// (an SSE comment each second finds the client gone) and never runs. Before, it held the
+// place, others getting 429, and then a slot, until its first token failed to write.
+BOOST_AUTO_TEST_CASE(a_queued_stream_whose_client_hangs_up_never_runs) {
+  ServerProcess server({"--parallel", "1", "--queue", "8"});
+  const int port = server.port();
+  // Four sequences of 240 tokens (<|endoftext|> barred) one after another: seconds of work.
+  json busy{{"prompt", kPrompt}, {"max_tokens", 240}, {"temperature", 0.9}, {"seed", 1},
+            {"logit_bias", {{"50256", -100}}}, {"n", 4}};
+  std::chrono::steady_clock::time_point busy_done;
+  // Joined however the case ends: a failed requirement must not leave a joinable thread,
+  // which would end the whole test binary.
+  struct Joined {
+    std::thread t;
+    ~Joined() {
+      if (t.joinable()) t.join();
+    }
+  } running{std::thread([&] {
+    BOOST_TEST(status_of(round_trip(port, post_request("/v1/completions", busy.dump()), 120.0)) == 200);
+    busy_done = std::chrono::steady_clock::now();
+  })};
+  BOOST_REQUIRE(metric_becomes(port, "gptvk_queue_depth", 3));
+  json queued{{"prompt", kPrompt}, {"max_tokens", 20}, {"stream", true}};
+  const int fd = connect_to(port);
+  const std::string request = post_request("/v1/completions", queued.dump());
+  BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  // Behind the three waiting sequences, unless a fast device has run one of them meanwhile.
+  const bool behind_them = metric_becomes(port, "gptvk_queue_depth", 4, 10);
+  close(fd);
+  const auto closed = std::chrono::steady_clock::now();
+  running.t.join();
+  BOOST_TEST(metric_becomes(port, "gptvk_active_sequences", 0));
+  BOOST_TEST(metric(port, "gptvk_queue_depth") == 0);
+  // The hang-up shows at the second comment's write, ~2 s on: a device that ran the four
+  // sequences sooner leaves nothing to check.
+  const double busy_for = std::chrono::duration<double>(busy_done - closed).count();
+  if (busy_for < 3.0) {
+    BOOST_TEST_MESSAGE("the four sequences finished " << busy_for << " s after the hang-up; nothing to check");
+    return;
+  }
+  BOOST_TEST(behind_them);
+  BOOST_TEST(metric(port, "gptvk_generated_tokens_total") == 4 * 240);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
