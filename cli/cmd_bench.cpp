@@ -145,8 +145,12 @@ Action add_bench(CLI::App& app, Common& common) {
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
   auto* prompt_flag = cmd->get_option("--prompt-tokens");
   auto* gen_flag = cmd->get_option("--gen-tokens");
-  return [&common, f, prompt_flag, gen_flag] {
+  auto* kernels_flag = cmd->get_option("--batch-kernels");
+  return [&common, f, prompt_flag, gen_flag, kernels_flag] {
     const std::vector<uint32_t> batches = batch_sizes(f->batch);
+    // A lone sequence always runs its own step: a kernel choice there would be ignored.
+    if (kernels_flag->count() > 0 && batches == std::vector<uint32_t>{1})
+      throw UsageError("--batch-kernels applies to batched steps: give --batch 2 or more (a list such as 1,8)");
     auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;
     fit_default_lengths(f->prompt_tokens, f->gen_tokens, prompt_flag->count() > 0, gen_flag->count() > 0,

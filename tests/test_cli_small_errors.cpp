@@ -149,13 +149,16 @@ BOOST_AUTO_TEST_CASE(whole_numbers_are_decimal) {
 
 // What had been taken silently or blamed on flags never given: an empty --out (exit 1
 // "cannot write : ..."), a length that fills bench's context alone (the message named the
-// other length's default), one scored token's standard error (printed as 0).
+// other length's default), one scored token's standard error (printed as 0), a kernel choice
+// for batched steps in a bench that runs none.
 BOOST_AUTO_TEST_CASE(lengths_paths_and_errors_as_given) {
   expect(test::run_cli({"forward", "--ids", "1", "--out", ""}), 2, "--out: an empty path");
   expect(test::run_cli({"bench", "--gen-tokens", "256"}, {}, 60.0), 1,
          "--gen-tokens 256 leaves no room for a prompt in the model's context of 256 tokens");
   expect(test::run_cli({"bench", "--prompt-tokens", "256"}, {}, 60.0), 1,
          "--prompt-tokens 256 leaves no room for a generated token in the model's context of 256 tokens");
+  expect(test::run_cli({"bench", "--batch-kernels", "gemm"}), 2,
+         "--batch-kernels applies to batched steps: give --batch 2 or more (a list such as 1,8)");
   const test::TempDir dir;
   const auto r = test::run_cli({"perplexity", "--file", dir.write("two.txt", "Hello world")}, {}, 60.0);
   BOOST_TEST(r.exit_code == 0, r.err);
