@@ -228,6 +228,13 @@ void HttpServer::count(const httplib::Request& req, const httplib::Response& res
 }
 
 void HttpServer::routes() {
+  gates();
+  endpoints();
+}
+
+// What every request passes through around its route: refusals before the body is read,
+// httplib's own errors in the API's error body, and the CORS headers of each answer.
+void HttpServer::gates() {
   auto& s = *http_;
   // Before the body is read: a head httplib parsed but server/http_strict.hpp refuses, a
   // CORS preflight (which never carries the API key), the API key, then the body's framing.
@@ -301,6 +308,10 @@ void HttpServer::routes() {
     res.set_header("Connection", "close");
   });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) { count(req, res); });
+}
+
+void HttpServer::endpoints() {
+  auto& s = *http_;
   s.Post("/v1/completions", guarded_post(opts_, [this](auto& req, auto body, auto& res) {
     completions(req, body, res, false);
   }));

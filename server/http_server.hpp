@@ -83,6 +83,8 @@ class HttpServer {
   // until httplib releases it, then cancels the job (a no-op once it is done).
   std::function<void(bool)> open_answer(std::shared_ptr<CompletionJob> job);
   void routes();
+  void gates();
+  void endpoints();
   void completions(const httplib::Request& req, const std::string& body, httplib::Response& res, bool chat);
   void respond_when_done(const httplib::Request& req, httplib::Response& res, const std::shared_ptr<CompletionJob>& job);
   void tokenize(const std::string& body, httplib::Response& res);
