@@ -1,7 +1,9 @@
 #include "models/weight_values.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "engine/error.hpp"
 #include "engine/quant.hpp"
@@ -42,24 +44,36 @@ bool non_finite(const std::byte* src, DType from, uint64_t i) {
 
 }  // namespace
 
-ValueScan scan_values(const std::byte* src, DType from, uint64_t n) {
+ValueScan scan_values(const std::byte* src, DType from, uint64_t n, float limit) {
   ValueScan s;
   if (from == DType::F32) {
     for (uint64_t i = 0; i < n; ++i) {
       const uint32_t b = bits_at<uint32_t>(src, i);
+      const float a = std::fabs(bits_f32(b));
       s.non_finite += f32_non_finite(b);
-      s.beyond_f16 += ((b & 0x7fffffffu) - 0x477fe001u) <= 0x7f7fffffu - 0x477fe001u;  // 65504 < |w| < inf
+      s.beyond_limit += a > limit && a != std::numeric_limits<float>::infinity();
     }
   } else if (from == DType::BF16) {
     for (uint64_t i = 0; i < n; ++i) {
       const uint16_t b = bits_at<uint16_t>(src, i);
+      const float a = std::fabs(bf16_to_f32(b));
       s.non_finite += bf16_non_finite(b);
-      s.beyond_f16 += uint16_t((b & 0x7fffu) - 0x4780u) <= 0x7f7fu - 0x4780u;  // 65536 <= |w| < inf
+      s.beyond_limit += a > limit && a != std::numeric_limits<float>::infinity();
     }
   } else if (from == DType::F16) {
     for (uint64_t i = 0; i < n; ++i) s.non_finite += f16_non_finite(bits_at<uint16_t>(src, i));
   }
   return s;
+}
+
+float storage_limit(DType to) {
+  constexpr float kF16Max = 65504.0f;
+  switch (to) {
+    case DType::F16: return kF16Max;
+    case DType::Q8_0: return kF16Max * 127;
+    case DType::Q4_0: return kF16Max * 8;
+    default: return std::numeric_limits<float>::infinity();
+  }
 }
 
 void require_finite(const std::string& path, const std::string& tensor, const std::byte* src, DType from,
@@ -82,12 +96,11 @@ void require_finite_blocks(const std::string& path, const std::string& tensor, s
   if (count) fail_non_finite(path, tensor, count, first, "block scale", "block");
 }
 
-std::vector<float> clamped_to_f16_range(const std::byte* src, DType from, uint64_t n) {
-  constexpr float kMax = 65504.0f;
+std::vector<float> clamped_to(const std::byte* src, DType from, uint64_t n, float limit) {
   std::vector<float> v(n);
   for (uint64_t i = 0; i < n; ++i) {
     const float f = from == DType::BF16 ? bf16_to_f32(bits_at<uint16_t>(src, i)) : bits_f32(bits_at<uint32_t>(src, i));
-    v[i] = std::clamp(f, -kMax, kMax);
+    v[i] = std::clamp(f, -limit, limit);
   }
   return v;
 }

@@ -112,8 +112,9 @@ ModelWeights random_weights(vk::Context& ctx, const ModelConfig& cfg, uint64_t s
 // [rows][m.cols], or [m.cols][rows] when `in_out` (then transposed), converting to m's dtype
 // through at most `block_bytes` of host staging at a time. The building block of
 // load_weights, public for tools and tests (e.g. matrices split into small chunks).
-// Values beyond f16's range (|w| > 65504) bound for an f16 matrix are stored as +-65504,
-// not as infinities; returns how many were (load_weights says so once).
+// Values beyond what m's dtype holds (storage_limit: |w| > 65504 for f16, larger for Q8_0
+// and Q4_0, whose block scales are f16) are stored clamped to that limit, not as
+// infinities or infinite scales; returns how many were (load_weights says so once).
 uint64_t write_tensor_rows(Matrix& m, uint32_t row0, const TensorSource& file, const TensorInfo& t, bool in_out,
                            uint64_t block_bytes = 16ull << 20);
 uint64_t write_tensor_rows(Matrix& m, uint32_t row0, const SafetensorsFile& file, const TensorInfo& t, bool in_out,

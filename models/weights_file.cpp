@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string_view>
 
 #include "engine/error.hpp"
@@ -254,19 +255,19 @@ void WeightsFile::check_layer_count() const {
 
 void WeightsFile::load_into(ModelWeights& w) const {
   Progress progress(total_bytes_);
-  uint64_t clamped = 0;  // values beyond f16's range, in tensors stored as f16
+  std::map<DType, uint64_t> clamped;  // values beyond what their matrix's dtype holds
   for (const Job& j : plan(cfg_, names_, w)) {
     const TensorInfo& t = file_->get(names_.name(j.role, j.layer));
     // The file is mapped: if it is truncated underneath, reading it faults (SIGBUS).
     bool read = run_catching_sigbus([&] {
       if (j.matrix) {
-        clamped += write_tensor_rows(*j.matrix, j.row0, *file_, t, j.in_out);
+        clamped[j.matrix->dtype] += write_tensor_rows(*j.matrix, j.row0, *file_, t, j.in_out);
       } else {
         std::vector<std::byte> raw(t.bytes());  // aligned copy: the mapping may not be
         std::memcpy(raw.data(), file_->data(t).data(), raw.size());
         file_->release(t);
         require_finite(file_->path(), t.name, raw.data(), t.dtype, t.elements(),
-                       scan_values(raw.data(), t.dtype, t.elements()));
+                       scan_values(raw.data(), t.dtype, t.elements(), storage_limit(DType::F32)));
         std::vector<float> v(t.elements());
         convert(raw.data(), t.dtype, v.data(), DType::F32, v.size());
         j.vector->upload(v.data(), v.size() * 4, j.offset * 4);
@@ -276,10 +277,13 @@ void WeightsFile::load_into(ModelWeights& w) const {
       throw InputError(file_->path() + ": file changed or truncated while loading (reading tensor '" + t.name + "')");
     progress.add(t.bytes());
   }
-  if (clamped)
-    std::fprintf(stderr, "gpt-vk: %s: %llu weights beyond f16's range (|w| > 65504) were clamped to +-65504 in f16 "
-                 "storage; --dtype f32 or bf16 (or [weights] dtype) keeps them\n", file_->path().c_str(),
-                 static_cast<unsigned long long>(clamped));
+  for (const auto& [dtype, count] : clamped)
+    if (count)
+      std::fprintf(stderr, "gpt-vk: %s: %llu %s beyond %s's range (|w| > %.9g) clamped to +-%.9g in %s "
+                   "storage; --dtype f32 or bf16 (or [weights] dtype) keeps them\n", file_->path().c_str(),
+                   static_cast<unsigned long long>(count), count == 1 ? "weight" : "weights", dtype_name(dtype),
+                   storage_limit(dtype),
+                   storage_limit(dtype), dtype_name(dtype));
 }
 
 // ---------------------------------------------------------------- one tensor
@@ -299,10 +303,11 @@ uint64_t write_rows_from(Matrix& m, uint32_t row0, const File& file, const Tenso
   const uint32_t rows = static_cast<uint32_t>(want_rows), cols = m.cols;
   const std::byte* src = file.data(t).data();
   DType from = t.dtype;
-  const ValueScan scan = scan_values(src, from, t.elements());
+  const float limit = storage_limit(m.dtype);
+  const ValueScan scan = scan_values(src, from, t.elements(), limit);
   require_finite(file.path(), t.name, src, from, t.elements(), scan);
-  const bool clamp = m.dtype == DType::F16 && scan.beyond_f16 > 0;
-  const std::vector<float> clamped = clamp ? clamped_to_f16_range(src, from, t.elements()) : std::vector<float>{};
+  const bool clamp = scan.beyond_limit > 0;
+  const std::vector<float> clamped = clamp ? clamped_to(src, from, t.elements(), limit) : std::vector<float>{};
   if (clamp) src = reinterpret_cast<const std::byte*>(clamped.data()), from = DType::F32;
   const uint64_t esize = dtype_bytes(from);
   const uint32_t block = static_cast<uint32_t>(std::clamp<uint64_t>(block_bytes / (uint64_t(cols) * esize), 1, rows));
@@ -322,7 +327,7 @@ uint64_t write_rows_from(Matrix& m, uint32_t row0, const File& file, const Tenso
     m.write_rows(row0 + r, n, rows_ptr, from);
   }
   file.release(t);
-  return clamp ? scan.beyond_f16 : 0;
+  return scan.beyond_limit;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // Also what out-of-range f32 values become in f16 storage.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "models/safetensors.hpp"
 #include "tests/support/safetensors_writer.hpp"
 #include "models/tokenizer/id_list.hpp"
+#include "models/weight_values.hpp"
 #include "models/weights.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/model_cases.hpp"
@@ -257,6 +259,39 @@ BOOST_AUTO_TEST_CASE(f16_storage_clamps_values_beyond_its_range_and_counts_them)
   Matrix full = Matrix::create(ctx, DType::F32, R, C, "f32");
   BOOST_TEST(write_tensor_rows(full, 0, f, f.get("t"), false) == 0u);
   BOOST_TEST(full.read_rows_f32(0, 1)[1] == 1e7f);
+}
+
+// Q8_0 and Q4_0 keep each block's scale in f16 (max|w| / 127, max|w| / -8): a weight past
+// 65504 x 127 or 65504 x 8 made the scale infinite and every logit NaN, without a word. Such
+// weights are clamped to the largest the block holds and counted, as f16 storage does.
+BOOST_AUTO_TEST_CASE(quantized_storage_clamps_values_whose_block_scale_would_overflow) {
+  auto& ctx = test::context();
+  constexpr uint32_t R = 3, C = 32;
+  std::vector<float> v(R * C, 0.5f);
+  v[1] = 1e7f, v[C + 1] = -9e6f, v[2 * C + 6] = 6e5f;  // past both limits, both, Q4_0's only
+  SafetensorsWriter w;
+  w.add_f32("t", DType::F32, {R, C}, v);
+  const std::string path = (test::temp_dir() / "big_quant.safetensors").string();
+  w.write(path);
+  SafetensorsFile f = SafetensorsFile::open(path);
+  struct Case {
+    DType dtype;
+    uint64_t clamped;
+    float limit;
+  };
+  for (const Case& c : {Case{DType::Q8_0, 2, 65504.0f * 127}, Case{DType::Q4_0, 3, 65504.0f * 8}}) {
+    BOOST_TEST_CONTEXT(dtype_name(c.dtype)) {
+      BOOST_TEST(storage_limit(c.dtype) == c.limit);
+      Matrix m = Matrix::create(ctx, c.dtype, R, C, dtype_name(c.dtype));
+      BOOST_TEST(write_tensor_rows(m, 0, f, f.get("t"), false) == c.clamped);
+      const std::vector<float> got = m.read_rows_f32(0, R);
+      BOOST_TEST(std::all_of(got.begin(), got.end(), [](float x) { return std::isfinite(x); }));
+      BOOST_TEST(got[1] == c.limit);
+      BOOST_TEST(got[C + 1] == -c.limit);
+      // Within f16's rounding of the block scale (2^-11 relative).
+      BOOST_TEST(std::fabs(got[2 * C + 6] - std::min(6e5f, c.limit)) <= 6e5f / 2048, got[2 * C + 6]);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
