@@ -30,15 +30,15 @@ int report_errors(F f) {
   try {
     return f();
   } catch (const UsageError& e) {
-    cli::print_error(e.what());
+    cli::print_error(e.message());
     return 2;
   } catch (const InputError& e) {
     // A mapping refused for want of memory reads "...: Cannot allocate memory" (strerror).
-    const bool no_memory = std::strstr(e.what(), std::strerror(ENOMEM)) != nullptr;
-    cli::print_error(no_memory ? cli::with_address_space_note(e.what()) : e.what());
+    const bool no_memory = e.message().find(std::strerror(ENOMEM)) != std::string::npos;
+    cli::print_error(no_memory ? cli::with_address_space_note(e.message()) : e.message());
     return 1;
   } catch (const DeviceError& e) {
-    cli::print_error(cli::with_address_space_note(e.what()));
+    cli::print_error(cli::with_address_space_note(e.message()));
     return 1;
   } catch (const std::bad_alloc&) {
     cli::print_error(cli::with_address_space_note("out of host memory"));

@@ -122,6 +122,7 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
     return;
   }
   const auto& tokens = k.strings("tokenizer.ggml.tokens");
+  if (tokens.empty()) k.fail("tokenizer.ggml.tokens", "an empty list: a GPT-2 tokenizer has at least its 256 bytes");
   if (tokens.size() > cfg.vocab_size)
     k.fail("tokenizer.ggml.tokens", std::to_string(tokens.size()) + " tokens, more than the " +
                                         std::to_string(cfg.vocab_size) + " rows of token_embd.weight");

@@ -395,6 +395,9 @@ BOOST_AUTO_TEST_CASE(duplicate_tensor_names) {
 BOOST_AUTO_TEST_CASE(other_architecture_and_missing_keys) {
   check(forward_model(gguf_with(le64(4) + "gpt2", le64(4) + "bert")),
         {1, {"bad.gguf", "architecture 'bert' is not supported"}});
+  // A NUL in a file's text is shown escaped, with the rest of the message after it.
+  check(forward_model(gguf_with(le64(4) + "gpt2", le64(4) + std::string("gp\0" "2", 4))),
+        {1, {"bad.gguf", "architecture 'gp\\x002' is not supported (gpt-vk runs 'gpt2')"}});
   check(forward_model(gguf_with("gpt2.block_count", "gpt2.block_xount")),
         {1, {"bad.gguf", "missing metadata key gpt2.block_count"}});
 }
