@@ -131,8 +131,9 @@ SchedulerStats Scheduler::stats() const {
 bool Scheduler::cancel_due() const { return stopping_ && Clock::now() >= cancel_at_; }
 
 void Scheduler::drop_cancelled_queued() {
-  const auto cancelled = [](const std::shared_ptr<Sequence>& seq) {
+  const auto cancelled = [this](const std::shared_ptr<Sequence>& seq) {
     if (!seq->cancelled()) return false;
+    ++stats_.sequences_done;  // before it says it finished, as release() counts
     seq->finish(FinishReason::Cancelled, {});
     return true;
   };
@@ -410,9 +411,12 @@ uint64_t Scheduler::step_all() {
 
 void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
   if (seq->cancelled()) {
+    {
+      std::lock_guard lock(mu_);
+      --stats_.active;  // counted by next_queued()
+      ++stats_.sequences_done;
+    }
     seq->finish(FinishReason::Cancelled, {});
-    std::lock_guard lock(mu_);
-    --stats_.active;  // counted by next_queued()
     return;
   }
   // Before anything runs over the slot's KV cache: what it keeps of the prompt, and what

@@ -275,6 +275,11 @@ BOOST_AUTO_TEST_CASE(a_cancelled_queued_sequence_gives_its_place_back) {
   drain(*running);
   drain(*next);
   BOOST_TEST(next->timings().generated_tokens > 0u);
+  // The one that left from the queue is counted as finished too (/metrics' sequences).
+  const SchedulerStats st = sched.stats();
+  BOOST_TEST(st.sequences_done == 3u);
+  BOOST_TEST(st.active == 0u);
+  BOOST_TEST(st.queued == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_prompt_fails_its_sequence_only) {
