@@ -51,9 +51,11 @@ class CompletionJob {
     size_t token_end = 0;                  // text offset after the last token (held-back text included)
     size_t logprobs_sent = 0;              // entries of `logprobs` released (their text is out)
     size_t generated = 0;
+    std::string held;  // streamed echo: the prompt's unfinished last character, sent with the next text
     bool started = false, done = false;
   };
   void begin_text(Choice& c);
+  std::string with_held(Choice& c, std::string piece);  // piece after the choice's held bytes
   void take_step(Choice& c, const GenerationStep& s, std::string* piece, json* piece_logprobs);
   json release_logprobs(Choice& c, bool finished);
   std::optional<json> poll_response(std::chrono::milliseconds wait);

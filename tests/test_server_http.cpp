@@ -3,8 +3,8 @@
 // contradicting ones, unknown transfer codings, Expect: 100-continue), a chunked body past
 // the limit, framing that httplib would read leniently, methods a route does not take, the
 // Bearer scheme in any case, logprobs that stop where a stop string cuts the text, a model
-// by its id (any bytes), Range ignored, include_usage chunks (clients that hang up are
-// tests/test_server_hangups.cpp's). Every socket read has a deadline.
+// by its id (any bytes), Range ignored (streams are tests/test_server_streams.cpp's,
+// clients that hang up tests/test_server_hangups.cpp's). Every socket read has a deadline.
 #define BOOST_TEST_MODULE server_http
 #include <httplib.h>
 #include <netinet/in.h>
@@ -279,34 +279,6 @@ BOOST_AUTO_TEST_CASE(put_and_patch_are_refused_at_once) {
   // Asking to send a body first: refused without "100 Continue", the body never read.
   check_refused_and_closed(port, "PUT /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\nExpect: 100-continue\r\n\r\n",
                            405, "method_not_allowed");
-}
-
-// With stream_options.include_usage, as OpenAI's: every chunk carries "usage": null, and one
-// more chunk before [DONE] has no choices and the usage of the same request unstreamed.
-BOOST_AUTO_TEST_CASE(include_usage_chunks) {
-  const int port = shared_server().port();
-  json req{{"prompt", "It was a fine morning"}, {"max_tokens", 5}, {"temperature", 0}};
-  const json plain = post_json(port, "/v1/completions", req);
-  req["stream"] = true;
-  req["stream_options"] = {{"include_usage", true}};
-  httplib::Client cli("127.0.0.1", port);
-  cli.set_read_timeout(60, 0);
-  auto r = cli.Post("/v1/completions", req.dump(), "application/json");
-  BOOST_REQUIRE(r);
-  std::vector<json> events;
-  for (size_t at = 0; (at = r->body.find("data: {", at)) != std::string::npos; ++at)
-    events.push_back(json::parse(r->body.substr(at + 6, r->body.find("\n\n", at) - at - 6)));
-  BOOST_REQUIRE(events.size() >= 2u);
-  for (size_t i = 0; i + 1 < events.size(); ++i)
-    BOOST_TEST((events[i].contains("usage") && events[i]["usage"].is_null()));
-  BOOST_TEST(events.back()["choices"].empty());
-  // The same counts, except that the prompt ran just before: an exact hit of the prompt
-  // cache, every prompt token cached.
-  json usage = events.back()["usage"];
-  BOOST_TEST(usage["prompt_tokens_details"]["cached_tokens"] == usage["prompt_tokens"]);
-  usage["prompt_tokens_details"] = plain["usage"]["prompt_tokens_details"];
-  BOOST_TEST(usage == plain["usage"]);
-  BOOST_TEST(r->body.ends_with("data: [DONE]\n\n"));
 }
 
 BOOST_AUTO_TEST_CASE(the_bearer_scheme_is_case_insensitive_and_401_says_so) {
