@@ -242,10 +242,11 @@ SamplingRequest generation_options_from_json(const json& body, bool chat, uint32
   parse_controls(p, body, vocab);
   // Completions take 0 with echo (parse_completion_request): the prompt scored, nothing made.
   std::optional<int64_t> max_tokens = integer(body, "max_tokens", chat ? 1 : 0, std::numeric_limits<uint32_t>::max());
-  // Chat's newer name; checked even when max_tokens is also sent (which then wins).
+  // Chat's newer name, which OpenAI deprecated max_tokens for: it wins when both are sent
+  // (as in vLLM); max_tokens is still checked.
   const auto max_completion_tokens =
       chat ? integer(body, "max_completion_tokens", 1, std::numeric_limits<uint32_t>::max()) : std::nullopt;
-  if (!max_tokens) max_tokens = max_completion_tokens;
+  if (max_completion_tokens) max_tokens = max_completion_tokens;
   // Chat without a limit: up to the context (parse_chat_request fills in the room left).
   r.options.max_tokens = static_cast<uint32_t>(max_tokens.value_or(chat ? 0 : kDefaultMaxTokens));
   r.options.stop = stop_strings(body);

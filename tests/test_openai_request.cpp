@@ -105,10 +105,12 @@ BOOST_AUTO_TEST_CASE(sampling_fields_reach_the_generation_options) {
   auto c = chat(json::object());
   BOOST_TEST(c.sampling.options.max_tokens + c.prompts[0].size() == kContext);
   BOOST_TEST(chat({{"max_completion_tokens", 7}}).sampling.options.max_tokens == 7u);
-  // Checked beside max_tokens too, which wins (it was ignored unchecked).
-  BOOST_TEST(chat({{"max_tokens", 2}, {"max_completion_tokens", 7}}).sampling.options.max_tokens == 2u);
+  // Both sent: the newer name wins (as in vLLM; OpenAI deprecated max_tokens for it), and
+  // each is checked (it was ignored unchecked).
+  BOOST_TEST(chat({{"max_tokens", 2}, {"max_completion_tokens", 7}}).sampling.options.max_tokens == 7u);
   check_refused([] { chat({{"max_tokens", 2}, {"max_completion_tokens", -5}}); }, 400, "max_completion_tokens",
                 "invalid_value");
+  check_refused([] { chat({{"max_tokens", -2}, {"max_completion_tokens", 5}}); }, 400, "max_tokens", "invalid_value");
 }
 
 BOOST_AUTO_TEST_CASE(completion_fields_this_server_cannot_honour_are_refused) {
