@@ -4,7 +4,8 @@
 //   key and the client's own headers and so go through a preflight; a page of another
 //   origin is blocked by the browser.
 // - The server's own page at GET /: completion and chat, typed and clicked as a person
-//   would, give the text the API gives for the same request, and Stop ends a long one.
+//   would, give the text the API gives for the same request (a seed past 2^53 too), a refused
+//   chat turn leaves the page, and Stop ends a long one.
 // Two static page servers (two origins) and one gpt-vk, all on loopback ports chosen by
 // the system; every wait is bounded.
 //
@@ -73,18 +74,25 @@ function pageServer() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-// The greedy continuation of `body` from the server on `apiPort`, asked from node.
-async function direct(apiPort, route, body) {
+// The continuation the server on `apiPort` gives for the JSON text `body`, asked from node.
+async function directText(apiPort, route, body) {
   const r = await fetch(`http://127.0.0.1:${apiPort}${route}`, { method: 'POST',
     headers: { Authorization: 'Bearer sesame', 'Content-Type': 'application/json' },
-    body: JSON.stringify({ ...body, temperature: 0 }), signal: AbortSignal.timeout(60000) });
+    body, signal: AbortSignal.timeout(60000) });
   assert.equal(r.status, 200);
   const c = (await r.json()).choices[0];
   return c.text ?? c.message.content;
 }
+// The greedy continuation of `body`.
+const direct = (apiPort, route, body) => directText(apiPort, route, JSON.stringify({ ...body, temperature: 0 }));
+
+// A seed past 2^53, which a JS number would round to another (the page sends the digits).
+const kSeed = '12345678901234567';
+const seeded = (seed) => `{"prompt":"Emma","max_tokens":24,"temperature":1.25,"top_p":0.95,"top_k":40,"seed":${seed}}`;
 
 // The server's page at /, used as a person would: the key typed in, a completion and a
-// chat turn generated at temperature 0, and a long completion stopped.
+// chat turn generated at temperature 0, a chat turn refused, a seeded completion after the
+// switch back, and a long completion stopped.
 async function usePage(browser, apiPort) {
   const tab = await browser.newPage();
   const errors = [];
@@ -113,7 +121,27 @@ async function usePage(browser, apiPort) {
   await settled();
   const chat = { output: await tab.textContent('#output'), status: await tab.textContent('#status') };
 
+  // A turn the server refuses (max_tokens past the context) leaves the page and the
+  // conversation, its text back in the box.
+  await tab.fill('#prompt', 'Again');
+  await tab.fill('#max_tokens', '100000');
+  await tab.press('#prompt', 'Control+Enter');
+  await settled();
+  const refused = { output: await tab.textContent('#output'), prompt: await tab.inputValue('#prompt'),
+                    state: await tab.evaluate(() => document.body.dataset.state) };
+
+  // Another mode starts afresh; a temperature off the spinner's steps and a seed past 2^53.
   await tab.check('input[value=completion]');
+  const switched = await tab.textContent('#output');
+  await tab.fill('#prompt', 'Emma');
+  await tab.fill('#max_tokens', '24');
+  await tab.fill('#temperature', '1.25');
+  await tab.fill('#seed', kSeed);
+  await tab.click('#run');
+  await settled();
+  const sampled = { output: await tab.textContent('#output'), status: await tab.textContent('#status') };
+  await tab.fill('#seed', '');
+
   await tab.fill('#prompt', 'It was');
   await tab.fill('#max_tokens', '200');
   await tab.click('#run');
@@ -123,7 +151,7 @@ async function usePage(browser, apiPort) {
   await settled();
   const stopped = await tab.textContent('#status');
   await tab.close();
-  return { completion, chat, stopped, errors };
+  return { completion, chat, refused, switched, sampled, stopped, errors };
 }
 
 // What the page of `origin` found calling the server on `apiPort`.
@@ -172,6 +200,13 @@ try {
   const reply = await direct(apiPort, '/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 });
   assert.equal(used.chat.output, `User: Hi\nAssistant: ${reply}\n`);
   assert.match(used.chat.status, /^4 tokens in /);
+  assert.deepEqual(used.refused, { output: `User: Hi\nAssistant: ${reply}\n`, prompt: 'Again', state: 'error' });
+  assert.equal(used.switched, '');
+  const sampledText = await directText(apiPort, '/v1/completions', seeded(kSeed));
+  // The seed a JS number would have sent answers otherwise, so the check can tell them apart.
+  assert.notEqual(await directText(apiPort, '/v1/completions', seeded(String(Number(kSeed)))), sampledText);
+  assert.equal(used.sampled.output, `Emma${sampledText}`);
+  assert.match(used.sampled.status, /^24 tokens in /);
   assert.equal(used.stopped, 'stopped');
   console.log('browser: 3 pages, all checks passed');
 } catch (e) {

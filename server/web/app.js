@@ -51,16 +51,21 @@ function numberField(id) {
   return v === '' ? undefined : Number(v);
 }
 
+// The request's JSON text. The seed goes in as the digits typed: the server takes any 64-bit
+// seed, and a JS number would round one past 2^53 to another seed's.
 function requestBody(mode, prompt) {
   const body = {
     model: $('model').textContent || 'default', stream: true, stream_options: { include_usage: true },
     max_tokens: numberField('max_tokens'), temperature: numberField('temperature'),
-    top_p: numberField('top_p'), top_k: numberField('top_k'), seed: numberField('seed'),
+    top_p: numberField('top_p'), top_k: numberField('top_k'),
   };
   if ($('stop').value) body.stop = $('stop').value.replaceAll('\\n', '\n');
   if (mode === 'chat') body.messages = chat;
   else body.prompt = prompt;
-  return body;
+  const seed = $('seed').value.trim();
+  if (seed === '') return JSON.stringify(body);
+  if (!/^-?[0-9]+$/.test(seed)) throw new Error('the seed must be a whole number');
+  return `${JSON.stringify(body).slice(0, -1)},"seed":${seed}}`;
 }
 
 // Reads the server-sent events of `response`, handing each JSON event to `onEvent`.
@@ -88,14 +93,13 @@ async function generate() {
   if (running) return;
   const mode = document.querySelector('input[name=mode]:checked').value;
   const prompt = $('prompt').value;
-  let target;
+  let target, turn = [];  // a chat turn's spans, taken back if it fails
   if (mode === 'chat') {
     if (!prompt) return;
     chat.push({ role: 'user', content: prompt });
-    append('User: ', 'role');
-    append(`${prompt}\n`);
-    append('Assistant: ', 'role');
+    turn = [append('User: ', 'role'), append(`${prompt}\n`), append('Assistant: ', 'role')];
     target = append('');
+    turn.push(target);
     $('prompt').value = '';
   } else {
     output.textContent = '';
@@ -109,7 +113,7 @@ async function generate() {
   try {
     const path = mode === 'chat' ? '/v1/chat/completions' : '/v1/completions';
     const r = await fetch(path, { method: 'POST', headers: headers(), signal: running.signal,
-                                  body: JSON.stringify(requestBody(mode, prompt)) });
+                                  body: requestBody(mode, prompt) });
     if (!r.ok) throw new Error((await r.json()).error?.message ?? `HTTP ${r.status}`);
     await readEvents(r, (e) => {
       if (e.error) failure = e.error.message;
@@ -131,8 +135,20 @@ async function generate() {
     const kept = cached ? `, ${cached} of ${usage.prompt_tokens} prompt tokens cached` : '';
     setState('done', `${n} tokens in ${s.toFixed(2)} s (${(n / s).toFixed(1)} tok/s)${kept}, finish: ${finish}`);
   } catch (e) {
-    if (mode === 'chat') chat.pop();
-    if (e.name === 'AbortError') setState('done', 'stopped');
+    const stopped = e.name === 'AbortError';
+    if (mode === 'chat' && !target.isConnected) {
+      // Cleared while it ran: nothing of it is left to keep or take back.
+    } else if (mode === 'chat' && stopped && target.textContent) {
+      // Stopped mid-reply: the reply so far stays, on the page and in the conversation.
+      chat.push({ role: 'assistant', content: target.textContent });
+      append('\n');
+    } else if (mode === 'chat') {
+      // No reply: the turn leaves the page and the conversation, its text back in the box.
+      chat.pop();
+      turn.forEach((span) => span.remove());
+      if (!$('prompt').value) $('prompt').value = prompt;
+    }
+    if (stopped) setState('done', 'stopped');
     else setState('error', String(e.message ?? e));
   } finally {
     running = null;
@@ -141,7 +157,15 @@ async function generate() {
 
 $('form').addEventListener('submit', (e) => { e.preventDefault(); generate(); });
 $('cancel').addEventListener('click', () => running?.abort());
-$('clear').addEventListener('click', () => { chat = []; output.textContent = ''; setState('idle'); });
+function clearOutput() {
+  running?.abort();  // its reply would go to a cleared page
+  chat = [];
+  output.textContent = '';
+  setState('idle');
+}
+$('clear').addEventListener('click', clearOutput);
+// A chat the page no longer shows must not go out with the next turn: a mode starts afresh.
+for (const radio of document.querySelectorAll('input[name=mode]')) radio.addEventListener('change', clearOutput);
 $('prompt').addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) $('form').requestSubmit();
 });
