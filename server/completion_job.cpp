@@ -180,9 +180,11 @@ json CompletionJob::usage() const {
   uint64_t prompt = 0, generated = 0, cached = 0;
   for (const auto& p : req_.prompts) prompt += p.size();
   for (const auto& c : choices_) generated += c.generated;
-  // OpenAI's prompt_tokens_details.cached_tokens: of prompt_tokens, those a slot kept from
-  // an earlier prompt (the prompt cache); a prompt counts once, as in prompt_tokens, with
-  // the most any of its choices' sequences reused.
+  // OpenAI's prompt_tokens_details.cached_tokens: of prompt_tokens, those not run again
+  // because a slot kept them (the prompt cache) or a sequence copied them from another
+  // running the same prompt (this request's other choices too, so it depends on how the
+  // choices were scheduled); a prompt counts once, as in prompt_tokens, with the most any of
+  // its choices' sequences reused.
   std::vector<uint64_t> kept(req_.prompts.size());
   for (const auto& c : choices_)
     if (c.seq) kept[c.prompt] = std::max<uint64_t>(kept[c.prompt], c.seq->timings().prompt_tokens_cached);
