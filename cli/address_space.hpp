@@ -10,9 +10,10 @@
 
 namespace gptvk::cli {
 
-// The least address space a model command starts with. lavapipe on the bundled model
-// needed about 950 MiB (VmPeak) and failed, with an out-of-memory error, under 780 MiB;
-// under ~500 MiB the driver sometimes crashed instead.
+// The least address space a model command starts with: a floor well above where lavapipe
+// may crash instead of failing cleanly (~500 MiB). Above it a model that does not fit
+// fails with an out-of-memory error that names the limit (with_address_space_note); the
+// bundled model needs about 950 MiB.
 inline constexpr uint64_t kMinAddressSpace = uint64_t{768} << 20;
 
 // Throws InputError when the limit is below kMinAddressSpace, before any device opens.

@@ -42,7 +42,7 @@ Action add_devices(CLI::App& app, Common& common) {
       // What a GPT-2-shaped model with f16 weights runs on it (engine/plan.hpp).
       const PlanModel gpt2{.pre_norm = true, .n_layers = 12, .norms_foldable = true, .max_chunk = 256,
                            .attention = {12, 64, 1024}, .f16_products = true};
-      print_stdout("%s", describe_plan(*ctx, make_plan(*ctx, gpt2)).c_str());
+      print_stdout("%s", describe_plan(*ctx, gpt2).c_str());
     }
     return 0;
   };

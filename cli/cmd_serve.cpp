@@ -57,7 +57,7 @@ constexpr const char* kRequestFieldsHelp =
     "messages, max_completion_tokens, logprobs (true) with top_logprobs (0..20).";
 
 // Blocks the signals in this thread and every thread started after (lavapipe's, httplib's,
-// the scheduler's), so that only wait_for_signal() sees them.
+// the scheduler's), so that only the serve action's sigwait() sees them.
 sigset_t block_stop_signals() {
   sigset_t set;
   sigemptyset(&set);

@@ -23,9 +23,6 @@ inline void require_context_room(uint64_t prompt, uint64_t generated, uint32_t c
                    std::to_string(context) + " tokens (prompt + generated <= context)");
 }
 
-// Whether generation must stop: the next token would not fit the context.
-inline bool context_full(uint64_t prompt, uint64_t generated, uint32_t context) { return prompt + generated >= context; }
-
 // The tokenizer and the model must agree on the vocabulary: a model with more ids than
 // the tokenizer could sample an id that has no text, one with fewer could be fed ids past
 // its embedding. (No padding rule: the sampler would have to mask the padding ids.)

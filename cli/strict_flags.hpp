@@ -12,17 +12,6 @@
 
 namespace gptvk::cli {
 
-// A real number >= 0 (--temperature).
-inline CLI::Validator non_negative_real() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        double v = 0;
-        if (!CLI::detail::lexical_cast(s, v) || !std::isfinite(v) || v < 0) return "must be a number >= 0, got " + s;
-        return {};
-      },
-      "FLOAT >= 0");
-}
-
 // A device index from `gpt-vk devices` (--device).
 inline CLI::Validator device_index() {
   return CLI::Validator(

@@ -40,7 +40,7 @@ struct Arg {
 };
 
 struct Dispatch {
-  std::string name;                      // what --profile calls it, e.g. "h3.attn"
+  std::string name;                      // what --profile calls it, e.g. "L3.attention"
   const vk::Pipeline* pipeline = nullptr;
   std::vector<Arg> args;                 // args[i] is binding i
   std::array<uint32_t, 3> groups{1, 1, 1};

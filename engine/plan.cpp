@@ -57,13 +57,13 @@ bool ExecutionPlan::batch_norm_in_lanes(const vk::Context& ctx, const Matrix& W,
 
 namespace {
 
-// The decode mat-vec ops::auto_kernel picks for GPT-2 small's 768 inputs in f16, where the
-// weights and x have texel views when the device can make them.
-std::string decode_matvec(const vk::Context& ctx, const ExecutionPlan& plan) {
+// The decode mat-vec ops::auto_kernel picks for K inputs in f16, where the weights and x
+// have texel views when the device can make them.
+std::string decode_matvec(const vk::Context& ctx, const ExecutionPlan& plan, uint32_t K) {
   if (!plan.cpu_kernels) return "matvec (256 invocations, subgroup or shared-memory sums)";
   if (!ctx.caps().texel_uvec4) return "matvec (storage loads)";
   if (!ops::row_matvec_supported(ctx)) return "matvec_texel (split-K over texel fetches)";
-  if (ctx.caps().column_split_matvec && ops::column_split_fits(ctx, 768, DType::F16))
+  if (ctx.caps().column_split_matvec && ops::column_split_fits(ctx, K, DType::F16))
     return "matvec_cols (lanes split each row's columns)";
   return "matvec_rows_held (rows per invocation, x held)";
 }
@@ -78,11 +78,12 @@ std::string attention_kernel_name(const ops::AttentionKernel& k) {
 
 }  // namespace
 
-std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan) {
-  const ops::AttentionShape gpt2{12, 64, 1024};
+std::string describe_plan(const vk::Context& ctx, const PlanModel& model) {
+  const ExecutionPlan plan = make_plan(ctx, model);
+  const ops::AttentionShape& shape = model.attention;
   std::ostringstream s;
   s << "plan: " << (plan.cpu_kernels ? "a CPU device's kernels" : "a GPU's kernels") << "\n";
-  s << "  decode products: " << decode_matvec(ctx, plan) << "\n";
+  s << "  decode products: " << decode_matvec(ctx, plan, shape.n_heads * shape.head_dim) << "\n";
   s << "  prompt products: "
     << (plan.cpu_kernels ? "gemm register tiles (the wide tile from " + std::to_string(ops::kWideTileMinTokens) +
                                " tokens, and for 16-bit weights in chunks of whole " +
@@ -92,14 +93,14 @@ std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan) {
                   " (f16, bf16, q8_0 and q4_0 weights, as f16; split over the inputs when tiles are few)"
             : std::string("gemm_tiled (split over the inputs when tiles are few)"))
     << "\n";
-  s << "  decode attention: " << attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 1)) << "\n";
+  s << "  decode attention: " << attention_kernel_name(ops::attention_kernel(ctx, shape, plan.cpu_kernels, 1)) << "\n";
   s << "  prompt attention: "
     << (plan.coopmat_prompt_attention
             ? "flash-attention tiles on matrix units from " + std::to_string(ops::kCoopMatAttentionMinTokens) +
                   " tokens (weights of any dtype but f32)"
         : plan.tiled_prompt_attention
             ? "tiled scores and values passes from " + std::to_string(ops::kTiledMinTokens) + " tokens"
-            : attention_kernel_name(ops::attention_kernel(ctx, gpt2, plan.cpu_kernels, 128)))
+            : attention_kernel_name(ops::attention_kernel(ctx, shape, plan.cpu_kernels, 128)))
     << "\n";
   s << "  LayerNorms: "
     << (plan.cpu_kernels ? "after each residual add, in the mat-vec's last workgroup (one token)"

@@ -1,6 +1,6 @@
 // The execution plan: every choice of kernels and fusions that depends on the device class
 // (a CPU implementation such as lavapipe, or a GPU), made once from the device and the
-// model's shape, so that the model's graph builder (models/gpt_model.cpp) reads as the
+// model's shape, so that the model's graph builder (models/gpt_graph.cpp) reads as the
 // transformer and asks the plan where the device matters. The ops still pick their own
 // launch shapes (workgroup sizes, tiles) from the device's caps; the plan decides which
 // products and fusions a step has. `gpt-vk devices -v` prints it.
@@ -89,8 +89,8 @@ struct ExecutionPlan {
 
 ExecutionPlan make_plan(const vk::Context& ctx, const PlanModel& model);
 
-// The plan and the kernels it leads to on this device, one line each (`gpt-vk devices -v`),
-// for a model of GPT-2 small's shape (the caller's PlanModel).
-std::string describe_plan(const vk::Context& ctx, const ExecutionPlan& plan);
+// The plan for `model` and the kernels it leads to on this device, one line each for a
+// model with f16 weights (`gpt-vk devices -v`).
+std::string describe_plan(const vk::Context& ctx, const PlanModel& model);
 
 }  // namespace gptvk

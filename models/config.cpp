@@ -186,8 +186,7 @@ std::string resolve(const fs::path& dir, const std::string& p) {
   return (path.is_absolute() ? path : dir / path).lexically_normal().string();
 }
 
-// Hardening fix (issue 6; found by tests/fuzz/fuzz_config under UBSan): toml++ 3.3, the
-// Debian 12 version, reaches __builtin_unreachable() (undefined behaviour) when it asks
+// toml++ 3.3, the Debian 12 version, reaches __builtin_unreachable() (undefined behaviour) when it asks
 // whether some non-ASCII characters are whitespace (é, most of Latin, Greek, Cyrillic...),
 // which it does for characters outside strings and comments, and in a multi-line basic
 // string for the first character that is not whitespace after a backslash (upstream
@@ -197,7 +196,7 @@ std::string resolve(const fs::path& dir, const std::string& p) {
 // toml++ 3.3 assumes one there (a failed assertion in builds without NDEBUG, undefined
 // behaviour under clang with NDEBUG) instead of reporting the error.
 // Regression inputs: tests/fuzz/regressions/config/.
-void reject_non_ascii_toml_cannot_take(const std::string& text, const std::string& path) {
+void reject_what_tomlpp_mishandles(const std::string& text, const std::string& path) {
   enum { Normal, Comment, Basic, Literal, MultiBasic, MultiLiteral } mode = Normal;
   size_t line = 1;
   size_t depth = 0;  // open value brackets ([ ] arrays, { } inline tables)
@@ -276,7 +275,7 @@ toml::table parse_document(const std::string& path) {
   std::string text = files::read_regular(path, path + ": cannot open config file: ", files::kMaxConfigBytes);
   // A UTF-8 byte-order mark, which Windows editors write: toml++ skips it, the scan would not.
   if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
-  reject_non_ascii_toml_cannot_take(text, path);
+  reject_what_tomlpp_mishandles(text, path);
   try {
     // The scan above follows TOML's grammar, but in a file that is not valid TOML toml++
     // may read on where the scan saw string content (`x = 0"é"`): toml++ checks the

@@ -88,7 +88,6 @@ class DecodeBatch {
   // otherwise pay for them.
   void warm_up(std::span<GptModel* const> slots);
 
-  size_t cached_graphs() const { return graphs_.size(); }
   // Prompts sample_after_prefill has run in bursts so far (not those it ran one by one),
   // and of those the twins, which shared another's prompt.
   uint64_t burst_prompts() const { return burst_prompts_; }

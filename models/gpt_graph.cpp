@@ -15,6 +15,7 @@
 #include "engine/ops/linear.hpp"
 #include "engine/ops/sample_controls.hpp"
 #include "engine/vk/context.hpp"
+#include "models/graph_names.hpp"
 #include "models/gpt_model.hpp"
 
 namespace gptvk {
@@ -31,15 +32,8 @@ View rows_at(const vk::Buffer& b, uint32_t first, uint32_t rows, uint32_t cols) 
 
 View none() { return View{}; }
 
-// "L7." for layer 7's ops (built by appending: GCC 12 misreports "L" + std::string as an
-// overlapping copy, -Wrestrict).
-std::string layer_prefix(uint32_t l) { return std::string("L").append(std::to_string(l)).append("."); }
-
-View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
-
 }  // namespace
-// The whole model as a graph for a step of T tokens. Everything the config decides
-// (pre/post norm, activation, biases, tying, final norm) is decided here, once.
+
 // The state one build_graph call shares between its steps: the graph being recorded, the
 // step's views and the plan's choices for this T and head.
 // A batched decode step (`seqs` not empty) has one row per sequence: row b is the next
@@ -389,7 +383,9 @@ struct GptModel::GraphBuild {
   }
 };
 
-// embed -> per layer (LayerNorm, attention, LayerNorm, MLP) -> final norm and LM head.
+// The whole model as a graph for a step of T tokens: embed -> per layer (LayerNorm,
+// attention, LayerNorm, MLP) -> final norm and LM head. Everything the config decides
+// (pre/post norm, activation, biases, tying, final norm) is decided here, once.
 std::unique_ptr<Graph> GptModel::build_graph(uint32_t T, Head head, const BatchStep* batch, uint32_t logits_from) {
   GraphBuild b(*this, T, head, batch ? *batch : BatchStep{});
   b.logits_from = logits_from;

@@ -2,26 +2,17 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <stdexcept>
 
 #include "engine/error.hpp"
 #include "engine/ops/attention.hpp"
-#include "engine/ops/copy_rows.hpp"
 #include "engine/ops/sample_controls.hpp"
-#include "engine/ops/embed.hpp"
-#include "engine/ops/layernorm.hpp"
 #include "engine/ops/linear.hpp"
 #include "engine/ops/step.hpp"
 #include "engine/vk/context.hpp"
+#include "models/graph_names.hpp"
 
 namespace gptvk {
-
-namespace {
-
-View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
-
-}  // namespace
 
 GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, ModelWeights weights, uint32_t max_chunk)
     : GptModel(ctx, std::move(cfg), std::make_shared<ModelWeights>(std::move(weights)), max_chunk) {}
@@ -80,8 +71,9 @@ GptModel::GptModel(vk::Context& ctx, ModelConfig cfg, std::shared_ptr<ModelWeigh
     }
     if (cfg_.final_norm) folded_.push_back(site(V));
   }
-  // The plan's tiled prompt attention: its scores scratch, where these buffers' views can
-  // run it (texel views of them all).
+  // The plan's tiled prompt attention needs texel views of these buffers, which only exist
+  // once they are made: the plan is kept where they can run it and withdrawn here where
+  // they cannot, so that plan() is what runs (the one choice the plan leaves to the model).
   if (plan_.tiled_prompt_attention) {
     const ops::AttentionShape shape = attention_shape();
     scores_ = vk::Buffer(ctx, ops::attention_tiled_scratch_bytes(shape, max_chunk_), vk::Memory::Device,
@@ -140,7 +132,7 @@ void GptModel::compute_folded_norms() {
   };
   for (uint32_t l = 0; l < cfg_.n_layers; ++l) {
     const LayerWeights& L = w_.layers[l];
-    const std::string p = std::string("L").append(std::to_string(l)).append(".");  // GCC 12: gpt_graph.cpp, layer_prefix
+    const std::string p = layer_prefix(l);
     fold(2 * l, L.qkv, L.ln1_g, L.ln1_b, whole(L.qkv_b), p + "ln1");
     fold(2 * l + 1, L.fc, L.ln2_g, L.ln2_b, whole(L.fc_b), p + "ln2");
   }
@@ -267,17 +259,20 @@ void GptModel::reuse_prompt_prefix(uint32_t tokens) {
   pos_ = tokens;
 }
 
-void GptModel::copy_prompt_prefix(const GptModel& other, uint32_t tokens) {
+void GptModel::require_same_model(const GptModel& other, const char* what) const {
   if (other.shared_weights() != shared_weights() || other.max_chunk_ != max_chunk_ || &other.ctx_ != &ctx_)
-    throw std::logic_error("copy_prompt_prefix: another model's weights, device or chunk size");
+    throw std::logic_error(std::string(what) + ": another model's weights, device or chunk size");
+}
+
+void GptModel::copy_prompt_prefix(const GptModel& other, uint32_t tokens) {
+  require_same_model(other, "copy_prompt_prefix");
   if (tokens > other.pos_) throw std::logic_error("copy_prompt_prefix: the other model has not run those tokens");
   reuse_prompt_prefix(tokens);
   if (tokens) copy_on_device(ctx_, kv_copies_from(other, 0, tokens), attention_shape());
 }
 
 void GptModel::copy_kept_prompt(const GptModel& other, uint32_t tokens) {
-  if (other.shared_weights() != shared_weights() || other.max_chunk_ != max_chunk_ || &other.ctx_ != &ctx_)
-    throw std::logic_error("copy_kept_prompt: another model's weights, device or chunk size");
+  require_same_model(other, "copy_kept_prompt");
   if (tokens == 0 || tokens > cfg_.context_length || other.kept_logits_.empty())
     throw std::logic_error("copy_kept_prompt: the other model keeps no such prompt");
   const ViewCopy logits{whole(other.kept_logits_), whole(kept_logits())};
@@ -365,8 +360,7 @@ std::vector<OpTime> GptModel::profile_summary() const {
 std::vector<std::unique_ptr<GptModel>> make_slot_models(vk::Context& ctx, const ModelConfig& cfg,
                                                         std::shared_ptr<ModelWeights> weights, uint32_t n,
                                                         uint32_t max_chunk) {
-  auto kv = std::make_shared<KvPool>(ctx, cfg.n_layers, ops::AttentionShape{cfg.n_heads, cfg.head_dim(),
-                                                                            cfg.context_length, cfg.kv_f16()}, n);
+  auto kv = std::make_shared<KvPool>(ctx, cfg.n_layers, attention_shape_of(cfg), n);
   std::vector<std::unique_ptr<GptModel>> models;
   for (uint32_t s = 0; s < n; ++s) models.push_back(std::make_unique<GptModel>(ctx, cfg, weights, max_chunk, kv, s));
   return models;

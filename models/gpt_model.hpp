@@ -24,6 +24,11 @@
 
 namespace gptvk {
 
+// The keys' and values' shape of a model of this config: heads, head size, context, dtype.
+inline ops::AttentionShape attention_shape_of(const ModelConfig& cfg) {
+  return {cfg.n_heads, cfg.head_dim(), cfg.context_length, cfg.kv_f16()};
+}
+
 namespace ops {
 class SamplingState;
 }
@@ -176,9 +181,10 @@ class GptModel {
   vk::Buffer& logits_all();  // [max_chunk][vocab], allocated on first use
   vk::Buffer& kept_logits();  // [vocab], allocated on first use
   void check_ids(std::span<const uint32_t> ids, uint32_t pos) const;
-  ops::AttentionShape attention_shape() const {
-    return {cfg_.n_heads, cfg_.head_dim(), cfg_.context_length, cfg_.kv_f16()};
-  }
+  ops::AttentionShape attention_shape() const { return attention_shape_of(cfg_); }
+  // Throws std::logic_error (`what` names the caller) unless `other` runs this model's
+  // weights on this device in chunks of the same size: its keys and values are this one's.
+  void require_same_model(const GptModel& other, const char* what) const;
 
   vk::Context& ctx_;
   ModelConfig cfg_;

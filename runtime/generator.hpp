@@ -1,8 +1,8 @@
 // One sequence's generation over a GptModel: the prompt, the sampling parameters and seed,
 // the stop conditions (max tokens, <|endoftext|>, stop strings, a full context), the text
 // released so far, per-token log-probabilities on request, and timings. Tokens come one
-// next() call at a time, so a caller can stream them (the CLI prints each piece; a server
-// would send it) and stop early with cancel().
+// next() call at a time, so a caller can stream them (the CLI prints each piece; the server
+// sends it) and stop early with cancel().
 //
 //   Generator gen(model, tokenizer);
 //   gen.start(prompt_ids, options);                 // prefill + the first token

@@ -41,13 +41,7 @@ std::string TextStream::feed(std::string_view bytes) {
   // A stop string may begin in text held back earlier, so the search covers all of pending_.
   pending_ += bytes;
   size_t first = std::string::npos;
-  for (const auto& s : stops_) {
-    size_t at = pending_.find(s);
-    if (at < first) {
-      first = at;
-      stop_found_ = s;
-    }
-  }
+  for (const auto& s : stops_) first = std::min(first, pending_.find(s));
   if (first != std::string::npos) {
     stopped_ = true;
     std::string out = release(first);

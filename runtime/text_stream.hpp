@@ -26,7 +26,6 @@ class TextStream {
   std::string flush();
 
   bool stopped() const { return stopped_; }
-  const std::string& stop_found() const { return stop_found_; }  // the stop string met, if stopped
   const std::string& released() const { return released_; }    // everything returned so far
 
  private:
@@ -37,7 +36,6 @@ class TextStream {
   std::vector<std::string> stops_;
   std::string pending_;   // fed, not yet released
   std::string released_;
-  std::string stop_found_;
   bool stopped_ = false;
   bool drop_leading_space_ = false;  // until the first bytes are fed
 };

@@ -2,9 +2,9 @@
 //
 // Why: lavapipe runs each compute dispatch on worker threads that sleep on a condition
 // variable between dispatches, and its queue thread sleeps on another while a dispatch
-// runs. On virtual machines whose idle vCPUs halt at once (guest halt polling off, as on
-// the Firecracker VMs this project is measured on), each such sleep costs a vCPU wake-up of
-// tens of microseconds, and a GPT-2 small decode step has ~64 dispatches. Staying on the
+// runs. On virtual machines whose idle vCPUs halt at once (guest halt polling off), each
+// such sleep costs a vCPU wake-up of tens of microseconds, and a GPT-2 small decode step
+// has ~64 dispatches. Staying on the
 // CPU for up to kYieldNs before sleeping, calling sched_yield so that runnable threads
 // (the other workers) still get the vCPU, avoids most of those wake-ups: on lavapipe it
 // speeds decode up more than turning the guest kernel's halt polling on does

@@ -84,12 +84,13 @@ void linear(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t T, Li
 // GemmRegistersWide, which can be asked for at any T (the same pipeline for a chunk's last
 // row: auto_kernel). GemmCoopMat is the GEMM on matrix units
 // (engine/ops/linear_coopmat.hpp): x rounded to f16, f32 sums; Auto picks it over
-// GemmTiled on GPUs that have it, for f16 weights; forcing it elsewhere throws DeviceError.
+// GemmTiled on GPUs that have it, for any weights but f32 (bf16 within f16's range, the
+// quantized blocks turned into f16 as they are staged); forcing it elsewhere throws
+// DeviceError.
 // Q8_0 / Q4_0 weights (engine/quant.hpp) take the same kernels from shaders/linear_q.comp,
 // chosen the same way, with the weights' blocks decoded in f32 (K a multiple of 32, else
-// std::logic_error). They have no NormBefore fusion, no GemmCoopMat and no
-// MatVecRowsBatch (DeviceError); their GemmRegisters without subgroups reads W's texel
-// views where it has them.
+// std::logic_error). They have no NormBefore fusion and no MatVecRowsBatch (DeviceError);
+// their GemmRegisters without subgroups reads W's texel views where it has them.
 enum class LinearKernel {
   Auto,
   MatVec,

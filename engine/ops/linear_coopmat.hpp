@@ -47,8 +47,9 @@ std::optional<CoopMatTiles> coopmat_tiles_of(const vk::Context& ctx, vk::CoopMat
                                              uint32_t tm, uint32_t tn);
 
 // The tiles for a product of T tokens on this device: one matrix row of tokens by 4 subgroups'
-// accumulators (engine/ops/linear_coopmat.cpp says why). Empty where coopmat_available is
-// false or the tile does not fit the device's shared memory.
+// accumulators (engine/ops/linear_coopmat.cpp says why). Empty where the device lists no
+// matrix shape the kernel takes, or the tile does not fit its shared memory or workgroup
+// size.
 std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T);
 
 }  // namespace gptvk::ops

@@ -53,7 +53,7 @@ Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, uint32_t T, bool
       // Q8_0 / Q4_0 lanes split a row by blocks of 32 weights: as many lanes as a row has
       // blocks (GPT-2 XL's 1600 inputs make 50, which 256 lanes would mostly leave idle),
       // and more rows per workgroup where the lanes are fewer, so each lane's 32 inputs
-      // serve more rows. Not yet measured on a GPU (issue 35).
+      // serve more rows.
       k.local = std::clamp<uint32_t>(std::bit_ceil(K / kQuantBlock), 32, 256);
       rows = std::clamp<uint32_t>(512 / k.local, 2, 16);
     }

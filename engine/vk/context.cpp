@@ -26,10 +26,7 @@ namespace {
 
 // Whether this process runs on an AMD Zen 5 CPU or later (CPUID vendor "AuthenticAMD",
 // family 0x1A and up): on CPU Vulkan devices the host CPU is the device, and the decode
-// mat-vec follows its memory system. The column-split mat-vec decoded 15-25% faster than
-// the row kernel on Zen 5 VMs, the same or slower on Zen 3 (family 0x19) and at half the
-// speed on Intel Xeons, and where both decode alike the row kernel's batched steps run
-// faster (bench/PERFORMANCE.md, "Decode: the mat-vecs").
+// mat-vec follows its memory system (Caps::column_split_matvec says which way it goes).
 bool host_cpu_prefers_column_split() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -207,9 +204,18 @@ ForcedLimits ForcedLimits::from_env() {
   return s ? parse(s) : ForcedLimits{};
 }
 
-bool ForcedLimits::any() const {
-  return no_fp16 || no_subgroup || no_coopmat || no_coopmat_attention || emulated_coopmat || gpu_kernels || max_storage_buffer_range ||
-         shared_memory_bytes || column_split_matvec;
+ForcedLimits ForcedLimits::merged_with(const ForcedLimits& over) const {
+  ForcedLimits m = *this;
+  m.no_fp16 |= over.no_fp16;
+  m.no_subgroup |= over.no_subgroup;
+  m.no_coopmat |= over.no_coopmat;
+  m.emulated_coopmat |= over.emulated_coopmat;
+  m.no_coopmat_attention |= over.no_coopmat_attention;
+  m.gpu_kernels |= over.gpu_kernels;
+  if (over.max_storage_buffer_range) m.max_storage_buffer_range = over.max_storage_buffer_range;
+  if (over.shared_memory_bytes) m.shared_memory_bytes = over.shared_memory_bytes;
+  if (over.column_split_matvec) m.column_split_matvec = over.column_split_matvec;
+  return m;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -245,17 +251,7 @@ Context::Context(const ContextOptions& options) {
   const bool index_from_env = index < 0 && std::getenv("GPTVK_DEVICE");
   if (index < 0) index = device_from_env();
   try {
-    ForcedLimits forced = options.forced;
-    ForcedLimits env_forced = ForcedLimits::from_env();
-    forced.no_fp16 |= env_forced.no_fp16;
-    forced.no_subgroup |= env_forced.no_subgroup;
-    forced.no_coopmat |= env_forced.no_coopmat;
-    forced.emulated_coopmat |= env_forced.emulated_coopmat;
-    forced.no_coopmat_attention |= env_forced.no_coopmat_attention;
-    forced.gpu_kernels |= env_forced.gpu_kernels;
-    if (env_forced.max_storage_buffer_range) forced.max_storage_buffer_range = env_forced.max_storage_buffer_range;
-    if (env_forced.shared_memory_bytes) forced.shared_memory_bytes = env_forced.shared_memory_bytes;
-    if (env_forced.column_split_matvec) forced.column_split_matvec = env_forced.column_split_matvec;
+    const ForcedLimits forced = options.forced.merged_with(ForcedLimits::from_env());
     create_instance(validation);
     // pick_device words a missing index as --device's; one from the environment says so.
     if (index_from_env && static_cast<size_t>(index) >= enumerate(instance_).size())

@@ -51,9 +51,10 @@ struct Caps {
   bool timestamps = false;
   float timestamp_period_ns = 1.0f;
   // CPU devices: the decode mat-vec's lanes split each row's columns (one stream of weights
-  // per workgroup) rather than take a row each (engine/ops/linear_kernels.cpp). Measured faster on
-  // AMD Zen 5, no faster on Zen 3 and slower on Intel Xeon, so set where the host CPU is an AMD
-  // Zen 5 or later.
+  // per workgroup) rather than take a row each (engine/ops/linear_kernels.cpp). Set where
+  // the host CPU is an AMD Zen 5 or later, the only hosts where it decoded faster; elsewhere
+  // the row kernel's batched steps also run faster (bench/PERFORMANCE.md, "Decode: the
+  // mat-vecs").
   bool column_split_matvec = false;
   // Matrix units through cooperative matrices (engine/vk/coopmat.hpp); api None: none, or
   // GPTVK_FORCE=no_coopmat.
@@ -86,7 +87,9 @@ struct ForcedLimits {
   std::optional<bool> column_split_matvec;
   static ForcedLimits parse(const std::string& spec);  // throws UsageError on a bad spec
   static ForcedLimits from_env();
-  bool any() const;
+  // These with `over`'s switches added and its values in place of these (the environment's
+  // over a caller's).
+  ForcedLimits merged_with(const ForcedLimits& over) const;
 };
 
 struct ContextOptions {
@@ -110,7 +113,6 @@ class Context {
   VkPhysicalDevice physical() const { return physical_; }
   VkDevice device() const { return device_; }
   VkQueue queue() const { return queue_; }
-  uint32_t queue_family() const { return queue_family_; }
   VkCommandPool command_pool() const { return pool_; }
   const Caps& caps() const { return caps_; }
   const DeviceInfo& info() const { return info_; }

@@ -76,7 +76,7 @@ class VocabReader {
         uint64_t id = read_id();
         if (!seen.emplace(token, key_pos).second) fail(key_pos, "token listed twice");
         // Each entry takes 5 bytes at least ("a":0): a larger id leaves gaps for sure, and is
-        // refused before the tables grow to it (a 3 KB file had taken 650 MB).
+        // refused before the tables grow to it (a few bytes would otherwise claim gigabytes).
         if (id >= t_.size() / 5)
           fail(id_pos, "id " + std::to_string(id) + " leaves gaps: the file is too short to hold that many tokens");
         if (id >= by_id.size()) {
