@@ -63,8 +63,8 @@ double max_rel(const std::vector<float>& got, const std::vector<float>& want) {
 BOOST_FIXTURE_TEST_SUITE(gguf, test::NoValidationMessages)
 
 // Every file, every tensor type: within 1e-4 of the largest logit with f32 storage (the
-// same dequantized values, f32 arithmetic), within 3e-2 with f16 storage (the issue's
-// bound for quantized weights; the weights are rounded to f16 once more).
+// same dequantized values, f32 arithmetic), within 5e-3 with f16 storage (the weights are
+// rounded to f16 once more; the bound for quantized weights was 3e-2).
 BOOST_AUTO_TEST_CASE(llama_quantize_files_match_dequantized_weights) {
   const auto files = expected()["files"];
   BOOST_TEST(files.size() == 10u);

@@ -536,7 +536,7 @@ BOOST_AUTO_TEST_CASE(endless_lines_are_cut_at_their_limit) {
     return r.text;
   };
   check_error(endless("GET /health HTTP/1.1\r\nX: ", 'a'), 431, "headers_too_large");
-  // A request line: httplib closed the connection without an answer.
+  // An endless request line: httplib alone would close the connection without an answer.
   check_error(endless("GET /v1/models/", 'a'), 431, "headers_too_large");
   // One header line over httplib's 8 KiB, within the head's 32 KiB: 431, not a plain 400.
   const std::string long_field = "GET /health HTTP/1.1\r\nHost: x\r\nX: " + std::string(9000, 'a') + "\r\n\r\n";

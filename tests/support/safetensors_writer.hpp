@@ -1,4 +1,4 @@
-// Writes safetensors files (tests, tools that make small models). Tensors are laid out in
+// Writes safetensors files for the tests. Tensors are laid out in
 // the order they were added, the header padded with spaces to a multiple of 8 bytes as
 // the reference implementation does, so every tensor's data is 8-byte aligned.
 #pragma once

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 
@@ -74,6 +76,12 @@ ServerProcess::~ServerProcess() {
   }
   if (reader_.joinable()) reader_.join();
   if (err_fd_ >= 0) close(err_fd_);
+  // The server runs with the validation layer on: a message from it fails the test binary,
+  // also where this is a static server destroyed after the test framework has finished.
+  if (const size_t at = err_.find("gpt-vk: validation:"); at != std::string::npos) {
+    std::fprintf(stderr, "gpt-vk serve printed a validation message:\n%s\n", err_.substr(at, 2000).c_str());
+    std::_Exit(1);
+  }
 }
 
 int ServerProcess::stop(int sig, double timeout_s) {

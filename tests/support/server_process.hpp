@@ -1,6 +1,7 @@
 // A `gpt-vk serve` child process for tests: started on 127.0.0.1 with --port 0 (validation
 // layer on), its port read from the "listening on" line, its stderr collected; killed when
-// the object goes unless it was stopped with a signal first.
+// the object goes unless it was stopped with a signal first. A validation message in its
+// stderr then fails the test binary (exit 1, the message printed).
 #pragma once
 #include <sys/types.h>
 
