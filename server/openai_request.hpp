@@ -62,8 +62,8 @@ CompletionRequest parse_completion_request(const json& body, const Tokenizer& to
 // "\nUser:" added to the stop strings so the model's turn ends where the next would begin.
 CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uint32_t context);
 
-// The plain transcript template (GPT-2 is not chat-tuned): each system message's content
-// followed by a blank line, then "User: <content>\n" / "Assistant: <content>\n" per turn,
+// The plain transcript template (GPT-2 is not chat-tuned): each system (or developer)
+// message's content followed by a blank line, then "User: <content>\n" / "Assistant: <content>\n" per turn,
 // ending with "Assistant:" for the model to continue.
 std::string chat_transcript(const json& messages);
 

@@ -9,11 +9,11 @@ small reader of R's XDR serialization format (only the node types these files us
 
 Usage: python3 tools/austen_corpus.py OUT.txt   (downloads into a temporary folder)
 """
+import argparse
 import glob
 import os
 import struct
 import subprocess
-import sys
 import tempfile
 import zlib
 import gzip
@@ -132,6 +132,6 @@ def extract_text(out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: austen_corpus.py OUT.txt")
-    extract_text(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", metavar="OUT.txt", help="where the corpus goes")
+    extract_text(parser.parse_args().out)

@@ -7,6 +7,7 @@ Reads a JSON list of texts on stdin, writes a JSON list of id lists on stdout. A
 tokenizer of tools/train_default_model.py (GPT2Tokenizer: encode and decode).
 Usage: gpt2_reference_encoder.py ENCODER_JSON VOCAB_BPE < texts.json > ids.json
 """
+import argparse
 import json
 import sys
 
@@ -103,7 +104,11 @@ class GPT2Tokenizer:
 
 
 def main():
-    tok = GPT2Tokenizer(sys.argv[1], sys.argv[2])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("encoder_json", metavar="ENCODER_JSON")
+    parser.add_argument("vocab_bpe", metavar="VOCAB_BPE")
+    args = parser.parse_args()
+    tok = GPT2Tokenizer(args.encoder_json, args.vocab_bpe)
     texts = json.load(sys.stdin)
     json.dump([tok.encode(t) for t in texts], sys.stdout)
 

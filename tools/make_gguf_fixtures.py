@@ -25,7 +25,7 @@ libraries: tools/build_llama_quantize.sh DIR, then
     /usr/bin/python3 tools/make_gguf_fixtures.py --llama-cpp DIR
 (DIR e.g. /tmp/llama; ~700 MB of npm packages, never committed). numpy and python3-regex.
 
---default-model OUT writes the bundled model (models/default, GPT-2's real tokenizer) as GGUF
+--default-model OUT (with --llama-cpp DIR) writes the bundled model (models/default, GPT-2's real tokenizer) as GGUF
 in F32 and quantized, for `gpt-vk perplexity -m` and tools/compare_greedy_llama.sh.
 """
 import argparse
@@ -232,7 +232,7 @@ def main():
         return
     OUT.mkdir(parents=True, exist_ok=True)
     expected = {"tolerance_note": "logits of gpt-vk --dtype f32 within 1e-4 of the largest |logit|; "
-                                  "--dtype f16 within 3e-2", "files": {}}
+                                  "--dtype f16 within 5e-3", "files": {}}
     tmp = pathlib.Path(tempfile.mkdtemp())
 
     # small: the hf_gpt2 fixture's weights

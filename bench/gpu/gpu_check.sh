@@ -13,7 +13,7 @@
 #   (GPTVK_FORCE=no_coopmat_attention), and with them for prompt attention too (as it is).
 # Environment (each stage can be left out, so a rerun spends the lent minutes on what is left):
 #   TESTS=0 skips the suite; TESTS_R=REGEX runs only those tests, TESTS_E=REGEX leaves those out
-#   (openai_client needs node, which the GPU machines lack);
+#   (openai_client and browser need node, which the GPU machines lack);
 #   DEPTHS (prompt tokens of the A/B, default "512"); SHAPES (default gpt2-small,gpt2-xl);
 #   ROUNDS (default 1); AB=0 skips the A/B; Q8=0 skips its runs on GPT-2 XL with other weight
 #   dtypes, DTYPES (default q8_0; e.g. "q8_0 bf16 q4_0": each matrix-unit staging path);
@@ -64,7 +64,7 @@ status=0
 if [ "${TESTS:-1}" != 0 ]; then
   say "test suite (validation layer on)${TESTS_R:+, tests matching $TESTS_R}"
   if command -v ctest >/dev/null; then
-    ctest --test-dir "$src/build" -j 8 --timeout 300 --output-on-failure ${TESTS_R:+-R "$TESTS_R"} -E "${TESTS_E:-openai_client}" || status=1
+    ctest --test-dir "$src/build" -j 8 --timeout 300 --output-on-failure ${TESTS_R:+-R "$TESTS_R"} -E "${TESTS_E:-openai_client|browser}" || status=1
   else
     for t in "$src"/build/tests/test_*; do
       [ -n "${TESTS_R:-}" ] && ! [[ $(basename "$t") =~ $TESTS_R ]] && continue

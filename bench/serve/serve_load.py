@@ -19,7 +19,7 @@ run: what concurrency costs when the cache cannot help.
 
   python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 1,16   # starts the server
   python3 bench/serve/serve_load.py --url http://127.0.0.1:8080 --clients 4
-  python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 4 --long-prompt 900 \
+  python3 bench/serve/serve_load.py --binary build/gpt-vk --clients 4 --long-prompt 900 \\
       --server-args "--config CFG.toml --prefill-chunk 128"
 """
 import argparse

@@ -5,9 +5,9 @@ report and the tokens/s-against-context plot.
 Usage: bench_report.py [RESULTS_DIR]   rewrites latest.md and latest.png from latest.json
 (default bench/results), e.g. after a change to the report's layout.
 """
+import argparse
 import json
 import os
-import sys
 
 # From the project's issue 7, GPT-2 small, not re-measured by a default run_bench.py (with
 # --llama-cpp it measures llama.cpp here too, through npm's node-llama-cpp: bench/llama_cpp/).
@@ -267,8 +267,11 @@ def plot(results, path):
 
 
 def main():
-    results_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dir", nargs="?", metavar="RESULTS_DIR",
+                        default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results"),
+                        help="the folder of latest.json (default bench/results)")
+    results_dir = parser.parse_args().results_dir
     with open(os.path.join(results_dir, "latest.json")) as f:
         results = json.load(f)
     with open(os.path.join(results_dir, "latest.md"), "w") as f:
