@@ -63,8 +63,8 @@ CompletionRequest parse_completion_request(const json& body, const Tokenizer& to
 CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uint32_t context);
 
 // The plain transcript template (GPT-2 is not chat-tuned): each system (or developer)
-// message's content followed by a blank line, then "User: <content>\n" / "Assistant: <content>\n" per turn,
-// ending with "Assistant:" for the model to continue.
+// message's content followed by a blank line, then "User: <content>\n" /
+// "Assistant: <content>\n" per turn, ending with "Assistant:" for the model to continue.
 std::string chat_transcript(const json& messages);
 
 // The seed of choice `index`: seed + index with a seed, else a random one.
