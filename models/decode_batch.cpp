@@ -264,14 +264,12 @@ std::vector<uint32_t> DecodeBatch::sample_after_prefill(std::span<GptModel* cons
 
 uint32_t DecodeBatch::run_twin(GptModel& m, const GptModel& source, std::span<const uint32_t> prompt,
                                uint32_t prefilled) {
-  const auto chunk = prompt.subspan(prefilled);
-  m.check_ids(chunk, prefilled);
-  if (prefilled && m.pos_ != prefilled) throw std::logic_error("DecodeBatch: the earlier chunks did not run");
+  GptModel* const seqs[] = {&m};
+  const std::span<const uint32_t> prompts[] = {prompt};
+  const uint32_t from[] = {prefilled};
   // Set up as its own sample_after_prefill would be, then its sampler over a copy of the
   // logits the source sampled from.
-  m.sampling_state_->reset(prompt);
-  m.write_ids(chunk, prefilled);
-  static_cast<StepState*>(m.step_.mapped())->rng_step = 0;
+  set_up_prompts(seqs, prompts, from);
   const uint32_t V = m.cfg_.vocab_size;
   Graph g(m.ctx_);
   ops::copy_rows(g, source.step_logits_, whole(m.logits_last_), 0, 1, V, "twin_logits");
@@ -283,8 +281,7 @@ uint32_t DecodeBatch::run_twin(GptModel& m, const GptModel& source, std::span<co
   copy_on_device(m.ctx_, m.kv_copies_from(source, prefilled, end), m.attention_shape());
   m.step_logits_ = whole(m.logits_last_);
   m.last_run_.clear();
-  m.pos_ = end;
-  static_cast<StepState*>(m.step_.mapped())->pos = end;  // the sampled token goes after the prompt
+  stand_after_prompts(seqs, prompts);
   ++twin_prompts_;
   return static_cast<const uint32_t*>(m.ids_.mapped())[0];
 }
