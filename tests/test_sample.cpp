@@ -7,6 +7,7 @@
 #include "engine/error.hpp"
 #include "engine/ops/sample.hpp"
 #include "engine/ops/step.hpp"
+#include "tests/support/ops/argmax.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;

@@ -218,13 +218,4 @@ SamplerWarmUp::SamplerWarmUp(vk::Context& ctx, uint32_t vocab, const SamplingPar
 
 SamplerWarmUp::~SamplerWarmUp() = default;
 
-void argmax(Graph& g, View x, View out, uint32_t n, const std::string& name) {
-  if (n == 0) throw std::logic_error("dispatch '" + name + "': argmax of nothing");
-  require_bytes(x, uint64_t(n) * 4, "x", name);
-  require_bytes(out, 4, "out", name);
-  SamplerShape s = sampler_shape(g.context(), n);
-  const auto& pipe = g.context().pipelines().get({s.variant("argmax"), {s.local, n, s.slots}, 2, 0});
-  g.add({name, &pipe, {{x, Access::Read}, {out, Access::Write}}, {1, 1, 1}, {}});
-}
-
 }  // namespace gptvk::ops

@@ -59,8 +59,8 @@ uint64_t sample_scratch_bytes(uint32_t vocab);
 
 // `count` independent draws from the same logits in one dispatch (one workgroup each): draw j
 // uses counter step_rng + j and goes to ids[j]; the step buffer is only read. Gives exactly
-// the token sample() would give with step_rng + j. For distribution tests and for drawing
-// several candidates at once. `scratch` holds count * sample_scratch_bytes(vocab) bytes;
+// the token sample() would give with step_rng + j. The distribution tests draw with it
+// (thousands of draws in one dispatch); no product path does. `scratch` holds count * sample_scratch_bytes(vocab) bytes;
 // count <= 65535.
 void sample_many(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
                  const SamplingParams& p, const std::string& name = "sample_many");
@@ -122,8 +122,5 @@ class SamplerWarmUp {
   std::unique_ptr<SamplingState> state_;  // with sampling controls
   std::unique_ptr<Graph> graph_;  // declared last: destroyed (waited for) before the buffers
 };
-
-// Argmax alone: out[0] = index of the max of x[0..n) (lowest index on ties), as a uint32.
-void argmax(Graph& g, View x, View out, uint32_t n, const std::string& name = "argmax");
 
 }  // namespace gptvk::ops

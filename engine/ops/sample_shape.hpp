@@ -1,5 +1,5 @@
-// How the sampler-family shaders (sample, sample_controls, argmax) are shaped on a device:
-// workgroup size, reduction slots and the subgroup or shared-memory variant.
+// How the sampler-family shaders (sample, sample_controls; the tests' argmax) are shaped on
+// a device: workgroup size, reduction slots and the subgroup or shared-memory variant.
 #pragma once
 #include <cstdint>
 #include <string>
