@@ -149,7 +149,7 @@ Action add_bench(CLI::App& app, Common& common) {
   return [&common, f, prompt_flag, gen_flag, kernels_flag] {
     const std::vector<uint32_t> batches = batch_sizes(f->batch);
     // A lone sequence always runs its own step: a kernel choice there would be ignored.
-    if (kernels_flag->count() > 0 && batches == std::vector<uint32_t>{1})
+    if (kernels_flag->count() > 0 && std::ranges::all_of(batches, [](uint32_t b) { return b == 1; }))
       throw UsageError("--batch-kernels applies to batched steps: give --batch 2 or more (a list such as 1,8)");
     auto s = open_model(common, f->model, {.allow_random = true});
     const auto& cfg = s.cfg;

@@ -17,11 +17,12 @@ Action add_devices(CLI::App& app, Common& common) {
   cmd->add_flag("-v,--verbose", *verbose, "also print the chosen device's capabilities and execution plan");
   return [&common, verbose] {
     // A device chosen (-v, --device), checked (--validation) or set up from the environment
-    // (GPTVK_DEVICE, GPTVK_VALIDATION, GPTVK_FORCE) is opened before anything is printed, so that a bad
-    // index or setting is a usage error with no output, as in every other command.
+    // (GPTVK_DEVICE, GPTVK_VALIDATION, GPTVK_FORCE) is opened before anything is printed, so
+    // that a bad index or setting is a usage error with no output, as in every other command.
     const bool chosen = *verbose || common.device >= 0;
+    const bool from_env = std::getenv("GPTVK_DEVICE") || std::getenv("GPTVK_VALIDATION") || std::getenv("GPTVK_FORCE");
     std::unique_ptr<vk::Context> ctx;
-    if (chosen || common.validation || std::getenv("GPTVK_DEVICE") || std::getenv("GPTVK_VALIDATION") || std::getenv("GPTVK_FORCE")) {
+    if (chosen || common.validation || from_env) {
       vk::ContextOptions o;
       o.device_index = common.device;
       o.validation = common.validation;

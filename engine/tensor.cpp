@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -79,6 +80,19 @@ bool bf16_rows_outside_f16(const char* rows, uint32_t n, const Matrix& m) {
   return outside;
 }
 
+// The same for Q8_0 / Q4_0 rows, whose weights the matrix units turn into f16 as q x d:
+// a block whose scale times the largest |q| (128 for Q8_0, which llama.cpp's files may
+// hold, 8 for Q4_0) passes 65504.
+bool quant_rows_outside_f16(const char* rows, uint32_t n, const Matrix& m) {
+  const float most_q = m.dtype == DType::Q8_0 ? 128.0f : 8.0f;
+  bool outside = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto* scales = reinterpret_cast<const uint16_t*>(rows + uint64_t(i) * m.row_bytes());
+    for (uint32_t b = 0; b < m.cols / kQuantBlock; ++b) outside |= std::fabs(f16_to_f32(scales[b])) * most_q > 65504.0f;
+  }
+  return outside;
+}
+
 // Calls fill(first, count, out) for disjoint runs of rows [0, n) of `m` starting at row0,
 // in parallel over the cores, where `out` points at row row0 + first in m's dtype and rows
 // are m.row_bytes() apart: straight into mapped device memory where there is some (the
@@ -104,7 +118,9 @@ void fill_rows(Matrix& m, uint32_t row0, uint32_t n, uint32_t rows_per_task, Fil
       const uint32_t lo = static_cast<uint32_t>(b) * rows_per_task;
       const uint32_t hi = std::min(take, static_cast<uint32_t>(e) * rows_per_task);
       fill(first + lo, hi - lo, out + uint64_t(lo) * m.row_bytes());
-      if (m.dtype == DType::BF16 && bf16_rows_outside_f16(out + uint64_t(lo) * m.row_bytes(), hi - lo, m))
+      const char* filled = out + uint64_t(lo) * m.row_bytes();
+      if ((m.dtype == DType::BF16 && bf16_rows_outside_f16(filled, hi - lo, m)) ||
+          (is_quantized(m.dtype) && quant_rows_outside_f16(filled, hi - lo, m)))
         std::atomic_ref<bool>(m.outside_f16).store(true, std::memory_order_relaxed);
       if (m.dtype == DType::F16)
         for (uint32_t i = lo; i < hi; ++i) {

@@ -35,9 +35,9 @@ struct Matrix {
   // not written yet), on the device and as a host copy.
   vk::Buffer row_scales;
   std::vector<float> row_scale;
-  // bf16 only: a value written is an infinity or NaN or would round to one in f16 (|v| >=
-  // 65520), so the kernels that turn weights into f16 (the cooperative-matrix GEMM) must
-  // not take this matrix.
+  // A bf16 value written is an infinity or NaN or would round to one in f16 (|v| >= 65520),
+  // or a Q8_0 / Q4_0 block's weights can pass 65504 (scale x 128 or x 8): the kernels that
+  // turn weights into f16 (the cooperative-matrix GEMM) must not take this matrix.
   bool outside_f16 = false;
 
   // Allocates (zeroed padding) for a rows x cols matrix; `max_chunk_bytes` 0 means the

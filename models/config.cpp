@@ -190,8 +190,9 @@ std::string resolve(const fs::path& dir, const std::string& p) {
 // behaviour) when it asks whether some non-ASCII characters are whitespace (é, most of
 // Latin, Greek, Cyrillic...), which it does for characters outside strings and comments,
 // and in a multi-line basic string for the first character that is not whitespace after
-// a backslash (upstream issues #190 and #295). TOML allows non-ASCII text only inside strings and comments, so
-// a file with it anywhere else is rejected here (parse_document), before toml++ reads it.
+// a backslash (upstream issues #190 and #295). TOML allows non-ASCII text only inside
+// strings and comments, so a file with it anywhere else is rejected here (parse_document),
+// before toml++ reads it.
 // The same scan rejects a table header whose "[" or "[[" is not followed by a key or "]":
 // toml++ 3.3 assumes one there (a failed assertion in builds without NDEBUG, undefined
 // behaviour under clang with NDEBUG) instead of reporting the error.

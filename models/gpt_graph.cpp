@@ -15,8 +15,8 @@
 #include "engine/ops/linear.hpp"
 #include "engine/ops/sample_controls.hpp"
 #include "engine/vk/context.hpp"
-#include "models/graph_names.hpp"
 #include "models/gpt_model.hpp"
+#include "models/graph_names.hpp"
 
 namespace gptvk {
 

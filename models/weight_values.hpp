@@ -18,6 +18,7 @@ struct ValueScan {
   uint64_t non_finite = 0;    // NaN or infinite
   uint64_t beyond_limit = 0;  // finite, |w| > the `limit` given
 };
+// (An F16 source is within every storage's limit: only its NaN and infinities count.)
 ValueScan scan_values(const std::byte* src, DType from, uint64_t n, float limit);
 
 // The largest magnitude a storage dtype holds: f16's 65504, and for Q8_0 and Q4_0 the

@@ -282,8 +282,7 @@ void WeightsFile::load_into(ModelWeights& w) const {
       std::fprintf(stderr, "gpt-vk: %s: %llu %s beyond %s's range (|w| > %.9g) clamped to +-%.9g in %s "
                    "storage; --dtype f32 or bf16 (or [weights] dtype) keeps them\n", file_->path().c_str(),
                    static_cast<unsigned long long>(count), count == 1 ? "weight" : "weights", dtype_name(dtype),
-                   storage_limit(dtype),
-                   storage_limit(dtype), dtype_name(dtype));
+                   storage_limit(dtype), storage_limit(dtype), dtype_name(dtype));
 }
 
 // ---------------------------------------------------------------- one tensor

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <ctime>
 #include <utility>
-#include <cstdio>
 
 #include "models/tokenizer/utf8.hpp"
 

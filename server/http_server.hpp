@@ -7,8 +7,8 @@
 // Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
 // POST /tokenize, POST /detokenize, GET /metrics, and the web page at GET / (server/web/);
 // with --cors-origin, the preflights of web pages' requests (OPTIONS) and the CORS headers
-// of every answer. Before set_ready() every route but /metrics and the page answers 503
-// (loading), /health too.
+// of every answer. Before set_ready() every route answers 503 (loading), /health included,
+// but /metrics and the page.
 #pragma once
 #include <atomic>
 #include <chrono>

@@ -217,9 +217,13 @@ try {
   allowedPages.close();
   otherPages.close();
 }
-const code = await stopServer(child);
+const { code, validation } = await stopServer(child);
 if (code !== 0) {
   console.error(`browser: the server's exit after SIGTERM was ${code}, not 0`);
+  failed = true;
+}
+if (validation) {
+  console.error(`browser: the server printed a validation message: ${validation}`);
   failed = true;
 }
 process.exit(failed ? 1 : 0);

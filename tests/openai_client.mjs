@@ -143,9 +143,13 @@ try {
   failed = true;
   console.error('openai_client: FAILED:', e);
 }
-const code = await stopServer(child);
+const { code, validation } = await stopServer(child);
 if (code !== 0) {
   console.error(`openai_client: the server's exit after SIGTERM was ${code}, not 0`);
+  failed = true;
+}
+if (validation) {
+  console.error(`openai_client: the server printed a validation message: ${validation}`);
   failed = true;
 }
 process.exit(failed ? 1 : 0);

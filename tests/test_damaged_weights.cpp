@@ -4,13 +4,16 @@
 // vector, an f32 matrix, an F16 GGUF matrix and a Q8_0 block scale), a layer past the
 // model's count at any index, a GGUF bias in some layers only, a shape of more dimensions
 // than any tensor has, a pickle that makes objects without end, an empty file as --model,
-// and `serve` with a tokenizer that is not the model's. Before these checks the first four
-// ran (NaN logits, or a shallower model, or a layer's bias unused) with exit status 0.
+// and `serve` with a tokenizer that is not the model's; and weights past Q8_0's range, which
+// load clamped with one warning. Before these checks the first four ran (NaN logits, or a
+// shallower model, or a layer's bias unused) with exit status 0.
+#include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "engine/error.hpp"
 #include "models/gguf_file.hpp"
+#include "models/npy.hpp"
 #include "models/torch_pickle.hpp"
 #include "tests/support/cli_matrix.hpp"
 
@@ -79,6 +82,30 @@ BOOST_AUTO_TEST_CASE(nan_and_infinities_are_refused_by_name) {
 
 // Layer 1's tensors named as layer 7's (GGUF) or layer 5's (safetensors), the model
 // declaring one layer: before, only index n_layers was looked for, so these ran one layer.
+// Finite weights past what Q8_0's f16 block scales hold (65504 x 127) are clamped and said
+// once per storage dtype, on one stderr line; the logits stay finite (they had been NaN, with
+// exit status 0).
+BOOST_AUTO_TEST_CASE(a_clamped_quantized_load_says_so_and_stays_finite) {
+  Safetensors st = Safetensors::read(kFixture / "model.safetensors");
+  const uint64_t at = st.header["h.0.mlp.c_fc.weight"]["data_offsets"][0].get<uint64_t>();
+  const float big = 1e7f;
+  std::memcpy(st.data.data() + at, &big, 4);
+  const fs::path weights = dir / "model.safetensors";
+  write_text(weights, st.bytes());
+  const std::string cfg = config(replace_line(replace_line(fixture_config, "dtype = \"f32\"", "dtype = \"q8_0\""),
+                                              "file = \"model.safetensors\"", "file = \"" + weights.string() + "\""));
+  const std::string out = (dir / "o.npy").string();
+  const CliResult r = run_cli({"forward", "--config", cfg, "--ids", "1,2,3", "--out", out});
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.err == "gpt-vk: " + weights.string() +
+                          ": 1 weight beyond q8_0's range (|w| > 8319008) clamped to +-8319008 in q8_0 storage; "
+                          "--dtype f32 or bf16 (or [weights] dtype) keeps them\n");
+  const gptvk::NpyArray logits = gptvk::read_npy(out);
+  BOOST_TEST(logits.data.size() == 3u * 311u);
+  BOOST_TEST(std::all_of(logits.data.begin(), logits.data.end(), [](float x) { return std::isfinite(x); }));
+}
+
 BOOST_AUTO_TEST_CASE(a_layer_past_the_count_at_any_index) {
   check(forward_gguf("small-F16.gguf",
                      [](std::string& b) {

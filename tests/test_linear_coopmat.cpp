@@ -151,6 +151,19 @@ void check_auto_picks(vk::Context& ctx) {
   Graph g(ctx);
   BOOST_CHECK_THROW(
       ops::linear_with(g, whole(x), wide, View{}, whole(y), 64, {.kernel = ops::LinearKernel::GemmCoopMat}), DeviceError);
+  // Quantized blocks turned into f16 as q x scale: a weight past 65504 keeps the tiled GEMM
+  // too, where its block would stage infinities; 60000 stays within both.
+  for (DType dt : {DType::Q8_0, DType::Q4_0}) {
+    Matrix q = Matrix::create(ctx, dt, 768, 768, "w");
+    q.write_rows(0, 1, row.data(), DType::F32);
+    BOOST_TEST(q.outside_f16, dtype_name(dt));
+    BOOST_TEST((ops::auto_kernel(ctx, 64, q, whole(x)) == ops::LinearKernel::GemmTiled), dtype_name(dt));
+    row[100] = 60000.0f;
+    Matrix in_range = Matrix::create(ctx, dt, 768, 768, "w");
+    in_range.write_rows(0, 1, row.data(), DType::F32);
+    BOOST_TEST(!in_range.outside_f16, dtype_name(dt));
+    row[100] = 70000.0f;
+  }
 }
 
 }  // namespace

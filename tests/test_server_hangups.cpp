@@ -80,10 +80,11 @@ BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
 BOOST_AUTO_TEST_CASE(a_queued_stream_whose_client_hangs_up_never_runs) {
   ServerProcess server({"--parallel", "1", "--queue", "8"});
   const int port = server.port();
-  // Four sequences of 240 tokens (<|endoftext|> barred) one after another: seconds of work.
-  json busy{{"prompt", kPrompt}, {"max_tokens", 240}, {"temperature", 0.9}, {"seed", 1},
+  // Four sequences of 200 tokens (<|endoftext|> barred) one after another: seconds of work.
+  json busy{{"prompt", kPrompt}, {"max_tokens", 200}, {"temperature", 0.9}, {"seed", 1},
             {"logit_bias", {{"50256", -100}}}, {"n", 4}};
   std::chrono::steady_clock::time_point busy_done;
+  std::string busy_answer;
   // Joined however the case ends: a failed requirement must not leave a joinable thread,
   // which would end the whole test binary.
   struct Joined {
@@ -92,7 +93,8 @@ BOOST_AUTO_TEST_CASE(a_queued_stream_whose_client_hangs_up_never_runs) {
       if (t.joinable()) t.join();
     }
   } running{std::thread([&] {
-    BOOST_TEST(status_of(round_trip(port, post_request("/v1/completions", busy.dump()), 120.0)) == 200);
+    // Minutes where the device is slow (the forced-limits run on a loaded CI machine).
+    busy_answer = round_trip(port, post_request("/v1/completions", busy.dump()), 600.0);
     busy_done = std::chrono::steady_clock::now();
   })};
   BOOST_REQUIRE(metric_becomes(port, "gptvk_queue_depth", 3));
@@ -115,7 +117,14 @@ BOOST_AUTO_TEST_CASE(a_queued_stream_whose_client_hangs_up_never_runs) {
     return;
   }
   BOOST_TEST(behind_them);
-  BOOST_TEST(metric(port, "gptvk_generated_tokens_total") == 4 * 240);
+  BOOST_TEST_REQUIRE(status_of(busy_answer) == 200);
+  if (!whole_response(busy_answer)) {  // the client gave up on them: their count is cut short too
+    BOOST_TEST_MESSAGE("the four sequences did not finish within 600 s; nothing to count");
+    return;
+  }
+  // Every token made was the four's: the stream whose client left never ran.
+  BOOST_TEST(body_of(busy_answer)["usage"]["completion_tokens"] == 4 * 200);
+  BOOST_TEST(metric(port, "gptvk_generated_tokens_total") == 4 * 200);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

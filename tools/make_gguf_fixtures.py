@@ -25,8 +25,8 @@ libraries: tools/build_llama_quantize.sh DIR, then
     /usr/bin/python3 tools/make_gguf_fixtures.py --llama-cpp DIR
 (DIR e.g. /tmp/llama; ~700 MB of npm packages, never committed). numpy and python3-regex.
 
---default-model OUT (with --llama-cpp DIR) writes the bundled model (models/default, GPT-2's real tokenizer) as GGUF
-in F32 and quantized, for `gpt-vk perplexity -m` and tools/compare_greedy_llama.sh.
+--default-model OUT_DIR (with --llama-cpp DIR) writes the bundled model (models/default,
+GPT-2's real tokenizer) as GGUF in F32 and quantized, for `gpt-vk perplexity -m` and tools/compare_greedy_llama.sh.
 """
 import argparse
 import json

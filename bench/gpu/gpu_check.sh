@@ -64,7 +64,8 @@ status=0
 if [ "${TESTS:-1}" != 0 ]; then
   say "test suite (validation layer on)${TESTS_R:+, tests matching $TESTS_R}"
   if command -v ctest >/dev/null; then
-    ctest --test-dir "$src/build" -j 8 --timeout 300 --output-on-failure ${TESTS_R:+-R "$TESTS_R"} -E "${TESTS_E:-openai_client|browser}" || status=1
+    ctest --test-dir "$src/build" -j 8 --timeout 300 --output-on-failure ${TESTS_R:+-R "$TESTS_R"} \
+      -E "${TESTS_E:-openai_client|browser}" || status=1
   else
     for t in "$src"/build/tests/test_*; do
       [ -n "${TESTS_R:-}" ] && ! [[ $(basename "$t") =~ $TESTS_R ]] && continue

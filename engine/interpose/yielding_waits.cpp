@@ -4,11 +4,10 @@
 // variable between dispatches, and its queue thread sleeps on another while a dispatch
 // runs. On virtual machines whose idle vCPUs halt at once (guest halt polling off), each
 // such sleep costs a vCPU wake-up of tens of microseconds, and a GPT-2 small decode step
-// has ~64 dispatches. Staying on the
-// CPU for up to kYieldNs before sleeping, calling sched_yield so that runnable threads
-// (the other workers) still get the vCPU, avoids most of those wake-ups: on lavapipe it
-// speeds decode up more than turning the guest kernel's halt polling on does
-// (bench/PERFORMANCE.md, "What a dispatch costs").
+// has ~64 dispatches. Staying on the CPU for up to kYieldNs before sleeping, calling
+// sched_yield so that runnable threads (the other workers) still get the vCPU, avoids most
+// of those wake-ups: on lavapipe it speeds decode up more than turning the guest kernel's
+// halt polling on does (bench/PERFORMANCE.md, "What a dispatch costs").
 //
 // How: this file defines pthread_cond_wait, pthread_cond_signal and pthread_cond_broadcast
 // in the executable, which exports them (CMake: gptvk_use_yielding_waits), so calls from

@@ -229,10 +229,11 @@ void add_linear_block(Graph& g, const LinearLayout& l, View x, const Matrix& W, 
 
   const uint32_t out_groups = (nr + kernel.outputs_per_group - 1) / kernel.outputs_per_group;
   const uint32_t token_groups = (tn + kernel.tokens_per_group - 1) / kernel.tokens_per_group;
-  // The mat-vecs: x over outputs, y over token groups; the GEMMs the other way round.
-  const bool matvec = kernel.kind == LinearKernel::MatVec || kernel.kind == LinearKernel::MatVecRowsBatch;
-  const std::array<uint32_t, 3> groups =
-      matvec ? std::array<uint32_t, 3>{out_groups, token_groups, 1} : std::array<uint32_t, 3>{token_groups, out_groups, 1};
+  // These two mat-vecs: x over outputs, y over token groups; the others (the GEMMs, the
+  // batched column split) the other way round.
+  const bool outputs_in_x = kernel.kind == LinearKernel::MatVec || kernel.kind == LinearKernel::MatVecRowsBatch;
+  const std::array<uint32_t, 3> groups = outputs_in_x ? std::array<uint32_t, 3>{out_groups, token_groups, 1}
+                                                      : std::array<uint32_t, 3>{token_groups, out_groups, 1};
   std::string label = args.name;
   if (W.chunks.size() > 1 || T > l.t_block || W.chunk_rows(c) > l.o_block)
     label += "[t" + std::to_string(t0) + ",o" + std::to_string(col) + "]";

@@ -60,8 +60,8 @@ uint64_t sample_scratch_bytes(uint32_t vocab);
 // `count` independent draws from the same logits in one dispatch (one workgroup each): draw j
 // uses counter step_rng + j and goes to ids[j]; the step buffer is only read. Gives exactly
 // the token sample() would give with step_rng + j. The distribution tests draw with it
-// (thousands of draws in one dispatch); no product path does. `scratch` holds count * sample_scratch_bytes(vocab) bytes;
-// count <= 65535.
+// (thousands of draws in one dispatch); no product path does. `scratch` holds
+// count * sample_scratch_bytes(vocab) bytes; count <= 65535.
 void sample_many(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
                  const SamplingParams& p, const std::string& name = "sample_many");
 

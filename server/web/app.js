@@ -64,7 +64,7 @@ function requestBody(mode, prompt) {
   else body.prompt = prompt;
   const seed = $('seed').value.trim();
   if (seed === '') return JSON.stringify(body);
-  if (!/^-?[0-9]+$/.test(seed)) throw new Error('the seed must be a whole number');
+  if (!/^-?(0|[1-9][0-9]*)$/.test(seed)) throw new Error('the seed must be a whole number (no leading zeros)');
   return `${JSON.stringify(body).slice(0, -1)},"seed":${seed}}`;
 }
 
@@ -135,10 +135,11 @@ async function generate() {
     const kept = cached ? `, ${cached} of ${usage.prompt_tokens} prompt tokens cached` : '';
     setState('done', `${n} tokens in ${s.toFixed(2)} s (${(n / s).toFixed(1)} tok/s)${kept}, finish: ${finish}`);
   } catch (e) {
+    // Cleared while it ran (Clear, another mode): nothing is left to keep or take back, and
+    // clearOutput has set the page idle.
+    if (!target.isConnected) return;
     const stopped = e.name === 'AbortError';
-    if (mode === 'chat' && !target.isConnected) {
-      // Cleared while it ran: nothing of it is left to keep or take back.
-    } else if (mode === 'chat' && stopped && target.textContent) {
+    if (mode === 'chat' && stopped && target.textContent) {
       // Stopped mid-reply: the reply so far stays, on the page and in the conversation.
       chat.push({ role: 'assistant', content: target.textContent });
       append('\n');

@@ -1,4 +1,5 @@
-// Workgroup reductions for the sampler and argmax (shaders/sample.comp, shaders/argmax.comp).
+// Workgroup reductions for the sampler and argmax (shaders/sample.comp,
+// tests/shaders/argmax.comp).
 // Include after `layout(local_size_x_id = 0) in;` and a spec constant SLOTS: room for the
 // partial results a reduction gathers, one per subgroup with USE_SUBGROUP and one per
 // invocation without. With subgroups the host sizes SLOTS for subgroups of 8 or more

@@ -24,8 +24,8 @@ export function startServer(binary, args) {
   return { child, port };
 }
 
-// Sends SIGTERM and resolves with the exit code, or 'timeout' (then SIGKILL) after 30 s, or
-// the first validation message the server printed (a failure, as any code but 0 is).
+// Sends SIGTERM and resolves with { code: the exit code, or 'timeout' (then SIGKILL) after
+// 30 s; validation: the first validation message the server printed, or null }.
 export async function stopServer(child) {
   let code = child.exitCode;
   if (code === null) {
@@ -36,5 +36,5 @@ export async function stopServer(child) {
     if (code === 'timeout') child.kill('SIGKILL');
   }
   const message = child.stderrText.match(/gpt-vk: validation: .*/);
-  return message ? message[0] : code;
+  return { code, validation: message ? message[0] : null };
 }

@@ -76,11 +76,16 @@ ServerProcess::~ServerProcess() {
   }
   if (reader_.joinable()) reader_.join();
   if (err_fd_ >= 0) close(err_fd_);
-  // The server runs with the validation layer on: a message from it fails the test binary,
-  // also where this is a static server destroyed after the test framework has finished.
+  // The server runs with the validation layer on: a message from it fails the test, or the
+  // test binary where this is a static server destroyed after the framework has finished.
   if (const size_t at = err_.find("gpt-vk: validation:"); at != std::string::npos) {
-    std::fprintf(stderr, "gpt-vk serve printed a validation message:\n%s\n", err_.substr(at, 2000).c_str());
-    std::_Exit(1);
+    const std::string message = err_.substr(at, 2000);
+    if (boost::unit_test::framework::test_in_progress()) {
+      BOOST_ERROR("gpt-vk serve printed a validation message: " << message);
+    } else {
+      std::fprintf(stderr, "gpt-vk serve printed a validation message:\n%s\n", message.c_str());
+      std::_Exit(1);
+    }
   }
 }
 
