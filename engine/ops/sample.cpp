@@ -62,6 +62,12 @@ SamplerShape sampler_shape(const vk::Context& ctx, uint32_t n) {
   return s;
 }
 
+void require_bytes(const View& v, uint64_t bytes, const char* what, const std::string& name) {
+  if (v.size() < bytes)
+    throw std::logic_error("dispatch '" + name + "': " + what + " holds " + std::to_string(v.size()) +
+                           " bytes, needs " + std::to_string(bytes));
+}
+
 namespace {
 
 // Scratch words per draw: the candidate lists of the threshold search. Entry e of invocation
@@ -71,12 +77,6 @@ namespace {
 uint32_t scratch_stride_words(uint32_t vocab) { return (vocab + 63) / 64 * 64; }
 
 uint32_t bits(float f) { return vk::spec_f32(f); }
-
-void require_bytes(const View& v, uint64_t bytes, const char* what, const std::string& name) {
-  if (v.size() < bytes)
-    throw std::logic_error("dispatch '" + name + "': " + what + " holds " + std::to_string(v.size()) +
-                           " bytes, needs " + std::to_string(bytes));
-}
 
 void check_vocab_and_count(uint32_t vocab, uint32_t count, const std::string& name) {
   if (vocab == 0) throw std::logic_error("dispatch '" + name + "': vocab must be at least 1");

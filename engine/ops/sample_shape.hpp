@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/graph.hpp"
 #include "engine/vk/context.hpp"
 
 namespace gptvk::ops {
@@ -17,5 +18,8 @@ struct SamplerShape {
 
 // The shape for `n` elements; DeviceError when the device cannot hold it.
 SamplerShape sampler_shape(const vk::Context& ctx, uint32_t n);
+
+// std::logic_error naming dispatch `name` and view `what` when `v` holds fewer than `bytes`.
+void require_bytes(const View& v, uint64_t bytes, const char* what, const std::string& name);
 
 }  // namespace gptvk::ops
