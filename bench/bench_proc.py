@@ -2,6 +2,7 @@
 that become table cells instead of stopping a long sweep."""
 import os
 import re
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -34,7 +35,7 @@ def run(cmd, timeout_s, env=None, log=None):
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         wrapped = [TIME_BIN, "-v", "-o", tf.name] + cmd if os.access(TIME_BIN, os.X_OK) else cmd
         if log:
-            log("$ " + " ".join(cmd))
+            log("$ " + shlex.join(cmd))
         t0 = time.perf_counter()
         # own process group, so a timeout ends the measured command too, not just `time`
         proc = subprocess.Popen(wrapped, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -67,3 +68,12 @@ def load_average():
         return os.getloadavg()[0]
     except OSError:
         return None
+
+
+def device_name(devices_text):
+    """The chosen device's name from `gpt-vk devices -v`."""
+    m = re.search(r"^chosen: \d+: (.+) \([^()]*\)\s*$", devices_text, re.M)
+    if m:
+        return m.group(1)
+    first = devices_text.strip().splitlines()
+    return first[0] if first else "unknown device"

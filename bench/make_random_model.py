@@ -129,17 +129,18 @@ merges = "{os.path.join(TOKENIZER_DIR, 'vocab.bpe')}"
 """
 
 
-def write_model(out_dir, shape, seed, log=print):
+def write_model(out_dir, shape, seed, log=print, weights=True):
     """Writes the weights (unless already there) and the configs of one shape; returns
-    {dtype: config path}."""
+    {dtype: config path}. With weights=False (no PyTorch here) the configs name a file that
+    does not exist, so gpt-vk makes deterministic random weights of its own."""
     dims = shape_dims(shape)
-    weights_name = f"{shape}.safetensors"
+    weights_name = f"{shape}.safetensors" if weights else f"absent-{shape}.safetensors"
     weights_path = os.path.join(out_dir, weights_name)
     metadata = {"generator": "bench/make_random_model.py", "shape": shape, "seed": str(seed),
                 **{k: str(v) for k, v in dims.items()}}
-    if read_metadata(weights_path) == metadata:
+    if weights and read_metadata(weights_path) == metadata:
         log(f"{weights_path}: up to date")
-    else:
+    elif weights:
         from safetensors_io import save_file  # needs torch, as random_tensors does
 
         tmp = weights_path + ".partial"
@@ -168,7 +169,11 @@ def main():
         ap.error(f"unknown shape(s) {', '.join(unknown)}; known: {', '.join(SHAPES)}")
     os.makedirs(args.out, exist_ok=True)
     for shape in shapes:
-        for dtype, path in write_model(args.out, shape, args.seed).items():
+        try:
+            configs = write_model(args.out, shape, args.seed)
+        except ImportError as e:
+            sys.exit(f"make_random_model: {e}: writing the weights needs PyTorch and NumPy (apt-get install python3-torch python3-numpy)")
+        for path in configs.values():
             print(f"  {path}")
 
 

@@ -3,17 +3,28 @@
 # same GGUF: gpt-vk's argmax after every prefix of llama.cpp's sequence, with f32 and f16
 # storage, and the logit gap where they pick differently (llama.cpp's quantized CPU dot
 # products round the activations to 8 bits, so near-ties may flip).
-#   tools/compare_greedy_llama.sh DIR MODEL.gguf "PROMPT" N     (DIR of build_llama_quantize.sh)
+#   tools/compare_greedy_llama.sh DIR MODEL.gguf "PROMPT" N
+# DIR: tools/build_llama_quantize.sh's, with DIR/bin/llama-greedy built by the g++ line at the
+# top of tools/llama_greedy.cpp.
 set -euo pipefail
+if [ $# -ne 4 ]; then
+  echo "usage: $0 DIR MODEL.gguf PROMPT N   (DIR of tools/build_llama_quantize.sh)" >&2
+  exit 2
+fi
 dir=$1 model=$2 prompt=$3 n=$4
 here=$(cd "$(dirname "$0")/.." && pwd)
-out=$(LLAMA_BIN="$dir/bin" "$dir/bin/llama-greedy" "$model" "$prompt" "$n" 2>/dev/null)
-p=$(echo "$out" | cut -d'|' -f1 | xargs | tr ' ' ',')
-g=$(echo "$out" | cut -d'|' -f2 | xargs | tr ' ' ',')
+if [ ! -x "$dir/bin/llama-greedy" ]; then
+  echo "$0: no $dir/bin/llama-greedy: build it with the g++ line at the top of tools/llama_greedy.cpp" >&2
+  exit 1
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+fail() { echo "$0: $1 failed:" >&2; tail -5 "$tmp/err" >&2; exit 1; }
+out=$(LLAMA_BIN="$dir/bin" "$dir/bin/llama-greedy" "$model" "$prompt" "$n" 2>"$tmp/err") || fail llama-greedy
+p=$(echo "$out" | cut -d'|' -f1 | xargs | tr ' ' ',')
+g=$(echo "$out" | cut -d'|' -f2 | xargs | tr ' ' ',')
 for dt in f32 f16; do
-  "$here/build/gpt-vk" forward -m "$model" --dtype $dt --ids "$p,$g" --out "$tmp/l.npy" 2>/dev/null
+  "$here/build/gpt-vk" forward -m "$model" --dtype $dt --ids "$p,$g" --out "$tmp/l.npy" 2>"$tmp/err" || fail "gpt-vk forward ($dt)"
   /usr/bin/python3 - "$p" "$g" "$tmp/l.npy" "$(basename "$model") $dt" <<'PY'
 import sys
 import numpy as np

@@ -13,6 +13,9 @@ import sys
 
 import regex as re
 
+# GPT-2's pre-tokenization pattern, unchanged (also tools/make_gguf_fixtures.py's).
+PATTERN = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+
 
 def bytes_to_unicode():
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
@@ -36,7 +39,7 @@ class Encoder:
         self.byte_encoder = bytes_to_unicode()
         self.bpe_ranks = dict(zip(bpe_merges, range(len(bpe_merges))))
         self.cache = {}
-        self.pat = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+        self.pat = PATTERN
 
     def bpe(self, token):
         if token in self.cache:

@@ -23,7 +23,8 @@ the record). Also the ids of a test sentence under the tokenizer (GPT-2's algori
 Needs: llama.cpp's source (gguf-py) and a llama-quantize built against node-llama-cpp's
 libraries: tools/build_llama_quantize.sh DIR, then
     /usr/bin/python3 tools/make_gguf_fixtures.py --llama-cpp DIR
-(DIR e.g. /tmp/llama; ~700 MB of npm packages, never committed). numpy and python3-regex.
+(DIR e.g. /tmp/llama; ~700 MB of npm packages, never committed). numpy, python3-regex and
+python3-torch (tools/safetensors_io.py reads the small model's weights with it).
 
 --default-model OUT_DIR (with --llama-cpp DIR) writes the bundled model (models/default,
 GPT-2's real tokenizer) as GGUF in F32 and quantized, for `gpt-vk perplexity -m` and tools/compare_greedy_llama.sh.
@@ -37,13 +38,12 @@ import sys
 import tempfile
 
 import numpy as np
-import regex
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "gguf"
 sys.path.insert(0, str(ROOT / "tools"))
 import safetensors_io  # noqa: E402
-from gpt2_bpe import PATTERN, bytes_to_unicode  # noqa: E402
+from gpt2_reference_encoder import PATTERN, bytes_to_unicode  # noqa: E402
 
 CORPUS = (
     "The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of times; "

@@ -27,7 +27,7 @@ BENCH = os.path.dirname(HERE)
 sys.path.insert(0, BENCH)  # bench_proc, make_random_model
 sys.path.insert(0, os.path.join(BENCH, "llama_cpp"))  # to_gguf, vs_llama_bench
 from bench_proc import run  # noqa: E402
-from make_random_model import config_text, shape_dims  # noqa: E402
+from make_random_model import SHAPES, config_text, shape_dims  # noqa: E402
 from to_gguf import write_random_gguf  # noqa: E402
 from vs_llama_bench import llama_env  # noqa: E402
 
@@ -39,9 +39,11 @@ def log(message):
 def gptvk_rates(args, cfg, batches, shape):
     rates = []
     for b in batches:
-        out = run([args.gptvk, "bench", "--config", cfg, "--batch", str(b), "--prompt-tokens",
-                   str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens),
-                   "--batch-kernels", args.batch_kernels], args.timeout, log=log)
+        cmd = [args.gptvk, "bench", "--config", cfg, "--batch", str(b), "--prompt-tokens",
+               str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens)]
+        if b > 1:  # the kernel choice is for batched steps; gpt-vk refuses it with B = 1
+            cmd += ["--batch-kernels", args.batch_kernels]
+        out = run(cmd, args.timeout, log=log)
         try:
             rates.append(out.rates()[1] if out.error is None else None)
         except ValueError:
@@ -85,7 +87,18 @@ def main():
     ap.add_argument("--threads", type=int, help="llama.cpp's CPU threads (-t, -tb); default: its own")
     ap.add_argument("--models-dir", default="/tmp/gptvk-gguf", help="where the random GGUFs are kept")
     args = ap.parse_args()
-    batches = [int(b) for b in args.batches.split()]
+    try:
+        batches = [int(b) for b in args.batches.split()]
+    except ValueError:
+        ap.error(f"--batches takes whole numbers separated by spaces, not {args.batches!r}")
+    if not batches or min(batches) < 1:
+        ap.error("--batches needs one or more sizes of at least 1")
+    unknown = [s for s in args.shapes.split(",") if s not in SHAPES]
+    if unknown:
+        ap.error(f"unknown shape {unknown[0]!r}; known: {', '.join(SHAPES)}")
+    if not os.path.isfile(args.gptvk):
+        ap.error(f"no gpt-vk binary at {args.gptvk} (build it, or give --gptvk)")
+    failed = False
     peer = args.llama_batched_bench
     cols = [f"B={b} tok/s" for b in batches] + [f"B={b} / B=1" for b in batches[1:]]
     if peer:
@@ -98,6 +111,7 @@ def main():
             with open(cfg, "w") as f:
                 f.write(config_text(shape, shape_dims(shape), args.dtype, f"absent-{shape}.safetensors"))
             rates = gptvk_rates(args, cfg, batches, shape)
+            failed |= None in rates
             cells = [f"{r:.1f}" if r else "failed" for r in rates]
             cells += [f"{r / rates[0]:.2f}x" if r and rates[0] else "-" for r in rates[1:]]
             if peer:
@@ -106,10 +120,12 @@ def main():
                 if not os.path.exists(gguf):
                     gguf = write_random_gguf(args.models_dir, shape, args.dtype, log)
                 theirs = llama_rates(args, gguf, batches, shape)
+                failed |= None in theirs
                 cells += [f"{r:.1f}" if r else "failed" for r in theirs]
                 cells += [f"{g / l:.2f}x" if g and l else "-" for g, l in zip(rates, theirs)]
             print(f"| {shape} | {' | '.join(cells)} |", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)  # bench_proc, make_random_model
-from bench_proc import run  # noqa: E402
+from bench_proc import device_name, run  # noqa: E402
 from make_random_model import SHAPES, VOCAB_SIZE, config_text, shape_dims  # noqa: E402
 
 BYTES_PER_WEIGHT = {"f32": 4, "f16": 2, "bf16": 2}
@@ -80,9 +80,10 @@ def main():
             ap.error(f"unknown dtype {d}; known: {', '.join(BYTES_PER_WEIGHT)}")
     os.makedirs(args.out, exist_ok=True)
 
+    if not os.path.isfile(args.gptvk):
+        ap.error(f"no gpt-vk binary at {args.gptvk} (build it, or give --gptvk)")
     devices = subprocess.run([args.gptvk, "devices", "-v"], capture_output=True, text=True)
-    device = (devices.stdout.strip().splitlines()[-1].removeprefix("chosen: ") if devices.returncode == 0
-              else devices.stderr.strip())
+    device = device_name(devices.stdout) if devices.returncode == 0 else devices.stderr.strip()
     log(device)
     work = [str(args.prompt_tokens), str(args.gen_tokens), str(args.repeats)]
     bench_args = ["--prompt-tokens", work[0], "--gen-tokens", work[1], "--repeats", work[2]]

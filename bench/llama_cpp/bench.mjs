@@ -36,8 +36,15 @@ const {values: opt} = parseArgs({
     "flash-attn": {type: "string", default: "auto"},
     "check-ids": {type: "string"},
     log: {type: "boolean", default: false},
+    help: {type: "boolean", short: "h", default: false},
   },
 });
+if (opt.help) {  // the usage block of this file's header
+  const lines = readFileSync(new URL(import.meta.url), "utf8").split("\n").slice(1);
+  const header = lines.slice(0, lines.findIndex((l) => !l.startsWith("//")));
+  process.stdout.write(header.map((l) => l.slice(3)).join("\n") + "\n");
+  process.exit(0);
+}
 if (!opt.model) die("--model FILE.gguf is required");
 if (!existsSync(opt.model)) die(`${opt.model}: no such file (bench/llama_cpp/to_gguf.py writes it)`);
 if (!["vulkan", "cpu"].includes(opt.backend)) die("--backend is vulkan or cpu");

@@ -9,7 +9,8 @@
 # also looks for its backends there):
 #   bench/llama_cpp/llama-bench/     llama-bench and llama-batched-bench on the Vulkan build
 #   bench/llama_cpp/llama-cpu/       llama-batched-bench on the CPU-only build (the same-run
-#                                    peer of batched decode on lavapipe: vs_llama_batched.py)
+#                                    peer of batched decode on lavapipe: bench/gpu/batch_bench.py
+#                                    --llama-batched-bench)
 # They need no Node, so bench/gpu/gpu_prepare.sh packs llama-bench/ for the lent GPU
 # machines, where node does not travel.
 # Needs `npm install --omit=optional --ignore-scripts` in bench/llama_cpp first, and g++.

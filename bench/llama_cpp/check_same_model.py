@@ -22,6 +22,15 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13]  # "The quick brown fox jumps over the lazy dog."
 
 
+def step(what, cmd):
+    """Runs one step; exits with its own last words when it fails."""
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        said = p.stderr.strip().splitlines()[-3:] or ["(no stderr)"]
+        sys.exit(f"check_same_model: {what} failed (exit {p.returncode}): {' / '.join(said)}")
+    return p.stdout
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models-dir", default="/tmp/gptvk-bench")
@@ -31,19 +40,18 @@ def main():
     ap.add_argument("--gen-tokens", type=int, default=8)
     ap.add_argument("--gptvk", default=os.path.join(ROOT, "build", "gpt-vk"))
     args = ap.parse_args()
-    gguf = subprocess.run([sys.executable, os.path.join(HERE, "to_gguf.py"), "--models-dir", args.models_dir,
-                           "--shape", args.shape, "--dtype", args.dtype], check=True, capture_output=True,
-                          text=True).stdout.strip()
-    out = subprocess.run(["node", os.path.join(HERE, "bench.mjs"), "--model", gguf, "--backend", args.backend,
-                          "--check-ids", ",".join(map(str, PROMPT)), "--gen-tokens", str(args.gen_tokens)],
-                         check=True, capture_output=True, text=True).stdout
+    gguf = step("to_gguf.py", [sys.executable, os.path.join(HERE, "to_gguf.py"), "--models-dir", args.models_dir,
+                               "--shape", args.shape, "--dtype", args.dtype]).strip()
+    out = step("llama.cpp (bench.mjs)", ["node", os.path.join(HERE, "bench.mjs"), "--model", gguf, "--backend",
+                                         args.backend, "--check-ids", ",".join(map(str, PROMPT)),
+                                         "--gen-tokens", str(args.gen_tokens)])
     picks = json.loads(out.strip().splitlines()[-1])["picks"]
     ids = PROMPT + [p["token"] for p in picks[:-1]]
     config = os.path.join(args.models_dir, f"{args.shape}-{args.dtype}.toml")
     with tempfile.TemporaryDirectory() as tmp:
         npy = os.path.join(tmp, "logits.npy")
-        subprocess.run([args.gptvk, "forward", "--config", config, "--ids", ",".join(map(str, ids)), "--out", npy],
-                       check=True, capture_output=True)
+        step("gpt-vk forward", [args.gptvk, "forward", "--config", config, "--ids", ",".join(map(str, ids)),
+                                "--out", npy])
         logits = np.load(npy)[len(PROMPT) - 1:].astype(np.float64)
     probs = np.exp(logits - logits.max(axis=1, keepdims=True))
     probs /= probs.sum(axis=1, keepdims=True)

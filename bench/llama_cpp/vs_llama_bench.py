@@ -77,6 +77,12 @@ def main():
     for s in shapes:
         if s not in SHAPES:
             ap.error(f"unknown shape {s}; known: {', '.join(SHAPES)}")
+        context = shape_dims(s)["context_length"]
+        if args.prompt_tokens + args.gen_tokens > context:
+            ap.error(f"--prompt-tokens + --gen-tokens ({args.prompt_tokens + args.gen_tokens}) "
+                     f"past {s}'s context of {context}")
+    if min(args.prompt_tokens, args.gen_tokens, args.repeats, args.rounds) < 1:
+        ap.error("--prompt-tokens, --gen-tokens, --repeats and --rounds must be at least 1")
     for path in (args.gptvk, args.llama_bench):
         if not os.access(path, os.X_OK):
             ap.error(f"{path}: not an executable (build gpt-vk, and llama-bench with build_llama_bench.sh)")

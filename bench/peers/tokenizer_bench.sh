@@ -56,7 +56,7 @@ if [ ! -d "$root/tools/node_modules/gpt-3-encoder" ]; then
 fi
 
 echo "building the timer ..."
-g++ -O3 -DNDEBUG -std=c++20 -I"$root" "$root/bench/peers/tokenizer_bench.cpp" "$root"/models/tokenizer/*.cpp \
+g++ -O3 -DNDEBUG -std=c++20 -I"$root" "$root/bench/peers/tokenizer_bench.cpp" "$root"/models/tokenizer/*.cpp "$root/engine/files.cpp" \
   $(pkg-config --cflags --libs libpcre2-8) -o "$work/tokenizer_bench"
 
 echo "gpt-vk ..."

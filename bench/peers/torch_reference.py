@@ -176,8 +176,8 @@ def check_against_gptvk(model, binary, config, weights, vocab_size):
     err = float(np.max(np.abs(ours - theirs)))
     scale = float(np.max(np.abs(ours)))
     same_argmax = bool((ours.argmax(-1) == theirs.argmax(-1)).all())
-    # the device may store 16-bit weights: allow 2% of the logit range, demand equal argmax
-    # unless the top two logits are closer than that tolerance
+    # the device may store 16-bit weights: allow 2% of the logit range (the argmax agreement
+    # is reported, not demanded: two logits closer than that may trade places)
     ok = err <= 0.02 * scale + 1e-4
     print(f"check vs gpt-vk forward: max |diff| {err:.3g} (logit scale {scale:.3g}), "
           f"same argmax everywhere: {same_argmax}", file=sys.stderr)

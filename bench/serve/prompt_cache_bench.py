@@ -100,13 +100,15 @@ def conversation(url, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", required=True, help="gpt-vk binary (started as `serve` on a free port)")
-    ap.add_argument("--server-args", default="", help="more flags for gpt-vk serve, e.g. --config CFG.toml")
+    ap.add_argument("--server-args", default="", help='more flags for gpt-vk serve, e.g. --server-args="--config CFG.toml"')
     ap.add_argument("--turns", type=int, default=len(MESSAGES), help=f"at most {len(MESSAGES)}")
     ap.add_argument("--max-tokens", type=int, default=32, help="reply tokens a turn")
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of both modes")
     ap.add_argument("--pause", type=float, default=1.0, help="seconds between a reply and the next turn")
     ap.add_argument("--timeout", type=float, default=300)
     args = ap.parse_args()
+    if min(args.rounds, args.turns, args.max_tokens) < 1 or args.turns > len(MESSAGES):
+        ap.error(f"--rounds, --turns and --max-tokens must be at least 1, --turns at most {len(MESSAGES)}")
     modes = {"prompt cache": [], "--no-prompt-cache": ["--no-prompt-cache"]}
     runs = {m: [] for m in modes}
     for _ in range(args.rounds):

@@ -44,32 +44,56 @@ def percentile(values, p):
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
-def start_server(binary, parallel, extra):
-    proc = subprocess.Popen([binary, "serve", "--port", "0", "--parallel", str(parallel)] + extra,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    for line in proc.stderr:
-        m = re.search(r"listening on (http://\S+)", line)
-        if m:
-            # Keep draining stderr so the server never blocks on a full pipe.
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-            return proc, m.group(1)
-        if time.time() > deadline:
-            break
+def start_server(binary, parallel, extra, wait_s=120):
+    """Starts `binary serve` on a free port; returns (process, url) once it listens. Exits
+    with the server's own last words when it ends or stays silent for wait_s seconds."""
+    try:
+        proc = subprocess.Popen([binary, "serve", "--port", "0", "--parallel", str(parallel)] + extra,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        sys.exit(f"serve: cannot start {binary}: {e}")
+    lines, listening = [], threading.Event()
+
+    def drain():  # reads stderr to the end, so the server never blocks on a full pipe
+        for line in proc.stderr:
+            if not listening.is_set():
+                lines.append(line)
+                if re.search(r"listening on http://\S+", line):
+                    listening.set()
+        listening.set()  # end of stderr: the server exited
+
+    threading.Thread(target=drain, daemon=True).start()
+    listening.wait(wait_s)
+    url = next((m.group(1) for m in map(re.compile(r"listening on (http://\S+)").search, lines) if m), None)
+    if url:
+        return proc, url
     proc.kill()
-    sys.exit(f"serve_load: the server did not start ({binary})")
+    proc.wait()
+    said = "".join(lines[-5:]).strip() or "nothing on stderr"
+    why = f"exited with {proc.returncode}" if listening.is_set() else f"not listening after {wait_s:.0f} s"
+    sys.exit(f"serve: the server did not start ({binary} {why}): {said}")
 
 
 def one_request(url, body, timeout):
-    """Streams one completion; returns (ttft_s, [gaps_s], tokens, complete)."""
+    """Streams one completion; returns (ttft_s, [gaps_s], tokens, complete). A request that
+    fails (refused, HTTP error, broken stream) is incomplete, its reason on stderr."""
+    try:
+        return stream_completion(url, body, timeout)
+    except (OSError, http.client.HTTPException, ValueError) as e:
+        print(f"serve_load: request failed: {e}", file=sys.stderr)
+        return None, [], 0, False
+
+
+def stream_completion(url, body, timeout):
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
     t0 = time.perf_counter()
     conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
     resp = conn.getresponse()
     if resp.status != 200:
+        reason = resp.read()[:200]
         conn.close()
-        return None, [], 0, False
+        raise ValueError(f"HTTP {resp.status}: {reason!r}")
     ttft, last, gaps, tokens, finished, done = None, None, [], 0, False, False
     for raw in resp:  # one line at a time: "data: {...}", blank lines between events
         line = raw.decode("utf-8", "replace").strip()
@@ -98,7 +122,7 @@ def one_request(url, body, timeout):
 ROUNDS = iter(range(1 << 30))  # rounds run so far, for --fresh-prompts
 
 
-def run_round(url, clients, requests, args):
+def run_round(url, clients, requests, args, long_prompt=True):
     results, lock = [], threading.Lock()
     round_no = next(ROUNDS)
 
@@ -113,13 +137,15 @@ def run_round(url, clients, requests, args):
                 results.append(out)
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
-    if args.long_prompt:
+    if args.long_prompt and long_prompt:
         def long_request():
             time.sleep(args.long_delay)  # the clients stream by then
-            body = {"prompt": [464] * args.long_prompt, "max_tokens": 1, "stream": True}
-            t = time.perf_counter()
+            # Its first token differs from every earlier round's, so no cached prefix helps.
+            prompt = [1000 + round_no] + [464] * (args.long_prompt - 1)
+            body = {"prompt": prompt, "max_tokens": 1, "stream": True}
             ttft, _, _, complete = one_request(url, body, args.timeout)
-            print(f"long prompt: {args.long_prompt} tokens, first token after {ttft:.2f} s, "
+            first = f"first token after {ttft:.2f} s" if ttft is not None else "no token"
+            print(f"long prompt: {args.long_prompt} tokens, {first}, "
                   f"{'complete' if complete else 'INCOMPLETE'}", file=sys.stderr)
         threads.append(threading.Thread(target=long_request))
     t0 = time.perf_counter()
@@ -133,7 +159,7 @@ def run_round(url, clients, requests, args):
     tokens = sum(r[2] for r in results)
     complete = sum(1 for r in results if r[3])
     return {
-        "clients": clients, "requests": len(results), "complete": complete, "tokens": tokens,
+        "clients": clients, "requests": clients * requests, "complete": complete, "tokens": tokens,
         "tok_s": tokens / wall if wall > 0 else 0,
         "ttft_p50": percentile(ttfts, 50) * 1e3, "ttft_p90": percentile(ttfts, 90) * 1e3,
         "itl_p50": percentile(gaps, 50) * 1e3, "itl_p90": percentile(gaps, 90) * 1e3,
@@ -156,17 +182,23 @@ def main():
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--long-prompt", type=int, default=0, help="tokens of one long prompt arriving in each round")
     ap.add_argument("--long-delay", type=float, default=1.0, help="seconds into the round the long prompt arrives")
-    ap.add_argument("--server-args", default="", help="more flags for gpt-vk serve (with --binary)")
+    ap.add_argument("--server-args", default="",
+                    help='more flags for gpt-vk serve (with --binary); write --server-args="--flag ..." when they begin with -')
     args = ap.parse_args()
-    counts = [int(c) for c in args.clients.split(",")]
+    try:
+        counts = [int(c) for c in args.clients.split(",")]
+    except ValueError:
+        ap.error(f"--clients takes whole numbers separated by commas, not {args.clients!r}")
+    if min(counts) < 1 or args.requests < 1 or args.max_tokens < 1:
+        ap.error("--clients, --requests and --max-tokens must be at least 1")
     if bool(args.binary) == bool(args.url):
-        sys.exit("serve_load: give exactly one of --binary and --url")
+        ap.error("give exactly one of --binary and --url")
     proc = None
     url = args.url
     if args.binary:
         proc, url = start_server(args.binary, max(counts) + (1 if args.long_prompt else 0), args.server_args.split())
     try:
-        run_round(url, 1, 1, args)  # warm-up: the first request compiles pipelines
+        run_round(url, 1, 1, args, long_prompt=False)  # warm-up: the first request compiles pipelines
         rows = [run_round(url, n, args.requests, args) for n in counts]
     finally:
         if proc:

@@ -8,7 +8,8 @@ the client hangs up on after its first bytes. Every --report requests it prints 
 server's resident memory (VmRSS) and open file descriptors. A server that keeps something
 per request (a slot, a buffer, a connection) shows it here long before a user would.
 
-It fails (exit 1) if any request but the hung-up ones was not answered 200, if the resident
+It fails (exit 1) if any request was not answered 200 (a hung-up stream's status line comes
+before the client goes), if the server exits before the end, if the resident
 memory at the end is more than --rss-growth MiB above the level after the first 10% of the
 requests (the warm-up: pipelines compiled, slots and graphs made), or if the server holds
 more file descriptors at the end than at that point.
@@ -57,14 +58,17 @@ def one_request(host, port, i, timeout):
             return resp.status == 200
         resp.read()
         return resp.status == 200
-    except OSError:
+    except (OSError, http.client.HTTPException):  # refused, reset, a stream cut short
         return False
     finally:
         conn.close()
 
 
-def server_state(pid):
-    """(resident MiB, open file descriptors) of the server process."""
+def server_state(proc):
+    """(resident MiB, open file descriptors) of the server process; exits if it has ended."""
+    if proc.poll() is not None:
+        sys.exit(f"soak: the server exited with {proc.returncode} before the end of the test")
+    pid = proc.pid
     with open(f"/proc/{pid}/status") as f:
         rss_kib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
     return rss_kib / 1024, len(os.listdir(f"/proc/{pid}/fd"))
@@ -79,8 +83,10 @@ def main():
     ap.add_argument("--report", type=int, default=200, help="print the server's state every N requests")
     ap.add_argument("--rss-growth", type=float, default=32, help="MiB the memory may grow after the warm-up")
     ap.add_argument("--timeout", type=float, default=120)
-    ap.add_argument("--server-args", default="", help="more flags for gpt-vk serve")
+    ap.add_argument("--server-args", default="", help='more flags for gpt-vk serve, e.g. --server-args="--config CFG.toml"')
     args = ap.parse_args()
+    if min(args.requests, args.concurrency, args.parallel, args.report) < 1:
+        ap.error("--requests, --concurrency, --parallel and --report must be at least 1")
     proc, url = start_server(args.binary, args.parallel, args.server_args.split())
     host, port = url.split("//")[1].split(":")
     failures, warm, next_report, t0 = 0, None, args.report, time.time()
@@ -101,20 +107,21 @@ def main():
             failures += ok.count(False)
             done = ids[-1] + 1
             if warm is None and done >= args.requests // 10:
-                warm = server_state(proc.pid)
+                warm = server_state(proc)
             if done >= next_report or done == args.requests:
                 next_report += args.report
-                rss, fds = server_state(proc.pid)
+                rss, fds = server_state(proc)
                 print(f"{done} | {time.time() - t0:.0f} | {failures} | {rss:.0f} | {fds}", flush=True)
         # A hung-up stream's connection closes when the server next writes to it: give the
         # last wave's a few seconds before counting descriptors.
         deadline = time.time() + 10
-        while server_state(proc.pid)[1] > warm[1] and time.time() < deadline:
+        while server_state(proc)[1] > warm[1] and time.time() < deadline:
             time.sleep(0.2)
-        rss, fds = server_state(proc.pid)
+        rss, fds = server_state(proc)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
     grew = rss - warm[0]
     print(f"after the warm-up: resident memory {warm[0]:.0f} -> {rss:.0f} MiB ({grew:+.0f}), "
           f"open fds {warm[1]} -> {fds}; {failures} failed requests; server exit {proc.returncode}")

@@ -8,6 +8,7 @@ Usage: bench_report.py [RESULTS_DIR]   rewrites latest.md and latest.png from la
 import argparse
 import json
 import os
+import sys
 
 # From the project's issue 7, GPT-2 small, not re-measured by a default run_bench.py (with
 # --llama-cpp it measures llama.cpp here too, through npm's node-llama-cpp: bench/llama_cpp/).
@@ -272,8 +273,14 @@ def main():
                         default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results"),
                         help="the folder of latest.json (default bench/results)")
     results_dir = parser.parse_args().results_dir
-    with open(os.path.join(results_dir, "latest.json")) as f:
-        results = json.load(f)
+    try:  # both checked before latest.md is rewritten
+        import matplotlib  # noqa: F401
+        with open(os.path.join(results_dir, "latest.json")) as f:
+            results = json.load(f)
+    except ImportError:
+        sys.exit("bench_report: matplotlib is missing (apt-get install python3-matplotlib)")
+    except (OSError, ValueError) as e:
+        sys.exit(f"bench_report: cannot read {results_dir}/latest.json: {e}")
     with open(os.path.join(results_dir, "latest.md"), "w") as f:
         f.write(markdown(results))
     if results["rows"]:

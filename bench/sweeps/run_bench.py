@@ -79,15 +79,6 @@ def machine_info():
     return {"cpu": cpu, "cores": os.cpu_count(), "mem_gib": mem_kib / 2**20, "kernel": platform.release()}
 
 
-def device_name(devices_text):
-    """The chosen device's name from `gpt-vk devices -v`."""
-    m = re.search(r"^chosen: \d+: (.+) \([^()]*\)\s*$", devices_text, re.M)
-    if m:
-        return m.group(1)
-    first = devices_text.strip().splitlines()
-    return first[0] if first else "unknown device"
-
-
 def git_commit():
     try:
         return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -243,6 +234,10 @@ def main():
         import matplotlib  # noqa: F401
     except ImportError:
         raise SystemExit("run_bench: matplotlib is missing (apt-get install python3-matplotlib)")
+    have_torch = torch_version() != "not available"
+    if not args.no_torch and not have_torch:
+        raise SystemExit(f"run_bench: PyTorch is missing ({PYTHON} cannot import torch): "
+                         "apt-get install python3-torch, or give --no-torch for gpt-vk alone")
     blas = None if args.no_torch else torch_blas()
     if blas is not None and "openblas" not in blas:
         log(f"warning: PyTorch runs on {blas}, not OpenBLAS: its figures will be far too slow "
@@ -255,7 +250,7 @@ def main():
             "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "command": "bench/sweeps/run_bench.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
             "commit": git_commit(), "machine": machine_info(), "devices": devices.stdout,
-            "device_name": device_name(devices.stdout), "gptvk": args.gptvk, "torch_version": torch_version(),
+            "device_name": bench_proc.device_name(devices.stdout), "gptvk": args.gptvk, "torch_version": torch_version(),
             "torch_blas": blas,
             "torch_threads": args.torch_threads, "torch_dtype": args.torch_dtype,
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
@@ -266,8 +261,10 @@ def main():
     }
     os.makedirs(args.models_dir, exist_ok=True)
     configs = {}
+    if not have_torch:
+        log("no PyTorch to write the random weights: gpt-vk makes its own (start-up then includes making them)")
     for shape in dict.fromkeys(args.shapes + ([] if args.no_startup else [STARTUP_SHAPE])):
-        configs[shape] = make_random_model.write_model(args.models_dir, shape, 1234, log=log)
+        configs[shape] = make_random_model.write_model(args.models_dir, shape, 1234, log=log, weights=have_torch)
 
     def checkpoint():
         results["meta"]["load_end"] = bench_proc.load_average()

@@ -84,6 +84,8 @@ def main():
     ap.add_argument("--gptvk", default=os.path.join(root, "build", "gpt-vk"))
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error("--repeats must be at least 1")
     runs = measure(args.gptvk, args.config, args.repeats, log=lambda s: print(s, file=sys.stderr))
     if runs["error"]:
         raise SystemExit(f"startup_bench: {runs['error']}")
