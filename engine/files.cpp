@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -40,7 +41,9 @@ std::string file_kind(unsigned mode) {
 
 namespace {
 
-std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+std::string mib(uint64_t bytes) {
+  return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+}
 
 }  // namespace
 
@@ -62,12 +65,17 @@ Fd open_regular(const std::string& path, const std::string& prefix, uint64_t max
 std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes) {
   uint64_t size = 0;
   Fd fd = open_regular(path, prefix, max_bytes, size);
+  // fstat's size is a hint: /proc and /sys files say 0 and hold text, and a file may grow or
+  // shrink meanwhile. So it reads to the end of the file, never past max_bytes.
   std::string data(size, '\0');
   uint64_t got = 0;
-  // Reads what fstat promised and stops there: a file that grows meanwhile cannot make
-  // this read without end; one that shrinks is read as far as it goes.
-  while (got < size) {
-    ssize_t n = ::read(fd.get(), data.data() + got, size - got);
+  for (;;) {
+    if (got == data.size()) {
+      if (got == max_bytes + 1)
+        throw InputError(prefix + "more than the " + mib(max_bytes) + " such a file may have");
+      data.resize(std::min<uint64_t>(max_bytes + 1, got + (64u << 10)));
+    }
+    ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw InputError(prefix + std::strerror(errno));
     if (n == 0) break;
@@ -135,10 +143,11 @@ int write_parts_and_close(int fd, std::initializer_list<std::string_view> parts)
   return err;
 }
 
-// Writes into an existing special file (/dev/stdout, /dev/full, a FIFO with a reader): it
-// cannot be replaced by renaming, and must not be (that would put a regular file in /dev).
+// Writes into an existing special file (/dev/full, a FIFO with a reader) or through a
+// symlink (write_output): renaming over either would put a regular file where the device
+// or the link was, and the output would not reach its target.
 void write_in_place(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw InputError(prefix + std::strerror(errno));
   if (int err = write_parts_and_close(fd, parts)) throw InputError(prefix + std::strerror(err));
 }
@@ -164,6 +173,14 @@ void write_atomic(const std::string& path, std::initializer_list<std::string_vie
     ::unlink(tmp.c_str());
     throw InputError(prefix + std::strerror(err));
   }
+}
+
+void write_output(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix) {
+  struct stat st {};
+  bool is_link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  if (!is_link) return write_atomic(path, parts, prefix);
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw InputError(prefix + "a directory, not a file");
+  write_in_place(path, parts, prefix);
 }
 
 }  // namespace gptvk::files

@@ -51,9 +51,15 @@ bool present(const std::string& path, const std::string& prefix);
 // Replaces `path` with the concatenated `parts` atomically: a new file beside it (random name, O_EXCL, no
 // symlink followed) is written, flushed and closed, with every step checked, then renamed
 // over `path`. On any failure the temporary file is removed, `path` is left as it was and
-// an InputError "<prefix><reason>" is thrown. An existing special file (/dev/stdout, a
-// FIFO) is written in place instead, every write checked; a directory is an error.
+// an InputError "<prefix><reason>" is thrown. An existing special file (/dev/full, a FIFO)
+// is written in place instead, every write checked; a directory is an error. A symlink at
+// `path` is replaced, not followed: a link planted in a cache folder cannot aim the write.
 void write_atomic(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix);
+
+// What a user names as output (`forward --out`): write_atomic, except that a symlink is
+// written through, in place, as a shell's `>` would: `/dev/stdout` (a link to
+// /proc/self/fd/1, which may be a regular file) or a link the user made to the real file.
+void write_output(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix);
 
 // Largest inputs of each kind; far above any real file, low enough to fail fast.
 constexpr uint64_t kMaxConfigBytes = 1ull << 20;      // a TOML config

@@ -4,8 +4,10 @@
 #define BOOST_TEST_MODULE files
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -93,6 +95,29 @@ BOOST_AUTO_TEST_CASE(symlink_at_target_is_not_followed) {
   BOOST_TEST(read_text(dir / "cache.bin") == "cache");
 }
 
+// A user's output through a symlink reaches the file behind it: `--out /dev/stdout` with
+// stdout redirected to a file (a link to /proc/self/fd/1, itself a link to that file), or a
+// link the user made. Renaming over the link would lose the output and replace /dev/stdout.
+BOOST_AUTO_TEST_CASE(write_output_writes_through_symlinks) {
+  test::TempDir dir;
+  std::string real = dir.write("real.npy", "old and longer");
+  fs::create_symlink(real, dir / "link.npy");
+  files::write_output((dir / "link.npy").string(), {"new"}, "");
+  BOOST_TEST(fs::is_symlink(dir / "link.npy"));
+  BOOST_TEST(read_text(real) == "new");
+
+  std::string redirected = dir.write("stdout.npy", "");
+  int fd = ::open(redirected.c_str(), O_WRONLY | O_CLOEXEC);
+  BOOST_REQUIRE(fd >= 0);
+  files::write_output("/proc/self/fd/" + std::to_string(fd), {"through the descriptor"}, "");
+  ::close(fd);
+  BOOST_TEST(read_text(redirected) == "through the descriptor");
+  BOOST_TEST(entries(dir.path) == 3u, "a temporary file was left behind");
+
+  files::write_output((dir / "plain.npy").string(), {"plain"}, "");  // no link: atomic as before
+  BOOST_TEST(read_text(dir / "plain.npy") == "plain");
+}
+
 BOOST_AUTO_TEST_CASE(special_target_is_written_in_place) {
   BOOST_TEST(error_of([] { files::write_atomic("/dev/full", {"x"}, "cannot write /dev/full: "); }) ==
              "cannot write /dev/full: No space left on device");
@@ -115,6 +140,15 @@ BOOST_AUTO_TEST_CASE(read_regular_refuses_what_never_ends) {
   BOOST_TEST(error_of([&] { files::read_regular(big, "b: ", 1 << 20); }) ==
              "b: 3145728 bytes, more than the 1 MiB such a file may have");
   BOOST_TEST(files::read_regular(dir.write("small", "abc"), "", 1 << 20) == "abc");
+}
+
+// /proc and /sys files report a size of 0 and hold text: read to the end, not to st_size.
+BOOST_AUTO_TEST_CASE(read_regular_reads_files_that_report_no_size) {
+  std::string version = files::read_regular("/proc/self/status", "", 1 << 20);
+  BOOST_TEST(version.find("Name:") == 0u, "read " << version.size() << " bytes of /proc/self/status");
+  BOOST_TEST(version.back() == '\n');
+  BOOST_TEST(error_of([] { files::read_regular("/proc/self/status", "s: ", 16); }) ==
+             "s: more than the 16 bytes such a file may have");
 }
 
 BOOST_AUTO_TEST_CASE(exists_names_the_reason) {
