@@ -181,9 +181,16 @@ const toml::table* subtable(TableReader& parent, const std::string& key) {
   return n->as_table();
 }
 
+// A relative path is taken from the config's folder as the kernel would take it: through
+// the real folder behind a symlink (`models/mine -> /data/gpt2`, "../tokenizer" is then
+// /data/tokenizer), so the '..' of an existing path is resolved by the file system, not
+// cancelled as text. What does not exist yet is kept as written, lexically normalized.
 std::string resolve(const fs::path& dir, const std::string& p) {
   fs::path path(p);
-  return (path.is_absolute() ? path : dir / path).lexically_normal().string();
+  fs::path joined = path.is_absolute() ? path : dir / path;
+  std::error_code ec;
+  fs::path real = fs::weakly_canonical(joined, ec);
+  return (ec ? joined.lexically_normal() : real).string();
 }
 
 // toml++ 3.3, the Debian 12 version, reaches __builtin_unreachable() (undefined

@@ -153,6 +153,20 @@ BOOST_AUTO_TEST_CASE(optional_sections_and_weights_defaults) {
   BOOST_TEST(c.weights_file == "/abs/x.safetensors");
 }
 
+// A config in a symlinked folder: "../x" is taken from the real folder behind the link,
+// as the kernel (and `ls`) would, not by cancelling the link's name as text.
+BOOST_AUTO_TEST_CASE(parent_paths_go_through_a_symlinked_folder) {
+  fs::path real = temp_dir() / "real" / "model", link = temp_dir() / "link";
+  fs::create_directories(real);
+  fs::remove(link);
+  fs::create_directory_symlink(real, link);
+  test::write_temp_file("real/model/config.toml", edit(kHf, "vocab = \"vocab.json\"", "vocab = \"../vocab.json\""));
+  test::write_temp_file("real/vocab.json", "{}");
+  ModelConfig c = load_config((link / "config.toml").string());
+  BOOST_TEST(c.tokenizer_vocab == (temp_dir() / "real" / "vocab.json").string());
+  BOOST_TEST(c.weights_file == (temp_dir() / "real" / "model" / "tiny.safetensors").string());
+}
+
 // The KV cache is f32 unless weights.kv_dtype = "f16", which needs head_dim % 8 == 0.
 BOOST_AUTO_TEST_CASE(kv_dtype_default_and_choices) {
   BOOST_TEST(!load_config(write_config(kHf)).kv_f16());  // f16 weights, f32 cache

@@ -20,6 +20,7 @@ struct ScratchDir {
   ScratchDir() {
     path = std::filesystem::temp_directory_path() / ("gptvk_test_" + std::to_string(getpid()));
     std::filesystem::create_directories(path);
+    path = std::filesystem::canonical(path);  // the real path, as configs resolve theirs
   }
   ~ScratchDir() {
     std::error_code ec;
@@ -40,7 +41,7 @@ std::string write_temp_file(const std::string& name, const std::string& content)
 TempDir::TempDir() {
   std::string templ = (std::filesystem::temp_directory_path() / "gptvk-test-XXXXXX").string();
   if (!mkdtemp(templ.data())) throw std::runtime_error("cannot create a temporary directory");
-  path = templ;
+  path = std::filesystem::canonical(templ);
 }
 
 TempDir::~TempDir() {
