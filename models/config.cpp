@@ -330,6 +330,8 @@ void read_model(TableReader& m, ModelConfig& cfg) {
 
   if (cfg.emb_dim % cfg.n_heads != 0)
     m.fail("n_heads", std::to_string(cfg.n_heads) + " does not divide model.emb_dim = " + std::to_string(cfg.emb_dim));
+  if (std::string why = head_dim_limit(cfg); !why.empty()) m.fail("n_heads", why);
+  if (std::string why = vocab_limit(cfg); !why.empty()) m.fail("vocab_size", why);
 }
 
 // [weights.names] for layout = "custom": which roles are required depends on [model].
@@ -457,6 +459,18 @@ ModelConfig load_config(const std::string& path) {
     t.reject_unknown();
   }
   return cfg;
+}
+
+std::string head_dim_limit(const ModelConfig& cfg) {
+  if (cfg.head_dim() <= kMaxHeadDim) return "";
+  return "gives a head dim (embedding / heads) of " + std::to_string(cfg.head_dim()) + ", more than the " +
+         std::to_string(kMaxHeadDim) + " the attention kernels take";
+}
+
+std::string vocab_limit(const ModelConfig& cfg) {
+  if (cfg.vocab_size <= kMaxVocab) return "";
+  return "a vocabulary of " + std::to_string(cfg.vocab_size) + " is more than the " + std::to_string(kMaxVocab) +
+         " the sampler counts (in floats)";
 }
 
 }  // namespace gptvk

@@ -66,6 +66,17 @@ struct ModelConfig {
   std::string tokenizer_unsupported;
 };
 
+// The largest dimensions the kernels take, whatever file describes the model. The attention
+// kernels hold a head's query and sums per invocation, unrolled over the head dim: past
+// 512 they take minutes to compile (GPT-2 and GPT-1 use 64). The sampler counts tokens in
+// floats.
+constexpr uint32_t kMaxHeadDim = 512;
+constexpr uint32_t kMaxVocab = (1u << 24) - 1;
+// Why the kernels cannot run a model of cfg's dimensions ("" when they can), for each file
+// format to report under its own key.
+std::string head_dim_limit(const ModelConfig& cfg);
+std::string vocab_limit(const ModelConfig& cfg);
+
 // Parses and checks a config. Throws InputError naming the file and the key on: malformed
 // TOML, unknown or missing keys, wrong types, bad values, inconsistent dimensions.
 ModelConfig load_config(const std::string& path);

@@ -205,6 +205,7 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
   cfg.n_heads = k.dim("gpt2.attention.head_count");
   if (cfg.emb_dim % cfg.n_heads)
     k.fail("gpt2.attention.head_count", std::to_string(cfg.n_heads) + " does not divide gpt2.embedding_length");
+  if (std::string why = head_dim_limit(cfg); !why.empty()) k.fail("gpt2.attention.head_count", why);
   const GgufValue& eps = k.required("gpt2.attention.layer_norm_epsilon");
   const float e = static_cast<float>(eps.f);
   if (eps.type != GgufType::F32 && eps.type != GgufType::F64) k.fail("gpt2.attention.layer_norm_epsilon", "expected a float");
@@ -213,7 +214,9 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
   cfg.activation = Activation::GeluTanh;  // llama.cpp's gpt2 graph: LLM_FFN_GELU (tanh form)
   const GgufTensor* emb = f.tensor("token_embd.weight");
   if (!emb || emb->ne.size() != 2) throw InputError(f.path() + ": tensor 'token_embd.weight' (2-D) not found");
-  if (emb->ne[1] == 0 || emb->ne[1] > (1u << 24)) throw InputError(f.path() + ": token_embd.weight has a bad vocabulary size");
+  if (emb->ne[1] == 0 || emb->ne[1] > kMaxVocab)
+    throw InputError(f.path() + ": token_embd.weight has a bad vocabulary size (" + std::to_string(emb->ne[1]) +
+                     " rows, 1 to " + std::to_string(kMaxVocab) + " allowed)");
   cfg.vocab_size = static_cast<uint32_t>(emb->ne[1]);
   cfg.qkv_bias = f.tensor("blk.0.attn_qkv.bias") != nullptr;
   cfg.tie_embeddings = f.tensor("output.weight") == nullptr;

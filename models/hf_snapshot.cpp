@@ -161,6 +161,8 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   else
     c.fail("model_type", type.empty() ? "missing" : json(type).dump() + " is not supported (gpt2 or openai-gpt)");
   if (cfg.emb_dim % cfg.n_heads) c.fail("n_head", std::to_string(cfg.n_heads) + " does not divide n_embd");
+  if (std::string why = head_dim_limit(cfg); !why.empty()) c.fail("n_head", why);
+  if (std::string why = vocab_limit(cfg); !why.empty()) c.fail("vocab_size", why);
   cfg.weights_file = dir;
   cfg.dtype = dtype;
   if (type == "openai-gpt") {

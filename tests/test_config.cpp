@@ -282,6 +282,13 @@ BOOST_AUTO_TEST_CASE(bad_values) {
 BOOST_AUTO_TEST_CASE(inconsistent_dimensions) {
   expect_rejected(edit(kHf, "n_heads = 4", "n_heads = 5"), {"model.n_heads", "does not divide", "64"});
   expect_rejected(edit(kHf, "n_heads = 4", "n_heads = 128"), {"model.n_heads"});
+  // Past what the kernels take: a head dim of 1024 (minutes of shader compiling) and a
+  // vocabulary of 2^24 (the sampler counts in floats); 512 and 2^24 - 1 pass.
+  std::string wide = edit(kHf, "emb_dim = 64", "emb_dim = 1024");
+  expect_rejected(edit(wide, "n_heads = 4", "n_heads = 1"), {"model.n_heads", "head dim", "1024", "512"});
+  BOOST_TEST(load_config(write_config(edit(wide, "n_heads = 4", "n_heads = 2"))).head_dim() == 512u);
+  expect_rejected(edit(kHf, "vocab_size = 100", "vocab_size = 16777216"), {"model.vocab_size", "16777215"});
+  BOOST_TEST(load_config(write_config(edit(kHf, "vocab_size = 100", "vocab_size = 16777215"))).vocab_size == 16777215u);
 }
 
 BOOST_AUTO_TEST_CASE(names_section_rules) {

@@ -481,6 +481,10 @@ BOOST_AUTO_TEST_CASE(bad_config_json) {
   j["n_head"] = 3;
   dir.write("config.json", j.dump());
   check(forward_model(dir.path.string()), {1, {"config.json", "n_head", "does not divide"}});
+  j["n_head"] = 1;
+  j["n_embd"] = 1024;
+  dir.write("config.json", j.dump());
+  check(forward_model(dir.path.string()), {1, {"config.json", "n_head", "head dim", "1024", "512"}});
   j = hf_gpt2_json();
   j["activation_function"] = "swish";
   dir.write("config.json", j.dump());
