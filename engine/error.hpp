@@ -2,6 +2,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace gptvk {
 
@@ -30,5 +31,12 @@ struct UsageError : Error {
 struct DeviceError : Error {
   using Error::Error;
 };
+
+// Input quoted in an error: its start when it is long, so that one bad item of a 200 MB
+// list is not a 200 MB line.
+inline std::string excerpt(std::string_view text, size_t shown = 64) {
+  if (text.size() <= shown) return std::string(text);
+  return std::string(text.substr(0, shown)) + "... (" + std::to_string(text.size()) + " bytes)";
+}
 
 }  // namespace gptvk

@@ -33,12 +33,6 @@ const std::set<std::string> kLayerRoles = {"ln1_weight",      "ln1_bias",      "
 // Whole-model roles: their patterns must not contain "{i}".
 const std::set<std::string> kGlobalRoles = {"tok_emb", "pos_emb", "lnf_weight", "lnf_bias", "head_weight", "head_bias"};
 
-// A key as an error names it: its start when it is long, not a line of 900 KB.
-std::string shown_key(std::string_view key) {
-  constexpr size_t kShown = 64;
-  if (key.size() <= kShown) return std::string(key);
-  return std::string(key.substr(0, kShown)) + "... (" + std::to_string(key.size()) + " bytes)";
-}
 
 // Reads one table of the document, remembering which keys were consumed so the rest can be
 // reported as unknown. Every error message starts with "<file>[:<line>]: <table>.<key>".
@@ -140,7 +134,7 @@ class TableReader {
     if (!table_) return;
     for (auto&& [k, v] : *table_)
       if (!seen_.count(std::string(k.str())))
-        throw InputError(where(std::string(k.str())) + ": unknown key " + prefix_ + "." + shown_key(k.str()));
+        throw InputError(where(std::string(k.str())) + ": unknown key " + prefix_ + "." + excerpt(k.str()));
   }
 
  private:
@@ -425,7 +419,7 @@ ModelConfig load_config(const std::string& path) {
   const toml::table* tokenizer = top("tokenizer");
   for (auto&& [k, v] : doc)
     if (k.str() != "model" && k.str() != "weights" && k.str() != "tokenizer")
-      throw InputError(path + ":" + std::to_string(v.source().begin.line) + ": unknown key " + shown_key(k.str()));
+      throw InputError(path + ":" + std::to_string(v.source().begin.line) + ": unknown key " + excerpt(k.str()));
   if (!model) throw InputError(path + ": missing required table [model]");
   if (!weights) throw InputError(path + ": missing required table [weights]");
 

@@ -139,6 +139,10 @@ BOOST_AUTO_TEST_CASE(detokenize_reads_ids_from_stdin) {
   dec = run(dir, {"detokenize", "--config", config, "--ids", "-"}, dir.write("bad.txt", "464 x\n"));
   BOOST_TEST(dec.code == 1);
   BOOST_TEST(dec.err == "gpt-vk: stdin: 'x' is not a token id\n");
+  // One endless bad item is quoted by its start, not echoed whole.
+  dec = run(dir, {"detokenize", "--config", config, "--ids", "-"}, dir.write("endless.txt", std::string(1 << 20, '7')));
+  BOOST_TEST(dec.code == 1);
+  BOOST_TEST(dec.err == "gpt-vk: stdin: '" + std::string(64, '7') + "... (1048576 bytes)' is not a token id\n");
 }
 
 BOOST_AUTO_TEST_CASE(detokenize_prints_text_without_newline) {

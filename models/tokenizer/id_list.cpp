@@ -38,7 +38,7 @@ std::vector<uint32_t> parse_id_list(std::string_view text, std::string_view what
       v = v * 10 + uint64_t(c - '0');
     }
     if (!ok || v > UINT32_MAX)
-      throw InputError(std::string(what) + ": '" + std::string(item) + "' is not a token id");
+      throw InputError(std::string(what) + ": '" + excerpt(item) + "' is not a token id");
     ids.push_back(uint32_t(v));
     comma_open = false;
     i = j;
