@@ -204,7 +204,7 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
     } else {
       if (i > 0 && !f.no_echo) emit(jobs[i].text);
       emit(texts[i] + "\n");
-      if (f.logprobs) std::fputs(logprobs_table(*gens[i], tok, *f.logprobs).c_str(), stderr);
+      if (f.logprobs) write_stderr(logprobs_table(*gens[i], tok, *f.logprobs));
     }
     print_summary(*gens[i], s);
   }

@@ -14,8 +14,8 @@ namespace {
 
 bool g_wrote = false;  // anything written to stdout by this process
 
-[[noreturn]] void fail(int err) {
-  throw InputError(std::string("cannot write to standard output: ") + std::strerror(err));
+[[noreturn]] void fail(int err, const char* stream = "standard output") {
+  throw InputError(std::string("cannot write to ") + stream + ": " + std::strerror(err));
 }
 
 }  // namespace
@@ -25,6 +25,13 @@ void write_stdout(std::string_view bytes) {
   errno = 0;
   if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) fail(errno ? errno : EIO);
   if (std::fflush(stdout) != 0) fail(errno ? errno : EIO);
+}
+
+void write_stderr(std::string_view bytes) {
+  errno = 0;
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stderr) != bytes.size())
+    fail(errno ? errno : EIO, "standard error");
+  if (std::fflush(stderr) != 0) fail(errno ? errno : EIO, "standard error");
 }
 
 void print_stdout(const char* format, ...) {

@@ -11,6 +11,10 @@ namespace gptvk::cli {
 // Throws InputError when the write or the flush fails.
 void write_stdout(std::string_view bytes);
 
+// Writes output the user asked for that goes to stderr (generate's --logprobs table):
+// checked as write_stdout(), since losing it loses a result, not a diagnostic.
+void write_stderr(std::string_view bytes);
+
 // printf to stdout, checked as write_stdout().
 [[gnu::format(printf, 1, 2)]] void print_stdout(const char* format, ...);
 

@@ -104,6 +104,17 @@ BOOST_AUTO_TEST_CASE(perplexity_to_full_disk) {
                         {.stdout_to = Stdout::DevFull});
   check(r, {1, {"cannot write to standard output", "No space left on device"}, 2});  // after the windows line
 }
+// generate's --logprobs table goes to stderr: output asked for, so losing it fails the run.
+BOOST_AUTO_TEST_CASE(logprobs_table_to_full_stderr) {
+  std::vector<std::string> args = {"generate", "--config", kDefaultConfig.string(), "--prompt", "Hi", "--max-tokens",
+                                   "2", "--temperature", "0"};
+  CliResult plain = run_cli(args, {}, 10.0, {.stderr_dev_full = true});
+  BOOST_TEST(plain.exit_code == 0, "a lost summary line is no lost output");
+  args.insert(args.end(), {"--logprobs", "2"});
+  CliResult table = run_cli(args, {}, 10.0, {.stderr_dev_full = true});
+  BOOST_TEST(table.exit_code == 1);
+  BOOST_TEST(!table.signaled);
+}
 BOOST_AUTO_TEST_CASE(bench_to_full_disk) {
   CliResult r = run_cli({"bench", "--config", kDefaultConfig.string(), "--prompt-tokens", "4", "--gen-tokens", "1",
                          "--repeats", "1"},

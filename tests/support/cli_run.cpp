@@ -135,13 +135,16 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
   int child_stdout = child_stdout_fd(out_pipe[1], options);
+  int child_stderr = options.stderr_dev_full ? open("/dev/full", O_WRONLY | O_CLOEXEC) : err_pipe[1];
+  BOOST_REQUIRE(child_stderr >= 0);
   auto start = std::chrono::steady_clock::now();
   pid_t pid = fork();
   BOOST_REQUIRE(pid >= 0);
-  if (pid == 0) exec_child(argv.data(), envp.data(), child_stdout, err_pipe[1], options);
+  if (pid == 0) exec_child(argv.data(), envp.data(), child_stdout, child_stderr, options);
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (child_stdout != out_pipe[1]) close(child_stdout);
+  if (child_stderr != err_pipe[1]) close(child_stderr);
   read_until_closed(out_pipe[0], err_pipe[0], pid, timeout_s, start, options.sigint_on_output, r);
   int status = 0;
   waitpid(pid, &status, 0);

@@ -28,6 +28,7 @@ struct CliOptions {
   std::string stdin_from;              // a path opened as the child's stdin (default /dev/null)
   bool stdin_closed = false;           // no stdin at all (`<&-`)
   std::string sigint_on_output;        // Ctrl-C: SIGINT once stdout or stderr holds this text
+  bool stderr_dev_full = false;        // stderr to /dev/full (CliResult::err stays empty)
 };
 
 // Runs gpt-vk with `args`, the validation layer on and `env` added to the environment;
