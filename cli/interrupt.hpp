@@ -1,7 +1,8 @@
 // Ctrl-C for the commands that run long and keep what they have (generate, perplexity,
 // score): while a SigintFlag lives, SIGINT sets a flag instead of killing the process; the
 // command stops at its next step, prints what it has, says so, and exits 130 (the shell's
-// code for a SIGINT). The handler before it comes back when it goes.
+// code for a SIGINT). The handler before it comes back when it goes. A SIGINT the process
+// was started ignoring (`gpt-vk generate ... &` in a script) stays ignored, as shells expect.
 #pragma once
 #include <csignal>
 
@@ -11,7 +12,10 @@ inline volatile std::sig_atomic_t g_sigint_raised = 0;
 
 class SigintFlag {
  public:
-  SigintFlag() : previous_(std::signal(SIGINT, [](int) { g_sigint_raised = 1; })) { g_sigint_raised = 0; }
+  SigintFlag() : previous_(std::signal(SIGINT, [](int) { g_sigint_raised = 1; })) {
+    if (previous_ == SIG_IGN) std::signal(SIGINT, SIG_IGN);
+    g_sigint_raised = 0;
+  }
   ~SigintFlag() { std::signal(SIGINT, previous_); }
   SigintFlag(const SigintFlag&) = delete;
   SigintFlag& operator=(const SigintFlag&) = delete;

@@ -524,4 +524,17 @@ BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_text_so_far) {
   }
 }
 
+// Started with SIGINT ignored (a script's `gpt-vk generate ... &`), it stays ignored.
+BOOST_AUTO_TEST_CASE(an_ignored_sigint_stays_ignored) {
+  test::CliOptions ignored;
+  ignored.sigint_on_output = kPrompt;
+  ignored.sigint_ignored = true;
+  const auto r = test::run_cli({"generate", "--prompt", kPrompt, "--max-tokens", "40", "--logit-bias", "50256=-100",
+                                "--seed", "1"},
+                               {}, 120.0, ignored);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.err.find("reached --max-tokens") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

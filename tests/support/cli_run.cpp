@@ -64,6 +64,9 @@ int child_stdout_fd(int capture_fd, const CliOptions& options) {
                              const CliOptions& options) {
   rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
+  // As from a terminal: a test run started in the background (SIGINT ignored, which gpt-vk
+  // keeps) would otherwise make the Ctrl-C rows fail.
+  signal(SIGINT, options.sigint_ignored ? SIG_IGN : SIG_DFL);
   if (options.file_size_limit >= 0) {
     rlimit fsize{static_cast<rlim_t>(options.file_size_limit), static_cast<rlim_t>(options.file_size_limit)};
     setrlimit(RLIMIT_FSIZE, &fsize);

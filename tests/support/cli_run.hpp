@@ -29,6 +29,7 @@ struct CliOptions {
   bool stdin_closed = false;           // no stdin at all (`<&-`)
   std::string sigint_on_output;        // Ctrl-C: SIGINT once stdout or stderr holds this text
   bool stderr_dev_full = false;        // stderr to /dev/full (CliResult::err stays empty)
+  bool sigint_ignored = false;         // started with SIGINT ignored (a script's `cmd &`)
 };
 
 // Runs gpt-vk with `args`, the validation layer on and `env` added to the environment;
