@@ -34,10 +34,7 @@ Action add_perplexity(CLI::App& app, Common& common) {
       "llama-perplexity's +/-). A progress bar shows on stderr when it is a terminal.");
   add_model_flags(cmd, f->model);
   cmd->add_option("--file", f->file, "UTF-8 text file (- reads stdin)")->required();
-  cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)")
-      ->transform(whole_number_in(0, UINT32_MAX));
-  cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)")
-      ->transform(whole_number_in(0, UINT32_MAX));
+  add_window_flags(cmd, f->context, f->stride);
   return [&common, f] {
     std::string text = read_file_bytes(f->file, "--file");
     auto s = open_model(common, f->model);

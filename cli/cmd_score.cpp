@@ -41,10 +41,7 @@ Action add_score(CLI::App& app, Common& common) {
   add_model_flags(cmd, f->model);
   auto* file = cmd->add_option("--file", f->file, "text file to score (its bytes as they are; - reads stdin)");
   cmd->add_option("--text", f->text, "text to score")->excludes(file);
-  cmd->add_option("--context", f->context, "window length in tokens (default: the model's context)")
-      ->transform(whole_number_in(0, UINT32_MAX));
-  cmd->add_option("--stride", f->stride, "window step in tokens (default: half the window)")
-      ->transform(whole_number_in(0, UINT32_MAX));
+  add_window_flags(cmd, f->context, f->stride);
   cmd->add_flag("--tsv", f->tsv, "tab-separated values instead of JSON lines");
   return [&common, f, cmd] {
     const bool has_text = cmd->get_option("--text")->count() > 0;

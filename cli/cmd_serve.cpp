@@ -145,7 +145,10 @@ int serve(Common& common, ServeFlags& f) {
   Scheduler scheduler(make_slots(s, f.parallel, f.prefill_chunk), tok, f.queue, f.batch_kernels == "exact", 0,
                       !f.no_prompt_cache);
   http.set_ready(scheduler, tok, {s.cfg.name, s.cfg.context_length});
-  std::fprintf(stderr, "gpt-vk: listening on http://%s:%d\n", f.http.host.c_str(), port);
+  // An IPv6 address goes in brackets in a URL (http://[::1]:8080).
+  const bool ipv6 = f.http.host.find(':') != std::string::npos;
+  std::fprintf(stderr, "gpt-vk: listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", f.http.host.c_str(), ipv6 ? "]" : "",
+               port);
   std::fflush(stderr);
 
   int sig = 0;
@@ -173,7 +176,9 @@ Action add_serve(CLI::App& app, Common& common) {
       "Prints 'gpt-vk: listening on http://HOST:PORT' on stderr when ready; SIGTERM or Ctrl-C\n"
       "finishes the running requests (cancelling what is left after --shutdown-grace) and exits 0.");
   add_model_flags(cmd, f->model);
-  cmd->add_option("--host", f->http.host, "address to listen on (loopback unless told otherwise)")->capture_default_str();
+  cmd->add_option("--host", f->http.host, "address to listen on (loopback unless told otherwise)")
+      ->capture_default_str()
+      ->check(CLI::Validator([](std::string& h) { return h.empty() ? "an empty address" : ""; }, "ADDRESS"));
   cmd->add_option("--port", f->http.port, "TCP port; 0 picks a free one")->capture_default_str()->transform(whole_number_in(0, 65535));
   add_scheduling_flags(cmd, *f);
   add_http_flags(cmd, *f);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -76,9 +77,16 @@ bool runs_a_model(const CLI::App& sub) {
   return name != "devices" && name != "tokenize" && name != "detokenize";
 }
 
-// CLI11 would report a mistyped command as "A subcommand is required"; name it instead.
+// CLI11 would report a mistyped command, or an option before the command, as "A subcommand
+// is required"; name it instead.
 bool unknown_command(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') return false;
+  if (argc < 2) return false;
+  const std::string first = argv[1];
+  if (first[0] == '-') {
+    if (first == "-h" || first == "--help" || first == "--version") return false;
+    cli::print_error("unknown option '" + first + "' before the command (gpt-vk COMMAND [OPTIONS]; see gpt-vk --help)");
+    return true;
+  }
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {
@@ -127,9 +135,12 @@ int main(int argc, char** argv) {
       print_error(e.what());
       return 2;
     }
-    // --help, --version: written to stdout, checked like any output.
+    // --help, --version: written to stdout, checked like any output (through write_stdout,
+    // which keeps the reason of a failed write: "No space left on device").
     return report_errors([&] {
-      const int code = app.exit(e);
+      std::ostringstream text;
+      const int code = app.exit(e, text, text);
+      write_stdout(text.str());
       close_stdout();
       return code;
     });

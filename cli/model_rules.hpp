@@ -18,7 +18,8 @@ namespace gptvk::cli {
 // `prompt_what` names where the prompt came from in the message ("the prompt", "--prompt-tokens 70").
 inline void require_context_room(uint64_t prompt, uint64_t generated, uint32_t context, const std::string& prompt_what) {
   if (prompt + generated <= context) return;
-  throw InputError(prompt_what + " is " + std::to_string(prompt) + " tokens; with " + std::to_string(generated) +
+  throw InputError(prompt_what + " is " + std::to_string(prompt) + " token" + (prompt == 1 ? "" : "s") + "; with " +
+                   std::to_string(generated) +
                    " generated token" + (generated == 1 ? "" : "s") + " that exceeds the model's context of " +
                    std::to_string(context) + " tokens (prompt + generated <= context)");
 }

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gptvk::cli {
@@ -27,6 +28,17 @@ inline CLI::Validator whole_number_in(int64_t lo, int64_t hi) {
         return {};
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// perplexity's and score's --context and --stride. Their true ranges depend on the model,
+// so they are checked once it is read (models/perplexity.cpp), as the help says.
+inline void add_window_flags(CLI::App* cmd, std::optional<uint32_t>& context, std::optional<uint32_t>& stride) {
+  cmd->add_option("--context", context, "window length in tokens (default: the model's context)")
+      ->transform(whole_number_in(0, UINT32_MAX))
+      ->option_text("INT in [2, the model's context]");
+  cmd->add_option("--stride", stride, "window step in tokens (default: half the window)")
+      ->transform(whole_number_in(0, UINT32_MAX))
+      ->option_text("INT in [1, --context]");
 }
 
 // A finite number >= lo (and, when `strict`, > lo).

@@ -104,6 +104,11 @@ std::string guess_kind(const std::string& s) {
   if (starts("\x93NUMPY")) return "a NumPy .npy array";
   if (starts("version https://git-lfs")) return "a Git LFS pointer, not the file itself: run git lfs pull";
   size_t i = s.find_first_not_of(" \t\r\n");
+  // "[model]" opens a TOML table (a config given as weights), "[1, 2" or "[{" a JSON array.
+  size_t close = i == std::string::npos ? i : s.find(']', i);
+  if (close != std::string::npos && s[i] == '[' &&
+      s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", i + 1) == close && close > i + 1)
+    return "TOML text: a config? give it as --config";
   if (i != std::string::npos && (s[i] == '{' || s[i] == '[')) return "JSON text";
   if (i != std::string::npos && s[i] == '<') return "HTML or XML text (a download error page?)";
   return "";

@@ -424,10 +424,11 @@ BOOST_AUTO_TEST_CASE(unknown_flag) {
 BOOST_AUTO_TEST_CASE(missing_required_flag) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1"}), {2, {"--out"}});
 }
-// CLI11 words it as "A subcommand is required" (cli/main.cpp could name 'train').
+// CLI11 words both as "A subcommand is required" (cli/main.cpp names 'train', '--bogus').
 BOOST_AUTO_TEST_CASE(unknown_command) {
   check(run_cli({"train"}), {2, {"unknown command 'train'", "generate"}});
   check(run_cli({"tr\x1b]0;x\aain"}), {2, {"unknown command 'tr\\x1B]0;x\\x07ain'"}});
+  check(run_cli({"--temperature", "0", "generate"}), {2, {"unknown option '--temperature' before the command"}});
 }
 BOOST_AUTO_TEST_CASE(no_command) { check(run_cli({}), {2, {"subcommand"}}); }
 BOOST_AUTO_TEST_CASE(bad_forced_limits) {
