@@ -19,6 +19,7 @@
 #include "cli/progress.hpp"
 #include "engine/error.hpp"
 #include "models/perplexity.hpp"
+#include "models/tokenizer/utf8.hpp"
 
 namespace gptvk::cli {
 
@@ -36,8 +37,10 @@ Action add_score(CLI::App& app, Common& common) {
       "with perplexity's windows (see `gpt-vk perplexity --help` for which tokens are scored).\n"
       "stdout: one JSON object per scored token and line, {\"id\", \"text\", \"logprob\", \"rank\"}:\n"
       "logprob the natural log of its probability, rank 1 + the number of tokens the model found\n"
-      "more likely; with --tsv a header line and tab-separated id, text, logprob, rank (\\\\, \\t, \\n,\n"
-      "\\r and \\0, a NUL byte, escaped in text). stderr: the count, mean log-probability and perplexity.");
+      "more likely; text the token's UTF-8, or \"bytes:\\\\xNN...\" for a token that is part of a\n"
+      "character (as generate --json writes them); with --tsv a header line and tab-separated id,\n"
+      "text, logprob, rank (\\\\, \\t, \\n, \\r and \\0, a NUL byte, escaped in text). stderr: the\n"
+      "count, mean log-probability and perplexity.");
   add_model_flags(cmd, f->model);
   auto* file = cmd->add_option("--file", f->file, "text file to score (its bytes as they are; - reads stdin)");
   cmd->add_option("--text", f->text, "text to score")->excludes(file);
@@ -62,8 +65,9 @@ Action add_score(CLI::App& app, Common& common) {
       if (f->tsv) {
         print_stdout("%u\t%s\t%.9g\t%u\n", t.id, tsv_field(bytes).c_str(), t.logprob, t.rank);
       } else {
-        nlohmann::ordered_json j = {{"id", t.id}, {"text", bytes}, {"logprob", t.logprob}, {"rank", t.rank}};
-        write_stdout(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+        nlohmann::ordered_json j = {
+            {"id", t.id}, {"text", tokenizer::token_json_text(bytes)}, {"logprob", t.logprob}, {"rank", t.rank}};
+        write_stdout(j.dump() + "\n");
       }
     };
     const SigintFlag sigint;

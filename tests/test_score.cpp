@@ -14,6 +14,7 @@
 #include "models/config.hpp"
 #include "models/npy.hpp"
 #include "models/tokenizer/tokenizer.hpp"
+#include "models/tokenizer/utf8.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -72,7 +73,7 @@ BOOST_AUTO_TEST_CASE(score_equals_log_softmax_of_forward) {
       above += row[v] > row[ids[t]];
     }
     BOOST_TEST(o["id"] == ids[t]);
-    BOOST_TEST(o["text"] == tok.token_bytes(ids[t]));
+    BOOST_TEST(o["text"] == tokenizer::token_json_text(tok.token_bytes(ids[t])));
     BOOST_TEST(o["rank"] == above + 1, "token " << t);
     worst = std::max(worst, std::fabs(o["logprob"].get<double>() - (double(row[ids[t]]) - m - std::log(z))));
   }
@@ -124,6 +125,17 @@ BOOST_AUTO_TEST_CASE(tsv_escapes_a_nul_byte) {
   fs::remove(file);
   BOOST_TEST(s.out.find("\n188\t\\0\t") != std::string::npos, s.out);
   BOOST_TEST(s.out.find('\0') == std::string::npos);
+}
+
+// In JSON, a token that is part of a UTF-8 character is "bytes:\xNN..." (as in generate
+// --json and the server's logprobs), not U+FFFD that would make distinct tokens look alike.
+BOOST_AUTO_TEST_CASE(json_names_partial_characters_by_their_bytes) {
+  auto s = run_ok({"score", "--config", kConfig.string(), "--text", "\xe2\x9c\x93 done"});  // U+2713: 2 tokens
+  const auto lines = json_lines(s.out);
+  BOOST_REQUIRE(!lines.empty());
+  BOOST_TEST(lines[0]["id"] == 241);  // the character's last byte; token 0 (its first two) is not scored
+  BOOST_TEST(lines[0]["text"] == "bytes:\\x93");
+  BOOST_TEST(s.out.find("\xef\xbf\xbd") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input) {
