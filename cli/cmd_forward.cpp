@@ -1,16 +1,13 @@
 // `gpt-vk forward`: one forward pass over given token ids; writes the logits of every
 // position to a .npy file ([T, vocab_size], little-endian float32).
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/model_session.hpp"
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 #include "models/npy.hpp"
 #include "models/tokenizer/id_list.hpp"
 
@@ -59,11 +56,7 @@ Action add_forward(CLI::App& app, Common& common) {
     auto ids = parse_id_list(f->ids);
     if (ids.empty()) throw InputError("--ids: no token ids");  // a [0, vocab] array is no forward pass
     // An output that cannot be written fails now, not after loading and running the model.
-    std::filesystem::path dir = std::filesystem::path(f->out).parent_path();
-    if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
-      throw InputError("cannot write " + f->out + ": " + std::strerror(errno));
-    std::error_code ec;
-    if (std::filesystem::is_directory(f->out, ec)) throw InputError("cannot write " + f->out + ": a directory, not a file");
+    files::check_output(f->out, "cannot write " + f->out + ": ");
     auto s = open_model(common, f->model);
     refuse_overwriting_inputs(f->out, s.cfg, f->model);
     auto logits = s.model->prefill(ids, 0, true);

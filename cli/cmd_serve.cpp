@@ -57,12 +57,15 @@ constexpr const char* kRequestFieldsHelp =
     "messages, max_completion_tokens, logprobs (true) with top_logprobs (0..20).";
 
 // Blocks the signals in this thread and every thread started after (lavapipe's, httplib's,
-// the scheduler's), so that only the serve action's sigwait() sees them.
+// the scheduler's), so that only the serve action's sigwait() sees them. A SIGINT the
+// process was started ignoring (`gpt-vk serve &` in a script) stays ignored, as Ctrl-C does
+// for the other commands (cli/interrupt.hpp).
 sigset_t block_stop_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
+  struct sigaction sigint {};
+  if (sigaction(SIGINT, nullptr, &sigint) != 0 || sigint.sa_handler != SIG_IGN) sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a vanished client is a failed write, not a dead server
   return set;

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -66,17 +68,22 @@ std::string read_regular(const std::string& path, const std::string& prefix, uin
   uint64_t size = 0;
   Fd fd = open_regular(path, prefix, max_bytes, size);
   // fstat's size is a hint: /proc and /sys files say 0 and hold text, and a file may grow or
-  // shrink meanwhile. So it reads to the end of the file, never past max_bytes.
-  std::string data(size, '\0');
+  // shrink meanwhile. So it reads to the end of the file, never past max_bytes: into room
+  // for one byte more than the size (which finds the end of an ordinary file without
+  // growing the buffer), then in steps. A size-0 file is read without blocking, so that a
+  // pseudo-file that never ends (/proc/kmsg) reads as what it holds now.
+  if (size == 0) fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+  const uint64_t most = max_bytes == UINT64_MAX ? max_bytes : max_bytes + 1;  // one more: "too large"
+  std::string data(std::min(size + 1, most), '\0');
   uint64_t got = 0;
   for (;;) {
     if (got == data.size()) {
-      if (got == max_bytes + 1)
-        throw InputError(prefix + "more than the " + mib(max_bytes) + " such a file may have");
-      data.resize(std::min<uint64_t>(max_bytes + 1, got + (64u << 10)));
+      if (got == most) throw InputError(prefix + "more than the " + mib(max_bytes) + " such a file may have");
+      data.resize(std::min<uint64_t>(most, got + (64u << 10)));
     }
     ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
     if (n < 0) throw InputError(prefix + std::strerror(errno));
     if (n == 0) break;
     got += static_cast<uint64_t>(n);
@@ -144,8 +151,8 @@ int write_parts_and_close(int fd, std::initializer_list<std::string_view> parts)
 }
 
 // Writes into an existing special file (/dev/full, a FIFO with a reader) or through a
-// symlink (write_output): renaming over either would put a regular file where the device
-// or the link was, and the output would not reach its target.
+// dangling symlink (write_output): renaming over either would put a regular file where
+// the device or the link was, and the output would not reach its target.
 void write_in_place(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw InputError(prefix + std::strerror(errno));
@@ -175,12 +182,70 @@ void write_atomic(const std::string& path, std::initializer_list<std::string_vie
   }
 }
 
-void write_output(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix) {
+namespace {
+
+// The descriptor a path names for a shell's redirections (/dev/stdout, /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N), or -1.
+int named_descriptor(const std::string& path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (std::string_view dir : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (path.compare(0, dir.size(), dir) != 0 || path.size() == dir.size()) continue;
+    int n = -1;
+    const char* end = path.data() + path.size();
+    auto [stop, ec] = std::from_chars(path.data() + dir.size(), end, n);
+    if (ec == std::errc() && stop == end) return n;
+  }
+  return -1;
+}
+
+// The file a symlink at `path` ends at (a user's link to the real file), or `path` itself:
+// no link, or a dangling one (opening it creates its target).
+std::string link_target(const std::string& path) {
   struct stat st {};
-  bool is_link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
-  if (!is_link) return write_atomic(path, parts, prefix);
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw InputError(prefix + "a directory, not a file");
-  write_in_place(path, parts, prefix);
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) return path;
+  std::string target(real);
+  std::free(real);
+  return target;
+}
+
+}  // namespace
+
+void check_output(const std::string& path, const std::string& prefix) {
+  if (int fd = named_descriptor(path); fd >= 0) {
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) throw InputError(prefix + std::strerror(errno));
+    if ((flags & O_ACCMODE) == O_RDONLY) throw InputError(prefix + "open for reading only");
+    return;
+  }
+  const std::string target = link_target(path);
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) throw InputError(prefix + "a directory, not a file");
+    if (::access(target.c_str(), W_OK) != 0) throw InputError(prefix + std::strerror(errno));  // written in place
+    return;
+  }
+  // A regular file is replaced by a rename in its folder.
+  const size_t slash = target.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+  if (::access(folder.c_str(), W_OK) != 0) throw InputError(prefix + std::strerror(errno));
+}
+
+void write_output(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix) {
+  if (int fd = named_descriptor(path); fd >= 0) {
+    // The descriptor the shell opened (`> f`, `>> f`, a pipe, a socket), written at its own
+    // offset: reopening /dev/stdout would truncate what `>>` or an earlier command wrote.
+    for (std::string_view part : parts)
+      if (!write_all(fd, part)) throw InputError(prefix + std::strerror(errno));
+    return;
+  }
+  const std::string target = link_target(path);
+  struct stat st {};
+  if (target == path && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+    return write_in_place(path, parts, prefix);  // a dangling link: its target is created
+  write_atomic(target, parts, prefix);
 }
 
 }  // namespace gptvk::files

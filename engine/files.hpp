@@ -53,13 +53,18 @@ bool present(const std::string& path, const std::string& prefix);
 // over `path`. On any failure the temporary file is removed, `path` is left as it was and
 // an InputError "<prefix><reason>" is thrown. An existing special file (/dev/full, a FIFO)
 // is written in place instead, every write checked; a directory is an error. A symlink at
-// `path` is replaced, not followed: a link planted in a cache folder cannot aim the write.
+// `path` to a regular file (or to nothing) is replaced, not followed: a link planted in a
+// cache folder cannot aim the write.
 void write_atomic(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix);
 
-// What a user names as output (`forward --out`): write_atomic, except that a symlink is
-// written through, in place, as a shell's `>` would: `/dev/stdout` (a link to
-// /proc/self/fd/1, which may be a regular file) or a link the user made to the real file.
+// What a user names as output (`forward --out`): written as write_atomic does, at the end
+// of a symlink (a user's link to the real file; a dangling link creates its target). A
+// name for an open descriptor (/dev/stdout, /dev/fd/N, /proc/self/fd/N) is written to that
+// descriptor at its own offset, as the shell set it up (`> f`, `>> f`, a pipe).
 void write_output(const std::string& path, std::initializer_list<std::string_view> parts, const std::string& prefix);
+// Throws the InputError write_output would, where it can be known before the work: a
+// folder that cannot be written, a directory, a descriptor open for reading only.
+void check_output(const std::string& path, const std::string& prefix);
 
 // Largest inputs of each kind; far above any real file, low enough to fail fast.
 constexpr uint64_t kMaxConfigBytes = 1ull << 20;      // a TOML config

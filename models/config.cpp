@@ -177,14 +177,17 @@ const toml::table* subtable(TableReader& parent, const std::string& key) {
 
 // A relative path is taken from the config's folder as the kernel would take it: through
 // the real folder behind a symlink (`models/mine -> /data/gpt2`, "../tokenizer" is then
-// /data/tokenizer), so the '..' of an existing path is resolved by the file system, not
-// cancelled as text. What does not exist yet is kept as written, lexically normalized.
+// /data/tokenizer), so the '..' of an existing folder is resolved by the file system, not
+// cancelled as text. The file's own name stays as written, a link included (errors then
+// name the file the config names, not a blob the link points at).
 std::string resolve(const fs::path& dir, const std::string& p) {
-  fs::path path(p);
-  fs::path joined = path.is_absolute() ? path : dir / path;
+  const fs::path joined = fs::path(p).is_absolute() ? fs::path(p) : dir / p;
+  const fs::path name = joined.filename();
+  const bool plain_name = !name.empty() && name != "." && name != "..";
   std::error_code ec;
-  fs::path real = fs::weakly_canonical(joined, ec);
-  return (ec ? joined.lexically_normal() : real).string();
+  fs::path real = fs::weakly_canonical(plain_name ? joined.parent_path() : joined, ec);
+  if (ec) return joined.lexically_normal().string();
+  return (plain_name ? real / name : real).string();
 }
 
 // toml++ 3.3, the Debian 12 version, reaches __builtin_unreachable() (undefined

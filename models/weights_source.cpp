@@ -92,6 +92,27 @@ class JoinedSource : public TensorSource {
   std::map<std::string, const TensorSource*, std::less<>> owner_;
 };
 
+// Whether text looks like TOML: past blank and '#' comment lines, a "[table]" header or a
+// "key = " line (a config given as weights; the shipped ones open with comments).
+bool looks_like_toml(std::string_view s) {
+  size_t i = 0;
+  for (;;) {
+    i = s.find_first_not_of(" \t\r\n", i);
+    if (i == std::string_view::npos) return false;
+    if (s[i] != '#') break;
+    i = s.find('\n', i);
+  }
+  constexpr std::string_view kBare = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+  if (s[i] == '[') {
+    size_t close = s.find_first_not_of(std::string(kBare) + ".", i + 1);
+    return close != std::string_view::npos && close > i + 1 && s[close] == ']';
+  }
+  size_t key_end = s.find_first_not_of(kBare, i);
+  if (key_end == i || key_end == std::string_view::npos) return false;
+  size_t eq = s.find_first_not_of(" \t", key_end);
+  return eq != std::string_view::npos && s[eq] == '=';
+}
+
 // What a file that is none of the weight formats probably is, from its first bytes.
 std::string guess_kind(const std::string& s) {
   auto starts = [&](std::string_view p) { return s.compare(0, p.size(), p) == 0; };
@@ -103,12 +124,8 @@ std::string guess_kind(const std::string& s) {
   if (starts("\x89HDF")) return "an HDF5 file (Keras/TensorFlow weights)";
   if (starts("\x93NUMPY")) return "a NumPy .npy array";
   if (starts("version https://git-lfs")) return "a Git LFS pointer, not the file itself: run git lfs pull";
+  if (looks_like_toml(s)) return "TOML text: a config? give it as --config";
   size_t i = s.find_first_not_of(" \t\r\n");
-  // "[model]" opens a TOML table (a config given as weights), "[1, 2" or "[{" a JSON array.
-  size_t close = i == std::string::npos ? i : s.find(']', i);
-  if (close != std::string::npos && s[i] == '[' &&
-      s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", i + 1) == close && close > i + 1)
-    return "TOML text: a config? give it as --config";
   if (i != std::string::npos && (s[i] == '{' || s[i] == '[')) return "JSON text";
   if (i != std::string::npos && s[i] == '<') return "HTML or XML text (a download error page?)";
   return "";
@@ -133,7 +150,7 @@ FileFormat sniff_format(const std::string& path) {
 }
 
 std::string describe_file_start(const std::string& path) {
-  std::string s = read_start(path, 64);
+  std::string s = read_start(path, 1024);  // room for a config's opening comments
   if (s.empty()) return "an empty file";
   std::string hex;
   for (size_t i = 0; i < s.size() && i < 8; ++i) {

@@ -111,6 +111,9 @@ BOOST_AUTO_TEST_CASE(logprobs_table_to_full_stderr) {
   CliResult plain = run_cli(args, {}, 10.0, {.stderr_dev_full = true});
   BOOST_TEST(plain.exit_code == 0, "a lost summary line is no lost output");
   args.insert(args.end(), {"--logprobs", "2"});
+  CliResult working = run_cli(args, {}, 10.0);
+  BOOST_TEST(working.exit_code == 0, working.err);  // so the failure below is the table's
+  BOOST_TEST(working.err.find("id\ttext\tlogprob\ttop\n") != std::string::npos, working.err);
   CliResult table = run_cli(args, {}, 10.0, {.stderr_dev_full = true});
   BOOST_TEST(table.exit_code == 1);
   BOOST_TEST(!table.signaled);

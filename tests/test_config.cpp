@@ -165,6 +165,11 @@ BOOST_AUTO_TEST_CASE(parent_paths_go_through_a_symlinked_folder) {
   ModelConfig c = load_config((link / "config.toml").string());
   BOOST_TEST(c.tokenizer_vocab == (temp_dir() / "real" / "vocab.json").string());
   BOOST_TEST(c.weights_file == (temp_dir() / "real" / "model" / "tiny.safetensors").string());
+  // The file's own name stays as the config writes it, a link too (Hugging Face's cache
+  // links model.safetensors to ../blobs/<hash>: errors name the former).
+  fs::remove(real / "tiny.safetensors");
+  fs::create_symlink("../blobs/9f86d081", real / "tiny.safetensors");
+  BOOST_TEST(load_config((link / "config.toml").string()).weights_file == (real / "tiny.safetensors").string());
 }
 
 // The KV cache is f32 unless weights.kv_dtype = "f16", which needs head_dim % 8 == 0.

@@ -95,9 +95,10 @@ BOOST_AUTO_TEST_CASE(symlink_at_target_is_not_followed) {
   BOOST_TEST(read_text(dir / "cache.bin") == "cache");
 }
 
-// A user's output through a symlink reaches the file behind it: `--out /dev/stdout` with
-// stdout redirected to a file (a link to /proc/self/fd/1, itself a link to that file), or a
-// link the user made. Renaming over the link would lose the output and replace /dev/stdout.
+// A user's output through a symlink reaches the file behind it, still atomically; a name
+// for an open descriptor (`--out /dev/stdout` with stdout redirected by `>` or `>>`) is
+// written to that descriptor at its offset. Replacing the link would lose the output (and,
+// for /dev/stdout, put a regular file in /dev).
 BOOST_AUTO_TEST_CASE(write_output_writes_through_symlinks) {
   test::TempDir dir;
   std::string real = dir.write("real.npy", "old and longer");
@@ -105,17 +106,27 @@ BOOST_AUTO_TEST_CASE(write_output_writes_through_symlinks) {
   files::write_output((dir / "link.npy").string(), {"new"}, "");
   BOOST_TEST(fs::is_symlink(dir / "link.npy"));
   BOOST_TEST(read_text(real) == "new");
+  {
+    FileSizeLimit limit(4096);  // a failed write through the link keeps the target whole
+    BOOST_TEST(!error_of([&] { files::write_output((dir / "link.npy").string(), {std::string(64 << 10, 'x')}, ""); })
+                    .empty());
+  }
+  BOOST_TEST(read_text(real) == "new");
 
-  std::string redirected = dir.write("stdout.npy", "");
-  int fd = ::open(redirected.c_str(), O_WRONLY | O_CLOEXEC);
+  fs::create_symlink(dir / "created.npy", dir / "dangling.npy");
+  files::write_output((dir / "dangling.npy").string(), {"made"}, "");
+  BOOST_TEST(fs::is_symlink(dir / "dangling.npy"));
+  BOOST_TEST(read_text(dir / "created.npy") == "made");
+
+  std::string appended = dir.write("stdout.npy", "earlier output\n");  // `>> stdout.npy`
+  int fd = ::open(appended.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   BOOST_REQUIRE(fd >= 0);
-  files::write_output("/proc/self/fd/" + std::to_string(fd), {"through the descriptor"}, "");
+  files::check_output("/proc/self/fd/" + std::to_string(fd), "");
+  files::write_output("/proc/self/fd/" + std::to_string(fd), {"through ", "the descriptor"}, "");
   ::close(fd);
-  BOOST_TEST(read_text(redirected) == "through the descriptor");
-  BOOST_TEST(entries(dir.path) == 3u, "a temporary file was left behind");
-
-  files::write_output((dir / "plain.npy").string(), {"plain"}, "");  // no link: atomic as before
-  BOOST_TEST(read_text(dir / "plain.npy") == "plain");
+  BOOST_TEST(read_text(appended) == "earlier output\nthrough the descriptor");
+  BOOST_TEST(entries(dir.path) == 5u, "a temporary file was left behind");
+  BOOST_TEST(error_of([] { files::check_output("/dev/fd/987", "p: "); }) == "p: Bad file descriptor");
 }
 
 BOOST_AUTO_TEST_CASE(special_target_is_written_in_place) {

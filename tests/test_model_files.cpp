@@ -467,9 +467,11 @@ BOOST_AUTO_TEST_CASE(unknown_formats_say_what_they_look_like) {
                  dir.write("page.bin", "<!DOCTYPE html><html>Not Found</html>"), "--ids", "1", "--out",
                  (dir / "o.npy").string()}),
         {1, {"page.bin", "not safetensors, GGUF or a torch.save zip", "HTML"}});
-  check(run_cli({"forward", "--config", (kModels / "hf_gpt2/config.toml").string(), "--weights",
-                 dir.write("settings.toml", "[model]\nname = \"x\"\n"), "--ids", "1", "--out", (dir / "o.npy").string()}),
-        {1, {"settings.toml", "TOML text: a config? give it as --config"}});
+  for (const std::string config : {dir.write("settings.toml", "[model]\nname = \"x\"\n"),
+                                   (kSource / "configs/gpt2-small.toml").string()})  // opens with comments
+    check(run_cli({"forward", "--config", (kModels / "hf_gpt2/config.toml").string(), "--weights", config, "--ids", "1",
+                   "--out", (dir / "o.npy").string()}),
+          {1, {".toml", "TOML text: a config? give it as --config"}});
   check(forward_model((dir / "absent.gguf").string()), {1, {"absent.gguf", "not found"}});
   check(forward_model(dir.path.string()), {1, {"without config.json"}});
 }

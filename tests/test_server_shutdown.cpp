@@ -82,6 +82,24 @@ BOOST_AUTO_TEST_CASE(sigterm_exits_while_a_client_trickles_its_request) {
   BOOST_TEST(code == 0);
 }
 
+// SIGINT is Ctrl-C: it stops the server as SIGTERM does, unless the server was started
+// ignoring it (`gpt-vk serve &` in a script), where it stays ignored.
+BOOST_AUTO_TEST_CASE(sigint_stops_the_server_unless_started_ignored) {
+  test::ServerProcess plain({"--parallel", "1"});
+  BOOST_TEST(plain.stop(SIGINT, 20.0) == 0);
+  BOOST_TEST(plain.stderr_text().find("SIGINT: finishing running requests") != std::string::npos);
+  test::ServerProcess ignoring({"--parallel", "1"}, 120.0, true);
+  ignoring.signal(SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  BOOST_TEST(ignoring.running());
+  const int fd = connect_to(ignoring.port());
+  const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) > 0);
+  BOOST_TEST(status_of(receive(fd, 3.0, true).text) == 200);
+  close(fd);
+  BOOST_TEST(ignoring.stop(SIGTERM, 20.0) == 0);
+}
+
 // SIGTERM beside an idle keep-alive connection: the server exits 0 without waiting out its
 // keep-alive timeout. Before, the idle connection's thread held up the exit past the grace
 // period, which then said a client connection was still open.

@@ -24,7 +24,10 @@ PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13]  # "The quic
 
 def step(what, cmd):
     """Runs one step; exits with its own last words when it fails."""
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:  # node or the binary missing
+        sys.exit(f"check_same_model: {what} could not start: {e}")
     if p.returncode != 0:
         said = p.stderr.strip().splitlines()[-3:] or ["(no stderr)"]
         sys.exit(f"check_same_model: {what} failed (exit {p.returncode}): {' / '.join(said)}")

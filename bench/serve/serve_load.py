@@ -63,14 +63,14 @@ def start_server(binary, parallel, extra, wait_s=120):
         listening.set()  # end of stderr: the server exited
 
     threading.Thread(target=drain, daemon=True).start()
-    listening.wait(wait_s)
+    ended_or_listening = listening.wait(wait_s)  # read before the kill below ends stderr too
     url = next((m.group(1) for m in map(re.compile(r"listening on (http://\S+)").search, lines) if m), None)
     if url:
         return proc, url
     proc.kill()
     proc.wait()
     said = "".join(lines[-5:]).strip() or "nothing on stderr"
-    why = f"exited with {proc.returncode}" if listening.is_set() else f"not listening after {wait_s:.0f} s"
+    why = f"exited with {proc.returncode}" if ended_or_listening else f"not listening after {wait_s:.0f} s"
     sys.exit(f"serve: the server did not start ({binary} {why}): {said}")
 
 

@@ -67,7 +67,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=900, help="seconds for one run")
     args = ap.parse_args()
     if min(args.rounds, args.prompt_tokens, args.repeats) < 1 or args.gen_tokens < 0:
-        ap.error("--rounds, --prompt-tokens and --repeats must be at least 1")
+        ap.error("--rounds, --prompt-tokens and --repeats must be at least 1, --gen-tokens at least 0")
     shapes = args.shapes.split(",")
     for s in shapes:
         if s not in SHAPES:

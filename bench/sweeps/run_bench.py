@@ -262,7 +262,10 @@ def main():
     os.makedirs(args.models_dir, exist_ok=True)
     configs = {}
     if not have_torch:
-        log("no PyTorch to write the random weights: gpt-vk makes its own (start-up then includes making them)")
+        # `gpt-vk bench` makes random weights for a config whose file is absent; start-up
+        # (`generate`) needs a real file, so it is left out.
+        log("no PyTorch to write the random weights: gpt-vk bench makes its own; no start-up measurement")
+        args.no_startup = True
     for shape in dict.fromkeys(args.shapes + ([] if args.no_startup else [STARTUP_SHAPE])):
         configs[shape] = make_random_model.write_model(args.models_dir, shape, 1234, log=log, weights=have_torch)
 

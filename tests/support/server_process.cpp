@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-ServerProcess::ServerProcess(const std::vector<std::string>& args, double timeout_s) {
+ServerProcess::ServerProcess(const std::vector<std::string>& args, double timeout_s, bool sigint_ignored) {
   int err_pipe[2];
   BOOST_REQUIRE(pipe2(err_pipe, O_CLOEXEC) == 0);
   std::vector<std::string> argv_strings = {GPTVK_BINARY, "serve", "--host", "127.0.0.1", "--port", "0"};
@@ -39,6 +39,7 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, double timeou
   BOOST_REQUIRE(pid_ >= 0);
   if (pid_ == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // no server outlives a test that died
+    ::signal(SIGINT, sigint_ignored ? SIG_IGN : SIG_DFL);
     dup2(err_pipe[1], STDERR_FILENO);
     int devnull = open("/dev/null", O_RDWR);
     dup2(devnull, STDIN_FILENO);
@@ -105,6 +106,17 @@ int ServerProcess::stop(int sig, double timeout_s) {
   waitpid(pid_, nullptr, 0);
   pid_ = -1;
   return -1;
+}
+
+void ServerProcess::signal(int sig) const {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+bool ServerProcess::running() const {
+  if (pid_ <= 0) return false;
+  siginfo_t info{};
+  // WNOWAIT: looks without reaping, so that stop() still finds the exit status.
+  return waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
 }
 
 std::string ServerProcess::stderr_text() const {

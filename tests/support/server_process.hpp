@@ -15,13 +15,18 @@ namespace gptvk::test {
 class ServerProcess {
  public:
   // Starts `gpt-vk serve --port 0 <args>` and waits (at most `timeout_s`) for it to listen;
-  // BOOST_REQUIREs that it did.
-  explicit ServerProcess(const std::vector<std::string>& args, double timeout_s = 120.0);
+  // BOOST_REQUIREs that it did. SIGINT starts at its default, or ignored (`serve &` in a
+  // script) when `sigint_ignored`.
+  explicit ServerProcess(const std::vector<std::string>& args, double timeout_s = 120.0, bool sigint_ignored = false);
   ~ServerProcess();
   int port() const { return port_; }
   // Sends `sig` and waits at most `timeout_s` for the exit; returns the exit code, or -1 when
   // it had to be killed or died of a signal.
   int stop(int sig, double timeout_s = 30.0);
+  // Sends `sig` and returns at once (stop() waits for the exit).
+  void signal(int sig) const;
+  // Whether the process has not exited (nor been reaped).
+  bool running() const;
   std::string stderr_text() const;
 
  private:
