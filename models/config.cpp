@@ -33,7 +33,6 @@ const std::set<std::string> kLayerRoles = {"ln1_weight",      "ln1_bias",      "
 // Whole-model roles: their patterns must not contain "{i}".
 const std::set<std::string> kGlobalRoles = {"tok_emb", "pos_emb", "lnf_weight", "lnf_bias", "head_weight", "head_bias"};
 
-
 // Reads one table of the document, remembering which keys were consumed so the rest can be
 // reported as unknown. Every error message starts with "<file>[:<line>]: <table>.<key>".
 class TableReader {

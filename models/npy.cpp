@@ -24,8 +24,8 @@ void write_npy(const std::string& path, const std::vector<uint64_t>& shape, cons
   header += '\n';
   uint16_t len = static_cast<uint16_t>(header.size());
   std::string preamble = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  // Atomic: a failed write (full disk) leaves any previous file at `path` as it was; a
-  // symlink (/dev/stdout) is written through.
+  // Atomic: a failed write (full disk) leaves any previous file at `path` (or at the end of
+  // a link there) as it was; /dev/stdout goes to the descriptor itself (files::write_output).
   files::write_output(path, {preamble, header, {reinterpret_cast<const char*>(data), count * 4}},
                       "cannot write " + path + ": ");
 }
