@@ -20,19 +20,22 @@ bool g_wrote = false;  // anything written to stdout by this process
 
 }  // namespace
 
-void write_stdout(std::string_view bytes) {
-  g_wrote = g_wrote || !bytes.empty();
+namespace {
+
+void write_checked(std::FILE* stream, std::string_view bytes, const char* name) {
   errno = 0;
-  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) fail(errno ? errno : EIO);
-  if (std::fflush(stdout) != 0) fail(errno ? errno : EIO);
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stream) != bytes.size()) fail(errno ? errno : EIO, name);
+  if (std::fflush(stream) != 0) fail(errno ? errno : EIO, name);
 }
 
-void write_stderr(std::string_view bytes) {
-  errno = 0;
-  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stderr) != bytes.size())
-    fail(errno ? errno : EIO, "standard error");
-  if (std::fflush(stderr) != 0) fail(errno ? errno : EIO, "standard error");
+}  // namespace
+
+void write_stdout(std::string_view bytes) {
+  g_wrote = g_wrote || !bytes.empty();
+  write_checked(stdout, bytes, "standard output");
 }
+
+void write_stderr(std::string_view bytes) { write_checked(stderr, bytes, "standard error"); }
 
 void print_stdout(const char* format, ...) {
   char buf[512];

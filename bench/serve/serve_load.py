@@ -52,21 +52,22 @@ def start_server(binary, parallel, extra, wait_s=120):
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     except OSError as e:
         sys.exit(f"serve: cannot start {binary}: {e}")
-    lines, listening = [], threading.Event()
+    lines, url, settled = [], [], threading.Event()  # settled: listening, or stderr ended
 
     def drain():  # reads stderr to the end, so the server never blocks on a full pipe
         for line in proc.stderr:
-            if not listening.is_set():
+            if not settled.is_set():
                 lines.append(line)
-                if re.search(r"listening on http://\S+", line):
-                    listening.set()
-        listening.set()  # end of stderr: the server exited
+                m = re.search(r"listening on (http://\S+)", line)
+                if m:
+                    url.append(m.group(1))
+                    settled.set()
+        settled.set()  # end of stderr: the server exited
 
     threading.Thread(target=drain, daemon=True).start()
-    ended_or_listening = listening.wait(wait_s)  # read before the kill below ends stderr too
-    url = next((m.group(1) for m in map(re.compile(r"listening on (http://\S+)").search, lines) if m), None)
+    ended_or_listening = settled.wait(wait_s)  # read before the kill below ends stderr too
     if url:
-        return proc, url
+        return proc, url[0]
     proc.kill()
     proc.wait()
     said = "".join(lines[-5:]).strip() or "nothing on stderr"

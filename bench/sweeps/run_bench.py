@@ -234,7 +234,8 @@ def main():
         import matplotlib  # noqa: F401
     except ImportError:
         raise SystemExit("run_bench: matplotlib is missing (apt-get install python3-matplotlib)")
-    have_torch = torch_version() != "not available"
+    torch_ver = torch_version()  # one interpreter start that imports torch, not two
+    have_torch = torch_ver != "not available"
     if not args.no_torch and not have_torch:
         raise SystemExit(f"run_bench: PyTorch is missing ({PYTHON} cannot import torch): "
                          "apt-get install python3-torch, or give --no-torch for gpt-vk alone")
@@ -250,7 +251,7 @@ def main():
             "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "command": "bench/sweeps/run_bench.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
             "commit": git_commit(), "machine": machine_info(), "devices": devices.stdout,
-            "device_name": bench_proc.device_name(devices.stdout), "gptvk": args.gptvk, "torch_version": torch_version(),
+            "device_name": bench_proc.device_name(devices.stdout), "gptvk": args.gptvk, "torch_version": torch_ver,
             "torch_blas": blas,
             "torch_threads": args.torch_threads, "torch_dtype": args.torch_dtype,
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
