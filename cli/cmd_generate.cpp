@@ -150,6 +150,7 @@ template <typename Out>
 void decode_together(std::vector<std::unique_ptr<Generator>>& gens, const std::vector<GptModel*>& models,
                      DecodeBatch& batch, Out out) {
   for (bool running = true; running;) {
+    check_stdout_reader();
     std::vector<GptModel*> rows;
     std::vector<Generator*> due;
     for (size_t i = 0; i < gens.size(); ++i) {

@@ -47,6 +47,7 @@ Action add_perplexity(CLI::App& app, Common& common) {
     const SigintFlag sigint;
     PerplexityResult r = score_windows(*s.model, ids, N, S, {}, [&](uint64_t done, uint64_t total) {
       bar.update(done, total);
+      check_stdout_reader();
       return !sigint.raised();
     });
     bar.clear();

@@ -1,5 +1,8 @@
 #include "cli/output.hpp"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -33,6 +36,12 @@ void write_checked(std::FILE* stream, std::string_view bytes, const char* name) 
 void write_stdout(std::string_view bytes) {
   g_wrote = g_wrote || !bytes.empty();
   write_checked(stdout, bytes, "standard output");
+}
+
+void check_stdout_reader() {
+  // The writing end of a pipe without readers polls as POLLERR (Linux, and the BSDs).
+  pollfd out{STDOUT_FILENO, POLLOUT, 0};
+  if (::poll(&out, 1, 0) == 1 && (out.revents & POLLERR)) fail(EPIPE);
 }
 
 void write_stderr(std::string_view bytes) { write_checked(stderr, bytes, "standard error"); }

@@ -15,6 +15,11 @@ void write_stdout(std::string_view bytes);
 // checked as write_stdout(), since losing it loses a result, not a diagnostic.
 void write_stderr(std::string_view bytes);
 
+// Throws the EPIPE error write_stdout() would when stdout is a pipe whose reader has gone:
+// commands that write only at the end (generate --json, perplexity) look between steps
+// rather than computing everything for a reader that left.
+void check_stdout_reader();
+
 // printf to stdout, checked as write_stdout().
 [[gnu::format(printf, 1, 2)]] void print_stdout(const char* format, ...);
 

@@ -80,6 +80,14 @@ BOOST_AUTO_TEST_CASE(generate_stops_at_the_first_token_a_dead_pipe_refuses) {
   check(r, {1, {"cannot write to standard output", "Broken pipe"}});
   BOOST_TEST(r.err.find("generated") == std::string::npos);
 }
+BOOST_AUTO_TEST_CASE(generate_json_stops_at_the_first_step_after_its_reader_left) {
+  // --json writes each batch at its end: the dead pipe is seen between steps, not after the
+  // 16 x 250 tokens (16 s here before; now 0.4 s, well inside the limit).
+  CliResult r = run_cli({"generate", "--prompt", "It is", "--max-tokens", "250", "--num-samples", "16", "--json",
+                         "--logit-bias", "50256=-100"},
+                        {}, 10.0, {.stdout_to = Stdout::ClosedPipe});
+  check(r, {1, {"cannot write to standard output", "Broken pipe"}, 2});  // after the seed line
+}
 BOOST_AUTO_TEST_CASE(devices_to_full_disk) {
   check(run_cli({"devices"}, {}, 10.0, {.stdout_to = Stdout::DevFull}),
         {1, {"cannot write to standard output", "No space left on device"}});

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -522,6 +523,21 @@ BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_text_so_far) {
     BOOST_TEST(lines[i]["finish_reason"] == "cancelled");
     if (i >= 16) BOOST_TEST(lines[i]["tokens"].empty());
   }
+}
+
+// Blocked writing to a pipe nobody reads (~40 KB of JSON into 4 KiB), the run never looks at
+// Ctrl-C's flag again: a second Ctrl-C ends it, as the shell's default action would.
+BOOST_AUTO_TEST_CASE(a_second_ctrl_c_ends_a_run_blocked_on_its_output) {
+  test::CliOptions stalled;
+  stalled.stdout_to = test::Stdout::Stalled;
+  stalled.sigints_when_stalled = 2;
+  const auto r = test::run_cli({"generate", "--prompt", kPrompt, "--max-tokens", "250", "--logit-bias", "50256=-100",
+                                "--seed", "1", "--json", "--logprobs", "5"},
+                               {}, 120.0, stalled);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_TEST(!r.timed_out);
+  BOOST_TEST(r.signaled);
+  BOOST_TEST(r.signal == SIGINT);
 }
 
 // Started with SIGINT ignored (a script's `gpt-vk generate ... &`), it stays ignored.

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,8 +43,9 @@ std::vector<std::string> child_environment(const std::vector<std::string>& env, 
 }
 
 // The descriptor the child writes its standard output to: the capture pipe's writing end,
-// or one that fails every write as options.stdout_to asks.
-int child_stdout_fd(int capture_fd, const CliOptions& options) {
+// or one that fails or blocks every write as options.stdout_to asks (a stalled pipe's
+// reading end is left in `stalled[0]`).
+int child_stdout_fd(int capture_fd, const CliOptions& options, int (&stalled)[2]) {
   if (options.stdout_to == Stdout::DevFull) {
     int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
     BOOST_REQUIRE(fd >= 0);
@@ -54,6 +56,11 @@ int child_stdout_fd(int capture_fd, const CliOptions& options) {
     BOOST_REQUIRE(pipe2(dead, O_CLOEXEC) == 0);
     close(dead[0]);
     return dead[1];
+  }
+  if (options.stdout_to == Stdout::Stalled) {
+    BOOST_REQUIRE(pipe2(stalled, O_CLOEXEC) == 0);
+    fcntl(stalled[1], F_SETPIPE_SZ, 4096);
+    return stalled[1];
   }
   return capture_fd;
 }
@@ -87,10 +94,28 @@ int child_stdout_fd(int capture_fd, const CliOptions& options) {
   _exit(127);
 }
 
+// The SIGINTs a row sends: once the output holds a text, or while stdout is a full pipe.
+struct Interrupts {
+  std::string on_output;
+  int stalled_fd = -1;  // the reading end of a Stdout::Stalled pipe, never read
+  int when_stalled = 0;
+  std::chrono::steady_clock::time_point last_sent{};
+
+  void send_if_stalled(pid_t pid) {
+    int queued = 0;
+    const auto now = std::chrono::steady_clock::now();
+    if (when_stalled == 0 || now - last_sent < std::chrono::milliseconds(200)) return;
+    if (ioctl(stalled_fd, FIONREAD, &queued) != 0 || queued < fcntl(stalled_fd, F_GETPIPE_SZ)) return;
+    if (kill(pid, SIGINT) == 0) --when_stalled;
+    last_sent = now;
+  }
+};
+
 // Reads both pipes into r.out and r.err until the child closes them or the time is up
 // (then the child is killed and r.timed_out set); closes the pipes.
 void read_until_closed(int out_fd, int err_fd, pid_t pid, double timeout_s,
-                       const std::chrono::steady_clock::time_point& start, const std::string& sigint_on, CliResult& r) {
+                       const std::chrono::steady_clock::time_point& start, Interrupts& sigint, CliResult& r) {
+  const std::string& sigint_on = sigint.on_output;
   bool sigint_sent = false;
   pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
@@ -102,7 +127,9 @@ void read_until_closed(int out_fd, int err_fd, pid_t pid, double timeout_s,
       kill(pid, SIGKILL);
       break;
     }
-    if (poll(fds, 2, static_cast<int>(left * 1000) + 1) < 0 && errno != EINTR) break;
+    sigint.send_if_stalled(pid);
+    const int wait_ms = sigint.when_stalled > 0 ? 50 : static_cast<int>(left * 1000) + 1;
+    if (poll(fds, 2, wait_ms) < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[4096];
@@ -137,7 +164,8 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   argv.push_back(nullptr);
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int child_stdout = child_stdout_fd(out_pipe[1], options);
+  int stalled[2] = {-1, -1};
+  int child_stdout = child_stdout_fd(out_pipe[1], options, stalled);
   int child_stderr = options.stderr_dev_full ? open("/dev/full", O_WRONLY | O_CLOEXEC) : err_pipe[1];
   BOOST_REQUIRE(child_stderr >= 0);
   auto start = std::chrono::steady_clock::now();
@@ -148,7 +176,9 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   close(err_pipe[1]);
   if (child_stdout != out_pipe[1]) close(child_stdout);
   if (child_stderr != err_pipe[1]) close(child_stderr);
-  read_until_closed(out_pipe[0], err_pipe[0], pid, timeout_s, start, options.sigint_on_output, r);
+  Interrupts sigint{options.sigint_on_output, stalled[0], options.sigints_when_stalled};
+  read_until_closed(out_pipe[0], err_pipe[0], pid, timeout_s, start, sigint, r);
+  if (stalled[0] >= 0) close(stalled[0]);
   int status = 0;
   waitpid(pid, &status, 0);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -18,6 +18,7 @@ enum class Stdout {
   Captured,    // a pipe read into CliResult::out
   DevFull,     // /dev/full: every write fails with ENOSPC
   ClosedPipe,  // a pipe whose reading end is closed before the child starts: EPIPE
+  Stalled,     // a one-page pipe nobody reads: once it is full, every write blocks
 };
 
 struct CliOptions {
@@ -30,6 +31,7 @@ struct CliOptions {
   std::string sigint_on_output;        // Ctrl-C: SIGINT once stdout or stderr holds this text
   bool stderr_dev_full = false;        // stderr to /dev/full (CliResult::err stays empty)
   bool sigint_ignored = false;         // started with SIGINT ignored (a script's `cmd &`)
+  int sigints_when_stalled = 0;        // Stdout::Stalled: SIGINTs 0.2 s apart once the pipe is full
 };
 
 // Runs gpt-vk with `args`, the validation layer on and `env` added to the environment;
