@@ -110,17 +110,23 @@ std::string CompletionJob::finish_reason(const Choice& c) const {
   return finish_reason_name(c.seq->finish_reason());
 }
 
+// OpenAI's legacy logprobs: text_offset counts characters from the start of the prompt,
+// echoed or not, and top_logprobs always holds the chosen token (up to logprobs + 1 entries).
 json CompletionJob::logprobs_json(const Choice& c, size_t from, size_t to, bool with_prompt) const {
-  json tokens = json::array(), token_lp = json::array(), top = json::array(), offsets = json::array();
+  json tokens = json::array(), token_lp = json::array(), top = json::array();
+  std::vector<size_t> byte_offsets;
   const uint32_t k = req_.logprobs.value_or(0);
+  const std::string before = req_.echo ? std::string() : req_.prompt_texts[c.prompt];
   auto add = [&](const TokenLogprob& lp, size_t offset) {
-    tokens.push_back(tokenizer::token_json_text(tok_.token_bytes(lp.token)));
+    const std::string key = tokenizer::token_json_text(tok_.token_bytes(lp.token));
+    tokens.push_back(key);
     token_lp.push_back(lp.logprob);
     json alts = json::object();
     for (uint32_t i = 0; i < k && i < lp.top.size(); ++i)
       alts[tokenizer::token_json_text(tok_.token_bytes(lp.top[i].first))] = lp.top[i].second;
+    if (!alts.contains(key)) alts[key] = lp.logprob;
     top.push_back(alts);
-    offsets.push_back(offset);
+    byte_offsets.push_back(before.size() + offset);
   };
   if (with_prompt) {  // echo: the prompt's tokens, the first without a log-probability
     const auto& prompt = req_.prompts[c.prompt];
@@ -131,7 +137,7 @@ json CompletionJob::logprobs_json(const Choice& c, size_t from, size_t to, bool 
         tokens.push_back(tokenizer::token_json_text(tok_.token_bytes(prompt[i])));
         token_lp.push_back(nullptr);
         top.push_back(nullptr);
-        offsets.push_back(offset);
+        byte_offsets.push_back(offset);
       } else {
         add(plp[i - 1], offset);
       }
@@ -139,6 +145,8 @@ json CompletionJob::logprobs_json(const Choice& c, size_t from, size_t to, bool 
     }
   }
   for (size_t i = from; i < to; ++i) add(c.logprobs[i], c.offsets[i]);
+  // Echoed, the prompt begins c.text; else it goes before it.
+  const json offsets = tokenizer::utf8_char_offsets(before + c.text, byte_offsets);
   return {{"tokens", tokens}, {"token_logprobs", token_lp}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
@@ -155,8 +163,12 @@ json CompletionJob::chat_logprobs_json(const Choice& c, size_t from, size_t to) 
   for (size_t i = from; i < to; ++i) {
     const TokenLogprob& lp = c.logprobs[i];
     json e = entry(lp.token, lp.logprob, i == 0), top = json::array();
-    for (uint32_t j = 0; j < k && j < lp.top.size(); ++j)
-      top.push_back(entry(lp.top[j].first, lp.top[j].second, i == 0));
+    for (uint32_t j = 0; j < k && j < lp.top.size(); ++j) {
+      // Two tokens that differ only by that space would be one text listed twice.
+      json alt = entry(lp.top[j].first, lp.top[j].second, i == 0);
+      if (std::none_of(top.begin(), top.end(), [&](const json& t) { return t["token"] == alt["token"]; }))
+        top.push_back(std::move(alt));
+    }
     e["top_logprobs"] = top;
     content.push_back(e);
   }

@@ -3,7 +3,7 @@
 //
 // Choice index = prompt index * n + i; choice i of a prompt samples with seed + i (a seed
 // given) so that n > 1 gives n different completions, each reproducible alone. Logprobs'
-// text_offset values are byte offsets into the choice's text (the echoed prompt included).
+// text_offset values count characters from the start of the prompt, as OpenAI's do.
 #pragma once
 #include <chrono>
 #include <functional>

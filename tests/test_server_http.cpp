@@ -318,8 +318,10 @@ BOOST_AUTO_TEST_CASE(logprobs_end_where_a_stop_string_cuts_the_text) {
   BOOST_REQUIRE(text.find(stop) == cut);
   req["stop"] = stop;
   const json want_tokens(std::vector<std::string>(tokens.begin(), tokens.begin() + i + 1));
+  // Characters from the start of the prompt (the text is ASCII, checked below).
   json want_offsets = json::array();
-  for (size_t j = 0, at = 0; j <= i; at += tokens[j++].size()) want_offsets.push_back(at);
+  for (size_t j = 0, at = std::string(req["prompt"]).size(); j <= i; at += tokens[j++].size()) want_offsets.push_back(at);
+  BOOST_REQUIRE(std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; }));
   const json stopped = post_json(port, "/v1/completions", req)["choices"][0];
   BOOST_TEST(stopped["text"] == text.substr(0, cut));
   BOOST_TEST(stopped["finish_reason"] == "stop");
@@ -341,6 +343,24 @@ BOOST_AUTO_TEST_CASE(logprobs_end_where_a_stop_string_cuts_the_text) {
   }
   BOOST_TEST(streamed_text == text.substr(0, cut));
   BOOST_TEST(streamed == want_tokens);
+}
+
+// text_offset counts characters, from the start of the prompt: a token-id prompt whose
+// tokens cut "“" in two and leave a character unfinished before ","; the offsets index the
+// text a JSON reader gets (U+FFFD for the unfinished one), with or without echo.
+BOOST_AUTO_TEST_CASE(text_offsets_are_characters_from_the_prompts_start) {
+  const int port = shared_server().port();
+  json req{{"prompt", {10161, 2611, 851, 564, 250, 8505, 447, 11}}, {"echo", true}, {"logprobs", 0},
+           {"temperature", 0}, {"max_tokens", 2}};
+  const json echoed = post_json(port, "/v1/completions", req)["choices"][0];
+  const std::string text = echoed["text"];
+  BOOST_REQUIRE(text.starts_with("Emma \u2014 \u201cyes\ufffd,"));
+  const std::vector<size_t> got = echoed["logprobs"]["text_offset"];  // 8 prompt tokens, 2 generated
+  BOOST_REQUIRE(got.size() == 10u);
+  BOOST_TEST(std::vector<size_t>(got.begin(), got.begin() + 9) == std::vector<size_t>({0, 2, 4, 6, 7, 8, 11, 12, 13}));
+  req["echo"] = false;  // the same offsets for the generated tokens
+  const json plain = post_json(port, "/v1/completions", req)["choices"][0];
+  BOOST_TEST(plain["logprobs"]["text_offset"] == json(std::vector<size_t>(got.begin() + 8, got.end())));
 }
 
 // /tokenize's pieces: whole UTF-8 as a string, a token that ends inside a character as its

@@ -1,13 +1,18 @@
 // runtime/text_stream: stop strings found wherever they fall in the token stream (across
 // tokens, inside multi-byte characters), nothing after them released, and the pieces
 // released before a stop never include a character's partial bytes or a prefix that later
-// turns into the stop string. No device needed.
+// turns into the stop string; and the character offsets the server's text_offset gives for
+// text with invalid or cut UTF-8. No device needed.
 #define BOOST_TEST_MODULE text_stream
 #include <boost/test/unit_test.hpp>
 
+#include <random>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "models/tokenizer/utf8.hpp"
 #include "runtime/text_stream.hpp"
 
 using gptvk::TextStream;
@@ -107,4 +112,40 @@ BOOST_AUTO_TEST_CASE(a_dropped_leading_space_is_out_of_the_text_and_the_stops) {
   BOOST_TEST(twice.text == " two spaces");
   BOOST_TEST(run({"no", " space"}, {}, true).text == "no space");
   BOOST_TEST(run({" kept"}, {}, false).text == " kept");
+}
+
+// Characters of valid UTF-8 text: the bytes that do not continue one.
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// utf8_char_offsets against what a JSON reader sees of nlohmann's dump with invalid bytes
+// replaced (what the server sends): at every ASCII byte, which begins a character however
+// the bytes before it decode, the offset is the number of characters of the prefix's dump.
+// Random bytes drawn mostly from lead and continuation bytes, so invalid and cut
+// sequences of every length turn up.
+BOOST_AUTO_TEST_CASE(char_offsets_count_what_a_json_reader_sees) {
+  using gptvk::tokenizer::utf8_char_offsets;
+  const unsigned char kBytes[] = {'a', ' ', 0x80, 0x9C, 0xBF, 0xA0, 0xC3, 0xC0, 0xE2, 0xE0, 0xED, 0xF0, 0xF4, 0xF5, 0xFF};
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::string s;
+    for (int i = std::uniform_int_distribution<int>(0, 12)(rng); i > 0; --i)
+      s += static_cast<char>(kBytes[std::uniform_int_distribution<size_t>(0, std::size(kBytes) - 1)(rng)]);
+    s += 'a';
+    std::vector<size_t> ends;
+    for (size_t e = 0; e < s.size(); ++e)
+      if (static_cast<unsigned char>(s[e]) < 0x80) ends.push_back(e);
+    const std::vector<size_t> got = utf8_char_offsets(s, ends);
+    for (size_t i = 0; i < ends.size(); ++i) {
+      const nlohmann::json prefix = s.substr(0, ends[i]);
+      const std::string seen = nlohmann::json::parse(prefix.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      BOOST_TEST(got[i] == code_points(seen), "bytes of round " << round << " up to " << ends[i]);
+    }
+  }
+  // An offset inside a character counts only the characters before it.
+  const std::string quote = "a\xE2\x80\x9C" "b";
+  BOOST_TEST(utf8_char_offsets(quote, std::vector<size_t>{0, 1, 2, 3, 4, 5}) == std::vector<size_t>({0, 1, 1, 1, 2, 3}));
 }

@@ -81,6 +81,27 @@ std::string token_json_text(std::string_view bytes) {
   return out;
 }
 
+std::vector<size_t> utf8_char_offsets(std::string_view s, std::span<const size_t> ends) {
+  std::vector<size_t> offsets;
+  offsets.reserve(ends.size());
+  size_t i = 0, chars = 0;
+  for (size_t end : ends) {
+    while (i < end) {
+      size_t len = utf8_char_length(s, i);
+      if (len == 0) {  // the longest start of a character there, at least its first byte
+        len = 1;
+        for (size_t k = 2; k <= 3 && i + k <= s.size(); ++k)
+          if (utf8_incomplete_tail(s.substr(i, k)) == k) len = k;
+      }
+      if (i + len > end) break;
+      i += len;
+      ++chars;
+    }
+    offsets.push_back(chars);
+  }
+  return offsets;
+}
+
 void append_utf8(std::string& out, uint32_t c) {
   if (c < 0x80) {
     out += char(c);

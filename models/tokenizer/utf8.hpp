@@ -4,8 +4,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gptvk::tokenizer {
 
@@ -24,6 +26,13 @@ size_t utf8_valid_until(std::string_view s, size_t from);
 size_t utf8_incomplete_tail(std::string_view s);
 
 void append_utf8(std::string& out, uint32_t code_point);
+
+// For each byte offset in `ends` (ascending, at most s.size()), the number of characters
+// a reader of s as JSON text sees before it: invalid bytes count as the U+FFFD a JSON
+// encoder puts in their place (one per maximal invalid subpart, as nlohmann's
+// error_handler_t::replace and the WHATWG decoder do), and a character that the offset cuts
+// is left out. OpenAI's text_offset counts such characters, not bytes.
+std::vector<size_t> utf8_char_offsets(std::string_view s, std::span<const size_t> ends);
 
 // A token's bytes as a JSON string that keeps them apart from every other token's: the
 // bytes themselves when they are valid UTF-8, else "bytes:" and each byte as \xNN (OpenAI's
