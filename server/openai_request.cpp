@@ -1,5 +1,6 @@
 #include "server/openai_request.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -234,7 +235,10 @@ SamplingRequest generation_options_from_json(const json& body, bool chat, uint32
   p.temperature = static_cast<float>(number(body, "temperature", 0, 2).value_or(1.0));
   p.top_p = static_cast<float>(number(body, "top_p", 0, 1).value_or(1.0));
   if (p.top_p <= 0) throw bad("top_p", "must be above 0 (and at most 1)");
-  p.top_k = static_cast<uint32_t>(integer(body, "top_k", 0, std::numeric_limits<uint32_t>::max()).value_or(0));
+  // llama.cpp's extension; 0 or below is off, as in llama.cpp's server (and vLLM's -1).
+  const int64_t top_k = integer(body, "top_k", std::numeric_limits<int64_t>::min(), std::numeric_limits<uint32_t>::max())
+                            .value_or(0);
+  p.top_k = static_cast<uint32_t>(std::max<int64_t>(top_k, 0));
   if (auto seed = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
     r.seed_given = true;
     p.seed = static_cast<uint64_t>(*seed);

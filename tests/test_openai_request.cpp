@@ -89,6 +89,9 @@ BOOST_AUTO_TEST_CASE(sampling_fields_reach_the_generation_options) {
   BOOST_TEST(o.sampling.temperature == 0.25f);
   BOOST_TEST(o.sampling.top_p == 0.5f);
   BOOST_TEST(o.sampling.top_k == 9u);
+  // top_k 0 or below is off, as llama.cpp's server and vLLM (-1) take it.
+  BOOST_TEST(completion({{"prompt", "a"}, {"top_k", -1}}).sampling.options.sampling.top_k == 0u);
+  BOOST_TEST(completion({{"prompt", "a"}, {"top_k", -40}}).sampling.options.sampling.top_k == 0u);
   BOOST_TEST(o.sampling.presence_penalty == 0.5f);
   BOOST_TEST(o.sampling.min_p == 0.1f);
   BOOST_TEST(o.sampling.logit_bias.size() == 1u);
