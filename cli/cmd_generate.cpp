@@ -56,10 +56,11 @@ constexpr const char* kHelp =
     "generate text: prints the prompt, then the continuation as it is produced.\n"
     "Stops after --max-tokens tokens, at <|endoftext|>, at a --stop string, or when the model's\n"
     "context is full (said on stderr). Ctrl-C stops early and keeps the text so far.\n"
-    "Sampling, in this order: penalties (--repeat-penalty, --frequency-penalty, --presence-penalty,\n"
-    "over the last --repeat-last-n tokens of prompt + generated text) -> --logit-bias -> --min-p\n"
-    "(at temperature 1) -> --temperature -> --top-k -> --top-p -> draw. --temperature 0 takes the\n"
-    "most likely token after the penalties and bias.";
+    "Sampling, in this order (transformers' and llama.cpp's): --logit-bias -> penalties on the\n"
+    "biased logits (--repeat-penalty, --frequency-penalty, --presence-penalty, over the last\n"
+    "--repeat-last-n tokens of prompt + generated text) -> --temperature -> --top-k -> --top-p\n"
+    "(the nucleus of what top-k kept) -> --min-p (of what top-p kept; at temperature 1) -> draw.\n"
+    "--temperature 0 takes the most likely token after the bias and penalties.";
 
 void add_flags(CLI::App* cmd, Flags& f) {
   cmd->add_option("--prompt", f.prompts,
@@ -80,10 +81,12 @@ void add_flags(CLI::App* cmd, Flags& f) {
       ->capture_default_str()->transform(whole_number_in(0, 1 << 30));
   cmd->add_option("--top-p", s.top_p, "nucleus sampling: smallest set of tokens with probability >= P; 1 = off")
       ->capture_default_str()->check(probability_above_zero());
-  cmd->add_option("--min-p", s.min_p, "drop tokens less probable than P times the most probable one; 0 = off")
+  cmd->add_option("--min-p", s.min_p,
+                  "drop tokens less probable than P times the most probable one (at temperature 1, after top-p); "
+                  "0 = off")
       ->capture_default_str()->check(number_in(0, 1));
   cmd->add_option("--repeat-penalty", s.repeat_penalty,
-                  "divide positive (multiply negative) logits of tokens in the window by this; 1 = off")
+                  "divide positive (multiply negative) logits + bias of tokens in the window by this; 1 = off")
       ->capture_default_str()->check(number_at_least(0, true));
   cmd->add_option("--repeat-last-n", s.repeat_last_n,
                   "the penalties' window: the last N tokens of prompt + generated text; 0 = off, -1 = all")

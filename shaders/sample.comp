@@ -2,9 +2,15 @@
 #extension GL_GOOGLE_include_directive : require
 // Next-token sampler: one workgroup picks one token from logits[VOCAB] and only its id leaves
 // the device. Order (tests/reference/sample.cpp is the same in plain C++):
-//   logits / temperature -> top-k -> softmax -> top-p -> renormalise -> inverse CDF at u,
+//   logits / temperature -> top-k -> softmax -> top-p -> min-p -> renormalise ->
+//   inverse CDF at u,
 // u from Philox4x32-10 (key = seed, counter = step_rng), tokens taken in id order.
-// No sort: both filters are thresholds on the float order key of the logits (dividing by a
+// min-p is a third threshold on the same order: logit >= max logit + ln(min_p) (probability
+// at temperature 1). It comes after top-p's search, so the nucleus is measured on the
+// top-k survivors' whole distribution (as transformers and llama.cpp measure it), and since
+// every filter keeps the tokens from its threshold up, keeping what all three keep is
+// raising the floor to the highest of them. Greedy ignores it: the top token always passes.
+// No sort: top-k and top-p are thresholds on the float order key of the logits (dividing by a
 // positive temperature keeps the order), found by an 8-way search: each pass counts (top-k)
 // or weighs (top-p) the tokens at or above 8 candidate keys at once and narrows the
 // interval to the largest candidate that still holds enough, until the tokens left inside
@@ -32,16 +38,19 @@ layout(constant_id = 2) const uint SLOTS = 1;           // see common/sample_red
 layout(constant_id = 3) const uint BATCH = 0;
 layout(constant_id = 4) const uint SCRATCH_STRIDE = 1;  // words of scratch per workgroup
 // The stages the push constants below will use (the host derives it from the same
-// parameters): bit 0 sampling (temperature > 0; else greedy), bit 1 top-k, bit 2 top-p.
+// parameters): bit 0 sampling (temperature > 0; else greedy), bit 1 top-k, bit 2 top-p,
+// bit 3 min-p (never with BATCH 2: the row table has no field for it).
 // The rest is dead code the driver never compiles (lavapipe's JIT of the whole sampler
 // dominated a cold start).
 layout(constant_id = 5) const uint FILTERS = 7;
 const bool SAMPLING = (FILTERS & 1u) != 0u;
 const bool TOP_K = (FILTERS & 2u) != 0u;
 const bool TOP_P = (FILTERS & 4u) != 0u;
+const bool MIN_P = (FILTERS & 8u) != 0u && BATCH != 2u;
 // Temperature alone: the range pass also sums each chunk's weights (online, against the
 // chunk's running maximum), so the draw reads the logits once more only in its owner's chunk.
-const bool ONE_PASS = SAMPLING && !TOP_K && !TOP_P;
+// Not with min-p, whose floor (relative to the top logit) that pass does not know yet.
+const bool ONE_PASS = SAMPLING && !TOP_K && !TOP_P && !MIN_P;
 // 1: append the token to the sequence's history (binding 4), which the sampling controls
 // (shaders/sample_controls.comp) read; 0: binding 4 is a placeholder left alone.
 layout(constant_id = 6) const uint HISTORY = 0;
@@ -54,6 +63,7 @@ layout(push_constant) uniform Params {
   float top_p;        // >= 1: off; > 0
   uint seed_lo;
   uint seed_hi;
+  float log_min_p;    // ln(min_p); read only with MIN_P
 } P;
 
 layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
@@ -401,6 +411,9 @@ void main() {
       bool on = by_mass ? top_p_on : top_k_on;
       if (on) floor_key = search_threshold(floor_key, wg_kmax, by_mass);
     }
+    // The same float sum as the host's reference (max logit + ln(min_p)); no larger than
+    // wg_kmax, so the top token stays.
+    if (MIN_P) floor_key = max(floor_key, order_key(max_logit + P.log_min_p));
     // A chunk summed online holds its weight scaled to the chunk's maximum; rescaled to the
     // row's, it differs from summing weight_of() by rounding only (the owner's walk in
     // draw_token() keeps the last kept token of its chunk where that leaves the target).

@@ -316,6 +316,56 @@ BOOST_AUTO_TEST_CASE(top_p_alone_with_a_heavy_tail_below_its_floor) {
   }
 }
 
+// Min-p cuts after top-p: the nucleus is measured on top-k's survivors before min-p drops
+// anything, and a token is drawn only if top-k, top-p and min-p all keep it (transformers'
+// and llama.cpp's order). On head_and_tail_logits the nucleus reaches into the tail, so all
+// 62 top and head tokens stay; a nucleus renormalised after min-p's cut keeps fewer (35 to 52),
+// which the draws must leave: some land on head tokens only this order keeps. Min-p
+// alone and with top-k (where the two orders agree) go through the same check.
+BOOST_AUTO_TEST_CASE(min_p_cuts_after_the_nucleus) {
+  auto with_min_p = [](SamplingParams p) {
+    p.min_p = 0.1f;
+    return p;
+  };
+  const std::vector<SamplingParams> params = {with_min_p({1.0f, 0, 0.8f, 51}), with_min_p({0.7f, 1000, 0.8f, 52}),
+                                              with_min_p({1.3f, 0, 0.9f, 53}), with_min_p({1.0f, 0, 1.0f, 54}),
+                                              with_min_p({1.0f, 40, 1.0f, 55})};
+  for (uint32_t vocab : {4099u, 50257u}) {
+    const auto x = test::head_and_tail_logits(vocab);
+    for (const SamplingParams& p : params) {
+      const std::string what = describe(vocab, p) + " min-p=0.1";
+      auto probs = cpu::sampling_probs(x.data(), vocab, p);
+      // The other order, which the draws must be told apart from: min-p's cut first (as -inf),
+      // then the nucleus of what is left.
+      const float floor = 0.0f + std::log(p.min_p);  // the top logit is 0
+      auto cut = x;
+      for (auto& v : cut) v = v < floor ? -INFINITY : v;
+      SamplingParams plain = p;
+      plain.min_p = 0;
+      auto cut_first = cpu::sampling_probs(cut.data(), vocab, plain);
+      auto kept = [](const std::vector<double>& q) {
+        return std::count_if(q.begin(), q.end(), [](double v) { return v > 0; });
+      };
+      const bool differs = p.top_p < 1.0f;
+      BOOST_TEST_REQUIRE(kept(probs) == (p.top_k == 40 ? 40 : 62), what << ": " << kept(probs) << " kept");
+      BOOST_TEST_REQUIRE((kept(cut_first) < kept(probs)) == differs, what << ": " << kept(cut_first) << " kept");
+      for (auto [label, ctx] : test::all_contexts()) {
+        const uint32_t count = vocab > 5000 ? 64 : 1000;
+        auto got = draw_many(*ctx, x, p, 0, count);
+        size_t past_cut_first = 0;
+        for (uint32_t id : got) {
+          BOOST_TEST(probs[id] > 0, label << " " << what << ": token " << id << " is filtered");
+          past_cut_first += cut_first[id] == 0;
+        }
+        if (differs)
+          BOOST_TEST(past_cut_first >= count / 50, label << " " << what << ": " << past_cut_first << " of " << count
+                                                   << " draws outside the nucleus taken after min-p");
+        check_against_cpu(x, p, 0, got, label + " " + what);
+      }
+    }
+  }
+}
+
 // Sampled frequencies match the (filtered, renormalised) softmax: 20000 draws, Pearson's
 // chi-square below its 0.1% critical value. The seed is fixed, so the test is deterministic;
 // a sampler off by even 2% of probability on one token fails it.

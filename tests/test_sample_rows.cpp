@@ -215,6 +215,13 @@ BOOST_AUTO_TEST_CASE(rejects_what_it_cannot_do) {
   BOOST_TEST(ops::sampler_filters(SamplingParams{0.0f, 5, 0.5f}, 100) == 0u);
   BOOST_TEST(ops::sampler_filters(SamplingParams{1.0f, 100, 1.0f}, 100) == 1u);
   BOOST_TEST(ops::sampler_filters(SamplingParams{1.0f, 99, 0.5f}, 100) == 7u);
+  // Min-p is a sampler stage (bit 3), never a row's: sample_row() refused it above, and
+  // sample_rows() refuses the bit below.
+  SamplingParams min_p{1.0f, 99, 0.5f};
+  min_p.min_p = 0.1f;
+  BOOST_TEST(ops::sampler_filters(min_p, 100) == 15u);
+  min_p.temperature = 0.0f;
+  BOOST_TEST(ops::sampler_filters(min_p, 100) == 0u);
 
   auto& ctx = test::context();
   constexpr uint32_t kVocab = 100, kRows = 4;

@@ -1,9 +1,10 @@
-// The sampling controls on the device (engine/ops/sample_controls.hpp): each penalty, the
-// logit bias and min-p against a CPU reference of its formula on fixed logits; the history
-// kept on the device (the prompt written once, every sampled token appended by the sampler)
-// against a CPU replay of the same decode loop; min-p never drawing below its threshold;
-// bias moving the argmax; the same seed reproducing every combination. On the device as it
-// is and with its fallback paths forced.
+// The sampling controls on the device (engine/ops/sample_controls.hpp): each penalty and the
+// logit bias against a CPU reference of its formula on fixed logits, the penalty applying to
+// logit + bias; the history kept on the device (the prompt written once, every sampled
+// token appended by the sampler) against a CPU replay of the same decode loop; min-p never
+// drawing below its threshold, and cutting only after top-p's nucleus; bias moving the
+// argmax; the same seed reproducing every combination. On the device as it is and with its
+// fallback paths forced.
 #define BOOST_TEST_MODULE sampling_controls
 #include <boost/test/unit_test.hpp>
 
@@ -25,26 +26,22 @@ using test::lm_logits;
 
 namespace {
 
-// The controls' formulas written out plainly (the order of engine/ops/sample_controls.hpp).
+// The bias and penalties written out plainly (the order of engine/ops/sample_controls.hpp:
+// bias first, the penalty on logit + bias). Min-p is the sampler's (cpu::sampling_probs).
 std::vector<float> cpu_controls(const std::vector<float>& logits, const std::vector<uint32_t>& history,
                                 const SamplingParams& p) {
   std::vector<float> out = logits;
+  for (auto [t, b] : p.logit_bias) out[t] += b;
   if (p.penalties_on()) {
     size_t n = history.size();
     size_t begin = p.repeat_last_n < 0 || size_t(p.repeat_last_n) >= n ? 0 : n - size_t(p.repeat_last_n);
     std::map<uint32_t, uint32_t> count;
     for (size_t j = begin; j < n; ++j) ++count[history[j]];
     for (auto [t, c] : count) {
-      float x = logits[t];
+      float x = out[t];
       x = x > 0 ? x / p.repeat_penalty : x * p.repeat_penalty;
       out[t] = x - (float(c) * p.frequency_penalty + p.presence_penalty);
     }
-  }
-  for (auto [t, b] : p.logit_bias) out[t] += b;
-  if (p.min_p > 0) {
-    float m = *std::max_element(out.begin(), out.end());
-    for (auto& x : out)
-      if (x < m + std::log(p.min_p)) x = -INFINITY;
   }
   return out;
 }
@@ -81,12 +78,14 @@ struct Sequence {
   Graph graph;
 };
 
-// The controlled logits the device wrote for one step equal the reference's: every -inf
-// where the reference has one, the rest within 1e-5 (float arithmetic in the same order;
-// a fused multiply-add on the device may round once less).
-void check_controls(vk::Context& ctx, const std::string& label, const SamplingParams& p) {
+// The controlled logits the device wrote for one step equal the reference's within 1e-5
+// (float arithmetic in the same order; a fused multiply-add on the device may round once
+// less). `edit` sets logits of its own.
+void check_controls(vk::Context& ctx, const std::string& label, const SamplingParams& p,
+                    void (*edit)(std::vector<float>&) = nullptr) {
   auto x = lm_logits(1000, 3, 2.0f);
   x[5] = 0.0f;  // a zero logit: the penalty's two branches agree on it
+  if (edit) edit(x);
   std::vector<uint32_t> prompt = {5, 7, 7, 9, 11, 7, 500, 999, 9, 0, 0, 0, 42};
   SamplingParams greedy = p;
   greedy.temperature = 0;
@@ -97,7 +96,7 @@ void check_controls(vk::Context& ctx, const std::string& label, const SamplingPa
   size_t bad = 0, changed = 0;
   for (uint32_t i = 0; i < x.size(); ++i) {
     if (want[i] != x[i]) ++changed;
-    bool same = std::isinf(want[i]) ? got[i] == want[i] : std::fabs(got[i] - want[i]) <= 1e-5f;
+    bool same = std::fabs(got[i] - want[i]) <= 1e-5f;
     if (!same && bad++ < 3) BOOST_TEST_MESSAGE(label << " token " << i << ": device " << got[i] << ", CPU " << want[i]);
   }
   BOOST_TEST(bad == 0u, label << ": " << bad << " controlled logits differ from the CPU reference");
@@ -145,9 +144,6 @@ BOOST_AUTO_TEST_CASE(each_control_matches_its_formula) {
     SamplingParams bias;
     bias.logit_bias = {{3, 2.5f}, {700, -100.0f}, {3, 1.0f}};  // repeats add up
     check_controls(*ctx, label + " bias", bias);
-    SamplingParams minp;
-    minp.min_p = 0.05f;
-    check_controls(*ctx, label + " min-p", minp);
     SamplingParams all;
     all.repeat_penalty = 1.5f;
     all.repeat_last_n = 8;
@@ -207,6 +203,72 @@ BOOST_AUTO_TEST_CASE(min_p_never_samples_below_its_threshold) {
   }
 }
 
+// The penalty applies to logit + bias (transformers and llama.cpp add the bias first): with
+// repeat penalty 2, a repeated token at -0.249 with bias +5 becomes (-0.249 + 5) / 2 =
+// 2.3755 (bias after the penalty gave 4.502); one at 1 with bias -3 becomes -4 (not -2.5);
+// one at 3 with bias -1 becomes 1 (not 0.5). The numbers are written out, not only the
+// reference's.
+BOOST_AUTO_TEST_CASE(bias_applies_before_the_penalty) {
+  GpuPathsMessages watch;
+  for (auto [label, ctx] : contexts()) {
+    auto x = lm_logits(1000, 3, 1.0f);
+    x[7] = -0.249f;
+    x[9] = 1.0f;
+    x[42] = 3.0f;
+    SamplingParams p{0.0f, 0, 1.0f, 0};
+    p.repeat_penalty = 2.0f;
+    p.repeat_last_n = -1;
+    p.logit_bias = {{7, 5.0f}, {9, -3.0f}, {42, -1.0f}, {100, 0.5f}};
+    const std::vector<uint32_t> prompt = {7, 9, 42, 7};
+    Sequence seq(*ctx, x, prompt, p);
+    seq.next();
+    const auto got = seq.controlled();
+    BOOST_TEST(std::fabs(got[7] - 2.3755f) <= 1e-5f, label << ": token 7 " << got[7]);
+    BOOST_TEST(std::fabs(got[9] - -4.0f) <= 1e-5f, label << ": token 9 " << got[9]);
+    BOOST_TEST(std::fabs(got[42] - 1.0f) <= 1e-5f, label << ": token 42 " << got[42]);
+    BOOST_TEST(got[100] == x[100] + 0.5f, label << ": an unpenalised token gets its bias only");
+    BOOST_TEST(got[8] == x[8], label << ": a token with neither is left alone");
+    check_controls(*ctx, label + " bias on penalised tokens", p, [](std::vector<float>& v) {
+      v[7] = -0.249f;
+      v[9] = 1.0f;
+    });
+  }
+}
+
+// Min-p through sample() with a sequence's state, after the logit bias: it cuts what the
+// nucleus of the biased logits kept (test_sample's min_p_cuts_after_the_nucleus has the
+// sampler alone). The bias lifts a tail token into the head and drops a head token into the
+// tail; every draw is the CPU's (bias, then top-p, then min-p), and some fall on head
+// tokens a nucleus taken after min-p's cut would drop.
+BOOST_AUTO_TEST_CASE(min_p_cuts_after_the_nucleus_with_a_bias) {
+  GpuPathsMessages watch;
+  for (auto [label, ctx] : contexts()) {
+    const auto x = test::head_and_tail_logits(4099);
+    const uint32_t tail = 5, head = 11;  // where head_and_tail_logits puts a tail and the first head token
+    BOOST_TEST_REQUIRE((x[tail] <= -3.0f && x[head] == -0.5f));
+    SamplingParams p{1.0f, 0, 0.8f, 61};
+    p.min_p = 0.1f;
+    p.logit_bias = {{tail, 2.0f}, {head, -3.0f}};
+    const auto biased = cpu_controls(x, {}, p);
+    const auto probs = cpu::sampling_probs(biased.data(), 4099, p);
+    auto cut = biased;
+    for (auto& v : cut) v = v < std::log(p.min_p) ? -INFINITY : v;  // the top logit is 0
+    const auto cut_first = cpu::sampling_probs(cut.data(), 4099, SamplingParams{p.temperature, 0, p.top_p, p.seed});
+    BOOST_TEST_REQUIRE((probs[tail] > 0 && probs[head] == 0));
+    Sequence seq(*ctx, x, {}, p);
+    size_t differ = 0, past_cut_first = 0;
+    for (uint32_t i = 0; i < 200; ++i) {
+      const uint32_t t = seq.next();
+      const double u = cpu::sample_uniform(p.seed, i);
+      differ += !cpu::agrees_at_a_cdf_step(probs, u, t, cpu::pick(probs, u));
+      past_cut_first += cut_first[t] == 0;
+    }
+    BOOST_TEST(differ == 0u, label << ": " << differ << " of 200 draws differ from the CPU");
+    BOOST_TEST(past_cut_first >= 10u, label << ": " << past_cut_first << " of 200 draws outside the nucleus taken after min-p");
+    BOOST_TEST(seq.state.tokens().size() == 200u, label << ": every draw appended to the history");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(logit_bias_moves_the_argmax) {
   for (auto [label, ctx] : test::all_contexts()) {
     auto x = lm_logits(1000, 21, 1.0f);
@@ -250,6 +312,7 @@ BOOST_AUTO_TEST_CASE(same_seed_reproduces_every_combination) {
     // The CPU: controls on its own history, then the plain sampler at the same counters.
     std::vector<uint32_t> history = prompt;
     SamplingParams plain{p.temperature, p.top_k, p.top_p, p.seed};
+    plain.min_p = p.min_p;  // the sampler's stage, after top-p
     size_t differ = 0;
     for (uint32_t i = 0; i < a.size(); ++i) {
       auto controlled = cpu_controls(x, history, p);

@@ -89,6 +89,8 @@ void check_vocab_and_count(uint32_t vocab, uint32_t count, const std::string& na
 
 // BATCH in shaders/sample.comp.
 constexpr uint32_t kModeSingle = 0, kModeMany = 1, kModeRows = 2;
+// shaders/sample.comp's Params: temperature, top_k, top_p, seed (2 words), ln(min_p).
+constexpr uint32_t kPushWords = 6, kPushBytes = kPushWords * 4;
 
 // Which stages run is a specialization constant (FILTERS, sampler_filters()): the driver
 // compiles only those. lavapipe's JIT of the whole sampler dominated a cold start, where
@@ -97,7 +99,8 @@ constexpr uint32_t kModeSingle = 0, kModeMany = 1, kModeRows = 2;
 const vk::Pipeline& sampler_pipeline(Graph& g, uint32_t vocab, uint32_t mode, uint32_t filters, bool append) {
   SamplerShape s = sampler_shape(g.context(), vocab);
   return g.context().pipelines().get(
-      {s.variant("sample"), {s.local, vocab, s.slots, mode, scratch_stride_words(vocab), filters, append ? 1u : 0u}, 5, 20});
+      {s.variant("sample"), {s.local, vocab, s.slots, mode, scratch_stride_words(vocab), filters, append ? 1u : 0u}, 5,
+       kPushBytes});
 }
 
 void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
@@ -108,9 +111,9 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
   require_bytes(ids, uint64_t(count) * 4, "ids", name);
   require_bytes(step, sizeof(StepState), "step", name);
   require_bytes(scratch, uint64_t(count) * sample_scratch_bytes(vocab), "scratch", name);
-  if (p.controls_on() && !state)
-    throw std::logic_error("dispatch '" + name + "': sampling controls need a SamplingState");
-  if (state && p.controls_on()) {
+  if (p.rewrites_logits() && !state)
+    throw std::logic_error("dispatch '" + name + "': logit bias and penalties need a SamplingState");
+  if (state && p.rewrites_logits()) {
     sampling_controls(g, logits, *state, vocab, p, name + ".controls");
     logits = state->controlled();
   }
@@ -118,8 +121,10 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
   const bool append = state && !batch;
   const View history = append ? state->history() : g.scratch(16);
   const auto& pipe = sampler_pipeline(g, vocab, batch ? kModeMany : kModeSingle, sampler_filters(p, vocab), append);
+  // ln(min_p) rounded to float on the host, the one value every draw adds to its top logit.
+  const float log_min_p = p.min_p > 0 ? std::log(p.min_p) : 0.0f;
   std::vector<uint32_t> push = {bits(p.temperature), p.top_k, bits(p.top_p), static_cast<uint32_t>(p.seed),
-                                static_cast<uint32_t>(p.seed >> 32)};
+                                static_cast<uint32_t>(p.seed >> 32), bits(log_min_p)};
   g.add({name,
          &pipe,
          {{logits, Access::Read},
@@ -135,7 +140,7 @@ void add_sampler(Graph& g, View logits, View ids, View step, View scratch, uint3
 
 uint32_t sampler_filters(const SamplingParams& p, uint32_t vocab) {
   if (p.temperature == 0.0f) return 0u;  // greedy
-  return 1u | (p.top_k > 0 && p.top_k < vocab ? 2u : 0u) | (p.top_p < 1.0f ? 4u : 0u);
+  return 1u | (p.top_k > 0 && p.top_k < vocab ? 2u : 0u) | (p.top_p < 1.0f ? 4u : 0u) | (p.min_p > 0.0f ? 8u : 0u);
 }
 
 SampleRow sample_row(const SamplingParams& p, uint32_t rng_step) {
@@ -149,7 +154,8 @@ SampleRow sample_row(const SamplingParams& p, uint32_t rng_step) {
 void sample_rows(Graph& g, View logits, uint32_t rows, View table, View ids, View scratch, uint32_t vocab,
                  uint32_t filters, const std::string& name) {
   check_vocab_and_count(vocab, rows, name);
-  if (filters > 7u) throw std::logic_error("dispatch '" + name + "': filters has bits beyond the sampler's three");
+  // No min-p (bit 3): the table has no field for it.
+  if (filters > 7u) throw std::logic_error("dispatch '" + name + "': filters has bits beyond sampling, top-k and top-p");
   // Scratch word indices (and so logit indices, which are fewer) must fit 32 bits.
   if (uint64_t(rows) * scratch_stride_words(vocab) > 0xffffffffull)
     throw std::logic_error("dispatch '" + name + "': rows * vocab too large for 32-bit indices");
@@ -160,7 +166,7 @@ void sample_rows(Graph& g, View logits, uint32_t rows, View table, View ids, Vie
   const auto& pipe = sampler_pipeline(g, vocab, kModeRows, filters, false);
   // The shader reads every row's parameters from the table; the push constants are unused
   // but the pipeline layout declares them.
-  std::vector<uint32_t> push(5, 0u);
+  std::vector<uint32_t> push(kPushWords, 0u);
   g.add({name,
          &pipe,
          {{logits, Access::Read},

@@ -13,14 +13,16 @@
 namespace gptvk::ops {
 
 // Semantics, in order:
-//   sampling controls (engine/ops/sample_controls.hpp: repetition, frequency and presence
-//   penalties -> logit bias -> min-p) -> logits / temperature -> top-k -> softmax -> top-p ->
+//   sampling controls (engine/ops/sample_controls.hpp: logit bias -> repetition, frequency
+//   and presence penalties) -> logits / temperature -> top-k -> softmax -> top-p -> min-p ->
 //   renormalise -> inverse CDF in id order at u = Philox4x32-10(key = seed, counter = step_rng).
-// Greedy (temperature 0) takes the argmax after the controls.
-// Both filters are thresholds on the logits' order, and ties at a threshold are kept: top-k
+// Greedy (temperature 0) takes the argmax after the controls (min-p cannot change it).
+// The filters are thresholds on the logits' order, and ties at a threshold are kept: top-k
 // keeps every token whose logit is >= the k-th largest logit (so more than k on a tie);
 // top-p keeps every token whose probability is >= that of the last token of the nucleus
-// (the most probable tokens, taken in order, until their mass first reaches top_p).
+// (the most probable tokens of top-k's survivors, taken in order, until their mass first
+// reaches top_p); min-p keeps every token whose logit is >= the largest + ln(min_p)
+// (probability at temperature 1). A token is drawn only if all three keep it.
 struct SamplingParams {
   float temperature = 1.0f;  // 0 = greedy (argmax, ties -> lowest id); must be >= 0
   uint32_t top_k = 0;        // 0 = off (as is any k >= vocab)
@@ -37,7 +39,10 @@ struct SamplingParams {
   bool penalties_on() const {
     return repeat_last_n != 0 && (repeat_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f);
   }
-  bool controls_on() const { return penalties_on() || !logit_bias.empty() || min_p > 0.0f; }
+  bool controls_on() const { return rewrites_logits() || min_p > 0.0f; }
+  // The controls that rewrite the logits before the sampler (bias and penalties, which read
+  // the sequence's history); min-p is a stage of the sampler itself.
+  bool rewrites_logits() const { return penalties_on() || !logit_bias.empty(); }
 };
 
 // Throws UsageError on a negative or non-finite temperature, a top_p outside (0, 1], a min_p
@@ -50,7 +55,7 @@ void check_sampling_params(const SamplingParams& p);
 // buffer (engine/ops/step.hpp) by pos += 1, rng += 1, so a recorded decode graph can replay:
 // the next step embeds ids[0] at the new position and draws with the next counter. `scratch`
 // is a device buffer of at least sample_scratch_bytes(vocab) bytes. vocab < 2^24.
-// With `state` (required when p.controls_on()), the sampling controls run first, on the
+// With `state` (required when p.rewrites_logits()), the bias and penalties run first, on the
 // sequence's history there, and the token is appended to that history.
 class SamplingState;
 void sample(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, const SamplingParams& p,
@@ -59,7 +64,8 @@ uint64_t sample_scratch_bytes(uint32_t vocab);
 
 // `count` independent draws from the same logits in one dispatch (one workgroup each): draw j
 // uses counter step_rng + j and goes to ids[j]; the step buffer is only read. Gives exactly
-// the token sample() would give with step_rng + j. The distribution tests draw with it
+// the token sample() would give with step_rng + j (min-p included; not the bias or
+// penalties, which need a sequence's state). The distribution tests draw with it
 // (thousands of draws in one dispatch); no product path does. `scratch` holds
 // count * sample_scratch_bytes(vocab) bytes; count <= 65535.
 void sample_many(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, uint32_t count,
@@ -87,8 +93,9 @@ static_assert(sizeof(SampleRow) == 32, "shaders/sample.comp reads the table as 3
 SampleRow sample_row(const SamplingParams& p, uint32_t rng_step);
 
 // The sampler stages `p` uses on a vocabulary of `vocab` (FILTERS in shaders/sample.comp:
-// bit 0 sampling, i.e. temperature > 0; bit 1 top-k; bit 2 top-p). sample() compiles its
-// pipeline for exactly these; sample_rows() for the union (bitwise or) of its rows'.
+// bit 0 sampling, i.e. temperature > 0; bit 1 top-k; bit 2 top-p; bit 3 min-p). sample()
+// compiles its pipeline for exactly these; sample_rows() for the union (bitwise or) of its
+// rows', which never include min-p (sample_row() refuses it).
 uint32_t sampler_filters(const SamplingParams& p, uint32_t vocab);
 
 // Row b of logits [rows][vocab] (row b at b * vocab floats; or the row table[b].same_as

@@ -1,7 +1,6 @@
 #include "engine/ops/sample_controls.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -58,15 +57,13 @@ View SamplingState::bias_for(const SamplingParams& p) {
 void sampling_controls(Graph& g, View logits, SamplingState& state, uint32_t vocab, const SamplingParams& p,
                        const std::string& name) {
   check_sampling_params(p);
-  if (!p.controls_on()) return;
+  if (!p.rewrites_logits()) return;
   if (state.vocab() != vocab) throw std::logic_error("dispatch '" + name + "': the sampling state's vocab differs");
   if (logits.size() < uint64_t(vocab) * 4) throw std::logic_error("dispatch '" + name + "': logits too small");
-  const SamplerShape s = sampler_shape(g.context(), vocab);
-  const uint32_t controls = (p.penalties_on() ? 1u : 0u) | (p.logit_bias.empty() ? 0u : 2u) | (p.min_p > 0 ? 4u : 0u);
-  const auto& pipe = g.context().pipelines().get(
-      {s.variant("sample_controls"), {s.local, vocab, s.slots, controls}, 5, 20});
+  const uint32_t local = sampler_shape(g.context(), vocab).local;
+  const uint32_t controls = (p.penalties_on() ? 1u : 0u) | (p.logit_bias.empty() ? 0u : 2u);
+  const auto& pipe = g.context().pipelines().get({"sample_controls", {local, vocab, controls}, 5, 16});
   const uint32_t last_n = p.repeat_last_n < 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(p.repeat_last_n);
-  const float log_min_p = p.min_p > 0 ? std::log(p.min_p) : 0.0f;
   // Bound even when that stage is off (the placeholder is never read then).
   const View bias = p.logit_bias.empty() ? g.scratch(16) : state.bias_for(p);
   g.add({name,
@@ -77,8 +74,7 @@ void sampling_controls(Graph& g, View logits, SamplingState& state, uint32_t voc
           {state.counts(), Access::ReadWrite},
           {bias, Access::Read}},
          {1, 1, 1},
-         {vk::spec_f32(p.repeat_penalty), vk::spec_f32(p.frequency_penalty), vk::spec_f32(p.presence_penalty), last_n,
-          vk::spec_f32(log_min_p)}});
+         {vk::spec_f32(p.repeat_penalty), vk::spec_f32(p.frequency_penalty), vk::spec_f32(p.presence_penalty), last_n}});
 }
 
 }  // namespace gptvk::ops

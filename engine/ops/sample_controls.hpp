@@ -1,17 +1,25 @@
-// The sampling controls, on the device: repetition, frequency and presence penalties over a
-// window of the sequence's own tokens, logit bias, and min-p. They reshape the logits into
-// a buffer of their own (the model's logits stay as they were, for log-probabilities) and
-// the sampler (engine/ops/sample.hpp) then applies temperature, top-k and top-p to that.
+// The sampling controls, on the device: logit bias, then repetition, frequency and presence
+// penalties over a window of the sequence's own tokens, and min-p. The bias and penalties
+// rewrite the logits into a buffer of their own (the model's logits stay as they were, for
+// log-probabilities); min-p is a stage of the sampler (engine/ops/sample.hpp), after top-p.
 // The full order, also in `gpt-vk generate --help` and the README:
-//   1. penalties, for each distinct token t among the last repeat_last_n tokens of the
-//      sequence (prompt and generated text; -1: all of it), with c = its count there:
-//        repetition (CTRL, llama.cpp): logit / repeat_penalty if > 0, else * repeat_penalty
+//   1. logit bias: x = logit + bias[t]
+//   2. penalties on that x, for each distinct token t among the last repeat_last_n tokens
+//      of the sequence (prompt and generated text; -1: all of it), with c = its count there:
+//        repetition (CTRL, llama.cpp): x / repeat_penalty if x > 0, else x * repeat_penalty
 //        frequency and presence (OpenAI's formula, over the same window):
-//          logit -= c * frequency_penalty + presence_penalty
-//   2. logit bias: logit += bias[t]
-//   3. min-p: drop tokens whose probability (at temperature 1) is below min_p times the
-//      most probable one's, i.e. logit < max logit + ln(min_p)
-//   4. temperature, top-k, top-p, draw (or argmax at temperature 0)
+//          x -= c * frequency_penalty + presence_penalty
+//   3. temperature, top-k, top-p: the nucleus of the top-k survivors' distribution
+//   4. min-p: of what top-k and top-p keep, drop the tokens whose probability at
+//      temperature 1 is below min_p times the most probable one's, i.e. whose x <
+//      max x + ln(min_p)
+//   5. draw from what is left, renormalised (or argmax at temperature 0, which min-p
+//      cannot change)
+// This is the order of Hugging Face transformers' generate() and llama.cpp's default sampler
+// chain: the bias is the caller's edit of the model's logits, which the penalties then
+// scale, and top-p measures its nucleus before min-p cuts anything (min-p's threshold is
+// relative to the most probable token, which top-p always keeps, so the two are then an
+// intersection). min-p at temperature 1 is llama.cpp's choice.
 // The history lives on the device: the host writes the prompt once, the sampler appends each
 // token it picks, so a decode step still sends nothing but a submit and returns one id.
 #pragma once
@@ -55,7 +63,8 @@ class SamplingState {
 };
 
 // Writes the controlled logits of `logits` [vocab] to state.controlled(), reading the
-// history in `state` (steps 1-3 above). Does nothing when !p.controls_on().
+// history in `state` (steps 1-2 above). Does nothing when !p.rewrites_logits() (min-p alone
+// is the sampler's).
 void sampling_controls(Graph& g, View logits, SamplingState& state, uint32_t vocab, const SamplingParams& p,
                        const std::string& name = "sampling_controls");
 

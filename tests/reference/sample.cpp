@@ -66,7 +66,8 @@ std::vector<double> sampling_probs(const float* logits, uint32_t vocab, const op
     if (key[i] >= floor_key) total += w[i] = std::exp((double(logits[i]) - x_max) / double(p.temperature));
 
   // Top-p: walk down the sorted order; the nucleus ends at the first distinct logit where
-  // the mass of all tokens at or above it reaches top_p.
+  // the mass of all tokens at or above it reaches top_p (of top-k's survivors, before
+  // min-p drops any).
   if (p.top_p < 1.0f) {
     double target = double(p.top_p) * total, mass = 0;
     for (uint32_t r = 0; r < vocab && key[order[r]] >= floor_key; ++r) {
@@ -77,11 +78,14 @@ std::vector<double> sampling_probs(const float* logits, uint32_t vocab, const op
         break;
       }
     }
-    total = 0;
-    for (uint32_t i = 0; i < vocab; ++i) {
-      if (key[i] < floor_key) w[i] = 0;
-      total += w[i];
-    }
+  }
+  // Min-p, on the whole distribution's top logit (which every filter keeps) at temperature
+  // 1: in float, as the device adds the host's float ln(min_p) to it.
+  if (p.min_p > 0) floor_key = std::max(floor_key, order_key(logits[order[0]] + std::log(p.min_p)));
+  total = 0;
+  for (uint32_t i = 0; i < vocab; ++i) {
+    if (key[i] < floor_key) w[i] = 0;
+    total += w[i];
   }
   for (auto& v : w) v /= total;
   return w;

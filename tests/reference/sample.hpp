@@ -25,8 +25,9 @@ uint32_t order_key(float x);
 // Lowest index of the largest x[i].
 uint32_t argmax(const float* x, uint32_t n);
 
-// The distribution the sampler draws from, in id order: 0 for filtered tokens, the kept
-// ones renormalised to sum to 1. temperature 0: all mass on the argmax.
+// The distribution the sampler draws from, in id order: 0 for filtered tokens (top-k,
+// top-p, then min-p), the kept ones renormalised to sum to 1. temperature 0: all mass on
+// the argmax. The bias and penalties are not modelled here (tests apply them first).
 std::vector<double> sampling_probs(const float* logits, uint32_t vocab, const ops::SamplingParams& p);
 
 // Inverse CDF in id order: the first token whose cumulative probability exceeds u (the last

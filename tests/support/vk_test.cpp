@@ -103,6 +103,15 @@ std::vector<float> lm_logits(uint32_t vocab, uint32_t seed, float spread) {
   return v;
 }
 
+std::vector<float> head_and_tail_logits(uint32_t vocab) {
+  std::vector<float> x(vocab, -20.0f);
+  // Ids spread over the vocabulary, so every invocation's chunk holds some of each kind.
+  for (uint32_t j = 0; j < 3000; ++j) x[(j * 7919u + 5u) % vocab] = -3.0f - 0.5f * float(j % 50) / 50.0f;
+  for (uint32_t i = 0; i < 61; ++i) x[(i * 65537u + 11u) % vocab] = -0.5f - 1.5f * float(i) / 60.0f;
+  x[vocab / 2] = 0.0f;
+  return x;
+}
+
 vk::Buffer upload(vk::Context& ctx, const std::vector<float>& data) {
   return upload_bytes(ctx, data.data(), data.size() * sizeof(float));
 }

@@ -60,6 +60,13 @@ std::vector<float> rounded_to(const std::vector<float>& v, DType dt);
 // Logits shaped like a language model's: normal with the given spread, so a few tokens
 // stand out over a long tail.
 std::vector<float> lm_logits(uint32_t vocab, uint32_t seed, float spread);
+// Logits where min-p and top-p disagree on what to measure: a top token at 0 (id vocab / 2),
+// 61 "head" tokens within 2 of it, a tail of 3000 tokens 3 to 3.5 below it that holds most
+// of the mass at temperatures near 1, and the rest far below. At min-p 0.1 (a floor 2.3
+// below the top) and top-p 0.8 the nucleus of the whole distribution reaches into the tail,
+// so min-p then keeps the 62 top and head tokens; a nucleus taken after min-p's cut would
+// keep only part of the head. vocab >= 4000.
+std::vector<float> head_and_tail_logits(uint32_t vocab);
 
 vk::Buffer upload(vk::Context& ctx, const std::vector<float>& data);
 vk::Buffer upload_bytes(vk::Context& ctx, const void* data, size_t bytes);
