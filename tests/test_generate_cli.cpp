@@ -95,6 +95,8 @@ BOOST_FIXTURE_TEST_SUITE(generate_cli, test::NoValidationMessages)
 
 BOOST_AUTO_TEST_CASE(greedy_matches_the_library) {
   check_generate({"--temperature", "0"}, {0.0f, 0, 1.0f, 0}, 24);
+  // Min-p cannot change the argmax, so greedy with it takes the same plain path and tokens.
+  check_generate({"--temperature", "0", "--min-p", "0.5"}, {0.0f, 0, 1.0f, 0}, 24);
 }
 
 BOOST_AUTO_TEST_CASE(seeded_sampling_matches_the_library) {

@@ -214,7 +214,9 @@ SamplerWarmUp::SamplerWarmUp(vk::Context& ctx, uint32_t vocab, const SamplingPar
       scratch_(ctx, sample_scratch_bytes(vocab), vk::Memory::Device, "sampler warm-up scratch") {
   // Defined contents (all-equal logits: the draw itself is trivial; the compile is the point).
   for (vk::Buffer* b : {&logits_, &ids_, &step_, &scratch_}) b->fill_zero();
-  if (p.controls_on()) state_ = std::make_unique<SamplingState>(ctx, vocab, 1);
+  // With a state, as a model samples (it appends to its history): the pipeline variant a
+  // sampler without one compiles is not the one the model then runs.
+  state_ = std::make_unique<SamplingState>(ctx, vocab, 1);
   graph_ = std::make_unique<Graph>(ctx);
   sample(*graph_, whole(logits_), whole(ids_), whole(step_), whole(scratch_), vocab, p, "sampler warm-up",
          state_.get());

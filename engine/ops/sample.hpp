@@ -39,7 +39,9 @@ struct SamplingParams {
   bool penalties_on() const {
     return repeat_last_n != 0 && (repeat_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f);
   }
-  bool controls_on() const { return rewrites_logits() || min_p > 0.0f; }
+  // Greedy ignores min-p (the most probable token always passes it), so greedy with min-p
+  // keeps the plain argmax paths: the pick after the LM head, batched rows.
+  bool controls_on() const { return rewrites_logits() || (min_p > 0.0f && temperature > 0.0f); }
   // The controls that rewrite the logits before the sampler (bias and penalties, which read
   // the sequence's history); min-p is a stage of the sampler itself.
   bool rewrites_logits() const { return penalties_on() || !logit_bias.empty(); }
@@ -126,7 +128,7 @@ class SamplerWarmUp {
 
  private:
   vk::Buffer logits_, ids_, step_, scratch_;
-  std::unique_ptr<SamplingState> state_;  // with sampling controls
+  std::unique_ptr<SamplingState> state_;
   std::unique_ptr<Graph> graph_;  // declared last: destroyed (waited for) before the buffers
 };
 
