@@ -10,9 +10,11 @@
 // forward to the loader through dlsym(RTLD_NEXT)). The same wrappers inject failures.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -192,10 +194,12 @@ BOOST_AUTO_TEST_SUITE(long_run)
 // each re-recording two graphs). Validation is off here: its own bookkeeping grows with
 // every submit and would hide what ours does; the next test runs with it on.
 // Bounds: after 1,000 tokens of warm-up the Vulkan object counts and the pipeline count
-// must not change at all, and resident memory may rise by at most 2 MiB. Measured on
-// lavapipe: no rise at all (the same KiB after 1,000 and after 10,000 tokens); the bound
-// leaves room for allocator noise, while leaking a recorded graph per restart or 250
-// bytes per token would exceed it.
+// must not change at all, and resident memory at the end (the least of the last 10
+// samples, so that a passing peak is not taken for a leak) may be at most 2 MiB above it.
+// Measured on lavapipe: no rise at all on its own (the same KiB after 1,000 and after
+// 10,000 tokens), but once, beside other tests (ctest -j2 on 2 cores), a peak 2.5 MiB up;
+// a leak only grows, so the end shows it: a recorded graph per restart or 250 bytes per
+// token would exceed the bound.
 BOOST_AUTO_TEST_CASE(ten_thousand_tokens_keep_memory_and_objects_flat) {
   constexpr uint64_t kTokens = 10000, kWarmup = 1000;
   constexpr long kRssBoundKiB = 2048;
@@ -205,6 +209,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_tokens_keep_memory_and_objects_flat) {
 
   uint64_t generated = 0, restarts = 0;
   long rss_warm = 0, rss_peak = 0;
+  std::deque<long> rss_last;  // the last 10 samples
   Counts objects_warm;
   size_t pipelines_warm = 0;
   bool warm = false;
@@ -221,20 +226,23 @@ BOOST_AUTO_TEST_CASE(ten_thousand_tokens_keep_memory_and_objects_flat) {
       BOOST_TEST_MESSAGE("after " << generated << " tokens: RSS " << rss << " KiB, " << str(objects));
     } else if (warm) {
       rss_peak = std::max(rss_peak, rss);
+      rss_last.push_back(rss);
+      if (rss_last.size() > 10) rss_last.pop_front();
       if (objects != objects_warm || ctx.pipelines().size() != pipelines_warm)
         BOOST_FAIL("after " << generated << " tokens: " << str(objects) << ", " << ctx.pipelines().size()
                             << " pipelines; after warm-up: " << str(objects_warm) << ", " << pipelines_warm);
     }
   }
+  const long rss_end = rss_last.empty() ? rss_warm : *std::min_element(rss_last.begin(), rss_last.end());
   BOOST_TEST_MESSAGE(generated << " tokens in " << restarts << " contexts; RSS after warm-up " << rss_warm
-                               << " KiB, peak later " << rss_peak << " KiB");
+                               << " KiB, peak later " << rss_peak << " KiB, at the end " << rss_end << " KiB");
   BOOST_TEST(generated == kTokens);
 #if GPTVK_ASAN
   // AddressSanitizer holds freed memory in quarantine, so RSS grows by design; its leak
   // checker covers host memory in that build instead.
   BOOST_TEST_MESSAGE("AddressSanitizer build: RSS bound not checked");
 #else
-  BOOST_TEST(rss_peak - rss_warm <= kRssBoundKiB, "resident memory grew by " << rss_peak - rss_warm << " KiB");
+  BOOST_TEST(rss_end - rss_warm <= kRssBoundKiB, "resident memory grew by " << rss_end - rss_warm << " KiB");
 #endif
 }
 
