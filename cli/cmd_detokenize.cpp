@@ -26,7 +26,7 @@ struct DetokenizeArgs {
 
 Action add_detokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<DetokenizeArgs>();
-  auto* cmd = app.add_subcommand("detokenize", "GPT-2 decoding: prints the text of token ids, byte-exact");
+  auto* cmd = app.add_subcommand("detokenize", "prints the text of token ids (GPT-2's bytes exactly; GPT-1's words each followed by a space)");
   add_model_source_flags(cmd, args->model);  // --config (its [tokenizer]) or --model
   cmd->add_option("--ids", args->ids,
                   "token ids separated by commas (or spaces), e.g. 464,2068; - reads them from stdin (as tokenize "

@@ -2,6 +2,7 @@
 // with --json, one JSON object per completion). The loop is runtime/generator's; sampling
 // and its controls run on the device, and per token only the chosen id comes back.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -267,8 +268,14 @@ std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& 
       throw InputError(spec.where + ": \"max_tokens\" " + std::to_string(max_tokens) +
                        " exceeds the model's context of " + std::to_string(context) + " tokens");
     const uint64_t first_seed = spec.seed.value_or(seed);
+    // GPT-1's tokens carry the space after a word ("the</w>" is "the "), which the prompt's
+    // text may lack at its end: the echo adds it, as decoding prompt and continuation
+    // together does. (GPT-2's text is its tokens' bytes, so this never adds anything there.)
+    std::string echo = spec.text;
+    if (tok.token_bytes(ids.back()).ends_with(' ') && !echo.empty() && !std::isspace(uint8_t(echo.back())))
+      echo += ' ';
     for (uint32_t i = 0; i < f.num_samples; ++i)
-      jobs.push_back({ids, spec.text, first_seed + i, max_tokens, static_cast<uint32_t>(jobs.size()),
+      jobs.push_back({ids, echo, first_seed + i, max_tokens, static_cast<uint32_t>(jobs.size()),
                       static_cast<uint32_t>(p)});
   }
   return jobs;

@@ -1,7 +1,7 @@
-// `gpt-vk tokenize [--config CFG] (--text TEXT | --file PATH) [--special] [--pieces]`: GPT-2
-// byte-level BPE encoding with the tokenizer files named in the config (default: the bundled
-// model's); prints the ids separated by single spaces on one line, or with --pieces one
-// token per line with its text.
+// `gpt-vk tokenize [--config CFG] (--text TEXT | --file PATH) [--special] [--pieces]`: BPE
+// encoding (GPT-2's byte-level one, or GPT-1's) with the tokenizer files named in the config
+// (default: the bundled model's); prints the ids separated by single spaces on one line, or
+// with --pieces one token per line with its text.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -30,7 +30,7 @@ struct TokenizeArgs {
 
 Action add_tokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<TokenizeArgs>();
-  auto* cmd = app.add_subcommand("tokenize", "GPT-2 byte-level BPE encoding: prints the token ids on one line");
+  auto* cmd = app.add_subcommand("tokenize", "BPE encoding (GPT-2's byte-level BPE, or GPT-1's): prints the token ids on one line");
   add_model_source_flags(cmd, args->model);  // --config (its [tokenizer]) or --model
   auto* text = cmd->add_option("--text", args->text, "the text to encode");
   auto* file = cmd->add_option("--file", args->file, "encode the bytes of this file (- reads stdin)");
@@ -42,8 +42,11 @@ Action add_tokenize(CLI::App& app, Common&) {
                 "one token per line instead: its id, a tab, and its text as a JSON string (bytes that are not "
                 "valid UTF-8 shown as U+FFFD)");
   cmd->footer(
-      "Input that is not valid UTF-8 is encoded losslessly: each byte that is not part of a valid UTF-8 "
-      "character becomes its own byte-level token, so `detokenize` gives back the exact input bytes.");
+      "GPT-2: input that is not valid UTF-8 is encoded losslessly: each byte that is not part of a valid UTF-8 "
+      "character becomes its own byte-level token, so `detokenize` gives back the exact input bytes.\n"
+      "GPT-1 (a vocabulary of \"word</w>\" tokens, as Hugging Face's openai-gpt): the text is lowercased, "
+      "accents stripped and words split from punctuation first, as transformers' tokenizer does, so "
+      "`detokenize` gives back that normalized text, each word followed by a space.");
   return [args, text, file] {
     if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
     std::string input = file->count() ? read_file_bytes(args->file, "--file") : args->text;

@@ -165,10 +165,8 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   if (std::string why = vocab_limit(cfg); !why.empty()) c.fail("vocab_size", why);
   cfg.weights_file = dir;
   cfg.dtype = dtype;
-  if (type == "openai-gpt") {
-    cfg.tokenizer_unsupported = dir + ": GPT-1's BPE (openai-gpt) is not GPT-2's byte-level BPE: text commands "
-                                      "cannot run on this model; use forward --ids";
-  } else if (present(fs::path(dir) / "vocab.json") && present(fs::path(dir) / "merges.txt")) {
+  // GPT-2's byte-level BPE or GPT-1's, told apart by the vocabulary (models/tokenizer).
+  if (present(fs::path(dir) / "vocab.json") && present(fs::path(dir) / "merges.txt")) {
     cfg.tokenizer_vocab = (fs::path(dir) / "vocab.json").string();
     cfg.tokenizer_merges = (fs::path(dir) / "merges.txt").string();
   }

@@ -122,17 +122,18 @@ std::vector<uint32_t> token_ids(const json& arr, uint32_t vocab) {
   return ids;
 }
 
-// An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents; echo
-// then shows it, as it does a prompt of that token's id, so that the echoed text is the
-// echoed tokens' (their text_offset index into it).
-void add_prompt(CompletionRequest& r, std::vector<uint32_t> ids, std::string text, const Tokenizer& tok) {
+// The prompt's text is its tokens' (text_offset indexes into it): a string prompt's own
+// bytes for GPT-2, whose tokens give back any text exactly, and GPT-1's normalized words
+// ("The Theater" echoes as "the theater "). An empty prompt starts from <|endoftext|>, as
+// GPT-2 was trained to begin documents; echo then shows it, as it does a prompt of that
+// token's id.
+void add_prompt(CompletionRequest& r, std::vector<uint32_t> ids, const Tokenizer& tok) {
   if (ids.empty()) {
     if (!tok.eot_id()) throw bad("prompt", "is empty and the vocabulary has no <|endoftext|> to start from");
     ids.push_back(*tok.eot_id());
-    text = tok.token_bytes(*tok.eot_id());
   }
+  r.prompt_texts.push_back(tok.decode(ids));
   r.prompts.push_back(std::move(ids));
-  r.prompt_texts.push_back(std::move(text));
 }
 
 void parse_prompts(CompletionRequest& r, const json& body, const Tokenizer& tok) {
@@ -141,22 +142,19 @@ void parse_prompts(CompletionRequest& r, const json& body, const Tokenizer& tok)
   const uint32_t vocab = tok.vocab_size();
   const char* shape = "must be a string, an array of strings, token ids or arrays of token ids";
   if (p->is_string()) {
-    add_prompt(r, tok.encode(p->get<std::string>()), p->get<std::string>(), tok);
+    add_prompt(r, tok.encode(p->get<std::string>()), tok);
     return;
   }
   if (!p->is_array() || p->empty()) throw bad("prompt", p->is_array() ? "must not be empty" : shape, "invalid_type");
   if ((*p)[0].is_number()) {  // one prompt of token ids (its length is checked against the context later)
-    auto ids = token_ids(*p, vocab);
-    add_prompt(r, ids, tok.decode(ids), tok);
+    add_prompt(r, token_ids(*p, vocab), tok);
     return;
   }
   if (p->size() > kMaxPrompts) throw bad("prompt", "holds at most " + std::to_string(kMaxPrompts) + " prompts");
   for (const json& one : *p) {
-    if (one.is_string()) add_prompt(r, tok.encode(one.get<std::string>()), one.get<std::string>(), tok);
-    else if (one.is_array()) {
-      auto ids = token_ids(one, vocab);
-      add_prompt(r, ids, tok.decode(ids), tok);
-    } else throw bad("prompt", shape, "invalid_type");
+    if (one.is_string()) add_prompt(r, tok.encode(one.get<std::string>()), tok);
+    else if (one.is_array()) add_prompt(r, token_ids(one, vocab), tok);
+    else throw bad("prompt", shape, "invalid_type");
   }
 }
 
@@ -326,7 +324,7 @@ CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uin
   const json* messages = field(body, "messages");
   if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
   const std::string transcript = chat_transcript(*messages);
-  add_prompt(r, tok.encode(transcript), transcript, tok);
+  add_prompt(r, tok.encode(transcript), tok);
   r.sampling.options.stop.push_back("\nUser:");
   // The model's first space follows the transcript's "Assistant:"; the reply (and what stop
   // strings match) begins after it.

@@ -500,12 +500,36 @@ BOOST_AUTO_TEST_CASE(n_layer_below_the_files_layers) {
   CliResult ok = forward_model(snapshot(dir, hf_gpt2_json(), kModels / "hf_gpt2/model.safetensors"));
   BOOST_TEST(ok.exit_code == 0, ok.err);
 }
-BOOST_AUTO_TEST_CASE(gpt1_text_commands_say_why) {
+// GPT-1's own BPE (tests/test_tokenizer_gpt1.cpp) runs the text commands on a GPT-1
+// snapshot: tokenize gives the references' ids (tools/make_gpt1_tokenizer_fixtures.js),
+// greedy generate's first token is the argmax of forward's last row for those ids, and
+// the echoed prompt gets the space its last word's "</w>" stands for.
+BOOST_AUTO_TEST_CASE(gpt1_text_commands_run) {
   const std::string gpt1 = (kFormats / "gpt1_snapshot").string();
-  check(run_cli({"tokenize", "--model", gpt1, "--text", "hi"}), {1, {"GPT-1's BPE", "not GPT-2's byte-level BPE", "forward --ids"}});
-  check(run_cli({"generate", "-m", gpt1, "--prompt", "hi", "--max-tokens", "2"}), {1, {"GPT-1's BPE"}});
-  CliResult ok = run_cli({"forward", "-m", gpt1, "--ids", "1,2,3", "--out", (dir / "o.npy").string()});
-  BOOST_TEST(ok.exit_code == 0, ok.err);
+  const auto want = nlohmann::json::parse(std::ifstream(kFormats / "gpt1_snapshot/text_ids.json"));
+  const std::string text = want["text"];
+  const auto ids = want["ids"].get<std::vector<uint32_t>>();
+  CliResult tok = run_cli({"tokenize", "--model", gpt1, "--text", text});
+  BOOST_TEST_REQUIRE(tok.exit_code == 0, tok.err);
+  BOOST_TEST((parse_id_list(tok.out, "ids") == ids));
+
+  std::string id_list;
+  for (uint32_t id : ids) id_list += (id_list.empty() ? "" : ",") + std::to_string(id);
+  CliResult fwd = run_cli({"forward", "-m", gpt1, "--ids", id_list, "--out", (dir / "o.npy").string()});
+  BOOST_TEST_REQUIRE(fwd.exit_code == 0, fwd.err);
+  const NpyArray logits = read_npy((dir / "o.npy").string());
+  const size_t vocab = logits.shape.back();
+  const auto last = logits.data.end() - std::ptrdiff_t(vocab);
+  const uint32_t argmax = uint32_t(std::max_element(last, logits.data.end()) - last);
+
+  CliResult gen = run_cli({"generate", "-m", gpt1, "--prompt", text, "--max-tokens", "3", "--temperature", "0", "--json"});
+  BOOST_TEST_REQUIRE(gen.exit_code == 0, gen.err);
+  const auto got = nlohmann::json::parse(gen.out);
+  BOOST_TEST(got["prompt_tokens"] == ids.size());
+  BOOST_TEST(got["tokens"][0] == argmax);
+  CliResult echo = run_cli({"generate", "-m", gpt1, "--prompt", "in the", "--max-tokens", "2", "--temperature", "0"});
+  BOOST_TEST_REQUIRE(echo.exit_code == 0, echo.err);
+  BOOST_TEST(echo.out.starts_with("in the "), echo.out);
 }
 BOOST_AUTO_TEST_CASE(flag_combinations) {
   const std::string g = (kGguf / "small-Q8_0.gguf").string();

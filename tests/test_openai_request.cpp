@@ -80,6 +80,20 @@ BOOST_AUTO_TEST_CASE(prompts_in_every_shape_become_the_tokenizers_ids) {
   BOOST_TEST(completion({{"prompt", {50256}}}).prompt_texts[0] == "<|endoftext|>");
 }
 
+// GPT-1's tokens do not give back the text they came from (lowercased, words split): the
+// prompt text echo shows, and text_offset counts in, is its tokens' text, as for GPT-2 (whose
+// tokens give back the exact text).
+BOOST_AUTO_TEST_CASE(a_gpt1_prompt_echoes_as_its_tokens_text) {
+  const std::string dir = GPTVK_SOURCE_DIR "/tests/fixtures/tokenizer/gpt1/";
+  const Tokenizer gpt1 = Tokenizer::load(dir + "vocab.json", dir + "merges.txt");
+  const auto r = server::parse_completion_request({{"prompt", {"The Truth,  SAID", "x"}}}, gpt1, kContext);
+  BOOST_TEST(r.prompt_texts[0] == "the truth , said ");
+  BOOST_TEST(r.prompt_texts[0] == gpt1.decode(r.prompts[0]));
+  BOOST_TEST(completion({{"prompt", "Hello  world!"}}).prompt_texts[0] == "Hello  world!");
+  BOOST_CHECK_EXCEPTION(server::parse_completion_request({{"prompt", ""}}, gpt1, kContext), ApiError,
+                        [](const ApiError& e) { return e.status == 400 && std::string(e.what()).find("<|endoftext|>") != std::string::npos; });
+}
+
 BOOST_AUTO_TEST_CASE(sampling_fields_reach_the_generation_options) {
   auto r = completion({{"prompt", "a"}, {"max_tokens", 7}, {"temperature", 0.25}, {"top_p", 0.5}, {"top_k", 9},
                        {"seed", 42}, {"stop", "\n"}, {"n", 3}, {"presence_penalty", 0.5}, {"min_p", 0.1},

@@ -16,10 +16,10 @@ torch/ (torch.save zip files, PyTorch >= 1.6 format, written by Debian's python3
   *.toml              configs naming them (hf-gpt2 layout)
 gpt1_snapshot/ (a Hugging Face snapshot of model_type openai-gpt, as
   OpenAIGPTLMHeadModel.save_pretrained writes it: every key under "transformer."):
-  config.json, model.safetensors (F32), vocab.json + merges.txt (GPT-1's own BPE, which
-  gpt-vk does not read), ids.txt and logits.npy: PyTorch's float32 logits of a GPT-1
-  written here after transformers' modeling_openai.py (post-LN blocks, no final
-  LayerNorm, gelu_new, tied head).
+  config.json, model.safetensors (F32), ids.txt and logits.npy: PyTorch's float32 logits
+  of a GPT-1 written here after transformers' modeling_openai.py (post-LN blocks, no
+  final LayerNorm, gelu_new, tied head). Its vocab.json + merges.txt (a 97-token BPE of
+  GPT-1's kind) come from tools/make_gpt1_tokenizer_fixtures.js.
 
 Run: /usr/bin/python3 tools/make_format_fixtures.py   (~5 s; the same bytes on every run
 except the zip timestamps torch writes, which nothing reads)
@@ -128,8 +128,6 @@ def gpt1_snapshot():
     (d / "config.json").write_text(json.dumps({
         "architectures": ["OpenAIGPTLMHeadModel"], "model_type": "openai-gpt", "afn": "gelu", "n_embd": E,
         "n_head": H, "n_layer": L, "n_positions": ctx, "vocab_size": V, "layer_norm_epsilon": 1e-5}, indent=2) + "\n")
-    (d / "vocab.json").write_text(json.dumps({"the</w>": 0, "a": 1}) + "\n")
-    (d / "merges.txt").write_text("#version: 0.2\nt h\n")
     (d / "ids.txt").write_text(",".join(str(int(i)) for i in ids) + "\n")
     np.save(d / "logits.npy", logits.astype("<f4"))
 

@@ -38,7 +38,7 @@ MergeTable::Hit MergeTable::find(uint32_t left, uint32_t right) const {
 }
 
 BpeEncoder::BpeEncoder(const std::vector<Merge>& merges, const std::array<uint32_t, 256>& byte_ids)
-    : table_(merges), byte_ids_(byte_ids) {}
+    : merger_(merges), byte_ids_(byte_ids) {}
 
 void BpeEncoder::encode(std::string_view piece, std::vector<uint32_t>& out) {
   if (piece.size() == 1) {
@@ -65,26 +65,30 @@ void BpeEncoder::encode(std::string_view piece, std::vector<uint32_t>& out) {
 }
 
 void BpeEncoder::merge(std::string_view piece, std::vector<uint32_t>& out) {
-  const int32_t n = int32_t(piece.size());
-  sym_.resize(n);
+  sym_.resize(piece.size());
+  for (size_t i = 0; i < piece.size(); ++i) sym_[i] = byte_ids_[static_cast<unsigned char>(piece[i])];
+  merger_.merge(sym_, out);
+}
+
+void PairMerger::merge(std::vector<uint32_t>& sym, std::vector<uint32_t>& out) {
+  const int32_t n = int32_t(sym.size());
   prev_.resize(n);
   next_.resize(n);
   heap_.clear();
   for (int32_t i = 0; i < n; ++i) {
-    sym_[i] = byte_ids_[static_cast<unsigned char>(piece[i])];
     prev_[i] = i - 1;
     next_[i] = i + 1 < n ? i + 1 : -1;
   }
   auto consider = [&](int32_t left) {  // queue the pair starting at symbol `left`, if it merges
     if (left < 0 || next_[left] < 0) return;
-    MergeTable::Hit h = table_.find(sym_[left], sym_[next_[left]]);
+    MergeTable::Hit h = table_.find(sym[left], sym[next_[left]]);
     if (h.rank != MergeTable::kNoRank) {
       heap_.push_back(uint64_t(h.rank) << 32 | uint32_t(left));
       std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
     }
   };
   for (int32_t i = 0; i + 1 < n; ++i) {
-    MergeTable::Hit h = table_.find(sym_[i], sym_[i + 1]);
+    MergeTable::Hit h = table_.find(sym[i], sym[i + 1]);
     if (h.rank != MergeTable::kNoRank) heap_.push_back(uint64_t(h.rank) << 32 | uint32_t(i));
   }
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
@@ -103,20 +107,20 @@ void BpeEncoder::merge(std::string_view piece, std::vector<uint32_t>& out) {
     }
     for (uint64_t entry : batch_) {
       int32_t left = int32_t(uint32_t(entry));
-      if (sym_[left] == kDead) continue;  // swallowed by an earlier merge
+      if (sym[left] == kDead) continue;  // swallowed by an earlier merge
       int32_t right = next_[left];
       if (right < 0) continue;
-      MergeTable::Hit h = table_.find(sym_[left], sym_[right]);
+      MergeTable::Hit h = table_.find(sym[left], sym[right]);
       if (h.rank != rank) continue;  // this pair has changed since it was queued
-      sym_[left] = h.merged;
-      sym_[right] = kDead;
+      sym[left] = h.merged;
+      sym[right] = kDead;
       next_[left] = next_[right];
       if (next_[right] >= 0) prev_[next_[right]] = left;
       consider(prev_[left]);
       consider(left);
     }
   }
-  for (int32_t i = 0; i >= 0; i = next_[i]) out.push_back(sym_[i]);
+  for (int32_t i = 0; i >= 0; i = next_[i]) out.push_back(sym[i]);
 }
 
 }  // namespace gptvk::tokenizer

@@ -1,7 +1,8 @@
 // Byte-pair merging of one piece, with GPT-2's rule (encoder.py's bpe()): while some
 // adjacent pair of symbols is a listed merge, take the pair of lowest rank and merge every
 // occurrence of it, left to right without overlap. Symbols are token ids throughout: each
-// byte starts as its single-byte token and a merge yields the token of the concatenation.
+// byte (GPT-2) or character (GPT-1, models/tokenizer/word_bpe.hpp) starts as its token and
+// a merge yields the token of the concatenation.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -33,6 +34,21 @@ class MergeTable {
   uint64_t mask_ = 0;
 };
 
+// The merge loop over a piece's initial symbols, with scratch buffers kept between calls.
+class PairMerger {
+ public:
+  explicit PairMerger(const std::vector<Merge>& merges) : table_(merges) {}
+  // Merges `symbols` (not empty) in place by the rule above and appends the result to out.
+  void merge(std::vector<uint32_t>& symbols, std::vector<uint32_t>& out);
+
+ private:
+  MergeTable table_;
+  // A doubly linked list over the symbols' positions and a heap of (rank << 32 | position)
+  // candidate pairs.
+  std::vector<int32_t> prev_, next_;
+  std::vector<uint64_t> heap_, batch_;
+};
+
 class BpeEncoder {
  public:
   // byte_ids[b]: the token of the single byte b.
@@ -49,14 +65,10 @@ class BpeEncoder {
   static constexpr size_t kMaxCachedPiece = 256;
 
  private:
-  MergeTable table_;
+  PairMerger merger_;
   std::array<uint32_t, 256> byte_ids_;
   PieceCache cache_;
-  // Scratch for merge(): a doubly linked list of symbols over the piece's byte positions
-  // and a heap of (rank << 32 | position) candidate pairs.
   std::vector<uint32_t> sym_;
-  std::vector<int32_t> prev_, next_;
-  std::vector<uint64_t> heap_, batch_;
 };
 
 }  // namespace gptvk::tokenizer

@@ -7,21 +7,24 @@
 #include <utility>
 
 #include "engine/error.hpp"
+#include "models/tokenizer/bert_words.hpp"
 #include "models/tokenizer/bpe.hpp"
 #include "models/tokenizer/pretokenizer.hpp"
 #include "models/tokenizer/utf8.hpp"
 #include "models/tokenizer/vocab_files.hpp"
+#include "models/tokenizer/word_bpe.hpp"
 
 namespace gptvk {
 
 struct Tokenizer::State {
-  std::vector<std::string> tokens;  // id -> bytes
+  std::vector<std::string> tokens;  // id -> bytes (GPT-1's with "</w>" as a space)
   std::optional<uint32_t> eot;
   // The pre-tokenizer's match state and the BPE cache change on every encode (const as
   // it is to callers), so one encode runs at a time.
   std::mutex mu;
   tokenizer::Pretokenizer pre;
-  std::optional<tokenizer::BpeEncoder> bpe;
+  std::optional<tokenizer::BpeEncoder> bpe;   // GPT-2's byte-level BPE, or
+  std::optional<tokenizer::WordBpe> word_bpe;  // GPT-1's
 };
 
 Tokenizer::Tokenizer(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -35,13 +38,31 @@ Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merg
   return from_text(vocab_path, vocab, merges_path, merges);
 }
 
+namespace {
+
+// GPT-1's tokens as text: the end-of-word mark is the space that follows the word.
+void spell_word_ends(std::vector<std::string>& tokens) {
+  constexpr std::string_view eow = tokenizer::WordBpe::kEndOfWord;
+  for (std::string& t : tokens)
+    if (t.ends_with(eow)) t.replace(t.size() - eow.size(), eow.size(), " ");
+}
+
+}  // namespace
+
 Tokenizer Tokenizer::from_text(const std::string& vocab_path, std::string_view vocab_json,
                                const std::string& merges_path, std::string_view merges_text) {
   auto s = std::make_unique<State>();
-  s->tokens = tokenizer::parse_vocab(vocab_path, vocab_json);
+  const tokenizer::Spelling spelling = tokenizer::vocab_spelling(vocab_json);
+  s->tokens = tokenizer::parse_vocab(vocab_path, vocab_json, spelling);
   std::unordered_map<std::string, uint32_t> ids;
   ids.reserve(s->tokens.size());
   for (uint32_t id = 0; id < s->tokens.size(); ++id) ids.emplace(s->tokens[id], id);
+  if (spelling == tokenizer::Spelling::Utf8) {
+    auto merges = tokenizer::parse_merges(merges_path, merges_text, ids, spelling);
+    s->word_bpe.emplace(merges, std::move(ids), vocab_path);
+    spell_word_ends(s->tokens);
+    return Tokenizer(std::move(s));
+  }
 
   std::array<uint32_t, 256> byte_ids;
   for (int b = 0; b < 256; ++b) {
@@ -87,6 +108,10 @@ void Tokenizer::encode_append(std::string_view text, std::vector<uint32_t>& out,
 }
 
 void Tokenizer::encode_text(std::string_view text, std::vector<uint32_t>& out) const {
+  if (s_->word_bpe) {
+    tokenizer::for_each_bert_word(text, [&](std::string_view word) { s_->word_bpe->encode(word, out); });
+    return;
+  }
   auto& bpe = *s_->bpe;
   s_->pre.split(text, [&](std::string_view piece) { bpe.encode(piece, out); });
 }

@@ -1,6 +1,10 @@
 // GPT-2's byte-level BPE tokenizer: vocabulary + merges files (OpenAI's encoder.json and
 // vocab.bpe, or Hugging Face's vocab.json and merges.txt), GPT-2's pre-tokenisation
 // pattern, merges by rank with a cache of encoded words, and byte-exact decoding.
+// GPT-1's (Hugging Face's openai-gpt vocab.json and merges.txt, told apart by its "</w>"
+// word ends: models/tokenizer/vocab_files.hpp) runs through the same class: its text is
+// normalized and split as BERT's (models/tokenizer/bert_words.hpp), its words merged by
+// models/tokenizer/word_bpe.hpp, and its tokens decode with "</w>" as a space.
 //
 //   auto tok = gptvk::Tokenizer::load("encoder.json", "vocab.bpe");
 //   std::vector<uint32_t> ids = tok.encode("Hello world");   // {15496, 995}

@@ -102,6 +102,14 @@ std::vector<size_t> utf8_char_offsets(std::string_view s, std::span<const size_t
   return offsets;
 }
 
+uint32_t utf8_code_point(std::string_view s, size_t i, size_t len) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data() + i);
+  if (len == 1) return p[0];
+  if (len == 2) return uint32_t(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+  if (len == 3) return uint32_t(p[0] & 0x0F) << 12 | uint32_t(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+  return uint32_t(p[0] & 0x07) << 18 | uint32_t(p[1] & 0x3F) << 12 | uint32_t(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
+}
+
 void append_utf8(std::string& out, uint32_t c) {
   if (c < 0x80) {
     out += char(c);

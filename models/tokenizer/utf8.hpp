@@ -27,6 +27,9 @@ size_t utf8_incomplete_tail(std::string_view s);
 
 void append_utf8(std::string& out, uint32_t code_point);
 
+// The code point of the valid character of `len` bytes (utf8_char_length's) at s[i].
+uint32_t utf8_code_point(std::string_view s, size_t i, size_t len);
+
 // For each byte offset in `ends` (ascending, at most s.size()), the number of characters
 // a reader of s as JSON text sees before it: invalid bytes count as the U+FFFD a JSON
 // encoder puts in their place (one per maximal invalid subpart, as nlohmann's

@@ -40,11 +40,7 @@ std::string hex_code_point(uint32_t c) {
 bool next_code_point(std::string_view text, size_t& i, uint32_t& cp) {
   size_t len = utf8_char_length(text, i);
   if (len == 0) return false;
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data() + i);
-  if (len == 1) cp = p[0];
-  else if (len == 2) cp = (p[0] & 0x1F) << 6 | (p[1] & 0x3F);
-  else if (len == 3) cp = (p[0] & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F);
-  else cp = (p[0] & 0x07) << 18 | (p[1] & 0x3F) << 12 | (p[2] & 0x3F) << 6 | (p[3] & 0x3F);
+  cp = utf8_code_point(text, i, len);
   i += len;
   return true;
 }
@@ -53,7 +49,8 @@ bool next_code_point(std::string_view text, size_t& i, uint32_t& cp) {
 // needed for a vocabulary, and a hand-written reader can say where each problem is.
 class VocabReader {
  public:
-  VocabReader(const std::string& path, std::string_view text) : path_(path), t_(text) {}
+  VocabReader(const std::string& path, std::string_view text, Spelling spelling)
+      : path_(path), t_(text), spelling_(spelling) {}
 
   std::vector<std::string> read() {
     std::vector<std::string> by_id;
@@ -177,6 +174,10 @@ class VocabReader {
       } else if (!next_code_point(t_, i_, cp)) {
         fail(at, "invalid UTF-8");
       }
+      if (spelling_ == Spelling::Utf8) {
+        append_utf8(bytes, cp);
+        continue;
+      }
       int b = code_point_to_byte(cp);
       if (b < 0) fail(at, "character " + hex_code_point(cp) + " is not in GPT-2's byte alphabet");
       bytes += char(b);
@@ -201,17 +202,22 @@ class VocabReader {
 
   const std::string& path_;
   std::string_view t_;
+  Spelling spelling_;
   size_t i_ = 0;
 };
 
-// One half of a merge line: alphabet characters -> bytes.
-std::string merge_token(const std::string& path, std::string_view text, size_t from, size_t to) {
+// One half of a merge line: alphabet characters -> bytes, or the UTF-8 text itself.
+std::string merge_token(const std::string& path, std::string_view text, size_t from, size_t to, Spelling spelling) {
   std::string bytes;
   size_t i = from;
   while (i < to) {
     size_t at = i;
     uint32_t cp;
     if (!next_code_point(text.substr(0, to), i, cp)) fail_at(path, text, at, "invalid UTF-8");
+    if (spelling == Spelling::Utf8) {
+      bytes.append(text.substr(at, i - at));
+      continue;
+    }
     int b = code_point_to_byte(cp);
     if (b < 0) fail_at(path, text, at, "character " + hex_code_point(cp) + " is not in GPT-2's byte alphabet");
     bytes += char(b);
@@ -228,8 +234,15 @@ std::string read_file_bytes(const std::string& path, uint64_t max_bytes) {
 
 std::vector<std::string> read_vocab(const std::string& path) { return parse_vocab(path, read_file_bytes(path)); }
 
-std::vector<std::string> parse_vocab(const std::string& path, std::string_view text) {
-  return VocabReader(path, text).read();
+Spelling vocab_spelling(std::string_view vocab_json) {
+  const bool word_ends = vocab_json.find("</w>\"") != std::string_view::npos;
+  const bool byte_space = vocab_json.find("\"\xC4\xA0\"") != std::string_view::npos ||
+                          vocab_json.find("\"\\u0120\"") != std::string_view::npos;
+  return word_ends && !byte_space ? Spelling::Utf8 : Spelling::ByteAlphabet;
+}
+
+std::vector<std::string> parse_vocab(const std::string& path, std::string_view text, Spelling spelling) {
+  return VocabReader(path, text, spelling).read();
 }
 
 std::vector<Merge> read_merges(const std::string& path, const std::unordered_map<std::string, uint32_t>& ids) {
@@ -237,7 +250,7 @@ std::vector<Merge> read_merges(const std::string& path, const std::unordered_map
 }
 
 std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
-                                const std::unordered_map<std::string, uint32_t>& ids) {
+                                const std::unordered_map<std::string, uint32_t>& ids, Spelling spelling) {
   std::vector<Merge> merges;
   std::unordered_map<uint64_t, size_t> first_seen;  // (left, right) -> line, to catch duplicates
   // A UTF-8 byte-order mark before the first line, as Windows editors write it, is skipped.
@@ -276,8 +289,8 @@ std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
       i = j;
     }
     if (n != 2) fail_at(path, text, here, "a merge line must be two tokens separated by a space");
-    std::string left = merge_token(path, text, fields[0][0], fields[0][1]);
-    std::string right = merge_token(path, text, fields[1][0], fields[1][1]);
+    std::string left = merge_token(path, text, fields[0][0], fields[0][1], spelling);
+    std::string right = merge_token(path, text, fields[1][0], fields[1][1], spelling);
     Merge m;
     m.left = id_of(left, fields[0][0], "the left half");
     m.right = id_of(right, fields[1][0], "the right half");

@@ -1,7 +1,9 @@
-// Readers for the two files of a GPT-2 byte-level BPE tokenizer, in either spelling:
-// OpenAI's encoder.json + vocab.bpe or Hugging Face's vocab.json + merges.txt (the same
-// content). Tokens come back as raw bytes (the byte alphabet undone). Every problem is an
-// InputError "PATH:LINE:COLUMN: cause" (or "PATH: cause" when it has no one place).
+// Readers for the two files of a BPE tokenizer: GPT-2's byte-level one, in either naming
+// (OpenAI's encoder.json + vocab.bpe or Hugging Face's vocab.json + merges.txt, the same
+// content), or GPT-1's (Hugging Face's openai-gpt vocab.json + merges.txt). GPT-2's files
+// spell each byte as a character of its byte alphabet; tokens come back as raw bytes (the
+// alphabet undone). GPT-1's tokens are UTF-8 text as written ("the</w>"). Every problem is
+// an InputError "PATH:LINE:COLUMN: cause" (or "PATH: cause" when it has no one place).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,6 +12,16 @@
 #include <vector>
 
 namespace gptvk::tokenizer {
+
+enum class Spelling {
+  ByteAlphabet,  // GPT-2: every character stands for one byte (models/tokenizer/byte_alphabet.hpp)
+  Utf8,          // GPT-1: the text as it is
+};
+
+// GPT-1's spelling when some token ends a word with "</w>" and there is no token "Ġ"
+// (U+0120, byte 0x20 in GPT-2's alphabet, which every byte-level vocabulary holds);
+// decided from the vocabulary's JSON text before it is parsed.
+Spelling vocab_spelling(std::string_view vocab_json);
 
 // The vocabulary: a JSON object {"token": id, ...} whose ids are exactly 0..N-1.
 // Returns the tokens' bytes indexed by id.
@@ -26,9 +38,11 @@ std::vector<Merge> read_merges(const std::string& path, const std::unordered_map
 
 // The same readers over text held in memory (a GGUF file's tokenizer); `path` names it
 // in errors.
-std::vector<std::string> parse_vocab(const std::string& path, std::string_view text);
+std::vector<std::string> parse_vocab(const std::string& path, std::string_view text,
+                                     Spelling spelling = Spelling::ByteAlphabet);
 std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
-                                const std::unordered_map<std::string, uint32_t>& ids);
+                                const std::unordered_map<std::string, uint32_t>& ids,
+                                Spelling spelling = Spelling::ByteAlphabet);
 
 // The whole of a regular file of at most `max_bytes` (default: the tokenizer files' limit),
 // or InputError "cannot read PATH: reason".

@@ -1,10 +1,12 @@
-// libFuzzer target: Tokenizer encode + decode (models/tokenizer/): byte-exact round trip of any bytes.
+// libFuzzer target: Tokenizer encode + decode (models/tokenizer/): GPT-2's byte-exact round trip of
+// any bytes, GPT-1's round trip of their normalized words.
 // The checks live in targets.hpp so the corpus replay test runs the same ones.
 #include "tests/fuzz/targets.hpp"
 
-// Loads GPT-2's vocabulary and merges once, before libFuzzer's per-input timeout starts.
+// Loads the vocabularies and merges once, before libFuzzer's per-input timeout starts.
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   gptvk::fuzz::gpt2_tokenizer();
+  gptvk::fuzz::gpt1_tokenizer();
   return 0;
 }
 

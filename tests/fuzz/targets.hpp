@@ -27,6 +27,7 @@
 #include "models/gguf_source.hpp"
 #include "models/torch_source.hpp"
 #include "models/safetensors.hpp"
+#include "models/tokenizer/bert_words.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 #include "server/openai_request.hpp"
 
@@ -234,11 +235,42 @@ inline const Tokenizer& gpt2_tokenizer() {
   return tok;
 }
 
-// encode then decode gives back the input byte for byte, with and without special
-// tokens, and streaming the ids one at a time gives the same bytes.
+// A GPT-1-style tokenizer (tests/fixtures/tokenizer/gpt1: 400 tokens, "<unk>" among them).
+inline const Tokenizer& gpt1_tokenizer() {
+  static const Tokenizer tok = Tokenizer::load(GPTVK_SOURCE_DIR "/tests/fixtures/tokenizer/gpt1/vocab.json",
+                                               GPTVK_SOURCE_DIR "/tests/fixtures/tokenizer/gpt1/merges.txt");
+  return tok;
+}
+
+// GPT-1's: any bytes encode (a character outside the vocabulary is "<unk>"); without
+// "<unk>" the ids decode to the normalized words, each followed by a space (merging keeps
+// the text); streaming gives what decode() does.
+inline void check_gpt1_tokenizer(std::string_view text) {
+  const Tokenizer& tok = gpt1_tokenizer();
+  const std::vector<uint32_t> ids = tok.encode(text);
+  bool unknown = false;
+  for (uint32_t id : ids) {
+    require(id < tok.vocab_size(), "GPT-1 encode() gave id " + std::to_string(id));
+    unknown |= tok.token_bytes(id) == "<unk>";
+  }
+  const std::string decoded = tok.decode(ids);
+  if (!unknown) {
+    std::string words;
+    for (const std::string& w : tokenizer::bert_words(text)) words += w + " ";
+    require(decoded == words, "GPT-1 decode(encode(x)) is not x's normalized words");
+  }
+  StreamDecoder stream(tok);
+  std::string streamed;
+  for (uint32_t id : ids) streamed += stream.feed(id);
+  require(streamed + stream.flush() == decoded, "GPT-1 streamed decode differs from decode()");
+}
+
+// GPT-2's encode then decode gives back the input byte for byte, with and without special
+// tokens, and streaming the ids one at a time gives the same bytes; GPT-1's as above.
 inline Outcome check_tokenizer(std::span<const uint8_t> data) {
   const Tokenizer& tok = gpt2_tokenizer();
   std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
+  check_gpt1_tokenizer(text);
   for (bool special : {false, true}) {
     std::vector<uint32_t> ids = tok.encode(text, special);
     for (uint32_t id : ids) require(id < tok.vocab_size(), "encode() gave id " + std::to_string(id));
