@@ -75,15 +75,6 @@ std::vector<std::string> naive_bpe(const std::string& piece, const std::map<std:
   return word;
 }
 
-// The InputError message of loading these files, or "" if they load.
-std::string load_error(const std::string& vocab, const std::string& merges) {
-  try {
-    Tokenizer::load(vocab, merges);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -158,7 +149,7 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_errors_naming_file_and_line) {
   TempDir dir;
   const std::string good_vocab = dir.write("good.json", vocab_json({"ab"}));
   const std::string good_merges = dir.write("good.txt", merges_txt({{"a", "b"}}));
-  BOOST_TEST(load_error(good_vocab, good_merges) == "");
+  BOOST_TEST(test::tokenizer_load_error(good_vocab, good_merges) == "");
 
   auto starts_with = [](const std::string& msg, const std::string& prefix) {
     BOOST_TEST_CONTEXT("message: " << msg) { BOOST_TEST(msg.starts_with(prefix)); }
@@ -170,44 +161,44 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_errors_naming_file_and_line) {
   std::string body = vocab_json({"ab"});
   body.pop_back();  // drop the closing brace
   std::string v = dir.write("syntax.json", body + ",\n\"x\" 300}");
-  starts_with(load_error(v, good_merges), v + ":2:5: expected ':'");
+  starts_with(test::tokenizer_load_error(v, good_merges), v + ":2:5: expected ':'");
   v = dir.write("truncated.json", body);
-  contains(load_error(v, good_merges), "the file ends");
+  contains(test::tokenizer_load_error(v, good_merges), "the file ends");
   v = dir.write("space.json", body + ",\n  \"a b\": 300}");
-  std::string msg = load_error(v, good_merges);
+  std::string msg = test::tokenizer_load_error(v, good_merges);
   starts_with(msg, v + ":2:5:");  // the column of the space itself
   contains(msg, "U+0020 is not in GPT-2's byte alphabet");
   v = dir.write("dup_id.json", body + ",\n\"xyz\": 7}");
-  starts_with(load_error(v, good_merges), v + ":2:8: id 7 given to two tokens");
+  starts_with(test::tokenizer_load_error(v, good_merges), v + ":2:8: id 7 given to two tokens");
   v = dir.write("dup_token.json", body + ",\n\"ab\": 300}");
-  starts_with(load_error(v, good_merges), v + ":2:1: token listed twice");
+  starts_with(test::tokenizer_load_error(v, good_merges), v + ":2:1: token listed twice");
   v = dir.write("gap.json", body + ",\n\"xyz\": 400}");
-  starts_with(load_error(v, good_merges), v + ": no token has id 257");
+  starts_with(test::tokenizer_load_error(v, good_merges), v + ": no token has id 257");
   v = dir.write("negative.json", body + ",\n\"xyz\": -1}");
-  starts_with(load_error(v, good_merges), v + ":2:8: expected a non-negative integer id");
+  starts_with(test::tokenizer_load_error(v, good_merges), v + ":2:8: expected a non-negative integer id");
   nlohmann::ordered_json no_byte;
   for (int b = 1; b < 256; ++b) no_byte[spell(std::string(1, char(b)))] = b - 1;
   v = dir.write("no_byte.json", no_byte.dump());
-  starts_with(load_error(v, good_merges), v + ": no token for the single byte 0x00");
+  starts_with(test::tokenizer_load_error(v, good_merges), v + ": no token for the single byte 0x00");
 
   // Merge problems.
   std::string m = dir.write("three.txt", "#version: 0.2\na b\nb a c\n");
-  starts_with(load_error(good_vocab, m), m + ":3:5: a merge line must be two tokens");
+  starts_with(test::tokenizer_load_error(good_vocab, m), m + ":3:5: a merge line must be two tokens");
   m = dir.write("one.txt", "#version: 0.2\nab\n");
-  starts_with(load_error(good_vocab, m), m + ":2:1: a merge line must be two tokens");
+  starts_with(test::tokenizer_load_error(good_vocab, m), m + ":2:1: a merge line must be two tokens");
   m = dir.write("unknown.txt", "#version: 0.2\na b\nab abc\n");
-  starts_with(load_error(good_vocab, m), m + ":3:4: the right half is not a token of the vocabulary");
+  starts_with(test::tokenizer_load_error(good_vocab, m), m + ":3:4: the right half is not a token of the vocabulary");
   m = dir.write("no_result.txt", "#version: 0.2\na b\nb a\n");
-  starts_with(load_error(good_vocab, m), m + ":3:1: the merged token is not a token of the vocabulary");
+  starts_with(test::tokenizer_load_error(good_vocab, m), m + ":3:1: the merged token is not a token of the vocabulary");
   m = dir.write("twice.txt", "#version: 0.2\na b\n\na b\n");
-  starts_with(load_error(good_vocab, m), m + ":4:1: merge already listed on line 2");
+  starts_with(test::tokenizer_load_error(good_vocab, m), m + ":4:1: merge already listed on line 2");
   m = dir.write("alphabet.txt", "#version: 0.2\na\xe2\x82\xac b\n");
-  starts_with(load_error(good_vocab, m), m + ":2:2: character U+20AC is not in GPT-2's byte alphabet");
+  starts_with(test::tokenizer_load_error(good_vocab, m), m + ":2:2: character U+20AC is not in GPT-2's byte alphabet");
   m = dir.write("bad_utf8.txt", "#version: 0.2\na\xff b\n");
-  starts_with(load_error(good_vocab, m), m + ":2:2: invalid UTF-8");
+  starts_with(test::tokenizer_load_error(good_vocab, m), m + ":2:2: invalid UTF-8");
 
   // Files that cannot be read.
   std::string missing = (dir.path / "missing.json").string();
-  starts_with(load_error(missing, good_merges), "cannot read " + missing);
-  starts_with(load_error(good_vocab, missing), "cannot read " + missing);
+  starts_with(test::tokenizer_load_error(missing, good_merges), "cannot read " + missing);
+  starts_with(test::tokenizer_load_error(good_vocab, missing), "cannot read " + missing);
 }

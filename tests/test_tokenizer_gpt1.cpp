@@ -25,15 +25,6 @@ const Tokenizer& gpt1() {
   return tok;
 }
 
-std::string load_error(const std::string& vocab, const std::string& merges) {
-  try {
-    Tokenizer::load(vocab, merges);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(ids_match_the_references) {
@@ -116,25 +107,26 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_errors_naming_file_and_line) {
   test::TempDir dir;
   const std::string v = dir.write("vocab.json", "{\"a\": 0, \"b</w>\": 1,\n \"ab</w>\": 2, \"\xC3\xA9\": 3}");
   const std::string good = dir.write("good.txt", "#version: 0.2\na b</w>\n");
-  BOOST_TEST(load_error(v, good) == "");
+  BOOST_TEST(test::tokenizer_load_error(v, good) == "");
   // GPT-2's byte-alphabet rule does not apply: "é" is a character, not byte 0xE9.
   BOOST_TEST(Tokenizer::load(v, good).token_bytes(3) == "\xC3\xA9");
   std::string m = dir.write("unknown.txt", "#version: 0.2\na b</w>\nb a\n");
-  BOOST_TEST(load_error(v, m).starts_with(m + ":3:1: the left half is not a token of the vocabulary"));
+  BOOST_TEST(test::tokenizer_load_error(v, m).starts_with(m + ":3:1: the left half is not a token of the vocabulary"));
   m = dir.write("bad_utf8.txt", "#version: 0.2\na\xff b\n");
-  BOOST_TEST(load_error(v, m).starts_with(m + ":2:2: invalid UTF-8"));
+  BOOST_TEST(test::tokenizer_load_error(v, m).starts_with(m + ":2:2: invalid UTF-8"));
   const std::string gap = dir.write("gap.json", "{\"a</w>\": 0, \"b\": 2}");
-  BOOST_TEST(load_error(gap, good).starts_with(gap + ": no token has id 1"));
+  BOOST_TEST(test::tokenizer_load_error(gap, good).starts_with(gap + ": no token has id 1"));
 }
 
 // A byte-level vocabulary that also has a token ending in "</w>" stays GPT-2's.
 BOOST_AUTO_TEST_CASE(gpt2_vocabularies_stay_byte_level) {
   test::TempDir dir;
-  nlohmann::ordered_json j = nlohmann::json::parse(test::read_text_file(test::source_path("models/gpt2-tokenizer/encoder.json")));
+  const std::string gpt2 = test::source_path("models/gpt2-tokenizer/");
+  nlohmann::ordered_json j = nlohmann::json::parse(test::read_text_file(gpt2 + "encoder.json"));
   BOOST_TEST_REQUIRE(j.contains("</"));
   j["</w>"] = j.size();
   const std::string v = dir.write("vocab.json", j.dump());
-  const std::string m = dir.write("merges.txt", test::read_text_file(test::source_path("models/gpt2-tokenizer/vocab.bpe")));
+  const std::string m = dir.write("merges.txt", test::read_text_file(gpt2 + "vocab.bpe"));
   Tokenizer tok = Tokenizer::load(v, m);
   BOOST_TEST((tok.encode("Hello world") == std::vector<uint32_t>{15496, 995}));
   BOOST_TEST(tok.eot_id().has_value());

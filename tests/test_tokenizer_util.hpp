@@ -61,4 +61,14 @@ inline std::string random_utf8(std::mt19937& rng, size_t n) {
 
 inline bool is_valid_utf8(const std::string& s) { return tokenizer::utf8_valid_until(s, 0) == s.size(); }
 
+// The InputError message of loading these files, or "" if they load.
+inline std::string tokenizer_load_error(const std::string& vocab, const std::string& merges) {
+  try {
+    Tokenizer::load(vocab, merges);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace gptvk::test

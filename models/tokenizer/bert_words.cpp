@@ -34,7 +34,8 @@ bool is_other(UChar32 c) {
 }
 
 bool is_punctuation(UChar32 c) {
-  const bool ascii = (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~');
+  const bool ascii =
+      (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~');
   return ascii || (U_GET_GC_MASK(c) & U_GC_P_MASK) != 0;
 }
 
