@@ -387,7 +387,7 @@ BOOST_AUTO_TEST_CASE(shipped_configs_load) {
   BOOST_TEST(g1.context_length == 512u);
   BOOST_TEST((g1.norm_position == NormPosition::Post));
   BOOST_TEST(!g1.final_norm);
-  BOOST_TEST((g1.activation == Activation::GeluErf));
+  BOOST_TEST((g1.activation == Activation::GeluTanh));  // openai-gpt's afn "gelu" is gelu_new
   BOOST_TEST(g1.names.at("linear") == "in_out");
   BOOST_TEST(g1.tokenizer_vocab.empty());
 

@@ -130,8 +130,8 @@ BOOST_AUTO_TEST_CASE(snapshot_with_pytorch_model_bin) {
 }
 
 // GPT-1 as OpenAIGPTLMHeadModel.save_pretrained writes it ("transformer." keys), the same
-// without the prefix, and a custom-layout TOML (configs/gpt1.toml's names) over the
-// prefixed file, the failure the issue reports: PyTorch's logits within 1e-4.
+// without the prefix, and configs/gpt1.toml as shipped (its sizes shrunk to the fixture's)
+// over the prefixed file, the failure the issue reports: PyTorch's logits within 1e-4.
 BOOST_AUTO_TEST_CASE(gpt1_snapshot_and_custom_layout) {
   const fs::path d = kFormats / "gpt1_snapshot";
   const std::vector<uint32_t> ids = parse_id_list(read_bytes(d / "ids.txt"));
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(gpt1_snapshot_and_custom_layout) {
   for (auto [from, to] : {std::pair<std::string, std::string>{"vocab_size = 40478", "vocab_size = 97"},
                           {"context_length = 512", "context_length = 40"}, {"emb_dim = 768", "emb_dim = 64"},
                           {"n_heads = 12", "n_heads = 2"}, {"n_layers = 12", "n_layers = 2"},
-                          {"ffn_dim = 3072", "ffn_dim = 256"}, {"activation = \"gelu\"", "activation = \"gelu_tanh\""},
+                          {"ffn_dim = 3072", "ffn_dim = 256"},
                           {"file = \"gpt1.safetensors\"", "file = \"" + (d / "model.safetensors").string() + "\""},
                           {"dtype = \"f16\"", "dtype = \"f32\""}}) {
     BOOST_REQUIRE(toml.find(from) != std::string::npos);
