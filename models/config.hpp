@@ -61,8 +61,8 @@ struct ModelConfig {
   // A tokenizer carried by the model file itself (GGUF metadata), as the text of a
   // vocab.json and a merges.txt; empty otherwise.
   std::string tokenizer_vocab_json, tokenizer_merges_text;
-  // Why this model's text cannot be tokenized (GPT-1's BPE is not byte-level); empty when
-  // it can or when there is simply no tokenizer.
+  // Why this model's text cannot be tokenized (a GGUF file's tokenizer of another kind than
+  // gpt2's); empty when it can or when there is simply no tokenizer.
   std::string tokenizer_unsupported;
 };
 
