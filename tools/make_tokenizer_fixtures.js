@@ -9,8 +9,9 @@
 //     (Debian: python3-regex), which is what GPT-2 was made with.
 // Every text is run through both. They agree except where JavaScript's \s differs from
 // Python regex's: JS counts U+FEFF as whitespace and not U+0085 (NEL), regex the reverse
-// (the Unicode White_Space property). For those texts ("python_only") the fixture holds
-// the Python ids, which gpt-vk follows, and the JS ids for the record. Unicode versions
+// (the Unicode White_Space property). For those texts ("reference": "python-regex") the
+// fixture holds the Python ids, which gpt-vk follows, and the JS ids ("gpt3_encoder_ids")
+// for the record. Unicode versions
 // differ too (Node's \p{L} knows newer letters than PCRE2 10.42's Unicode 14), so texts
 // here use only characters assigned long before Unicode 14.
 //

@@ -31,7 +31,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 # The npm packages tools/package.json pins (exactly those of package-lock.json), when missing.
-if [ ! -d tools/node_modules/openai ] || [ ! -d tools/node_modules/gpt-3-encoder ] || [ ! -d tools/node_modules/playwright-core ]; then
+if [ ! -d tools/node_modules/openai ] || [ ! -d tools/node_modules/gpt-3-encoder ] || [ ! -d tools/node_modules/playwright-core ] ||
+  [ ! -d tools/node_modules/@huggingface/tokenizers ]; then
   echo "setup: installing the npm packages of tools/package.json"
   (cd tools && npm ci --no-audit --no-fund >/dev/null)
 fi

@@ -5,7 +5,8 @@
 # A/B-benchmarks gpt-vk variants with bench/sweeps/ab_bench.py at each context depth, then gpt-vk
 # against llama.cpp's Vulkan backend (llama-bench) on the same GPU
 # (bench/llama_cpp/vs_llama_bench.py). What it prints also goes to $OUT/gpu_check.log,
-# ab_bench's tables to $OUT/ab-<depth>.md, the llama.cpp table to $OUT/vs-llama-cpp.md.
+# ab_bench's tables to $OUT/ab-<depth>.md (the other weight dtypes' to $OUT/ab-<dtype>.txt),
+# the llama.cpp table to $OUT/vs-llama-cpp.md.
 #
 # Usage: bash bench/gpu/gpu_check.sh [VARIANT...]
 #   VARIANT: ab_bench.py's BINARY[:VAR=VALUE,...], the first being the baseline. Default: the
@@ -69,6 +70,7 @@ if [ "${TESTS:-1}" != 0 ]; then
   else
     for t in "$src"/build/tests/test_*; do
       [ -n "${TESTS_R:-}" ] && ! [[ $(basename "$t") =~ $TESTS_R ]] && continue
+      [ -n "${TESTS_E:-}" ] && [[ $(basename "$t") =~ $TESTS_E ]] && continue
       (cd "$src/build" && timeout 300 "$t" --report_level=short) || { echo "FAILED: $t"; status=1; }
     done
   fi

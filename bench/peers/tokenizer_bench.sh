@@ -7,7 +7,7 @@
 #   Without TEXT_FILE it encodes a 4 MB corpus built here: Debian's license texts (prose)
 #   and the tokenizer fixture texts where both references agree (many scripts), then Python standard-library sources
 #   (code, comments, docstrings) up to 4,000,000 bytes, whole files, valid UTF-8 only.
-# Needs g++, libpcre2-dev, node and npm (gpt-3-encoder is installed into tools/ if absent).
+# Needs g++, libpcre2-dev, libicu-dev, node and npm (gpt-3-encoder is installed into tools/ if absent).
 # Throughput is bytes of text per second of CPU time, so other jobs on the machine do not
 # skew it; the wall-clock figures are printed too. "cold" is the first pass (empty word
 # caches on both sides), "warm" a repeat on the same text.
@@ -57,7 +57,7 @@ fi
 
 echo "building the timer ..."
 g++ -O3 -DNDEBUG -std=c++20 -I"$root" "$root/bench/peers/tokenizer_bench.cpp" "$root"/models/tokenizer/*.cpp "$root/engine/files.cpp" \
-  $(pkg-config --cflags --libs libpcre2-8) -o "$work/tokenizer_bench"
+  $(pkg-config --cflags --libs libpcre2-8 icu-uc) -o "$work/tokenizer_bench"
 
 echo "gpt-vk ..."
 ours=$("$work/tokenizer_bench" "$vocab" "$merges" "$text" 3)

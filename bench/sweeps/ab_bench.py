@@ -8,7 +8,7 @@ A variant is a gpt-vk binary, optionally with settings after a colon: environmen
 variables, or `weights.KEY=VALUE` for a key added to the config's [weights] table:
   ab_bench.py ./gpt-vk.before ./gpt-vk.after
   ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_YIELDING_WAITS=0
-  ab_bench.py ./gpt-vk ./gpt-vk:weights.kv_dtype=f16 --prompt-tokens 960
+  ab_bench.py ./gpt-vk ./gpt-vk:weights.kv_dtype=f16 --prompt-tokens 960 --gen-tokens 64
   ab_bench.py ./gpt-vk ./gpt-vk:GPTVK_FORCE=no_fp16,no_subgroup   (one variable, two items)
 Options: --shapes gpt2-small,gpt2-xl  --dtype f16  --rounds 2  --gen-tokens 128  --repeats 3
          --timeout 900 (seconds for one run)
