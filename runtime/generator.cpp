@@ -75,7 +75,9 @@ void Generator::begin(std::span<const uint32_t> prompt, const GenerationOptions&
   // several sequences' chunks it would have joined.
   check_token_ids(prompt, model_.config().vocab_size);
   opts_ = options;
-  text_ = TextStream(options.stop, options.drop_leading_space);
+  std::vector<std::string> stops;
+  for (const std::string& s : options.stop) stops.push_back(tok_.stop_text(s));
+  text_ = TextStream(std::move(stops), options.drop_leading_space);
   tokens_.clear();
   logprobs_.clear();
   timings_ = {};

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -502,8 +503,9 @@ BOOST_AUTO_TEST_CASE(n_layer_below_the_files_layers) {
 }
 // GPT-1's own BPE (tests/test_tokenizer_gpt1.cpp) runs the text commands on a GPT-1
 // snapshot: tokenize gives the references' ids (tools/make_gpt1_tokenizer_fixtures.js),
-// greedy generate's first token is the argmax of forward's last row for those ids, and
-// the echoed prompt gets the space its last word's "</w>" stands for.
+// greedy generate's first token is the argmax of forward's last row for those ids, a stop
+// string typed in capitals stops it, and the echoed prompt gets the space its last word's
+// "</w>" stands for.
 BOOST_AUTO_TEST_CASE(gpt1_text_commands_run) {
   const std::string gpt1 = (kFormats / "gpt1_snapshot").string();
   const auto want = nlohmann::json::parse(std::ifstream(kFormats / "gpt1_snapshot/text_ids.json"));
@@ -527,6 +529,15 @@ BOOST_AUTO_TEST_CASE(gpt1_text_commands_run) {
   const auto got = nlohmann::json::parse(gen.out);
   BOOST_TEST(got["prompt_tokens"] == ids.size());
   BOOST_TEST(got["tokens"][0] == argmax);
+  // A stop string as typed (capitals, no word-end space) stops that continuation at once.
+  std::string stop = got["text"];
+  while (!stop.empty() && stop.back() == ' ') stop.pop_back();
+  BOOST_TEST_REQUIRE(!stop.empty());
+  std::transform(stop.begin(), stop.end(), stop.begin(), [](unsigned char c) { return std::toupper(c); });
+  CliResult stopped = run_cli({"generate", "-m", gpt1, "--prompt", text, "--max-tokens", "3", "--temperature", "0",
+                               "--stop", stop, "--json"});
+  BOOST_TEST_REQUIRE(stopped.exit_code == 0, stopped.err);
+  BOOST_TEST(nlohmann::json::parse(stopped.out)["finish_reason"] == "stop", stop << ": " << stopped.out);
   CliResult echo = run_cli({"generate", "-m", gpt1, "--prompt", "in the", "--max-tokens", "2", "--temperature", "0"});
   BOOST_TEST_REQUIRE(echo.exit_code == 0, echo.err);
   BOOST_TEST(echo.out.starts_with("in the "), echo.out);

@@ -88,6 +88,15 @@ BOOST_AUTO_TEST_CASE(tokens_decode_with_word_ends_as_spaces) {
   BOOST_TEST(streamed + stream.flush() == tok.decode(ids));
 }
 
+// Stop strings are matched in the text GPT-1 generates, which is normalized: they are
+// normalized the same way, or "The End" could never stop a run.
+BOOST_AUTO_TEST_CASE(stop_strings_are_normalized_as_the_text_is) {
+  BOOST_TEST(gpt1().stop_text("The End!") == "the end !");
+  BOOST_TEST(gpt1().stop_text("\nUser:") == "user :");
+  BOOST_TEST(gpt1().stop_text(" \n").empty());  // no words: GPT-1 never writes a newline
+  BOOST_TEST(test::gpt2_tokenizer().stop_text("\nUser:") == "\nUser:");
+}
+
 BOOST_AUTO_TEST_CASE(a_vocabulary_without_unk_names_the_character) {
   test::TempDir dir;
   const std::string v = dir.write("vocab.json", R"({"a": 0, "b": 1, "a</w>": 2, "b</w>": 3, "ab</w>": 4})");

@@ -81,6 +81,16 @@ Tokenizer Tokenizer::from_text(const std::string& vocab_path, std::string_view v
 }
 
 uint32_t Tokenizer::vocab_size() const { return uint32_t(s_->tokens.size()); }
+
+std::string Tokenizer::stop_text(std::string_view stop) const {
+  if (!s_->word_bpe) return std::string(stop);
+  std::string out;
+  tokenizer::for_each_bert_word(stop, [&](std::string_view word) {
+    if (!out.empty()) out += ' ';
+    out += word;
+  });
+  return out;
+}
 std::optional<uint32_t> Tokenizer::eot_id() const { return s_->eot; }
 
 std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool allow_special) const {

@@ -49,6 +49,12 @@ class Tokenizer {
   // The bytes of one token; throws InputError when id is out of the vocabulary.
   const std::string& token_bytes(uint32_t id) const;
 
+  // A stop string as this tokenizer's generated text can hold it: the string itself for
+  // GPT-2, whose text is its tokens' bytes; for GPT-1, whose text is lowercased and split
+  // from punctuation, its normalized words joined by spaces ("The End!" -> "the end !"),
+  // empty (never matching) when it has none ("\n").
+  std::string stop_text(std::string_view stop) const;
+
   uint32_t vocab_size() const;
   // The id of "<|endoftext|>" (50256 for GPT-2), for generation to stop on.
   std::optional<uint32_t> eot_id() const;
