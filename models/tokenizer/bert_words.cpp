@@ -5,6 +5,7 @@
 #include <unicode/utf16.h>
 
 #include <array>
+#include <utility>
 
 #include "engine/error.hpp"
 #include "models/tokenizer/utf8.hpp"
@@ -14,14 +15,10 @@ namespace gptvk::tokenizer {
 namespace {
 
 // The CJK ideograph blocks of the crate's is_chinese_char.
-constexpr std::array<std::pair<UChar32, UChar32>, 8> kCjk = {{{0x4E00, 0x9FFF},
-                                                              {0x3400, 0x4DBF},
-                                                              {0x20000, 0x2A6DF},
-                                                              {0x2A700, 0x2B73F},
-                                                              {0x2B740, 0x2B81F},
-                                                              {0x2B920, 0x2CEAF},
-                                                              {0xF900, 0xFAFF},
-                                                              {0x2F800, 0x2FA1F}}};
+constexpr std::array<std::pair<UChar32, UChar32>, 8> kCjk = {{
+    {0x4E00, 0x9FFF}, {0x3400, 0x4DBF}, {0x20000, 0x2A6DF}, {0x2A700, 0x2B73F},
+    {0x2B740, 0x2B81F}, {0x2B920, 0x2CEAF}, {0xF900, 0xFAFF}, {0x2F800, 0x2FA1F},
+}};
 
 bool is_cjk(UChar32 c) {
   for (auto [lo, hi] : kCjk)
