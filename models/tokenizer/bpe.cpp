@@ -45,23 +45,7 @@ void BpeEncoder::encode(std::string_view piece, std::vector<uint32_t>& out) {
     out.push_back(byte_ids_[static_cast<unsigned char>(piece[0])]);
     return;
   }
-  if (piece.size() > kMaxCachedPiece) {
-    merge(piece, out);
-    return;
-  }
-  PieceCache::Key key(piece);
-  auto hit = cache_.find(key);
-  if (hit.size() == 1) {
-    out.push_back(hit[0]);
-    return;
-  }
-  if (!hit.empty()) {
-    out.insert(out.end(), hit.begin(), hit.end());
-    return;
-  }
-  size_t start = out.size();
-  merge(piece, out);
-  cache_.insert(key, std::span<const uint32_t>(out.data() + start, out.size() - start));
+  cache_.append(piece, out, [&] { merge(piece, out); });
 }
 
 void BpeEncoder::merge(std::string_view piece, std::vector<uint32_t>& out) {

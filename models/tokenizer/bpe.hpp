@@ -61,9 +61,6 @@ class BpeEncoder {
   // The same without looking at or filling the cache.
   void merge(std::string_view piece, std::vector<uint32_t>& out);
 
-  // Pieces longer than this are not cached (long one-off runs would evict useful words).
-  static constexpr size_t kMaxCachedPiece = 256;
-
  private:
   PairMerger merger_;
   std::array<uint32_t, 256> byte_ids_;

@@ -27,6 +27,13 @@ class PieceCache {
   // The cached ids of the piece, or an empty span (no piece encodes to zero ids).
   std::span<const uint32_t> find(const Key& key) const;
   void insert(const Key& key, std::span<const uint32_t> ids);
+
+  // Appends the ids of `piece` to out: the cached ones, or those merge() appends, which are
+  // then cached. Pieces longer than kMaxPiece skip the cache (long one-off runs would evict
+  // useful words).
+  template <class Merge>
+  void append(std::string_view piece, std::vector<uint32_t>& out, Merge&& merge);
+  static constexpr size_t kMaxPiece = 256;
   void clear();
   size_t size() const { return count_; }
 
@@ -56,5 +63,24 @@ class PieceCache {
   std::vector<uint32_t> ids_;
   size_t count_ = 0;
 };
+
+template <class Merge>
+void PieceCache::append(std::string_view piece, std::vector<uint32_t>& out, Merge&& merge) {
+  if (piece.size() > kMaxPiece) {
+    merge();
+    return;
+  }
+  const Key key(piece);
+  const auto hit = find(key);
+  if (hit.size() == 1) {
+    out.push_back(hit[0]);
+  } else if (!hit.empty()) {
+    out.insert(out.end(), hit.begin(), hit.end());
+  } else {
+    const size_t start = out.size();
+    merge();
+    insert(key, std::span<const uint32_t>(out.data() + start, out.size() - start));
+  }
+}
 
 }  // namespace gptvk::tokenizer

@@ -22,7 +22,7 @@ struct Tokenizer::State {
   // The pre-tokenizer's match state and the BPE cache change on every encode (const as
   // it is to callers), so one encode runs at a time.
   std::mutex mu;
-  tokenizer::Pretokenizer pre;
+  std::optional<tokenizer::Pretokenizer> pre;  // GPT-2's pattern (GPT-1 splits as BERT does)
   std::optional<tokenizer::BpeEncoder> bpe;   // GPT-2's byte-level BPE, or
   std::optional<tokenizer::WordBpe> word_bpe;  // GPT-1's
 };
@@ -77,6 +77,7 @@ Tokenizer Tokenizer::from_text(const std::string& vocab_path, std::string_view v
   }
   if (auto it = ids.find(std::string(kEndOfText)); it != ids.end()) s->eot = it->second;
   s->bpe.emplace(tokenizer::parse_merges(merges_path, merges_text, ids), byte_ids);
+  s->pre.emplace();
   return Tokenizer(std::move(s));
 }
 
@@ -123,7 +124,7 @@ void Tokenizer::encode_text(std::string_view text, std::vector<uint32_t>& out) c
     return;
   }
   auto& bpe = *s_->bpe;
-  s_->pre.split(text, [&](std::string_view piece) { bpe.encode(piece, out); });
+  s_->pre->split(text, [&](std::string_view piece) { bpe.encode(piece, out); });
 }
 
 const std::string& Tokenizer::token_bytes(uint32_t id) const {

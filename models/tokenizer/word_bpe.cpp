@@ -28,24 +28,15 @@ uint32_t WordBpe::symbol_id(std::string_view ch, bool last) {
 }
 
 void WordBpe::encode(std::string_view word, std::vector<uint32_t>& out) {
-  const bool cacheable = word.size() <= BpeEncoder::kMaxCachedPiece;
-  PieceCache::Key key(cacheable ? word : std::string_view());
-  if (cacheable) {
-    auto hit = cache_.find(key);
-    if (!hit.empty()) {
-      out.insert(out.end(), hit.begin(), hit.end());
-      return;
+  cache_.append(word, out, [&] {
+    sym_.clear();
+    for (size_t i = 0; i < word.size();) {
+      size_t len = std::max<size_t>(1, utf8_char_length(word, i));  // bert_words() gives valid UTF-8
+      sym_.push_back(symbol_id(word.substr(i, len), i + len == word.size()));
+      i += len;
     }
-  }
-  sym_.clear();
-  for (size_t i = 0; i < word.size();) {
-    size_t len = std::max<size_t>(1, utf8_char_length(word, i));  // bert_words() gives valid UTF-8
-    sym_.push_back(symbol_id(word.substr(i, len), i + len == word.size()));
-    i += len;
-  }
-  const size_t start = out.size();
-  merger_.merge(sym_, out);
-  if (cacheable) cache_.insert(key, std::span<const uint32_t>(out.data() + start, out.size() - start));
+    merger_.merge(sym_, out);
+  });
 }
 
 }  // namespace gptvk::tokenizer
