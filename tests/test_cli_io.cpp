@@ -1,7 +1,7 @@
 // The bad-input matrix, continued (tests/support/cli_matrix.hpp has the rules every row
 // checks): output that cannot be written, inputs that never end, block or change, files
 // that are not what they claim, strict numbers from flags and the environment, and the
-// context and vocabulary rules. Numbers in the suite names are the cases of issue 37.
+// context and vocabulary rules. Suite names and section rules carry each bad-input case's number.
 #define BOOST_TEST_MODULE cli_io
 #include <boost/test/unit_test.hpp>
 
@@ -81,8 +81,8 @@ BOOST_AUTO_TEST_CASE(generate_stops_at_the_first_token_a_dead_pipe_refuses) {
   BOOST_TEST(r.err.find("generated") == std::string::npos);
 }
 BOOST_AUTO_TEST_CASE(generate_json_stops_at_the_first_step_after_its_reader_left) {
-  // --json writes each batch at its end: the dead pipe is seen between steps, not after the
-  // 16 x 250 tokens (16 s here before; now 0.4 s, well inside the limit).
+  // --json writes each batch at its end: the dead pipe is seen between steps, not after all
+  // 16 x 250 tokens are generated, which would run past the 10 s limit.
   CliResult r = run_cli({"generate", "--prompt", "It is", "--max-tokens", "250", "--num-samples", "16", "--json",
                          "--logit-bias", "50256=-100"},
                         {}, 10.0, {.stdout_to = Stdout::ClosedPipe});
@@ -276,7 +276,7 @@ BOOST_AUTO_TEST_CASE(seed_out_of_range) {
 BOOST_AUTO_TEST_CASE(seed_without_a_value) {
   check(run_cli({"generate", "--prompt", "x", "--seed"}), {2, {"--seed"}});
 }
-// Large seeds are used whole: 2^63 and 2^63 + 1 were once the same seed.
+// Large seeds are used whole: 2^63 and 2^63 + 1 must be different seeds.
 BOOST_AUTO_TEST_CASE(large_seeds_differ) {
   auto run = [](const char* seed) {
     return run_cli({"generate", "--prompt", "It is", "--max-tokens", "24", "--temperature", "1.5", "--top-k", "0",
@@ -409,10 +409,10 @@ BOOST_AUTO_TEST_CASE(a_model_larger_than_the_limit_says_so,
 }
 
 // serve starts --parallel + --queue + 128 HTTP worker threads, each stack 8 MiB of address
-// space under the usual `ulimit -s`: 932 of them do not fit in 1 GiB. The thread that
-// cannot start once left the others waiting on a destroyed condition variable, and serve
-// hung without a word, deaf to SIGTERM (server/worker_pool.hpp); whichever resource runs
-// out first, it now exits with the limit named.
+// space under the usual `ulimit -s`: 932 of them do not fit in 1 GiB. A thread that cannot
+// start must not leave the others waiting on a destroyed condition variable, with serve hung
+// silent and deaf to SIGTERM (server/worker_pool.hpp): whichever resource runs out first,
+// serve exits with the limit named.
 BOOST_AUTO_TEST_CASE(serve_out_of_address_space_exits_naming_the_limit) {
   CliResult r = run_cli({"serve", "--port", "0", "--queue", "800"}, {}, 60.0, {.address_space_limit = 1024 * kMiB});
   check(r, {1, {"ulimit -v, is 1024 MiB"}});

@@ -1,4 +1,4 @@
-// The smaller command-line fixes of the generation issue, each checked by exit code and
+// Smaller command-line rules for the generation commands, each checked by exit code and
 // message: tokenize/detokenize on the bundled tokenizer without --config, tokenize
 // --pieces, device flags refused where no device is used, bench --gen-tokens 0 (nan), forward
 // --out -, and a prompt past the context exiting 1 in both generate (a --prompt or a
@@ -147,10 +147,10 @@ BOOST_AUTO_TEST_CASE(whole_numbers_are_decimal) {
          "--context: expected a whole number, got '0b11'");
 }
 
-// What had been taken silently or blamed on flags never given: an empty --out (exit 1
-// "cannot write : ..."), a length that fills bench's context alone (the message named the
-// other length's default), one scored token's standard error (printed as 0), a kernel choice
-// for batched steps in a bench that runs none.
+// Input that must be neither taken silently nor blamed on flags never given: an empty --out
+// (a usage error, not "cannot write : ..."), a length that fills bench's context alone (named
+// itself, not the other length's default), one scored token's standard error (nan, not 0), a
+// kernel choice for batched steps in a bench that runs none.
 BOOST_AUTO_TEST_CASE(lengths_paths_and_errors_as_given) {
   expect(test::run_cli({"forward", "--ids", "1", "--out", ""}), 2, "--out: an empty path");
   expect(test::run_cli({"bench", "--gen-tokens", "256"}, {}, 60.0), 1,

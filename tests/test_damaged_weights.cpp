@@ -5,8 +5,8 @@
 // model's count at any index, a GGUF bias in some layers only, a shape of more dimensions
 // than any tensor has, a pickle that makes objects without end, an empty file as --model,
 // and `serve` with a tokenizer that is not the model's; and weights past Q8_0's range, which
-// load clamped with one warning. Before these checks the first four ran (NaN logits, or a
-// shallower model, or a layer's bias unused) with exit status 0.
+// load clamped with one warning. Unchecked, the first four would run with exit status 0 and
+// give NaN logits, a shallower model, or a layer's bias unused.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -80,11 +80,8 @@ BOOST_AUTO_TEST_CASE(nan_and_infinities_are_refused_by_name) {
         {1, {"tensor 'blk.1.ffn_up.weight' holds 1 NaN or infinite block scale (the first at block 3)"}});
 }
 
-// Layer 1's tensors named as layer 7's (GGUF) or layer 5's (safetensors), the model
-// declaring one layer: before, only index n_layers was looked for, so these ran one layer.
 // Finite weights past what Q8_0's f16 block scales hold (65504 x 127) are clamped and said
-// once per storage dtype, on one stderr line; the logits stay finite (they had been NaN, with
-// exit status 0).
+// once per storage dtype, on one stderr line; the logits stay finite, not NaN.
 BOOST_AUTO_TEST_CASE(a_clamped_quantized_load_says_so_and_stays_finite) {
   Safetensors st = Safetensors::read(kFixture / "model.safetensors");
   const uint64_t at = st.header["h.0.mlp.c_fc.weight"]["data_offsets"][0].get<uint64_t>();
@@ -106,6 +103,9 @@ BOOST_AUTO_TEST_CASE(a_clamped_quantized_load_says_so_and_stays_finite) {
   BOOST_TEST(std::all_of(logits.data.begin(), logits.data.end(), [](float x) { return std::isfinite(x); }));
 }
 
+// Layer 1's tensors named as layer 7's (GGUF) or layer 5's (safetensors), the model
+// declaring one layer: a tensor of any layer past the count is refused, not only of index
+// n_layers, so the model cannot silently run one layer.
 BOOST_AUTO_TEST_CASE(a_layer_past_the_count_at_any_index) {
   check(forward_gguf("small-F16.gguf",
                      [](std::string& b) {
@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(a_layer_past_the_count_at_any_index) {
 }
 
 // llama.cpp's gpt2 has every bias in every layer; a file with one in layer 1 but not in
-// layer 0 had it ignored.
+// layer 0 is refused rather than run with that bias ignored.
 BOOST_AUTO_TEST_CASE(a_bias_in_some_layers_only) {
   check(forward_gguf("small-F16.gguf",
                      [](std::string& b) { rename_all(b, "blk.0.attn_output.bias", "blk.0.attn_output.xias"); }),
@@ -145,7 +145,7 @@ BOOST_AUTO_TEST_CASE(shapes_of_more_than_eight_dimensions) {
 }
 
 // TUPLE1 over and over wraps one tuple in another: a 300 KB pickle making an object per
-// byte, which took ~280 bytes of memory per byte of file before the cap.
+// byte, at hundreds of bytes of memory per byte of file without the cap on objects.
 BOOST_AUTO_TEST_CASE(a_pickle_that_makes_objects_without_end) {
   std::string pickle = "\x80\x02)" + std::string(300000, '\x85') + ".";
   const auto bytes = std::as_bytes(std::span(pickle.data(), pickle.size()));

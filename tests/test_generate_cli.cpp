@@ -396,7 +396,7 @@ BOOST_AUTO_TEST_CASE(plain_logprobs_table_equals_json) {
 }
 
 // --logprobs 0 lists each token's own log-probability with no alternatives (as the
-// server's logprobs 0 does); it used to print nothing at all.
+// server's logprobs 0 does), not nothing at all.
 BOOST_AUTO_TEST_CASE(logprobs_0_lists_each_tokens_own) {
   const std::vector<std::string> common = {"--prompt", kPrompt, "--max-tokens", "4", "--seed", "3", "--json"};
   auto zero = common, one = common;
@@ -413,7 +413,7 @@ BOOST_AUTO_TEST_CASE(logprobs_0_lists_each_tokens_own) {
 }
 
 // A token whose text is a NUL byte (GPT-2's 188, forced by its bias) is printed as \0: the
-// table keeps every row and its line ends (printed as a C string, the NUL cut it short).
+// table keeps every row and its line ends (printed as a C string, the NUL would cut it short).
 BOOST_AUTO_TEST_CASE(plain_logprobs_table_escapes_a_nul_byte) {
   const auto r = generate({"--prompt", kPrompt, "--max-tokens", "3", "--seed", "1", "--logprobs", "1", "--logit-bias",
                            "188=100"});
@@ -427,7 +427,7 @@ BOOST_AUTO_TEST_CASE(plain_logprobs_table_escapes_a_nul_byte) {
   for (size_t i = 1; i < rows.size(); ++i) BOOST_TEST(rows[i].starts_with("188\t\\0\t"), rows[i]);
 }
 
-// The done-when: greedy with --repeat-penalty 1.3 repeats no 4-gram in 60 tokens
+// The penalty's requirement: greedy with --repeat-penalty 1.3 repeats no 4-gram in 60 tokens
 // (without it, "Hello, and the house, and the house, ..." repeats at once).
 BOOST_AUTO_TEST_CASE(repeat_penalty_breaks_greedy_loops) {
   auto before = json_lines(generate({"--prompt", "Hello", "--temperature", "0", "--max-tokens", "60", "--json"}).out);
@@ -487,7 +487,7 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
 }
 
 // One generated token has no decode rate (it comes with the prompt's pass): null in JSON,
-// none in the summary, where both said 0.0 before.
+// none in the summary, rather than a misleading 0.0.
 BOOST_AUTO_TEST_CASE(one_token_has_no_decode_rate) {
   const auto r = generate({"--prompt", kPrompt, "--max-tokens", "1", "--seed", "3", "--json"});
   const auto o = json_lines(r.out).at(0);

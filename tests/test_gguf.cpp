@@ -64,7 +64,7 @@ BOOST_FIXTURE_TEST_SUITE(gguf, test::NoValidationMessages)
 
 // Every file, every tensor type: within 1e-4 of the largest logit with f32 storage (the
 // same dequantized values, f32 arithmetic), within 5e-3 with f16 storage (the weights are
-// rounded to f16 once more; the bound for quantized weights was 3e-2).
+// rounded to f16 once more; the required bound for quantized weights is 3e-2).
 BOOST_AUTO_TEST_CASE(llama_quantize_files_match_dequantized_weights) {
   const auto files = expected()["files"];
   BOOST_TEST(files.size() == 10u);
@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(llama_quantize_files_match_dequantized_weights) {
 
 // Q8_0 and Q4_0 files run in their own format (their default storage, gguf_native_dtype):
 // the matrices go to the device as the file's blocks, repacked, and the int8 / 4-bit
-// kernels multiply them. The bound is 3e-2 of the largest logit of the dequantized
+// kernels multiply them. The required bound is 3e-2 of the largest logit of the dequantized
 // weights' logits, but the weights are the file's values exactly, so the error left is f32
 // arithmetic and the position table's f16 rounding: measured 1.7e-4 (Q8_0) and 2.0e-4
 // (Q4_0) on lavapipe, held to 2e-3 so that a kernel misreading a block fails.

@@ -132,7 +132,8 @@ BOOST_AUTO_TEST_CASE(snapshot_with_pytorch_model_bin) {
 
 // GPT-1 as OpenAIGPTLMHeadModel.save_pretrained writes it ("transformer." keys), the same
 // without the prefix, and configs/gpt1.toml as shipped (its sizes shrunk to the fixture's)
-// over the prefixed file, the failure the issue reports: PyTorch's logits within 1e-4.
+// over the prefixed file (a shipped config must load what save_pretrained writes): PyTorch's
+// logits within 1e-4.
 BOOST_AUTO_TEST_CASE(gpt1_snapshot_and_custom_layout) {
   const fs::path d = kFormats / "gpt1_snapshot";
   const std::vector<uint32_t> ids = parse_id_list(read_bytes(d / "ids.txt"));
@@ -458,9 +459,8 @@ BOOST_AUTO_TEST_CASE(config_json_and_link_messages) {
   fs::create_symlink(dir / "gone.safetensors", dir / "model.safetensors");
   check(forward_model(dir.path.string()), {1, {"model.safetensors: cannot open", "No such file"}});
 }
-// Links and folders where files belong are said as such: they were "internal error" (exit
-// 3), "not found" or a folder opened as a snapshot of its own; a huge n_layer is quoted as
-// written, not as -1.
+// Links and folders where files belong are said as such, not as an internal error, "not
+// found" or a folder opened as a snapshot of its own; a huge n_layer is quoted as written.
 BOOST_AUTO_TEST_CASE(loops_folders_and_huge_numbers) {
   const std::string folder = snapshot(dir, hf_gpt2_json(), kModels / "hf_gpt2/model.safetensors");
   fs::create_symlink("vocab.json", dir / "vocab.json");
@@ -562,7 +562,7 @@ BOOST_AUTO_TEST_CASE(flag_combinations) {
 }
 
 // --dtype with --model naming a folder that holds a gpt-vk config.toml: the flag wins over
-// the TOML's dtype (it was ignored), and without it the TOML's dtype stands.
+// the TOML's dtype, and without it the TOML's dtype stands.
 BOOST_AUTO_TEST_CASE(dtype_wins_over_a_folders_config_toml) {
   const std::string folder = (kSource / "models/default").string();
   auto storage = [&](std::vector<std::string> extra) {

@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_CASE(prompts_in_every_shape_become_the_tokenizers_ids) {
   // An empty prompt starts from <|endoftext|>, as GPT-2's documents do.
   BOOST_TEST(completion({{"prompt", ""}}).prompts[0] == std::vector<uint32_t>{*bundled_tokenizer().eot_id()});
   // echo shows that token, as for a prompt of its id, so that the echoed tokens are the
-  // echoed text (before, text "" came with token "<|endoftext|>" at offset 0).
+  // echoed text (not text "" with token "<|endoftext|>" at offset 0).
   BOOST_TEST(completion({{"prompt", ""}}).prompt_texts[0] == "<|endoftext|>");
   BOOST_TEST(completion({{"prompt", {50256}}}).prompt_texts[0] == "<|endoftext|>");
 }
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(sampling_fields_reach_the_generation_options) {
   BOOST_TEST(c.sampling.options.max_tokens + c.prompts[0].size() == kContext);
   BOOST_TEST(chat({{"max_completion_tokens", 7}}).sampling.options.max_tokens == 7u);
   // Both sent: the newer name wins (as in vLLM; OpenAI deprecated max_tokens for it), and
-  // each is checked (it was ignored unchecked).
+  // each is checked, the losing one too.
   BOOST_TEST(chat({{"max_tokens", 2}, {"max_completion_tokens", 7}}).sampling.options.max_tokens == 7u);
   check_refused([] { chat({{"max_tokens", 2}, {"max_completion_tokens", -5}}); }, 400, "max_completion_tokens",
                 "invalid_value");
@@ -140,7 +140,7 @@ BOOST_AUTO_TEST_CASE(completion_fields_this_server_cannot_honour_are_refused) {
                 "context_length_exceeded");
   BOOST_CHECK_NO_THROW(completion({{"prompt", std::vector<uint32_t>(200, 13)}, {"max_tokens", 56}}));
   // A prompt that leaves no room for one token is the prompt's fault, whatever max_tokens
-  // says (chat's, when not sent, is the room left; it used to name max_tokens).
+  // says (chat's, when not sent, is the room left): the error names the prompt, not max_tokens.
   check_refused([] { completion({{"prompt", std::vector<uint32_t>(256, 13)}, {"max_tokens", 1}}); }, 400, "prompt",
                 "context_length_exceeded");
   std::string words;
@@ -185,7 +185,7 @@ BOOST_AUTO_TEST_CASE(chat_renders_the_documented_transcript) {
 }
 
 // Content parts of the wrong shape are the request's error (param "messages"), not a JSON
-// library's (a part's "type" that is not a string once escaped as json::type_error:
+// library's (a part's "type" that is not a string must not escape as json::type_error:
 // fuzz_openai, tests/fuzz/regressions/openai/).
 BOOST_AUTO_TEST_CASE(malformed_content_parts_are_refused_naming_messages) {
   for (const json& part : {json{{"type", 5}, {"text", "x"}}, json{{"text", "x"}}, json{{"type", "text"}},

@@ -436,9 +436,9 @@ BOOST_AUTO_TEST_CASE(warm_up_leaves_draws_unchanged) {
 }
 
 // The warm-up compiles the very pipeline a model's sampler then runs, one that appends to
-// the sequence's history: recording that sampler afterwards creates no pipeline. (Before,
-// without sampling controls it compiled the variant without a history, and generate's
-// first token compiled the sampler again: 0.6-0.7 s of a 4.2 s cold run on lavapipe.)
+// the sequence's history: recording that sampler afterwards creates no pipeline. Warming a
+// different variant (one without a history) would leave generate's first token to compile
+// the sampler again, a large share of a cold run on a software device.
 BOOST_AUTO_TEST_CASE(warm_up_compiles_the_models_sampler) {
   const uint32_t vocab = 50001;  // no other test's, so its pipelines are new here
   const SamplingParams p{0.8f, 40, 0.95f, 9};

@@ -254,8 +254,8 @@ BOOST_AUTO_TEST_CASE(cancel_frees_the_slot_and_the_queue_is_bounded) {
   BOOST_CHECK_THROW(sched.submit({std::make_shared<Sequence>(prompt(2), options(2))}), ShuttingDown);
 }
 
-// A queued sequence cancelled (its client gone) gives its place back at once, and finishes
-// without running. Before, it held the place until a slot freed.
+// A queued sequence cancelled (its client gone) gives its place back at once, not when a
+// slot frees, and finishes without running.
 BOOST_AUTO_TEST_CASE(a_cancelled_queued_sequence_gives_its_place_back) {
   Scheduler sched(slots(1), tok, 1);
   GenerationOptions long_run = options(1);

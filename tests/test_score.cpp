@@ -80,8 +80,8 @@ BOOST_AUTO_TEST_CASE(score_equals_log_softmax_of_forward) {
   BOOST_TEST(worst <= 1e-5, "largest difference from forward: " << worst);
 }
 
-// The done-when: on the held-out text, with context 64 and stride 64 (so windows do
-// not overlap and the first token of each is skipped), score's mean log-probability is
+// score agrees with perplexity: on the held-out text, with context 64 and stride 64 (so windows do
+// not overlap and the first token of each is skipped), the mean log-probability is
 // -ln(perplexity) to the 4 decimals perplexity prints (2e-6 in the log), over the same count.
 // Over the text's first 10,000 bytes (about 2,200 tokens, 35 windows): the whole of it is
 // four times the work and checks nothing more (test_default_model scores all of it).
@@ -156,8 +156,8 @@ BOOST_AUTO_TEST_CASE(bad_input) {
 
 // Ctrl-C keeps what was scored: SIGINT once the first token's line is out stops the run
 // after that window (one token a window with --stride 1 over thousands of tokens), with the
-// summary of the tokens so far on stderr, and exit 130. Before, SIGINT killed the process
-// with no summary; perplexity shares this loop (score_windows) and its Ctrl-C handling.
+// summary of the tokens so far on stderr, and exit 130, rather than dying with no summary;
+// perplexity shares this loop (score_windows) and its Ctrl-C handling.
 BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_tokens_scored_so_far) {
   test::CliOptions ctrl_c;
   ctrl_c.sigint_on_output = "\n";

@@ -37,8 +37,8 @@ json post_json(int port, const json& body) {
 BOOST_AUTO_TEST_SUITE(server_hangups)
 
 // A non-streamed request that outlasts the plain wait goes out chunked, JSON after spaces;
-// when its client hangs up, the failed writes cancel it. Before, its sequences ran to the
-// end (here 64 x 240 tokens, ~15 s of the bundled model) holding the slot and the queue.
+// when its client hangs up, the failed writes cancel it rather than let its sequences run to
+// the end (here 64 x 240 tokens, ~15 s of the bundled model) holding the slot and the queue.
 BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
   test::ServerProcess server({"--parallel", "1", "--queue", "64"});
   const int port = server.port();
@@ -56,8 +56,8 @@ BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
   req["n"] = 16;
   const std::string body = req.dump();
   int fd = connect_to(port);
-  // Compression allowed, as browsers allow it: a compressor had held the one-byte
-  // heartbeats back, so no write failed and the slot ran to the end.
+  // Compression allowed, as browsers allow it: a compressor must not hold the one-byte
+  // heartbeats back, or no write fails and the slot runs to the end.
   const std::string request = post_request("/v1/completions", body, "Accept-Encoding: br, gzip\r\n");
   BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -75,8 +75,8 @@ BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
 }
 
 // A streamed request whose client hangs up while it waits in the queue gives its place back
-// (an SSE comment each second finds the client gone) and never runs. Before, it held the
-// place, others getting 429, and then a slot, until its first token failed to write.
+// (an SSE comment each second finds the client gone) and never runs, rather than hold the
+// place, others getting 429, and then a slot, until its first token fails to write.
 BOOST_AUTO_TEST_CASE(a_queued_stream_whose_client_hangs_up_never_runs) {
   ServerProcess server({"--parallel", "1", "--queue", "8"});
   const int port = server.port();

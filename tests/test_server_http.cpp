@@ -82,9 +82,9 @@ json post_json(int port, const std::string& path, const json& body) {
 
 BOOST_AUTO_TEST_SUITE(server_http)
 
-// Refused from the headers alone: before, a Content-Length over the limit got its 413 only
-// after the server had waited out its 30 s read timeout for a body this client never sends,
-// so the answer arriving within round_trip's 10 s is the proof.
+// Refused from the headers alone: a Content-Length over the limit gets its 413 without the
+// server waiting out its 30 s read timeout for a body this client never sends, so the answer
+// arriving within round_trip's 10 s is the proof.
 BOOST_AUTO_TEST_CASE(framing_is_refused_before_the_body) {
   const int port = shared_server().port();
   check_error(round_trip(port, post_head("/v1/completions", "Content-Length: 999999999999\r\n"), 10.0), 413,
@@ -104,10 +104,10 @@ BOOST_AUTO_TEST_CASE(framing_is_refused_before_the_body) {
 
 // A refusal sent before the body is read gives its length and closes the connection, so
 // that the client can tell where it ends and the body it may still send is not read as
-// requests of its own. Before, the 413 for "Expect: 100-continue" (which curl adds to
-// bodies over 1 MiB) had no Content-Length and kept the connection alive: curl saw "no
-// chunk, no close, no size", sent its body anyway and got a second answer, a 414 for it;
-// the other early refusals had their length but kept the connection alive too.
+// requests of its own. This matters for the 413 for "Expect: 100-continue" (which curl adds
+// to bodies over 1 MiB): without a Content-Length and a close, curl sees "no chunk, no
+// close, no size", sends its body anyway and gets a second answer, a 414 for it; every other
+// early refusal closes the connection too.
 BOOST_AUTO_TEST_CASE(an_early_refusal_has_a_length_and_closes_the_connection) {
   const int port = shared_server().port();
   check_refused_and_closed(port, post_head("/v1/completions", "Content-Length: 2000000\r\nExpect: 100-continue\r\n"), 413,
@@ -125,8 +125,8 @@ BOOST_AUTO_TEST_CASE(an_early_refusal_has_a_length_and_closes_the_connection) {
       415, "unsupported_media_type");
 }
 
-// A chunked body may be read only up to the limit (before, 512 MiB were read into memory
-// and answered 200); one under the limit is read and answered as usual.
+// A chunked body is read only up to the limit, however large it is; one under the limit is
+// read and answered as usual.
 BOOST_AUTO_TEST_CASE(chunked_bodies_keep_the_size_limit) {
   const int port = shared_server().port();
   auto chunked = [](const std::string& body) {
@@ -154,9 +154,9 @@ BOOST_AUTO_TEST_CASE(chunked_bodies_keep_the_size_limit) {
 }
 
 // Framing that httplib reads leniently is refused (400, the connection closed), so that no
-// request can hide inside another's body: chunk data not followed by CRLF (before, the
-// bytes after it were answered as a request of their own), chunk sizes that are not plain
-// hex, a trailer; a head whose lines end in LF alone (before, it waited out the request
+// request can hide inside another's body: chunk data not followed by CRLF (the bytes after
+// it must not be answered as a request of their own), chunk sizes that are not plain hex, a
+// trailer; a head whose lines end in LF alone (refused at once, not after the request
 // timeout), a space before a colon, a folded line, a control character in a value, an
 // HTTP/1.1 request without Host, Transfer-Encoding on HTTP/1.0. A chunk extension and an
 // HTTP/1.0 request without Host are fine.
@@ -244,8 +244,8 @@ BOOST_AUTO_TEST_CASE(one_model_by_its_id) {
   BOOST_REQUIRE(other);
   BOOST_TEST(other->status == 404);
   BOOST_TEST(json::parse(other->body)["error"]["code"] == "model_not_found");
-  // Any bytes of an id: a newline was no match for the route (a 405), and the message of a
-  // NUL ended at it.
+  // Any bytes of an id: a newline still matches the route (not a 405), and the message of a
+  // NUL goes on past it.
   const std::string newline = round_trip(shared_server().port(), "GET /v1/models/a%0Ab HTTP/1.1\r\nHost: x\r\n\r\n");
   check_error(newline, 404, "model_not_found");
   const std::string nul = round_trip(shared_server().port(), "GET /v1/models/x%00y HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -254,8 +254,8 @@ BOOST_AUTO_TEST_CASE(one_model_by_its_id) {
 }
 
 // Range asks for part of an answer; every answer here is generated, and the field is
-// ignored, as RFC 9110 allows. httplib had sliced them: a 200 with a cut JSON body, or a
-// 416 for a Range it could not parse.
+// ignored, as RFC 9110 allows, rather than sliced as httplib would: a 200 with a cut JSON
+// body, or a 416 for a Range it cannot parse.
 BOOST_AUTO_TEST_CASE(range_is_ignored) {
   const int port = shared_server().port();
   const std::string models = round_trip(port, "GET /v1/models HTTP/1.1\r\nHost: x\r\nRange: bytes=0-5\r\n\r\n");
@@ -269,7 +269,7 @@ BOOST_AUTO_TEST_CASE(range_is_ignored) {
 }
 
 // No route takes PUT or PATCH, and httplib reads their bodies without a length until the
-// client closes: they are refused at once (before, 408 after the 20 s request timeout).
+// client closes: they are refused at once, not with a 408 after the 20 s request timeout.
 BOOST_AUTO_TEST_CASE(put_and_patch_are_refused_at_once) {
   const int port = shared_server().port();
   const std::string put = round_trip(port, "PUT /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n", 3.0);
@@ -301,8 +301,8 @@ BOOST_AUTO_TEST_CASE(the_bearer_scheme_is_case_insensitive_and_401_says_so) {
 }
 
 // A stop string that cuts a token: the logprobs list only tokens that start inside the
-// text, at their true offsets, streamed or not. Before, the tokens of the stop string came
-// too, and offsets after a held-back piece were wrong.
+// text, at their true offsets (after a held-back piece too), streamed or not: none of the
+// stop string's own tokens.
 BOOST_AUTO_TEST_CASE(logprobs_end_where_a_stop_string_cuts_the_text) {
   const int port = shared_server().port();
   json req{{"prompt", "It was a fine morning, and"}, {"temperature", 0}, {"max_tokens", 12}, {"logprobs", 1}};
@@ -364,7 +364,7 @@ BOOST_AUTO_TEST_CASE(text_offsets_are_characters_from_the_prompts_start) {
 }
 
 // /tokenize's pieces: whole UTF-8 as a string, a token that ends inside a character as its
-// bytes (before, U+FFFD stood in for them).
+// bytes, not U+FFFD standing in for them.
 BOOST_AUTO_TEST_CASE(tokenize_pieces_that_split_a_character_are_bytes) {
   const int port = shared_server().port();
   const json r = post_json(port, "/tokenize", json{{"content", "caf\u00e9 \u4e16"}, {"with_pieces", true}});
@@ -406,8 +406,8 @@ BOOST_AUTO_TEST_CASE(echo_with_max_tokens_0_scores_the_prompt) {
   }
   BOOST_TEST(choice["logprobs"]["token_logprobs"][0].is_null());
   BOOST_TEST(choice["logprobs"]["token_logprobs"][1].is_number());
-  // Scoring generates nothing, so a prompt may fill the whole context (256 tokens); before,
-  // it was refused for want of room for one generated token.
+  // Scoring generates nothing, so a prompt may fill the whole context (256 tokens) without
+  // room for one generated token.
   json full = req;
   full["prompt"] = std::vector<uint32_t>(256, 464);
   const json scored_full = post_json(port, "/v1/completions", full);
@@ -423,9 +423,9 @@ BOOST_AUTO_TEST_CASE(echo_with_max_tokens_0_scores_the_prompt) {
 }
 
 // Requests sent back to back on one connection, before any answer (HTTP/1.1 pipelining),
-// are answered in order. Before, httplib read each request through a buffer of its own and
-// lost the bytes of the next ones read along with it: one answer, then the connection
-// closed after the keep-alive timeout.
+// are answered in order: the bytes of the next requests, read along with one, must not be
+// lost (httplib alone reads each request through a buffer of its own and drops them,
+// giving one answer, then closing the connection after the keep-alive timeout).
 BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
   auto tokenize = [](const std::string& text) {
     const std::string body = json{{"content", text}}.dump();
@@ -446,8 +446,7 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
 }
 
 // RFC 9112: empty lines before a request line are ignored (§2.2), and a target in absolute
-// form is routed by its path (§3.2.2, which a server must accept). Before, the first got a
-// 400 and the second a 404.
+// form is routed by its path (§3.2.2, which a server must accept), rather than a 400 or 404.
 BOOST_AUTO_TEST_CASE(an_empty_line_before_a_request_and_an_absolute_target_are_accepted) {
   const int port = shared_server().port();
   BOOST_TEST(status_of(round_trip(port, "\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
@@ -463,8 +462,8 @@ BOOST_AUTO_TEST_CASE(an_empty_line_before_a_request_and_an_absolute_target_are_a
 }
 
 // A client may shut its sending side once its requests are out (a half-close, as nc -N or
-// Go's CloseWrite do): it still reads every answer. Before, the end-of-file was taken for
-// a vanished client and nothing was written.
+// Go's CloseWrite do): it still reads every answer, the end-of-file not taken for a
+// vanished client.
 BOOST_AUTO_TEST_CASE(a_half_closed_client_still_gets_its_answers) {
   const std::string body = json{{"content", "hello"}}.dump();
   const std::string requests = post_request("/tokenize", body) +
@@ -481,16 +480,16 @@ BOOST_AUTO_TEST_CASE(a_half_closed_client_still_gets_its_answers) {
 }
 
 // A POST with neither Content-Length nor Transfer-Encoding (curl -X POST without data) is
-// answered at once. Before, httplib read its body until the client closed: a 408 after
-// the request timeout, and a request pipelined behind it was taken for that body.
+// answered at once, where httplib alone reads its body until the client closes: a 408
+// after the request timeout, and a request pipelined behind it taken for that body.
 BOOST_AUTO_TEST_CASE(a_post_without_a_length_is_411_at_once) {
   check_error(round_trip(shared_server().port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n"), 411,
               "length_required");
 }
 
-// A value nested 100,000 deep where /detokenize wants a token id is a short 400. Before,
-// the error message dumped it, recursing once per level: the server died of a stack
-// overflow (and at smaller depths echoed the whole value back).
+// A value nested 100,000 deep where /detokenize wants a token id is a short 400: an error
+// message that dumped it would recurse once per level, killing the server with a stack
+// overflow (and at smaller depths echoing the whole value back).
 BOOST_AUTO_TEST_CASE(a_deeply_nested_token_is_a_short_400) {
   const int port = shared_server().port();
   const std::string body = R"({"tokens":[)" + std::string(100000, '[') + std::string(100000, ']') + "]}";
@@ -502,8 +501,8 @@ BOOST_AUTO_TEST_CASE(a_deeply_nested_token_is_a_short_400) {
 
 // A request must arrive within --request-timeout of its first byte: a client that trickles
 // its headers or its body (each byte within the read timeout, which it keeps resetting)
-// gets a 408 and the connection closed, and so frees its thread. Before, it held the thread
-// for as long as it went on sending.
+// gets a 408 and the connection closed, and so frees its thread rather than hold it for as
+// long as it goes on sending.
 BOOST_AUTO_TEST_CASE(a_trickled_request_gets_408_and_is_closed) {
   test::ServerProcess server({"--parallel", "1", "--request-timeout", "2"});
   auto trickled = [&](const std::string& start, const std::string& drop) {
@@ -525,8 +524,8 @@ BOOST_AUTO_TEST_CASE(a_trickled_request_gets_408_and_is_closed) {
 }
 
 // Clients that open connections and send a byte each (slowloris), more of them than the
-// server has threads, leave it answering others at once. Before, each held a worker
-// thread until its request timeout, and a request behind them waited as long.
+// server has threads, leave it answering others at once: none holds a worker thread until
+// its request timeout, which a request behind them would wait out too.
 BOOST_AUTO_TEST_CASE(one_byte_clients_do_not_hold_the_threads) {
   test::ServerProcess server({"--parallel", "1", "--queue", "0"});  // 129 threads
   std::vector<int> lorises;
@@ -541,8 +540,8 @@ BOOST_AUTO_TEST_CASE(one_byte_clients_do_not_hold_the_threads) {
 
 // A line that never ends is refused once it passes its part's limit, and the connection
 // closed: in the head (32 KiB for request line and headers), 431; as a chunked body's chunk
-// size (the body's limit, 1 MiB, twice over for the framing), 413. Before, httplib checked
-// a line's length only once it had ended, holding all of it in memory meanwhile.
+// size (the body's limit, 1 MiB, twice over for the framing), 413. httplib alone checks a
+// line's length only once it has ended, holding all of it in memory meanwhile.
 BOOST_AUTO_TEST_CASE(endless_lines_are_cut_at_their_limit) {
   auto endless = [](const std::string& start, char filler) {
     const int fd = connect_to(shared_server().port());

@@ -44,12 +44,12 @@ BOOST_AUTO_TEST_CASE(bad_flags_and_a_taken_port_are_one_line_errors) {
   BOOST_TEST(r.err.find(": address already in use (--port 0 picks a free port)\n") != std::string::npos);
   r = test::run_cli({"serve", "--port", "70000"}, {}, 30.0);
   BOOST_TEST(r.exit_code == 2);
-  // Octal and hex spellings are no port: "0x50" was port 80.
+  // Octal and hex spellings are no port: "0x50" must not be taken as port 80.
   r = test::run_cli({"serve", "--port", "0x50"}, {}, 30.0);
   BOOST_TEST(r.exit_code == 2);
   BOOST_TEST(r.err == "gpt-vk: --port: expected a whole number, got '0x50'\n");
-  // A model that fails to open right after the port is bound: the listening loop had not
-  // begun, httplib's stop() did nothing, and about 1 in 4 such runs waited forever.
+  // A model that fails to open right after the port is bound, before the listening loop
+  // begins (where httplib's stop() does nothing): the run must still exit, every time.
   for (int i = 0; i < 10; ++i) {
     r = test::run_cli({"serve", "--port", "0", "--config", "/nonexistent/model.toml"}, {}, 30.0);
     BOOST_TEST(!r.timed_out);
@@ -61,8 +61,8 @@ BOOST_AUTO_TEST_CASE(bad_flags_and_a_taken_port_are_one_line_errors) {
 }
 
 // SIGTERM while a client trickles its request (a header line every second, which keeps
-// resetting the read timeout): the server still exits 0 within its grace periods. Before,
-// it waited for that client for as long as it kept sending.
+// resetting the read timeout): the server still exits 0 within its grace periods, rather
+// than wait for that client for as long as it keeps sending.
 BOOST_AUTO_TEST_CASE(sigterm_exits_while_a_client_trickles_its_request) {
   test::ServerProcess server({"--parallel", "1"});
   int fd = connect_to(server.port());
@@ -101,8 +101,8 @@ BOOST_AUTO_TEST_CASE(sigint_stops_the_server_unless_started_ignored) {
 }
 
 // SIGTERM beside an idle keep-alive connection: the server exits 0 without waiting out its
-// keep-alive timeout. Before, the idle connection's thread held up the exit past the grace
-// period, which then said a client connection was still open.
+// keep-alive timeout: the idle connection's thread must not hold up the exit past the grace
+// period, which would then say a client connection was still open.
 BOOST_AUTO_TEST_CASE(sigterm_does_not_wait_for_an_idle_keep_alive_connection) {
   test::ServerProcess server({"--parallel", "1"});
   const int fd = connect_to(server.port());
@@ -117,9 +117,9 @@ BOOST_AUTO_TEST_CASE(sigterm_does_not_wait_for_an_idle_keep_alive_connection) {
 
 // Past --shutdown-grace, SIGTERM cancels what still runs: a stream gets an OpenAI error
 // event before `data: [DONE]`, a plain request an error body (a 503 while its status line is
-// still unsent; here, past the 2 s plain wait, in a chunked body left unfinished), and the server exits 0. Before, both ended with finish_reason "cancelled",
-// which OpenAI's clients do not know. One slot and 4 x 240 tokens a request: the work
-// outlasts the signal by far on any device.
+// still unsent; here, past the 2 s plain wait, in a chunked body left unfinished), and the
+// server exits 0. Neither ends with finish_reason "cancelled", which OpenAI's clients do not
+// know. One slot and 4 x 240 tokens a request: the work outlasts the signal by far on any device.
 BOOST_AUTO_TEST_CASE(requests_cut_by_shutdown_end_with_an_error) {
   test::ServerProcess server({"--parallel", "1", "--shutdown-grace", "0"});
   const int port = server.port();

@@ -76,9 +76,9 @@ BOOST_AUTO_TEST_CASE(include_usage_chunks) {
 }
 
 // Token 33768 is the first two bytes of 日 (E6 97) and token 98 its last (A5): echoed, the
-// prompt "I" + E6 97 is finished by the first generated token. The echo event held back the
-// unfinished character, so the chunks join to the plain text; before, the echo went out
-// alone and JSON made each half a U+FFFD ("I\uFFFD\uFFFD" against "I日").
+// prompt "I" + E6 97 is finished by the first generated token. The echo event holds back the
+// unfinished character, so the chunks join to the plain text; an echo sent alone would have
+// JSON make each half a U+FFFD ("I\uFFFD\uFFFD" against "I日").
 BOOST_AUTO_TEST_CASE(an_echoed_prompt_ending_inside_a_character_streams_as_the_plain_text) {
   const json req{{"prompt", {40, 33768}}, {"max_tokens", 3}, {"temperature", 0}, {"echo", true},
                  {"logit_bias", {{"98", 100}}}};

@@ -170,8 +170,8 @@ BOOST_AUTO_TEST_CASE(disabled_waits_go_straight_to_glibc) {
   BOOST_TEST(yielding_waits::yielding_returns() == before);
 }
 
-// Read as every on/off variable is (engine/env_switch.hpp): only "0" had kept them off, and
-// "false" or junk left them on without a word.
+// Read as every on/off variable is (engine/env_switch.hpp): "false" and "No" keep them off
+// as "0" does, and junk is a usage error rather than silently on.
 BOOST_AUTO_TEST_CASE(environment_variable_keeps_them_off) {
   for (const char* off : {"0", "false", "No"}) {
     setenv("GPTVK_YIELDING_WAITS", off, 1);

@@ -19,7 +19,7 @@
 #   ROUNDS (default 1); AB=0 skips the A/B; Q8=0 skips its runs on GPT-2 XL with other weight
 #   dtypes, DTYPES (default q8_0; e.g. "q8_0 bf16 q4_0": each matrix-unit staging path);
 #   LLAMA=0 skips llama.cpp; LLAMA_SHAPES (default gpt2-small,gpt2-medium,gpt2-large,gpt2-xl),
-#   at pp512 / tg128 as issue 36 measures;
+#   at pp512 / tg128 (llama-bench's 512-token prompt and 128 generated tokens);
 #   BATCH="1 16 64" runs `gpt-vk bench --batch B --batch-kernels gemm` on BATCH_SHAPES (default
 #   gpt2-small,gpt2-xl) and llama.cpp's llama-batched-bench in the same run (unless LLAMA=0),
 #   then `--batch-kernels exact` on GPT-2 small; PROFILE=0 skips the per-op profile of GPT-2 XL (512-token prompt);

@@ -34,7 +34,7 @@ import tomllib
 
 # Before torch starts its OpenMP pool: with the default (active) wait policy, idle OpenMP
 # threads spin, and on a machine shared with other jobs two spinning threads on two cores
-# made PyTorch's prefill 7x slower (measured: 200 against 1400-2200 tok/s for "tiny").
+# make PyTorch's prefill about 7x slower (200 against 1400-2200 tok/s for "tiny").
 # On an idle machine passive waiting may cost PyTorch a little: run with
 # OMP_WAIT_POLICY=ACTIVE to see (a value already set in the environment wins).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

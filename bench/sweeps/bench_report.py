@@ -10,13 +10,12 @@ import json
 import os
 import sys
 
-# From the project's issue 7, GPT-2 small, not re-measured by a default run_bench.py (with
-# --llama-cpp it measures llama.cpp here too, through npm's node-llama-cpp: bench/llama_cpp/).
-# The issue measured them on a 2-core Zen 5 VM with ~48 GB/s of memory read bandwidth; this
-# project has run on 2-core Xeon VMs with ~22 GB/s (a two-thread AVX2 read loop) and on Zen 5
-# VMs whose bandwidth moved between 35 and 70 GB/s within an hour, so only ratios measured in
-# one run compare. The roofline is f16 weights
-# of GPT-2 small (~248 MB) streamed once per decoded token.
+# The project's reference figures for GPT-2 small, not re-measured by a default run_bench.py
+# (with --llama-cpp it measures llama.cpp here too, through npm's node-llama-cpp: bench/llama_cpp/).
+# They are from a 2-core Zen 5 VM with ~48 GB/s of memory read bandwidth; 2-core Xeon VMs have
+# ~22 GB/s (a two-thread AVX2 read loop), and Zen 5 VMs' bandwidth can move between 35 and
+# 70 GB/s within an hour, so only ratios measured in one run compare. The roofline is f16
+# weights of GPT-2 small (~248 MB) streamed once per decoded token.
 KNOWN_BASELINES = [
     ("llama.cpp, Vulkan backend on lavapipe", "F16", "38", "3.7"),
     ("llama.cpp, Vulkan backend on lavapipe", "F32", "41", "4.0"),

@@ -33,7 +33,7 @@ PROMPT = "The quick brown fox jumps over the lazy dog"  # 9 GPT-2 tokens
 LOAD_RE = re.compile(r"load ([0-9.]+) s")
 
 
-# Kinds of run: cache state x decoding. Greedy first, the older figure.
+# Kinds of run: cache state x decoding; greedy comes first, as the plain "cold" and "warm".
 MODES = (("", ["--temperature", "0"]), (" sampling", []))
 KINDS = [cache + mode for mode, _ in MODES for cache in ("cold", "warm")]
 

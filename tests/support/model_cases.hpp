@@ -35,8 +35,8 @@ std::vector<std::filesystem::path> feature_case_dirs();
 
 // Tolerance: max |ours - torch| / max |torch| <= 1e-4 with f32 storage, <= 8e-3 with f16
 // storage on the device (weights rounded to 11 significant bits: measured up to 2.4e-3 on
-// lavapipe; a GPU's matrix units also round x to f16). The issue asks for 1e-3 in f32; we
-// measure ~2e-6 (f32 accumulation in a different order than PyTorch's), and 1e-4 still
+// lavapipe; a GPU's matrix units also round x to f16). The requirement is 1e-3 in f32; the
+// error is ~2e-6 (f32 accumulation in a different order than PyTorch's), and 1e-4 still
 // catches subtle bugs that 1e-3 lets through: exact GELU where tanh GELU is configured
 // moves the logits by ~2e-4, norm_eps 1e-4 instead of 1e-5 by ~4e-4. The f16 case is
 // there for the storage path; the f32 cases hold the arithmetic to 1e-4.
