@@ -137,7 +137,7 @@ Action add_bench(CLI::App& app, Common& common) {
       ->capture_default_str()->transform(whole_number_in(1, 1 << 30));
   cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
   cmd->add_option("--batch", f->batch,
-                  "B sequences decoding together (a list such as 1,8,16 measures each in turn); "
+                  "B sequences decoding together, 1 to 256 (a list such as 1,8,16 measures each in turn); "
                   "decode_tok_s is the aggregate of the last B");
   cmd->add_option("--batch-kernels", f->batch_kernels,
                   "with --batch, as serve's: exact (every row's logits those of its lone run; on GPUs the\n"
@@ -156,8 +156,8 @@ Action add_bench(CLI::App& app, Common& common) {
     fit_default_lengths(f->prompt_tokens, f->gen_tokens, prompt_flag->count() > 0, gen_flag->count() > 0,
                         cfg.context_length);
     // The decode steps feed --gen-tokens tokens after the prompt (the first is the one
-    // prefill samples); with none, prefill still samples one.
-    require_context_room(f->prompt_tokens, std::max(f->gen_tokens, 1u), cfg.context_length,
+    // prefill samples, which needs no room of its own).
+    require_context_room(f->prompt_tokens, f->gen_tokens, cfg.context_length,
                          "--prompt-tokens " + std::to_string(f->prompt_tokens));
 #if GPTVK_YIELDING_WAITS
     const char* waits = yielding_waits::enabled() ? ", yielding waits" : "";

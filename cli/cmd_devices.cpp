@@ -19,10 +19,10 @@ Action add_devices(CLI::App& app, Common& common) {
     // A device chosen (-v, --device), checked (--validation) or set up from the environment
     // (GPTVK_DEVICE, GPTVK_VALIDATION, GPTVK_FORCE) is opened before anything is printed, so
     // that a bad index or setting is a usage error with no output, as in every other command.
-    const bool chosen = *verbose || common.device >= 0;
+    // Only -v adds lines: a script's `devices --device N` reads one line a device.
     const bool from_env = std::getenv("GPTVK_DEVICE") || std::getenv("GPTVK_VALIDATION") || std::getenv("GPTVK_FORCE");
     std::unique_ptr<vk::Context> ctx;
-    if (chosen || common.validation || from_env) {
+    if (*verbose || common.device >= 0 || common.validation || from_env) {
       vk::ContextOptions o;
       o.device_index = common.device;
       o.validation = common.validation;
@@ -36,7 +36,7 @@ Action add_devices(CLI::App& app, Common& common) {
     for (const auto& d : devices)
       print_stdout("%u: %s (%s, %llu MiB)\n", d.index, d.name.c_str(), d.type_name().c_str(),
                   static_cast<unsigned long long>(d.device_local_bytes >> 20));
-    if (chosen) {
+    if (*verbose) {
       print_stdout("chosen: %u: %s\n", ctx->info().index, ctx->summary().c_str());
       const std::string& cache = ctx->pipelines().path();
       print_stdout("pipeline cache: %s\n", cache.empty() ? "none" : cache.c_str());

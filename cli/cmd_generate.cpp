@@ -77,27 +77,27 @@ void add_flags(CLI::App* cmd, Flags& f) {
       ->capture_default_str()->transform(whole_number_in(1, 1 << 30));
   auto& s = f.sampling;
   cmd->add_option("--temperature", s.temperature, "sampling temperature; 0 = greedy (argmax)")
-      ->capture_default_str()->check(number_at_least(0));
+      ->capture_default_str()->transform(number_at_least(0));
   cmd->add_option("--top-k", s.top_k, "sample among the K most likely tokens; 0 = off")
       ->capture_default_str()->transform(whole_number_in(0, 1 << 30));
   cmd->add_option("--top-p", s.top_p, "nucleus sampling: smallest set of tokens with probability >= P; 1 = off")
-      ->capture_default_str()->check(probability_above_zero());
+      ->capture_default_str()->transform(probability_above_zero());
   cmd->add_option("--min-p", s.min_p,
                   "drop tokens less probable than P times the most probable one (at temperature 1, after top-p); "
                   "0 = off")
-      ->capture_default_str()->check(number_in(0, 1));
+      ->capture_default_str()->transform(number_in(0, 1));
   cmd->add_option("--repeat-penalty", s.repeat_penalty,
                   "divide positive (multiply negative) logits + bias of tokens in the window by this; 1 = off")
-      ->capture_default_str()->check(number_at_least(0, true));
+      ->capture_default_str()->transform(number_at_least(0, true));
   cmd->add_option("--repeat-last-n", s.repeat_last_n,
                   "the penalties' window: the last N tokens of prompt + generated text; 0 = off, -1 = all")
       ->capture_default_str()->transform(whole_number_in(-1, 1 << 30));
   cmd->add_option("--frequency-penalty", s.frequency_penalty,
                   "subtract this times a token's count in the window from its logit (OpenAI's formula)")
-      ->capture_default_str()->check(number_in(-100, 100));
+      ->capture_default_str()->transform(number_in(-100, 100));
   cmd->add_option("--presence-penalty", s.presence_penalty,
                   "subtract this from the logit of every token in the window (OpenAI's formula)")
-      ->capture_default_str()->check(number_in(-100, 100));
+      ->capture_default_str()->transform(number_in(-100, 100));
   cmd->add_option("--logit-bias", f.logit_bias, "ID=BIAS: add BIAS to token ID's logit (repeatable; -100 bans it)")
       ->allow_extra_args(false);
   add_seed_option(cmd, f.seed,
@@ -253,6 +253,7 @@ int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs
 // gives them); output indices in that order.
 std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& prompts, const Flags& f,
                            uint64_t seed, uint32_t context) {
+  require_special_token(tok, f.special);
   std::vector<Job> jobs;
   for (size_t p = 0; p < prompts.size(); ++p) {
     const PromptSpec& spec = prompts[p];
@@ -315,8 +316,10 @@ Action add_generate(CLI::App& app, Common& common) {
     const std::vector<Job> jobs = make_jobs(tok, prompts, *f, seed, cfg.context_length);
     // Ctrl-C from here on ends the run with what it has (before, it kills the process).
     const SigintFlag sigint;
-    // The seed matters only when sampling draws (greedy decoding never does).
-    if (!f->seed && f->sampling.temperature > 0)
+    // The seed matters only when sampling draws (greedy decoding never does) and some prompt
+    // has no seed of its own.
+    const bool seed_used = std::ranges::any_of(prompts, [](const PromptSpec& p) { return !p.seed; });
+    if (!f->seed && f->sampling.temperature > 0 && seed_used)
       std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
     s.model->set_sampling(f->sampling);
     // The prompt's pipelines compile (on lavapipe, most of a cold start) while the weights load.

@@ -31,7 +31,8 @@ Action add_perplexity(CLI::App& app, Common& common) {
       "scored at most once, in the first window holding it and the token before it: token 0 never,\n"
       "all others when --stride < --context, and when they are equal all but each window's first.\n"
       "stdout: perplexity=P tokens=SCORED tok_s=RATE ppl_se=SE, SE the standard error of P (as\n"
-      "llama-perplexity's +/-). A progress bar shows on stderr when it is a terminal.");
+      "llama-perplexity's +/-; nan when one token is scored). A progress bar shows on stderr when it\n"
+      "is a terminal.");
   add_model_flags(cmd, f->model);
   cmd->add_option("--file", f->file, "UTF-8 text file (- reads stdin)")->required();
   add_window_flags(cmd, f->context, f->stride);

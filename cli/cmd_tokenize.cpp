@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/generate_io.hpp"
+#include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
 #include "cli/output.hpp"
 #include "engine/error.hpp"
@@ -51,6 +52,7 @@ Action add_tokenize(CLI::App& app, Common&) {
     if (text->count() == 0 && file->count() == 0) throw UsageError("tokenize needs --text TEXT or --file PATH");
     std::string input = file->count() ? read_file_bytes(args->file, "--file") : args->text;
     Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
+    require_special_token(tok, args->special);
     std::vector<uint32_t> ids = tok.encode(input, args->special);
     std::string line;
     line.reserve(ids.size() * 6 + 1);

@@ -15,18 +15,6 @@ struct Common {
 using Action = std::function<int()>;
 
 // Each returns the action to run when its subcommand is chosen.
-// For --top-p: a probability mass that keeps at least one token, so 0 is out (CLI::Range
-// would print "[0 - 1]" and let 0 through to the sampler's own check).
-inline CLI::Validator probability_above_zero() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        float p = 0;
-        if (!CLI::detail::lexical_cast(s, p) || !(p > 0.0f && p <= 1.0f)) return "must be a number in (0, 1], got " + s;
-        return {};
-      },
-      "FLOAT in (0 - 1]");
-}
-
 Action add_devices(CLI::App& app, Common& common);
 Action add_tokenize(CLI::App& app, Common& common);
 Action add_detokenize(CLI::App& app, Common& common);

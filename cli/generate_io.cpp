@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/number_checks.hpp"
 #include "engine/error.hpp"
 #include "engine/files.hpp"
 #include "models/tokenizer/utf8.hpp"
@@ -143,15 +144,9 @@ std::pair<uint32_t, float> parse_logit_bias(const std::string& s) {
   if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) throw bad();
   const std::string id_text = s.substr(0, eq), bias_text = s.substr(eq + 1);
   if (id_text.find_first_not_of("0123456789") != std::string::npos || id_text.size() > 9) throw bad();
-  size_t used = 0;
-  float bias = 0;
-  try {
-    bias = std::stof(bias_text, &used);
-  } catch (const std::exception&) {
-    throw bad();
-  }
-  if (used != bias_text.size() || !std::isfinite(bias)) throw bad();
-  return {static_cast<uint32_t>(std::stoul(id_text)), bias};
+  const std::optional<float> bias = parse_float(bias_text);
+  if (!bias) throw bad();
+  return {static_cast<uint32_t>(std::stoul(id_text)), *bias};
 }
 
 namespace {

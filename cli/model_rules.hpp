@@ -18,6 +18,9 @@ namespace gptvk::cli {
 // `prompt_what` names where the prompt came from in the message ("the prompt", "--prompt-tokens 70").
 inline void require_context_room(uint64_t prompt, uint64_t generated, uint32_t context, const std::string& prompt_what) {
   if (prompt + generated <= context) return;
+  if (generated == 0)
+    throw InputError(prompt_what + " is " + std::to_string(prompt) + " tokens, more than the model's context of " +
+                     std::to_string(context) + " tokens");
   throw InputError(prompt_what + " is " + std::to_string(prompt) + " token" + (prompt == 1 ? "" : "s") + "; with " +
                    std::to_string(generated) +
                    " generated token" + (generated == 1 ? "" : "s") + " that exceeds the model's context of " +
@@ -32,6 +35,12 @@ inline void require_tokenizer_fits(const Tokenizer& tok, const ModelConfig& cfg)
   throw InputError(cfg.source + ": the tokenizer (" + cfg.tokenizer_vocab + ") has " +
                    std::to_string(tok.vocab_size()) + " tokens but model.vocab_size is " +
                    std::to_string(cfg.vocab_size));
+}
+
+// --special reads <|endoftext|> in the text as the token: refused where there is no such
+// token (GPT-1's vocabulary), rather than ignored.
+inline void require_special_token(const Tokenizer& tok, bool special) {
+  if (special && !tok.eot_id()) throw UsageError("--special: this vocabulary has no <|endoftext|> token");
 }
 
 }  // namespace gptvk::cli

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace gptvk::cli {
 
@@ -33,42 +34,76 @@ inline CLI::Validator whole_number_in(int64_t lo, int64_t hi) {
 // perplexity's and score's --context and --stride. Their true ranges depend on the model,
 // so they are checked once it is read (models/perplexity.cpp), as the help says.
 inline void add_window_flags(CLI::App* cmd, std::optional<uint32_t>& context, std::optional<uint32_t>& stride) {
+  const auto window_number = [](const std::string& range) {
+    return CLI::Validator(
+        [range](std::string& s) -> std::string {
+          const std::string given = s;
+          if (whole_number_in(0, UINT32_MAX)(s).empty()) return {};
+          return "expected a whole number in " + range + ", got '" + given + "'";
+        },
+        "");
+  };
   cmd->add_option("--context", context, "window length in tokens (default: the model's context)")
-      ->transform(whole_number_in(0, UINT32_MAX))
+      ->transform(window_number("[2, the model's context]"))
       ->option_text("INT in [2, the model's context]");
   cmd->add_option("--stride", stride, "window step in tokens (default: half the window)")
-      ->transform(whole_number_in(0, UINT32_MAX))
+      ->transform(window_number("[1, --context]"))
       ->option_text("INT in [1, --context]");
 }
 
-// A finite number >= lo (and, when `strict`, > lo).
-inline CLI::Validator number_at_least(double lo, bool strict = false) {
-  char bound[32];
-  std::snprintf(bound, sizeof bound, "%g", lo);
-  const std::string rule = std::string(strict ? "> " : ">= ") + bound;
+// A flag's float as written in decimal ("0.5", "+2", "1e-3"): the whole text, finite and
+// within a float's range, since the value is stored as a float. Hex, padding and a value
+// that would round to 0 or infinity are refused rather than read as some other number
+// (`out_of_range` says which of these it was).
+inline std::optional<float> parse_float(std::string_view s, bool* out_of_range = nullptr) {
+  if (!s.empty() && s.front() == '+') {
+    s.remove_prefix(1);
+    if (!s.empty() && (s.front() == '+' || s.front() == '-')) return std::nullopt;
+  }
+  float v = 0;
+  const char* end = s.data() + s.size();
+  const auto [stop, ec] = std::from_chars(s.data(), end, v, std::chars_format::general);
+  if (out_of_range) *out_of_range = ec == std::errc::result_out_of_range && stop == end;
+  if (ec != std::errc() || stop != end || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// A float flag passing `ok` (which `rule` describes); `s` becomes the float's shortest form.
+template <class Ok>
+CLI::Validator float_flag(Ok ok, const std::string& rule) {
   return CLI::Validator(
-      [lo, strict, rule](std::string& s) -> std::string {
-        double v = 0;
-        if (!CLI::detail::lexical_cast(s, v) || !std::isfinite(v)) return "expected a number, got '" + s + "'";
-        if (strict ? !(v > lo) : !(v >= lo)) return "must be a number " + rule + ", got " + s;
+      [ok, rule](std::string& s) -> std::string {
+        bool out_of_range = false;
+        const std::optional<float> v = parse_float(s, &out_of_range);
+        if (!v)
+          return "expected a decimal number " + rule + (out_of_range ? " within a 32-bit float's range" : "") +
+                 ", got '" + s + "'";
+        if (!ok(*v)) return "must be a number " + rule + ", got " + s;
+        char out[32];
+        s.assign(out, std::to_chars(out, out + sizeof out, *v).ptr);
         return {};
       },
       "FLOAT " + rule);
 }
 
-// A finite number in [lo, hi].
-inline CLI::Validator number_in(double lo, double hi) {
+// A number >= lo (and, when `strict`, > lo).
+inline CLI::Validator number_at_least(float lo, bool strict = false) {
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%g", lo);
+  return float_flag([lo, strict](float v) { return strict ? v > lo : v >= lo; },
+                    std::string(strict ? "> " : ">= ") + bound);
+}
+
+// A number in [lo, hi].
+inline CLI::Validator number_in(float lo, float hi) {
   char range[64];
-  std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
-  const std::string rule = range;
-  return CLI::Validator(
-      [lo, hi, rule](std::string& s) -> std::string {
-        double v = 0;
-        if (!CLI::detail::lexical_cast(s, v) || !std::isfinite(v)) return "expected a number, got '" + s + "'";
-        if (!(v >= lo && v <= hi)) return "must be a number in " + rule + ", got " + s;
-        return {};
-      },
-      "FLOAT in " + rule);
+  std::snprintf(range, sizeof range, "in [%g, %g]", lo, hi);
+  return float_flag([lo, hi](float v) { return v >= lo && v <= hi; }, range);
+}
+
+// For --top-p: a probability mass that keeps at least one token, so 0 is out.
+inline CLI::Validator probability_above_zero() {
+  return float_flag([](float p) { return p > 0.0f && p <= 1.0f; }, "in (0, 1]");
 }
 
 }  // namespace gptvk::cli

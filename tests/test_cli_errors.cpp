@@ -329,7 +329,7 @@ BOOST_AUTO_TEST_CASE(zero_window_or_stride) {
           {2, {"--context must be between 2 and the model's context of 73"}});
     check(run_cli({cmd, "--config", cfg, "--file", file, "--context", "1"}), {2, {"--context must be between 2"}});
     check(run_cli({cmd, "--config", cfg, "--file", file, "--stride", "0"}), {2, {"--stride must be between 1"}});
-    check(run_cli({cmd, "--config", cfg, "--file", file, "--context", "-1"}), {2, {"--context: value -1 not in range"}});
+    check(run_cli({cmd, "--config", cfg, "--file", file, "--context", "-1"}), {2, {"--context: expected a whole number in [2, the model's context], got '-1'"}});
     check(run_cli({cmd, "--config", cfg, "--file", file, "--stride", "x"}), {2, {"--stride: expected a whole number"}});
   }
 }

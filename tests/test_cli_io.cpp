@@ -105,6 +105,11 @@ BOOST_AUTO_TEST_CASE(devices_checks_the_device_before_printing) {
   r = run_cli({"devices"}, {"GPTVK_DEVICE=x"});
   check(r, {2, {"GPTVK_DEVICE must be a device index"}});
   BOOST_TEST(r.out.empty());
+  // A good index is checked too, and the list stays one line a device (-v adds the rest).
+  r = run_cli({"devices", "--device", "0"});
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.out.find("0: ") == 0);
+  BOOST_TEST(r.out.find("chosen:") == std::string::npos);
 }
 BOOST_AUTO_TEST_CASE(perplexity_to_full_disk) {
   std::string text = dir.write("text.txt", "It is a truth universally acknowledged.");
@@ -371,8 +376,13 @@ BOOST_AUTO_TEST_CASE(bench_follows_the_same_rule) {
   // The decode steps feed --gen-tokens tokens after the prompt: 70 + 4 > 73 (70 + 3 fits).
   check(run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "70", "--gen-tokens", "4"}),
         {1, {"--prompt-tokens 70 is 70 tokens", "with 4 generated tokens", "context of 73 tokens"}});
-  check(run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "73", "--gen-tokens", "0"}),
-        {1, {"--prompt-tokens 73 is 73 tokens", "with 1 generated token", "context of 73"}});
+  // Prefill alone may fill the context: the token it samples is not fed.
+  check(run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "74", "--gen-tokens", "0"}),
+        {1, {"--prompt-tokens 74 is 74 tokens, more than the model's context of 73 tokens"}});
+  const CliResult full = run_cli({"bench", "--config", fixture_with("", ""), "--prompt-tokens", "73", "--gen-tokens",
+                                  "0", "--repeats", "1"});
+  BOOST_TEST(full.exit_code == 0, full.err);
+  BOOST_TEST(full.out.find("decode_tok_s=nan") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(whole_numbers_are_decimal) {
          "--max-tokens: expected a whole number, got '0x10'");
   expect(test::run_cli({"bench", "--batch", "1,0x2"}), 2, "--batch 1,0x2: expected a whole number, got '0x2'");
   expect(test::run_cli({"score", "--context", "0b11", "--text", "hi"}), 2,
-         "--context: expected a whole number, got '0b11'");
+         "--context: expected a whole number in [2, the model's context], got '0b11'");
 }
 
 // Input that must be neither taken silently nor blamed on flags never given: an empty --out

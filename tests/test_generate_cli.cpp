@@ -448,6 +448,13 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
       {{"--prompt", "hi", "--repeat-penalty", "0"}, "--repeat-penalty: must be a number > 0, got 0"},
       {{"--prompt", "hi", "--repeat-last-n", "-2"}, "--repeat-last-n: value -2 not in range -1 to"},
       {{"--prompt", "hi", "--logit-bias", "12"}, "--logit-bias: expected TOKEN_ID=BIAS"},
+      {{"--prompt", "hi", "--logit-bias", "12=0x10"}, "--logit-bias: expected TOKEN_ID=BIAS"},
+      // A float flag is a decimal number a float holds: not hex, padded, or rounded to 0 or inf.
+      {{"--prompt", "hi", "--temperature", "0x10"}, "--temperature: expected a decimal number >= 0, got '0x10'"},
+      {{"--prompt", "hi", "--temperature", " 1"}, "--temperature: expected a decimal number >= 0, got ' 1'"},
+      {{"--prompt", "hi", "--temperature", "1e-50"},
+       "--temperature: expected a decimal number >= 0 within a 32-bit float's range, got '1e-50'"},
+      {{"--prompt", "hi", "--repeat-penalty", "1e39"}, "--repeat-penalty: expected a decimal number > 0 within"},
       {{"--prompt", "hi", "--logit-bias", "99999999=1"}, "logit bias for token 99999999, outside the vocabulary of 50257"},
       {{"--prompt", "hi", "--prompt-file", "x"}, "give either --prompt or --prompt-file, not both"},
       {{"--max-tokens", "3"}, "no prompt: give --prompt TEXT"},

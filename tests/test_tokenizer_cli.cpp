@@ -201,6 +201,8 @@ BOOST_AUTO_TEST_CASE(bad_usage_exits_2_with_one_line) {
       {"tokenize", "--config", config, "--text", "a", "--file", "b"},
       {"tokenize", "--config", config, "--text", "a", "--bogus"},
       {"detokenize", "--config", config},
+      // GPT-1's vocabulary has no <|endoftext|> for --special to read: refused, not ignored.
+      {"tokenize", "--model", test::source_path("tests/fixtures/formats/gpt1_snapshot"), "--text", "a", "--special"},
   };
   for (const auto& args : cases) {
     Result r = run(dir, args);
