@@ -172,14 +172,14 @@ json CompletionJob::chat_logprobs_json(const Choice& c, size_t from, size_t to) 
     e["top_logprobs"] = top;
     content.push_back(e);
   }
-  return {{"content", content}};
+  return {{"content", content}, {"refusal", nullptr}};  // OpenAI's schema has both; a model never refuses here
 }
 
 json CompletionJob::choice_json(const Choice& c) const {
   json fr = finish_reason(c);
   if (chat_)
     return {{"index", c.index},
-            {"message", {{"role", "assistant"}, {"content", c.text}}},
+            {"message", {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}}},
             {"logprobs", req_.logprobs ? chat_logprobs_json(c, 0, c.logprobs_sent) : json(nullptr)},
             {"finish_reason", fr}};
   return {{"text", c.text},

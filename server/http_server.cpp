@@ -70,13 +70,6 @@ void refuse_unauthorized(const httplib::Request& req, httplib::Response& res) {
 constexpr auto kPlainWait = std::chrono::seconds(2);
 constexpr auto kHeartbeat = std::chrono::seconds(1);
 
-json parse_body(const std::string& text) {
-  json body = json::parse(text, nullptr, false);
-  if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
-  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_type");
-  return body;
-}
-
 // Runs `f`, turning what it throws into OpenAI's error body.
 template <class F>
 void answer_errors(httplib::Response& res, F&& f) {
@@ -497,12 +490,14 @@ void HttpServer::detokenize(const std::string& text, httplib::Response& res) {
     throw ApiError(400, "'tokens' must be an array of token ids", "tokens", "invalid_type");
   std::vector<uint32_t> ids;
   for (const json& id : *t) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<uint64_t>() >= tok_->vocab_size())
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<uint64_t>() >= tok_->vocab_size()) {
       // A number is quoted; anything else is named by its type (dumping it would recurse
       // once per level, and echo the whole value back).
-      throw ApiError(400, "'tokens' holds " + (id.is_number() ? id.dump() : std::string("a ") + id.type_name()) +
-                              ", not a token id below " + std::to_string(tok_->vocab_size()),
-                     "tokens", "invalid_value");
+      const std::string type = id.type_name();
+      const std::string what = id.is_number() ? id.dump() : (id.is_array() || id.is_object() ? "an " : "a ") + type;
+      throw ApiError(400, "'tokens' holds " + what + ", not a token id below " + std::to_string(tok_->vocab_size()),
+                     "tokens", id.is_number() ? "invalid_value" : "invalid_type");
+    }
     ids.push_back(id.get<uint32_t>());
   }
   send_json(res, {{"content", tok_->decode(ids)}});

@@ -39,8 +39,10 @@ std::optional<double> number(const json& body, const char* key, double lo, doubl
 std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, int64_t hi) {
   const json* v = field(body, key);
   if (!v) return std::nullopt;
-  if (!v->is_number_integer()) throw bad(key, "must be an integer", "invalid_type");
-  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+  // A whole number past 64 bits arrives as a double: out of range, not of the wrong type.
+  const bool huge = v->is_number_float() && std::abs(v->get<double>()) >= 0x1p63;
+  if (!v->is_number_integer() && !huge) throw bad(key, "must be an integer", "invalid_type");
+  if (huge || (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())))
     throw bad(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
   int64_t x = v->get<int64_t>();
   if (x < lo || x > hi)
@@ -84,7 +86,8 @@ std::vector<std::pair<uint32_t, float>> logit_bias(const json& body, uint32_t vo
     uint64_t id = 0;
     const char* end = key.data() + key.size();
     auto [stop, ec] = std::from_chars(key.data(), end, id);
-    if (key.empty() || ec != std::errc() || stop != end)
+    // Plain decimal: "05" beside "5" would be the same token twice.
+    if (key.empty() || ec != std::errc() || stop != end || (key.size() > 1 && key[0] == '0'))
       throw bad("logit_bias", "has key \"" + key + "\", which is not a token id", "invalid_type");
     if (id >= vocab)
       throw bad("logit_bias", "has token id " + key + " outside the vocabulary of " + std::to_string(vocab));
@@ -159,8 +162,10 @@ void parse_prompts(CompletionRequest& r, const json& body, const Tokenizer& tok)
 }
 
 // `prompt_param`: the field the prompt came from ("prompt", "messages"), named as the cause
-// when the prompt alone leaves no room (chat's default max_tokens is the room left).
-void check_fits(const CompletionRequest& r, uint32_t context, const char* prompt_param) {
+// when the prompt alone leaves no room (chat's default max_tokens is the room left);
+// `length_param` the field that set the completion's length.
+void check_fits(const CompletionRequest& r, uint32_t context, const char* prompt_param,
+                const char* length_param = "max_tokens") {
   for (const auto& ids : r.prompts) {
     const bool generates = r.sampling.options.max_tokens > 0;  // 0: echo scores the prompt alone
     if (ids.size() + generates > context)
@@ -177,7 +182,7 @@ void check_fits(const CompletionRequest& r, uint32_t context, const char* prompt
                          std::to_string(want) + " tokens (" + std::to_string(ids.size()) + " in your prompt; " +
                          std::to_string(r.sampling.options.max_tokens) +
                          " for the completion). Please reduce your prompt or completion length.",
-                     "max_tokens", "context_length_exceeded");
+                     length_param, "context_length_exceeded");
   }
 }
 
@@ -200,13 +205,25 @@ void parse_common(CompletionRequest& r, const json& body, bool chat, uint32_t vo
 // "text") pass.
 void refuse_chat_features(const json& body) {
   for (const char* key : {"tools", "functions"})
-    if (const json* t = field(body, key); t && !(t->is_array() && t->empty()))
+    if (const json* t = field(body, key); t && !t->is_array()) throw bad(key, "must be an array", "invalid_type");
+  for (const char* key : {"tools", "functions"})
+    if (const json* t = field(body, key); t && !t->empty())
       throw ApiError(400, std::string("'") + key + "' (tool calling) is not supported by this server", key,
                      "unsupported_parameter");
   for (const char* key : {"tool_choice", "function_call"})
     if (const json* c = field(body, key); c && *c != "none")
       throw ApiError(400, std::string("'") + key + "' other than \"none\" is not supported by this server (no tool calling)",
                      key, "unsupported_parameter");
+  // Output other than text (audio) is refused too, rather than answered with text alone.
+  if (const json* m = field(body, "modalities")) {
+    if (!m->is_array()) throw bad("modalities", "must be an array of strings", "invalid_type");
+    for (const json& x : *m)
+      if (x != "text")
+        throw ApiError(400, "'modalities' other than [\"text\"] are not supported by this server", "modalities",
+                       "unsupported_parameter");
+  }
+  if (field(body, "audio"))
+    throw ApiError(400, "'audio' output is not supported by this server", "audio", "unsupported_parameter");
   if (const json* f = field(body, "response_format")) {
     if (!f->is_object() || !f->contains("type") || !f->at("type").is_string())
       throw bad("response_format", "must be an object with a string 'type'", "invalid_type");
@@ -278,6 +295,31 @@ CompletionRequest parse_completion_request(const json& body, const Tokenizer& to
   return r;
 }
 
+// Keys an object in a request may have. An insertion-ordered object looks each new key up
+// among those before it, so parsing costs the square of an object's keys: 1 MiB of keys in
+// one object would take half a minute of a core; under this cap it takes milliseconds.
+// (No field needs more: logit_bias maps a few hundred ids at most in practice.)
+constexpr size_t kMaxObjectKeys = 1024;
+
+json parse_body(const std::string& text) {
+  std::vector<size_t> keys_at_depth;  // keys so far in the object open at each depth
+  const json::parser_callback_t count_keys = [&](int depth, json::parse_event_t event, json&) {
+    const auto d = static_cast<size_t>(depth);
+    if (event == json::parse_event_t::object_start) {
+      if (keys_at_depth.size() <= d + 1) keys_at_depth.resize(d + 2);
+      keys_at_depth[d + 1] = 0;
+    } else if (event == json::parse_event_t::key && ++keys_at_depth.at(d) > kMaxObjectKeys) {
+      throw ApiError(400, "an object in the request has more than " + std::to_string(kMaxObjectKeys) + " keys", "",
+                     "invalid_value");
+    }
+    return true;
+  };
+  json body = json::parse(text, count_keys, false);
+  if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_type");
+  return body;
+}
+
 std::string chat_transcript(const json& messages) {
   if (!messages.is_array() || messages.empty())
     throw bad("messages", "must be a non-empty array of {role, content}", "invalid_type");
@@ -293,11 +335,15 @@ std::string chat_transcript(const json& messages) {
     std::string text;
     if (content && content->is_string()) text = content->get<std::string>();
     else if (content && content->is_array()) {
-      for (const json& part : *content) {  // [{"type": "text", "text": ...}]
-        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
-            !part["text"].is_string())
+      // [{"type": "text", "text": ...}], and an assistant's {"type": "refusal", "refusal": ...}.
+      const bool assistant = role->get<std::string>() == "assistant";
+      for (const json& part : *content) {
+        const char* key = part.is_object() && part.contains("type") && part["type"] == "refusal" && assistant
+                              ? "refusal" : "text";
+        if (!part.is_object() || !part.contains("type") || part["type"] != key || !part.contains(key) ||
+            !part[key].is_string())
           throw bad("messages", "content parts must be {\"type\": \"text\", \"text\": string}", "invalid_type");
-        text += part["text"].get<std::string>();
+        text += part[key].get<std::string>();
       }
     } else if (content) throw bad("messages", "each message's 'content' must be a string or text parts", "invalid_type");
     const std::string r = role->get<std::string>();
@@ -331,7 +377,7 @@ CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uin
   r.sampling.options.drop_leading_space = true;
   if (r.sampling.options.max_tokens == 0)
     r.sampling.options.max_tokens = r.prompts[0].size() < context ? context - static_cast<uint32_t>(r.prompts[0].size()) : 1;
-  check_fits(r, context, "messages");
+  check_fits(r, context, "messages", field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
   return r;
 }
 

@@ -32,6 +32,10 @@ struct ApiError : std::runtime_error {
 // {"error": {"message", "type", "param", "code"}} (param and code null when empty).
 json error_body(const ApiError& e);
 
+// A request body: a JSON object, or an ApiError 400 (not JSON, not an object, or an object
+// with more keys than any request needs).
+json parse_body(const std::string& text);
+
 // The sampling and stopping fields both endpoints share, mapped into GenerationOptions: the
 // one place to extend when ops::SamplingParams gains a control. temperature (0..2), top_p
 // (0, 1], top_k, seed, stop, max_tokens (chat also max_completion_tokens), OpenAI's

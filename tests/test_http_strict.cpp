@@ -106,6 +106,9 @@ BOOST_AUTO_TEST_CASE(heads) {
       {"GET / HTTP/1.1\r\n\r\n", "without a Host"},
       {"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", "more than one Host"},
       {"POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n", "Transfer-Encoding on an HTTP/1.0"},
+      {"TRACE / HTTP/1.1\r\nHost: x\r\n\r\n", "the method 'TRACE' is not one this server answers"},
+      {"get / HTTP/1.1\r\nHost: x\r\n\r\n", "the method 'get'"},
+      {"GET / HTTP/2.0\r\nHost: x\r\n\r\n", "the version 'HTTP/2.0' (this server speaks HTTP/1.0 and HTTP/1.1)"},
   };
   for (const auto& [head, why] : bad) {
     const auto problem = head_problem(head);
@@ -113,7 +116,7 @@ BOOST_AUTO_TEST_CASE(heads) {
     BOOST_TEST(problem->find(why) != std::string::npos, *problem << " for " << head);
   }
   for (const std::string fine :
-       {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/1.0\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nA: b\tc d\r\n\r\n",
+       {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/1.0\r\n\r\n", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nA: b\tc d\r\n\r\n",
         "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n{}\n\n",  // the body is not the head
         "GET / HTTP/1.1\r\nHost: x\r\n"})                                  // not all in: the limits answer
     BOOST_TEST(!head_problem(fine), fine << ": " << head_problem(fine).value_or(""));

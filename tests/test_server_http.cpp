@@ -494,7 +494,7 @@ BOOST_AUTO_TEST_CASE(a_deeply_nested_token_is_a_short_400) {
   const int port = shared_server().port();
   const std::string body = R"({"tokens":[)" + std::string(100000, '[') + std::string(100000, ']') + "]}";
   const std::string r = round_trip(port, post_request("/detokenize", body));
-  check_error(r, 400, "invalid_value");
+  check_error(r, 400, "invalid_type");
   BOOST_TEST(r.size() < 1000u);
   BOOST_TEST(status_of(round_trip(port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")) == 200);
 }

@@ -287,7 +287,7 @@ inline Outcome check_tokenizer(std::span<const uint8_t> data) {
 }
 
 // A request body for POST /v1/completions and /v1/chat/completions, as the server reads it
-// (server/http_server.cpp's parse_body, then server/openai_request.hpp): it is accepted,
+// (server/openai_request.hpp's parse_body, then its request parsers): it is accepted,
 // or refused with an ApiError of HTTP status 400 whose error body serialises, never with
 // another exception (the server would answer those 500, or a bare "malformed request").
 // An accepted request holds 1-64 prompts of ids inside the vocabulary, each leaving room
@@ -295,8 +295,13 @@ inline Outcome check_tokenizer(std::span<const uint8_t> data) {
 inline Outcome check_openai_request(std::span<const uint8_t> data) {
   constexpr uint32_t kContext = 1024;
   const Tokenizer& tok = gpt2_tokenizer();
-  const auto body = server::json::parse(data.begin(), data.end(), nullptr, false);
-  if (body.is_discarded() || !body.is_object()) return {true, "not a JSON object"};
+  server::json body;
+  try {
+    body = server::parse_body(std::string(data.begin(), data.end()));
+  } catch (const server::ApiError& e) {
+    require(e.status == 400, "a body refused with " + std::to_string(e.status));
+    return {true, e.what()};
+  }
   Outcome out{true, ""};  // rejected: by both endpoints
   for (bool chat : {false, true}) {
     out.message += chat ? "; chat: " : "completions: ";
