@@ -139,12 +139,12 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
   } catch (const nlohmann::json::exception&) {
     k.fail("tokenizer.ggml.tokens", "a token is not valid UTF-8");
   }
+  // Required, as llama.cpp requires it: without merges every byte would be its own token.
   std::string merges;
-  if (f.find("tokenizer.ggml.merges"))
-    for (const std::string& m : k.strings("tokenizer.ggml.merges")) {
-      if (m.find('\n') != std::string::npos) k.fail("tokenizer.ggml.merges", "a merge contains a line break");
-      merges += m + "\n";
-    }
+  for (const std::string& m : k.strings("tokenizer.ggml.merges")) {
+    if (m.find('\n') != std::string::npos) k.fail("tokenizer.ggml.merges", "a merge contains a line break");
+    merges += m + "\n";
+  }
   cfg.tokenizer_merges_text = std::move(merges);
   cfg.tokenizer_vocab = f.path() + " (tokenizer.ggml.tokens)";
   cfg.tokenizer_merges = f.path() + " (tokenizer.ggml.merges)";

@@ -142,7 +142,13 @@ class Unpickler {
     r->items = std::move(items);
     push(r);
   }
-  void memo_put(uint64_t key) { memo_[key] = top(); }
+  // A pickle memoizes each object it makes at most once, so more entries than objects can
+  // only grow memory (one 1-byte MEMOIZE each), never describe a state dict.
+  void memo_put(uint64_t key) {
+    if (memo_.size() >= kMaxObjects && !memo_.contains(key))
+      fail("memoizes more than " + std::to_string(kMaxObjects) + " values: not a state dict of tensors");
+    memo_[key] = top();
+  }
   void memo_get(uint64_t key) {
     auto it = memo_.find(key);
     if (it == memo_.end()) fail("memo key " + std::to_string(key) + " read before it was written");

@@ -1,6 +1,7 @@
 #include "models/torch_source.hpp"
 
 #include <map>
+#include <mutex>
 
 #include "engine/error.hpp"
 #include "models/torch_pickle.hpp"
@@ -29,6 +30,7 @@ class TorchSource : public MappedTensorSource {
       throw InputError(zip_.path() + ": a big-endian torch.save file is not supported");
     std::span<const std::byte> pickle;
     zip_.find(pkl, pickle);
+    zip_.check_crc(pkl);
     for (auto& [name, ref] : read_state_dict_pickle(zip_.path(), pickle)) add(prefix, name, ref);
   }
   const std::string& path() const override { return zip_.path(); }
@@ -37,7 +39,11 @@ class TorchSource : public MappedTensorSource {
     if (t && !t->supported && why_.count(t->name)) throw InputError(path() + ": tensor '" + t->name + "' " + why_.at(t->name));
     return TensorSource::get(name);
   }
+  // A storage's bytes are checked against their CRC-32 when a tensor of it is first read
+  // (here, not at open: reading a model's gigabytes twice would double the load).
   std::span<const std::byte> data(const TensorInfo& t) const override {
+    const std::string& entry = storage_of_.at(t.name);
+    std::call_once(checked_.at(entry), [&] { zip_.check_crc(entry); });
     return zip_.bytes().subspan(t.begin, t.end - t.begin);
   }
 
@@ -69,10 +75,14 @@ class TorchSource : public MappedTensorSource {
     t.dtype = r.dtype == "F16" ? DType::F16 : r.dtype == "BF16" ? DType::BF16 : DType::F32;
     if (!contiguous) why_[name] = "is a non-contiguous view (save tensor.contiguous() instead)";
     if (!infos_.emplace(name, std::move(t)).second) bad("appears twice in the state dict");
+    storage_of_[name] = prefix + "data/" + r.storage_key;
+    checked_.try_emplace(prefix + "data/" + r.storage_key);
   }
 
   ZipArchive zip_;
   std::map<std::string, std::string> why_;  // why a tensor of a loadable dtype cannot load
+  std::map<std::string, std::string> storage_of_;    // tensor name -> its storage entry
+  mutable std::map<std::string, std::once_flag> checked_;  // storage entry -> its CRC checked
 };
 
 }  // namespace

@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -65,7 +68,7 @@ class ZipReader {
   // One central directory entry at `p` (the directory ends at `end`); returns the next.
   uint64_t central_entry(uint64_t p, uint64_t end) {
     if (p + 46 > end || u32(p) != kCentral) fail("bad zip central directory entry at byte " + std::to_string(p));
-    const uint64_t flags = u16(p + 8), method = u16(p + 10);
+    const uint64_t flags = u16(p + 8), method = u16(p + 10), crc = u32(p + 16);
     uint64_t csize = u32(p + 20), usize = u32(p + 24), local = u32(p + 42);
     const uint64_t name_len = u16(p + 28), extra_len = u16(p + 30), comment_len = u16(p + 32);
     need(p + 46, name_len + extra_len + comment_len);
@@ -95,9 +98,14 @@ class ZipReader {
     if (csize != usize) fail("entry '" + name + "': stored sizes differ");
     need(local, 30);
     if (u32(local) != kLocal) fail("entry '" + name + "': no local header where the directory says");
-    const uint64_t data = local + 30 + u16(local + 26) + u16(local + 28);
+    const uint64_t local_name = u16(local + 26);
+    need(local + 30, local_name);
+    if (std::string_view(reinterpret_cast<const char*>(b_.data() + local + 30), local_name) != name)
+      fail("entry '" + name + "': its local header names another entry");
+    const uint64_t data = local + 30 + local_name + u16(local + 28);
     need(data, usize);
     if (!z_.entries_.emplace(name, b_.subspan(data, usize)).second) fail("entry '" + name + "' appears twice");
+    z_.crcs_.emplace(name, static_cast<uint32_t>(crc));
     return p + 46 + name_len + extra_len + comment_len;
   }
 
@@ -129,6 +137,21 @@ ZipArchive ZipArchive::open(const std::string& path) {
   ZipArchive z = parse(path, {static_cast<const std::byte*>(p), size});
   z.mapping_ = std::move(mapping);
   return z;
+}
+
+void ZipArchive::check_crc(std::string_view name) const {
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  return;  // a fuzzer's mutations would almost all stop here, short of the parsers behind it
+#endif
+  const std::span<const std::byte> bytes = entries_.find(name)->second;
+  uLong crc = crc32(0, nullptr, 0);
+  // zlib takes a uInt length: pieces of 1 GiB.
+  for (size_t at = 0; at < bytes.size(); at += size_t(1) << 30) {
+    const size_t n = std::min(bytes.size() - at, size_t(1) << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), static_cast<uInt>(n));
+  }
+  if (crc != crcs_.find(name)->second)
+    throw InputError(path_ + ": entry '" + std::string(name) + "' fails its CRC-32 check: the file is damaged");
 }
 
 bool ZipArchive::find(std::string_view name, std::span<const std::byte>& out) const {

@@ -1,7 +1,8 @@
 // A read-only view of a zip archive of stored (uncompressed) entries, as torch.save
 // writes them (PyTorch >= 1.6): the central directory (zip64 included) is read and every
-// entry's local header checked, so each entry is a byte range inside the mapped file. A
-// compressed entry, a truncated archive or offsets that leave the file are InputErrors.
+// entry's local header checked (its name the directory's), so each entry is a byte range
+// inside the mapped file. A compressed entry, a truncated archive, offsets that leave the
+// file and an entry whose bytes fail their CRC-32 (check_crc) are InputErrors.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,9 @@ class ZipArchive {
   const std::string& path() const { return path_; }
   // The entry's bytes, or an empty optional-like nullptr span and false when absent.
   bool find(std::string_view name, std::span<const std::byte>& out) const;
+  // Throws an InputError naming the entry when its bytes do not have the CRC-32 the
+  // directory gives (a damaged file): reads them all, so callers check what they use.
+  void check_crc(std::string_view name) const;
   // Its entries' names and byte ranges.
   const std::map<std::string, std::span<const std::byte>, std::less<>>& entries() const { return entries_; }
   // Offset of a span inside the mapping (for tensors' byte ranges).
@@ -33,6 +37,7 @@ class ZipArchive {
   std::shared_ptr<const void> mapping_;
   std::span<const std::byte> bytes_;
   std::map<std::string, std::span<const std::byte>, std::less<>> entries_;
+  std::map<std::string, uint32_t, std::less<>> crcs_;
   friend class ZipReader;
 };
 

@@ -3,8 +3,9 @@
 // bad-input matrix (tests/support/cli_matrix.hpp): NaN and infinite values (in an f32
 // vector, an f32 matrix, an F16 GGUF matrix and a Q8_0 block scale), a layer past the
 // model's count at any index, a GGUF bias in some layers only, a shape of more dimensions
-// than any tensor has, a pickle that makes objects without end, an empty file as --model,
-// and `serve` with a tokenizer that is not the model's; and weights past Q8_0's range, which
+// than any tensor has, a pickle that makes objects or memo entries without end, a torch.save
+// zip whose bytes are damaged, an empty file as --model, and `serve` with a tokenizer that
+// is not the model's; and weights past Q8_0's range, which
 // load clamped with one warning. Unchecked, the first four would run with exit status 0 and
 // give NaN logits, a shallower model, or a layer's bias unused.
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "models/gguf_file.hpp"
 #include "models/npy.hpp"
 #include "models/torch_pickle.hpp"
+#include "models/zip_archive.hpp"
 #include "tests/support/cli_matrix.hpp"
 
 using namespace gptvk::test::matrix;
@@ -133,6 +135,13 @@ BOOST_AUTO_TEST_CASE(a_bias_in_some_layers_only) {
         {1, {"tensor 'blk.1.ffn_down.bias' not found, but 'blk.0.ffn_down.bias' is"}});
 }
 
+// A gpt2 tokenizer without its merges would make every byte a token: refused, as llama.cpp
+// refuses it.
+BOOST_AUTO_TEST_CASE(a_gguf_tokenizer_without_merges) {
+  check(forward_gguf("small-F16.gguf", [](std::string& b) { rename_all(b, "tokenizer.ggml.merges", "tokenizer.ggml.mergez"); }),
+        {1, {"bad.gguf: missing metadata key tokenizer.ggml.merges"}});
+}
+
 // A 9-dimensional shape of ones (one element, consistent with its offsets): refused while
 // the header streams, before millions of such dimensions could fill memory and the message.
 BOOST_AUTO_TEST_CASE(shapes_of_more_than_eight_dimensions) {
@@ -154,6 +163,41 @@ BOOST_AUTO_TEST_CASE(a_pickle_that_makes_objects_without_end) {
                           BOOST_TEST_INFO(e.what());
                           return std::string(e.what()).find("bomb.pt: data.pkl: makes more than 262144 objects") == 0;
                         });
+}
+
+// MEMOIZE over and over files one value per byte: the memo is held to the objects' cap.
+BOOST_AUTO_TEST_CASE(a_pickle_that_memoizes_without_end) {
+  std::string pickle = "\x80\x04}" + std::string(300000, '\x94') + ".";
+  const auto bytes = std::as_bytes(std::span(pickle.data(), pickle.size()));
+  BOOST_CHECK_EXCEPTION(gptvk::read_state_dict_pickle("memo.pt", bytes), gptvk::InputError,
+                        [](const gptvk::InputError& e) {
+                          BOOST_TEST_INFO(e.what());
+                          return std::string(e.what()).find("memo.pt: data.pkl: memoizes more than 262144") == 0;
+                        });
+}
+
+// A torch.save zip whose stored bytes are damaged: one bit of a storage (its CRC-32 no longer
+// matches), or a local header naming another entry (the directory's offsets then point into
+// the wrong bytes). Both would otherwise load and run with exit status 0.
+BOOST_AUTO_TEST_CASE(a_damaged_torch_zip) {
+  const fs::path torch = kSource / "tests/fixtures/formats/torch";
+  const std::string good = read_text(torch / "gpt2_f16.pt");
+  auto forward = [&](const std::string& bytes) {
+    write_text(dir / "bad.pt", bytes);
+    return run_cli({"forward", "--config", (torch / "gpt2_f16.toml").string(), "--weights", (dir / "bad.pt").string(),
+                    "--ids", "1,2", "--out", (dir / "out.npy").string()});
+  };
+  const auto span = std::as_bytes(std::span(good.data(), good.size()));
+  const gptvk::ZipArchive zip = gptvk::ZipArchive::parse("gpt2_f16.pt", span);
+  std::span<const std::byte> storage;
+  BOOST_REQUIRE(zip.find("gpt2_f16/data/0", storage) && storage.size() > 100);
+  std::string flipped = good;
+  flipped[zip.offset_of(storage) + 100] ^= 0x40;
+  check(forward(flipped), {1, {"bad.pt: entry 'gpt2_f16/data/0' fails its CRC-32 check: the file is damaged"}});
+  std::string renamed = good;
+  const size_t local_name = renamed.find("gpt2_f16/data/0");  // local headers come before the directory
+  renamed[local_name + 14] = '9';
+  check(forward(renamed), {1, {"bad.pt: entry 'gpt2_f16/data/0': its local header names another entry"}});
 }
 
 BOOST_AUTO_TEST_CASE(an_empty_or_short_file_as_model) {

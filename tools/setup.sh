@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config
   libvulkan-dev glslang-tools spirv-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
-  libtomlplusplus-dev libboost-test-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev libcpp-httplib-dev
+  libtomlplusplus-dev libboost-test-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev zlib1g-dev libcpp-httplib-dev
 )
 missing=()
 for p in "${packages[@]}"; do
