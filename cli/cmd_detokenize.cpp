@@ -9,7 +9,6 @@
 #include "cli/generate_io.hpp"
 #include "cli/model_session.hpp"
 #include "cli/output.hpp"
-#include "engine/error.hpp"
 #include "models/tokenizer/id_list.hpp"
 #include "models/tokenizer/tokenizer.hpp"
 

@@ -8,12 +8,10 @@
 #include "cli/commands.hpp"
 #include "cli/generate_io.hpp"
 #include "cli/interrupt.hpp"
-#include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/progress.hpp"
 #include "cli/output.hpp"
-#include "engine/error.hpp"
 #include "models/perplexity.hpp"
 
 namespace gptvk::cli {

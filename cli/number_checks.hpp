@@ -13,9 +13,8 @@
 namespace gptvk::cli {
 
 // A whole number in [lo, hi], in decimal digits; `s` becomes its plain decimal form. CLI11
-// reads integers in C's base 0 ("010" is 8, "0x10" 16), which the flags then took in place
-// of what was written: "010" is 10 here, as --seed and --device read it, and "0x10" no
-// number.
+// reads integers in C's base 0 ("010" is 8, "0x10" 16); here "010" is 10, as --seed and
+// --device read it, and "0x10" no number.
 inline CLI::Validator whole_number_in(int64_t lo, int64_t hi) {
   return CLI::Validator(
       [lo, hi](std::string& s) -> std::string {

@@ -59,13 +59,16 @@ namespace {
 
 // The decode mat-vec ops::auto_kernel picks for K inputs in f16, where the weights and x
 // have texel views when the device can make them.
-std::string decode_matvec(const vk::Context& ctx, const ExecutionPlan& plan, uint32_t K) {
-  if (!plan.cpu_kernels) return "matvec (256 invocations, subgroup or shared-memory sums)";
-  if (!ctx.caps().texel_uvec4) return "matvec (storage loads)";
-  if (!ops::row_matvec_supported(ctx)) return "matvec_texel (split-K over texel fetches)";
-  if (ctx.caps().column_split_matvec && ops::column_split_fits(ctx, K, DType::F16))
-    return "matvec_cols (lanes split each row's columns)";
-  return "matvec_rows_held (rows per invocation, x held)";
+std::string decode_matvec(const vk::Context& ctx, uint32_t K) {
+  const bool texel = ctx.caps().texel_uvec4;
+  switch (ops::decode_kernel(ctx, K, DType::F16, texel, texel)) {
+    case ops::LinearKernel::MatVecTexel: return "matvec_texel (split-K over texel fetches)";
+    case ops::LinearKernel::MatVecCols: return "matvec_cols (lanes split each row's columns)";
+    case ops::LinearKernel::MatVecRowsHeld: return "matvec_rows_held (rows per invocation, x held)";
+    case ops::LinearKernel::MatVecRows: return "matvec_rows (rows per invocation)";
+    default:
+      return ctx.cpu_kernels() ? "matvec (storage loads)" : "matvec (256 invocations, subgroup or shared-memory sums)";
+  }
 }
 
 std::string attention_kernel_name(const ops::AttentionKernel& k) {
@@ -83,7 +86,7 @@ std::string describe_plan(const vk::Context& ctx, const PlanModel& model) {
   const ops::AttentionShape& shape = model.attention;
   std::ostringstream s;
   s << "plan: " << (plan.cpu_kernels ? "a CPU device's kernels" : "a GPU's kernels") << "\n";
-  s << "  decode products: " << decode_matvec(ctx, plan, shape.n_heads * shape.head_dim) << "\n";
+  s << "  decode products: " << decode_matvec(ctx, shape.n_heads * shape.head_dim) << "\n";
   s << "  prompt products: "
     << (plan.cpu_kernels ? "gemm register tiles (the wide tile from " + std::to_string(ops::kWideTileMinTokens) +
                                " tokens, and for 16-bit weights in chunks of whole " +

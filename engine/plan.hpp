@@ -1,9 +1,10 @@
-// The execution plan: every choice of kernels and fusions that depends on the device class
-// (a CPU implementation such as lavapipe, or a GPU), made once from the device and the
-// model's shape, so that the model's graph builder (models/gpt_graph.cpp) reads as the
-// transformer and asks the plan where the device matters. The ops still pick their own
-// launch shapes (workgroup sizes, tiles) from the device's caps; the plan decides which
-// products and fusions a step has. `gpt-vk devices -v` prints it.
+// The execution plan: what a step does differently by device class (a CPU implementation
+// such as lavapipe, or a GPU), decided once from the device and the model's shape, so that
+// the model's graph builder (models/gpt_graph.cpp) reads as the transformer and asks the
+// plan where the device matters: which fusions and attention paths a step takes, and the
+// kernels of its batched and last-row products. For one product alone an op picks its own
+// kernel from the device's caps (ops::auto_kernel, ops::attention_kernel), as it picks its
+// launch shapes; `gpt-vk devices -v` prints both the plan and those picks.
 #pragma once
 #include <cstdint>
 #include <string>

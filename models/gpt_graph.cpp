@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "engine/error.hpp"
 #include "engine/ops/attention.hpp"
 #include "engine/ops/attention_coopmat.hpp"
 #include "engine/ops/copy_rows.hpp"

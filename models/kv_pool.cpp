@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/ops/attention.hpp"
+#include "engine/ops/attention_shape.hpp"
 #include "engine/vk/context.hpp"
 
 namespace gptvk {

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "server/http_strict.hpp"
+
 namespace gptvk::server {
 
 namespace {

@@ -24,7 +24,6 @@
 #include <mutex>
 
 #include "server/head_gate.hpp"
-#include "server/http_strict.hpp"
 #include "server/worker_pool.hpp"
 
 namespace gptvk::server {

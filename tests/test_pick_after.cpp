@@ -38,6 +38,65 @@ struct Case {
   bool bias;
 };
 
+// One pick through `kernel` (N rows of K inputs) checked over two runs of its graph;
+// whether the kernel picked (only the row mat-vec does, where `rows_kernel`).
+bool check_pick(vk::Context& ctx, const std::string& what, uint32_t N, uint32_t K, LinearKernel kernel,
+                const Case& c, bool rows_kernel) {
+  auto x = test::random_floats(K, K + 1);
+  auto w = test::random_floats(size_t(N) * K, K + 2, -0.5f, 0.5f);
+  // A winner row is sign(x): its dot product, sum |x|, beats every row with |w| < 1,
+  // and identical rows give identical sums (same f16 weights, same order of adds).
+  for (uint32_t row : c.winners)
+    for (uint32_t k = 0; k < K; ++k) w[size_t(row) * K + k] = x[k] < 0 ? -1.0f : 1.0f;
+  Matrix m = Matrix::create(ctx, DType::F16, N, K, "pick weights");
+  m.write_rows(0, N, w.data(), DType::F32);
+
+  auto dx = test::upload(ctx, x);
+  dx.try_create_texel_view();
+  const auto bias = test::random_floats(N, K + 3);
+  vk::Buffer dbias = test::upload(ctx, bias);
+  const auto want_y = f16_product(x, w, c.bias ? bias : std::vector<float>{}, N, K);
+  vk::Buffer dy(ctx, uint64_t(N) * 4, vk::Memory::Device, "logits");
+  vk::Buffer ids(ctx, 4, vk::Memory::Host, "ids");
+  vk::Buffer step(ctx, sizeof(StepState), vk::Memory::Host, "step");
+  vk::Buffer partials(ctx, ops::pick_partials_bytes(N), vk::Memory::Device, "partials");
+  vk::Buffer counter(ctx, 4, vk::Memory::Device, "counter");
+  counter.fill_zero();
+  const StepState start{5, 9, {0, 0}};
+  step.upload(&start, sizeof start);
+  const uint32_t none = 0xFFFFFFFFu;
+  ids.upload(&none, 4);
+
+  const ops::PickAfter pick{whole(ids), whole(step), whole(partials), whole(counter)};
+  Graph g(ctx);
+  const bool picked = ops::linear_with(g, whole(dx), m, c.bias ? whole(dbias) : View{}, whole(dy), 1,
+                                       {.kernel = kernel, .name = "lm_head", .pick_after = &pick});
+  // Only the row mat-vec (CPU devices) picks; GPU kernels leave it to the sampler.
+  BOOST_TEST(picked == rows_kernel, what);
+  if (!picked) return false;
+  g.record();
+  for (uint32_t run = 1; run <= 2; ++run) {
+    g.run();
+    const auto y = test::download(dy, N);
+    uint32_t got = 0;
+    ids.download(&got, 4);
+    StepState s{};
+    step.download(&s, sizeof s);
+    // f32 sums of f16 weights against double sums of the same weights.
+    BOOST_TEST(test::max_rel_error(y, want_y) <= 1e-4, what << " run " << run << ": logits");
+    const uint32_t want = first_argmax(y);
+    BOOST_TEST(got == want, what << " run " << run);
+    if (!c.winners.empty())
+      BOOST_TEST(want == *std::min_element(c.winners.begin(), c.winners.end()), what << ": tie setup");
+    BOOST_TEST(s.pos == start.pos + run, what);
+    BOOST_TEST(s.rng_step == start.rng_step + run, what);
+  }
+  uint32_t left = 1;
+  counter.download(&left, 4);
+  BOOST_TEST(left == 0u, what << ": the counter is back at 0");
+  return true;
+}
+
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(pick_after, test::NoValidationMessages)
@@ -65,61 +124,9 @@ BOOST_AUTO_TEST_CASE(picks_the_lowest_index_of_the_largest_output) {
         if (kernel != LinearKernel::Auto && !rows_ok) continue;
         const bool rows_kernel = rows_ok && (kernel != LinearKernel::Auto || ctx->cpu_kernels());
         for (const Case& c : cases) {
-          auto x = test::random_floats(K, K + 1);
-          auto w = test::random_floats(size_t(N) * K, K + 2, -0.5f, 0.5f);
-          // A winner row is sign(x): its dot product, sum |x|, beats every row with |w| < 1,
-          // and identical rows give identical sums (same f16 weights, same order of adds).
-          for (uint32_t row : c.winners)
-            for (uint32_t k = 0; k < K; ++k) w[size_t(row) * K + k] = x[k] < 0 ? -1.0f : 1.0f;
-          Matrix m = Matrix::create(*ctx, DType::F16, N, K, "pick weights");
-          m.write_rows(0, N, w.data(), DType::F32);
-
-          auto dx = test::upload(*ctx, x);
-          dx.try_create_texel_view();
-          const auto bias = test::random_floats(N, K + 3);
-          vk::Buffer dbias = test::upload(*ctx, bias);
-          const auto want_y = f16_product(x, w, c.bias ? bias : std::vector<float>{}, N, K);
-          vk::Buffer dy(*ctx, uint64_t(N) * 4, vk::Memory::Device, "logits");
-          vk::Buffer ids(*ctx, 4, vk::Memory::Host, "ids");
-          vk::Buffer step(*ctx, sizeof(StepState), vk::Memory::Host, "step");
-          vk::Buffer partials(*ctx, ops::pick_partials_bytes(N), vk::Memory::Device, "partials");
-          vk::Buffer counter(*ctx, 4, vk::Memory::Device, "counter");
-          counter.fill_zero();
-          const StepState start{5, 9, {0, 0}};
-          step.upload(&start, sizeof start);
-          const uint32_t none = 0xFFFFFFFFu;
-          ids.upload(&none, 4);
-
-          const ops::PickAfter pick{whole(ids), whole(step), whole(partials), whole(counter)};
-          Graph g(*ctx);
-          const bool picked = ops::linear_with(g, whole(dx), m, c.bias ? whole(dbias) : View{}, whole(dy), 1,
-                                               {.kernel = kernel, .name = "lm_head", .pick_after = &pick});
           const std::string what = label + " K=" + std::to_string(K) + " kernel " +
                                    std::to_string(static_cast<int>(kernel)) + ": " + c.what;
-          // Only the row mat-vec (CPU devices) picks; GPU kernels leave it to the sampler.
-          BOOST_TEST(picked == rows_kernel, what);
-          if (!picked) continue;
-          ++picks_checked;
-          g.record();
-          for (uint32_t run = 1; run <= 2; ++run) {
-            g.run();
-            const auto y = test::download(dy, N);
-            uint32_t got = 0;
-            ids.download(&got, 4);
-            StepState s{};
-            step.download(&s, sizeof s);
-            // f32 sums of f16 weights against double sums of the same weights.
-            BOOST_TEST(test::max_rel_error(y, want_y) <= 1e-4, what << " run " << run << ": logits");
-            const uint32_t want = first_argmax(y);
-            BOOST_TEST(got == want, what << " run " << run);
-            if (!c.winners.empty())
-              BOOST_TEST(want == *std::min_element(c.winners.begin(), c.winners.end()), what << ": tie setup");
-            BOOST_TEST(s.pos == start.pos + run, what);
-            BOOST_TEST(s.rng_step == start.rng_step + run, what);
-          }
-          uint32_t left = 1;
-          counter.download(&left, 4);
-          BOOST_TEST(left == 0u, what << ": the counter is back at 0");
+          picks_checked += check_pick(*ctx, what, N, K, kernel, c, rows_kernel);
         }
       }
     }

@@ -133,6 +133,9 @@ constexpr uint32_t kWideTileMinTokens = 64;
 // rows of a chunk again through the kernel of the whole chunk reuses that pipeline instead
 // of compiling another (lavapipe compiles each at its first dispatch).
 LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x);
+// Its choice for one token (T = 1) of K inputs over weights of `dtype`, given whether W and
+// x can be read through texel views (also what `gpt-vk devices -v` reports).
+LinearKernel decode_kernel(const vk::Context& ctx, uint32_t K, DType dtype, bool w_texel, bool x_texel);
 
 // Whether the device runs MatVecRows at all: subgroup shuffles on workgroups of one
 // subgroup of 4-16 lanes (CPU devices' SIMD vectors; a GPU's 32 or 64 lanes are not).

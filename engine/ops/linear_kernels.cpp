@@ -276,18 +276,18 @@ bool x_texel_ok(View x, uint32_t K) {
 
 }  // namespace
 
-LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x) {
-  const uint32_t K = W.cols;
-  const bool w_texel = W.has_texel_views(), x_texel = x_texel_ok(x, K);
+LinearKernel decode_kernel(const vk::Context& ctx, uint32_t K, DType dtype, bool w_texel, bool x_texel) {
+  if (!ctx.cpu_kernels()) return LinearKernel::MatVec;
   // CPU devices read through texel views where they can: decode with rows per invocation
   // (both views), else the split-K texel mat-vec (W's view only, still faster than
   // storage loads).
-  if (T == 1 && ctx.cpu_kernels())
-    return !(w_texel && x_texel && one_subgroup_shuffles(ctx)) ? (w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec)
-           : ctx.caps().column_split_matvec && column_split_fits(ctx, K, W.dtype) ? LinearKernel::MatVecCols
-           : held_x_fits(K, W.dtype)                                            ? LinearKernel::MatVecRowsHeld
-                                                                                 : LinearKernel::MatVecRows;
-  if (T == 1) return LinearKernel::MatVec;
+  if (!(w_texel && x_texel && one_subgroup_shuffles(ctx))) return w_texel ? LinearKernel::MatVecTexel : LinearKernel::MatVec;
+  if (ctx.caps().column_split_matvec && column_split_fits(ctx, K, dtype)) return LinearKernel::MatVecCols;
+  return held_x_fits(K, dtype) ? LinearKernel::MatVecRowsHeld : LinearKernel::MatVecRows;
+}
+
+LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, View x) {
+  if (T == 1) return decode_kernel(ctx, W.cols, W.dtype, W.has_texel_views(), x_texel_ok(x, W.cols));
   if (!ctx.cpu_kernels())
     return coopmat_available(ctx, W) && coopmat_tiles(ctx, T) ? LinearKernel::GemmCoopMat : LinearKernel::GemmTiled;
   // The wide tile takes 2 tokens per lane (gemm_registers): 16-bit weights' chunks that it

@@ -442,7 +442,6 @@ void Context::read_caps(const ForcedLimits& forced) {
   // What we enable is decided before forcing, so a forced fallback still runs on a fully enabled device.
   enable_16bit_storage_ = caps_.fp16_storage;
   enable_fp16_ = caps_.fp16_arithmetic;
-  enable_subgroup_ops_ = caps_.subgroup_arithmetic;
   // The cooperative-matrix GEMM also needs f16 arithmetic and subgroups; what is enabled
   // for it follows the device, like the rest, and forcing only hides it from the ops.
   if (caps_.fp16_arithmetic && caps_.subgroup_arithmetic)

@@ -160,7 +160,7 @@ class Context {
   Caps caps_;
   DeviceInfo info_;
   bool cpu_kernels_ = false;
-  bool enable_fp16_ = false, enable_16bit_storage_ = false, enable_subgroup_ops_ = false;
+  bool enable_fp16_ = false, enable_16bit_storage_ = false;
   CoopMatSupport enabled_coopmat_;
   std::atomic<uint64_t> validation_messages_{0};
   std::string last_validation_message_;

@@ -4,8 +4,7 @@
 // keeps an online-softmax stream per query; the streams merge once at the end by subgroup
 // arithmetic. Contiguous runs make each invocation's reads of the (head-major) caches one
 // sequential stream the CPU's prefetchers follow, where taking keys in turn (j = lane,
-// + WG, ...) interleaves the lanes' reads and was slower (bench/PERFORMANCE.md, "What
-// limits it").
+// + WG, ...) would interleave the lanes' reads (bench/PERFORMANCE.md, "What limits it").
 //   - Keys and values are fetched through uvec4 texel views of qkv and the caches
 //     (bindings 5-7, first texel of each in the push constants): lavapipe vectorises a
 //     texel fetch across the lanes, where a storage load is a loop over them. An f16
@@ -14,10 +13,10 @@
 //     is used by all of them, so a prefill fetches each key a QB-th as often. (Decode: QB=1.)
 //   - Every index into the private arrays is a constant after unrolling (the query index
 //     by the Q() macros below): on lavapipe an array indexed by a loop variable the compiler
-//     keeps moves to per-lane scratch memory, which doubled the attention time. The loops
-//     over the head say [[unroll]]: Mesa's own limit left the f16 caches' loop over this
-//     step's keys (rounded element by element) rolled, which made the step 1.4-2.7x slower
-//     and took ~50 s to compile at head dim 128.
+//     keeps moves to per-lane scratch memory, at about twice the attention time. The loops
+//     over the head say [[unroll]]: Mesa's own limit would leave the f16 caches' loop over
+//     this step's keys (rounded element by element) rolled, a step 1.4-2.7x slower and a
+//     compile of ~50 s at head dim 128.
 // Writes (the appended rows, the output) go through the storage bindings.
 
 layout(binding = 5) uniform utextureBuffer qkv_tex;

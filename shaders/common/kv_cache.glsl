@@ -28,8 +28,8 @@ vec4 kv_decode(uvec2 u) { return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
 // appending kernels' KV_ROUND kept this step's keys unrounded while the cache held them
 // rounded (f16-cache attention off by up to 4e-3 of its largest output on an H100).
 // Four at once, without branches (selects): the appending kernels round every element of
-// this step's keys and values, and as straight-line code that took lavapipe's compile of the
-// CPU devices' f16 decode attention at head dim 128 from 7.4 to 5.2 s.
+// this step's keys and values, and lavapipe compiles straight-line code faster (the CPU
+// devices' f16 decode attention at head dim 128 compiles in about two thirds of the time).
 uvec4 kv_f16_bits(vec4 f) {
   uvec4 x = floatBitsToUint(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
   // |f| < 2^-14: an f16 subnormal, in 2^-24 steps.

@@ -5,8 +5,8 @@
 // wrow; with COLS_BATCH, row_parts(wrow, lane, acc), that part for each of NB held tokens.
 // The sum over the subgroup, in every lane: a shuffle with a lane-dependent index is one
 // permute on lavapipe, where subgroupAdd is a loop over the lanes. A constant trip count
-// makes the loop unroll (with `m <<= 1` as the step it stayed a loop, ~13 instructions a
-// step, and decode was slower).
+// makes the loop unroll (with `m <<= 1` as the step it stays a loop, ~13 instructions a
+// step).
 float lanes_sum(float v, uint lane) {
   [[unroll]] for (uint i = 0u; i < 6u; ++i)
     if ((1u << i) < LOCAL) v += subgroupShuffle(v, lane ^ (1u << i));
