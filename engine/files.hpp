@@ -67,7 +67,7 @@ void write_output(const std::string& path, std::initializer_list<std::string_vie
 void check_output(const std::string& path, const std::string& prefix);
 
 // Largest inputs of each kind; far above any real file, low enough to fail fast.
-constexpr uint64_t kMaxConfigBytes = 1ull << 20;      // a TOML config
+constexpr uint64_t kMaxConfigBytes = 1ull << 20;      // a TOML config, a snapshot's JSON files
 constexpr uint64_t kMaxTokenizerBytes = 64ull << 20;  // vocab.json / merges.txt (GPT-2: 1 MB, 0.5 MB)
 constexpr uint64_t kMaxTextBytes = 1ull << 30;        // a text to tokenize or score
 

@@ -40,8 +40,6 @@ class TableReader {
   TableReader(const std::string& file, const std::string& prefix, const toml::table* table)
       : file_(file), prefix_(prefix), table_(table) {}
 
-  bool present() const { return table_ != nullptr; }
-
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
     throw InputError(where(key) + ": " + prefix_ + "." + key + ": " + what);
   }

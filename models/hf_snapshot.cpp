@@ -83,7 +83,7 @@ std::unique_ptr<TensorSource> open_weights_file(const fs::path& p) {
 
 json read_json(const std::string& path) {
   try {
-    return json::parse(tokenizer::read_file_bytes(path));
+    return json::parse(tokenizer::read_file_bytes(path, files::kMaxConfigBytes));
   } catch (const json::exception& e) {
     throw InputError(path + ": malformed JSON: " + e.what());
   }

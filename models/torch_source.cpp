@@ -87,14 +87,6 @@ class TorchSource : public MappedTensorSource {
 
 }  // namespace
 
-bool is_torch_zip(const std::string& path) {
-  try {
-    return !pickle_entry(ZipArchive::open(path)).empty();
-  } catch (const InputError&) {
-    return false;
-  }
-}
-
 std::unique_ptr<TensorSource> open_torch_source(const std::string& path) {
   return std::make_unique<TorchSource>(ZipArchive::open(path));
 }

@@ -9,9 +9,6 @@
 
 namespace gptvk {
 
-// A zip archive with a top-level <name>/data.pkl (cheap: reads the directory only).
-bool is_torch_zip(const std::string& path);
-
 std::unique_ptr<TensorSource> open_torch_source(const std::string& path);
 
 }  // namespace gptvk

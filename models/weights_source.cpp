@@ -120,7 +120,6 @@ std::string guess_kind(const std::string& s) {
     return "a pickle: a torch.save file from PyTorch before 1.6 or with _use_new_zipfile_serialization=False; "
            "re-save it with a newer PyTorch, or as safetensors";
   if (starts("lmgg") || starts("tjgg") || starts("fmgg")) return "a pre-GGUF GGML file: convert it to GGUF";
-  if (starts("PK\x03\x04")) return "a zip archive without a torch data.pkl";
   if (starts("\x89HDF")) return "an HDF5 file (Keras/TensorFlow weights)";
   if (starts("\x93NUMPY")) return "a NumPy .npy array";
   if (starts("version https://git-lfs")) return "a Git LFS pointer, not the file itself: run git lfs pull";

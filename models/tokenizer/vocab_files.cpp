@@ -232,8 +232,6 @@ std::string read_file_bytes(const std::string& path, uint64_t max_bytes) {
   return files::read_regular(path, "cannot read " + path + ": ", max_bytes);
 }
 
-std::vector<std::string> read_vocab(const std::string& path) { return parse_vocab(path, read_file_bytes(path)); }
-
 Spelling vocab_spelling(std::string_view vocab_json) {
   const bool word_ends = vocab_json.find("</w>\"") != std::string_view::npos;
   const bool byte_space = vocab_json.find("\"\xC4\xA0\"") != std::string_view::npos ||
@@ -243,10 +241,6 @@ Spelling vocab_spelling(std::string_view vocab_json) {
 
 std::vector<std::string> parse_vocab(const std::string& path, std::string_view text, Spelling spelling) {
   return VocabReader(path, text, spelling).read();
-}
-
-std::vector<Merge> read_merges(const std::string& path, const std::unordered_map<std::string, uint32_t>& ids) {
-  return parse_merges(path, read_file_bytes(path), ids);
 }
 
 std::vector<Merge> parse_merges(const std::string& path, std::string_view text,

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/files.hpp"
+
 namespace gptvk::tokenizer {
 
 enum class Spelling {
@@ -23,29 +25,23 @@ enum class Spelling {
 // decided from the vocabulary's JSON text before it is parsed.
 Spelling vocab_spelling(std::string_view vocab_json);
 
-// The vocabulary: a JSON object {"token": id, ...} whose ids are exactly 0..N-1.
-// Returns the tokens' bytes indexed by id.
-std::vector<std::string> read_vocab(const std::string& path);
-
 struct Merge {
   uint32_t left, right, merged;  // token ids; the merge's rank is its index in the list
 };
 
-// The merges, one "LEFT RIGHT" pair a line in rank order (an optional "#version" first
-// line and blank lines are skipped). Both halves and their concatenation must be tokens
-// of the vocabulary (`ids`: token bytes -> id); a pair listed twice is an error.
-std::vector<Merge> read_merges(const std::string& path, const std::unordered_map<std::string, uint32_t>& ids);
-
-// The same readers over text held in memory (a GGUF file's tokenizer); `path` names it
-// in errors.
+// The vocabulary's text (vocab.json, or a GGUF file's tokens as one): a JSON object
+// {"token": id, ...} whose ids are exactly 0..N-1. Returns the tokens' bytes indexed by id;
+// `path` names the source in errors.
 std::vector<std::string> parse_vocab(const std::string& path, std::string_view text,
                                      Spelling spelling = Spelling::ByteAlphabet);
+// The merges' text, one "LEFT RIGHT" pair a line in rank order (an optional "#version"
+// first line and blank lines are skipped). Both halves and their concatenation must be
+// tokens of the vocabulary (`ids`: token bytes -> id); a pair listed twice is an error.
 std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
                                 const std::unordered_map<std::string, uint32_t>& ids,
                                 Spelling spelling = Spelling::ByteAlphabet);
 
-// The whole of a regular file of at most `max_bytes` (default: the tokenizer files' limit),
-// or InputError "cannot read PATH: reason".
-std::string read_file_bytes(const std::string& path, uint64_t max_bytes = 64ull << 20);
+// The whole of a regular file of at most `max_bytes`, or InputError "cannot read PATH: reason".
+std::string read_file_bytes(const std::string& path, uint64_t max_bytes = files::kMaxTokenizerBytes);
 
 }  // namespace gptvk::tokenizer
