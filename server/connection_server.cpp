@@ -25,7 +25,8 @@ using Clock = std::chrono::steady_clock;
 
 // Set by the stream of the connection this thread serves; handlers run on that thread.
 thread_local RequestCut t_cut = RequestCut::none;
-thread_local std::string t_cut_reason;  // why the request is malformed
+thread_local std::string t_cut_reason;  // why the request is malformed or unsupported
+thread_local int t_cut_status = 0;       // an unsupported request's status
 
 // Waits at most `wait` for `events` on `fd`; true when they came (or the socket failed, which
 // the read or write that follows reports).
@@ -219,6 +220,7 @@ void close_after_answer(int fd) {
 
 RequestCut request_cut() { return t_cut; }
 std::string request_cut_reason() { return t_cut_reason; }
+int request_cut_status() { return t_cut_status; }
 
 ConnectionServer::ConnectionServer(RequestLimits limits, size_t workers)
     : limits_(limits), workers_(std::make_unique<WorkerPool>(workers)),
@@ -248,17 +250,22 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
 void ConnectionServer::serve(WaitingConnection c) {
   normalize_request_start(c.bytes);
   // Framing first: the scans below take the head to end at its first CRLF CRLF.
-  const std::optional<std::string> malformed = head_problem(c.bytes);
+  const std::optional<UnsupportedRequest> unsupported = unsupported_request_line(c.bytes);
+  const std::optional<std::string> malformed = unsupported ? std::nullopt : head_problem(c.bytes);
   std::optional<RequestCut> over;
-  if (!malformed) {
+  if (!malformed && !unsupported) {
     drop_range_fields(c.bytes);
     over = line_over_limit(c.bytes, limits_.head_bytes);
   }
   // A request line that never ended: one httplib can read, so that the refusal below is sent.
   if (over == RequestCut::head_too_large) c.bytes = "GET /request-line-too-long HTTP/1.1\r\nHost: -\r\n\r\n";
   ConnectionStream stream(c.fd, limits_, c.bytes, c.deadline);
-  // Answered 400 or 431 by the pre-routing or error handler, which ask request_cut().
-  if (malformed) {
+  // Answered 400, 431, 501 or 505 by the pre-routing or error handler, which ask request_cut().
+  if (unsupported) {
+    t_cut = RequestCut::unsupported;
+    t_cut_status = unsupported->status;
+    t_cut_reason = unsupported->why;
+  } else if (malformed) {
     t_cut = RequestCut::malformed;
     t_cut_reason = *malformed;
   } else if (over) {

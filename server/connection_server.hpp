@@ -40,9 +40,12 @@ struct RequestLimits {
 // framing that server/http_strict.hpp refuses (the error handlers ask, to answer 408, 431
 // or 400 with the reason instead of httplib's plain 400); for `malformed`, the reason.
 // header_line_too_long: one header line is over httplib's 8 KiB.
-enum class RequestCut { none, late, head_too_large, header_line_too_long, body_too_large, malformed };
+// unsupported: a method or HTTP version this server does not speak, answered with
+// request_cut_status() (501 or 505) and the reason.
+enum class RequestCut { none, late, head_too_large, header_line_too_long, body_too_large, malformed, unsupported };
 RequestCut request_cut();
 std::string request_cut_reason();
+int request_cut_status();
 
 class ConnectionServer : public httplib::Server {
  public:

@@ -102,6 +102,9 @@ std::optional<ApiError> cut_short(const ServerOptions& opts) {
       return ApiError(431, "a header line is over 8192 bytes", "", "headers_too_large");
     case RequestCut::body_too_large: return payload_too_large(opts.max_body_bytes);
     case RequestCut::malformed: return ApiError(400, "malformed HTTP request: " + request_cut_reason(), "", "invalid_request");
+    case RequestCut::unsupported:
+      return ApiError(request_cut_status(), request_cut_reason(), "",
+                      request_cut_status() == 501 ? "method_not_implemented" : "http_version_not_supported");
     case RequestCut::none: break;
   }
   return std::nullopt;

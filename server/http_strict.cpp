@@ -61,6 +61,23 @@ std::optional<std::string> field_problem(std::string_view line, int& hosts, bool
 // The methods a route or httplib answers (405 for those no route takes).
 constexpr std::string_view kMethods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"};
 
+std::optional<UnsupportedRequest> unsupported_request_line(std::string_view head) {
+  const size_t end = head.find("\r\n");
+  if (end == std::string_view::npos) return std::nullopt;  // not all in: the limits answer
+  // METHOD SP TARGET SP HTTP/VERSION; a line of another shape is malformed (httplib's 400).
+  const std::string_view line = head.substr(0, end);
+  const size_t first = line.find(' '), last = line.rfind(' ');
+  if (first == std::string_view::npos || first == last) return std::nullopt;
+  const std::string_view method = line.substr(0, first), version = line.substr(last + 1);
+  if (!version.starts_with("HTTP/")) return std::nullopt;
+  if (std::ranges::none_of(kMethods, [&](std::string_view m) { return m == method; }))
+    return UnsupportedRequest{501, "the method '" + std::string(method.substr(0, 32)) + "' is not one this server answers"};
+  if (version != "HTTP/1.1" && version != "HTTP/1.0")
+    return UnsupportedRequest{505, "HTTP version '" + std::string(version.substr(0, 32)) +
+                                       "': this server speaks HTTP/1.0 and HTTP/1.1"};
+  return std::nullopt;
+}
+
 std::optional<std::string> head_problem(std::string_view head) {
   // The head ends at its first empty line, LF alone taken as a line end too (so that such a
   // head is refused rather than waited for): "\n\r\n" (which "\r\n\r\n" holds) or "\n\n".
@@ -73,12 +90,6 @@ std::optional<std::string> head_problem(std::string_view head) {
   const std::vector<std::string_view> lines = crlf_lines(h.substr(0, h.size() - 4));  // less the final CRLF CRLF
   const std::string_view request_line = lines.front();
   const std::string_view version = request_line.substr(request_line.rfind(' ') + 1);
-  // Named here, where httplib's own refusal of them says only "malformed".
-  const std::string_view method = request_line.substr(0, request_line.find(' '));
-  if (std::ranges::none_of(kMethods, [&](std::string_view m) { return m == method; }))
-    return "the method '" + std::string(method.substr(0, 32)) + "' is not one this server answers";
-  if (version != "HTTP/1.1" && version != "HTTP/1.0")
-    return "the version '" + std::string(version.substr(0, 32)) + "' (this server speaks HTTP/1.0 and HTTP/1.1)";
   int hosts = 0;
   bool transfer_encoding = false;
   for (size_t i = 1; i < lines.size(); ++i)

@@ -20,6 +20,15 @@ namespace gptvk::server {
 // the body; nothing past the empty line is looked at.
 std::optional<std::string> head_problem(std::string_view head);
 
+// A request line this server cannot answer however it is framed, which httplib would refuse
+// as a plain 400: a method it does not know (501) or an HTTP version other than 1.0 and 1.1
+// (505), with the reason; nullopt also while the line has not all arrived.
+struct UnsupportedRequest {
+  int status;
+  std::string why;
+};
+std::optional<UnsupportedRequest> unsupported_request_line(std::string_view head);
+
 // The framing of a chunked body, fed its bytes in order as they are read: each chunk a
 // size in hex digits (an extension after ';' is allowed), CRLF, the data, CRLF; the last a
 // size of 0 and CRLF, then the final CRLF (no trailer fields). Bytes after the end are not

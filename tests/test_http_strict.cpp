@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "server/http_strict.hpp"
@@ -106,9 +107,6 @@ BOOST_AUTO_TEST_CASE(heads) {
       {"GET / HTTP/1.1\r\n\r\n", "without a Host"},
       {"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", "more than one Host"},
       {"POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n", "Transfer-Encoding on an HTTP/1.0"},
-      {"TRACE / HTTP/1.1\r\nHost: x\r\n\r\n", "the method 'TRACE' is not one this server answers"},
-      {"get / HTTP/1.1\r\nHost: x\r\n\r\n", "the method 'get'"},
-      {"GET / HTTP/2.0\r\nHost: x\r\n\r\n", "the version 'HTTP/2.0' (this server speaks HTTP/1.0 and HTTP/1.1)"},
   };
   for (const auto& [head, why] : bad) {
     const auto problem = head_problem(head);
@@ -116,8 +114,28 @@ BOOST_AUTO_TEST_CASE(heads) {
     BOOST_TEST(problem->find(why) != std::string::npos, *problem << " for " << head);
   }
   for (const std::string fine :
-       {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/1.0\r\n\r\n", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nA: b\tc d\r\n\r\n",
+       {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/1.0\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nA: b\tc d\r\n\r\n",
         "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n{}\n\n",  // the body is not the head
         "GET / HTTP/1.1\r\nHost: x\r\n"})                                  // not all in: the limits answer
     BOOST_TEST(!head_problem(fine), fine << ": " << head_problem(fine).value_or(""));
+}
+
+// A method no route or httplib answers is 501, an HTTP version other than 1.0 and 1.1 is
+// 505, each named, where httplib alone would answer a bare 400 "malformed".
+BOOST_AUTO_TEST_CASE(unsupported_methods_and_versions) {
+  using gptvk::server::unsupported_request_line;
+  const std::vector<std::tuple<std::string, int, std::string>> refused = {
+      {"TRACE / HTTP/1.1\r\nHost: x\r\n\r\n", 501, "the method 'TRACE' is not one this server answers"},
+      {"get / HTTP/1.1\r\n", 501, "the method 'get'"},
+      {"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "HTTP version 'HTTP/2.0': this server speaks HTTP/1.0 and HTTP/1.1"}};
+  for (const auto& [head, status, why] : refused) {
+    const auto u = unsupported_request_line(head);
+    BOOST_TEST_REQUIRE(u.has_value(), "accepted: " << head);
+    BOOST_TEST(u->status == status, head);
+    BOOST_TEST(u->why.find(why) == 0u, u->why);
+  }
+  // Fine, not all in, or malformed (no version, no target): for head_problem and httplib.
+  for (const std::string fine : {"GET / HTTP/1.1\r\n", "OPTIONS * HTTP/1.1\r\n", "PATCH /x HTTP/1.0\r\n", "TRACE / HTT",
+                                 "GET /health\r\n", "TRACE HTTP/1.1\r\n", "FOO / BAR\r\n"})
+    BOOST_TEST(!unsupported_request_line(fine), fine);
 }

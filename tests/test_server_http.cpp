@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(framing_is_refused_before_the_body) {
               "invalid_request");
   check_error(round_trip(port, post_head("/tokenize", "Transfer-Encoding: gzip\r\n")), 501, "unsupported_transfer_encoding");
   // httplib's own refusals get OpenAI's body with a code too.
-  check_error(round_trip(port, "GET /health HTTP/2.0\r\nHost: x\r\n\r\n"), 400, "invalid_request");
+  check_error(round_trip(port, "GET /health\r\nHost: x\r\n\r\n"), 400, "invalid_request");
 }
 
 // A refusal sent before the body is read gives its length and closes the connection, so
@@ -279,6 +279,9 @@ BOOST_AUTO_TEST_CASE(put_and_patch_are_refused_at_once) {
   // Asking to send a body first: refused without "100 Continue", the body never read.
   check_refused_and_closed(port, "PUT /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\nExpect: 100-continue\r\n\r\n",
                            405, "method_not_allowed");
+  // A method or version the server does not speak at all: 501 and 505, the connection closed.
+  check_refused_and_closed(port, "TRACE /health HTTP/1.1\r\nHost: x\r\n\r\n", 501, "method_not_implemented");
+  check_refused_and_closed(port, "GET /health HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http_version_not_supported");
 }
 
 BOOST_AUTO_TEST_CASE(the_bearer_scheme_is_case_insensitive_and_401_says_so) {
