@@ -51,7 +51,8 @@ class TorchSource : public MappedTensorSource {
   void add(const std::string& prefix, const std::string& name, const TorchTensorRef& r) {
     auto bad = [&](const std::string& what) { throw InputError(path() + ": tensor '" + name + "': " + what); };
     std::span<const std::byte> storage;
-    if (!zip_.find(prefix + "data/" + r.storage_key, storage)) bad("its storage data/" + r.storage_key + " is not in the archive");
+    const std::string entry = prefix + "data/" + r.storage_key;
+    if (!zip_.find(entry, storage)) bad("its storage data/" + r.storage_key + " is not in the archive");
     if (r.storage_numel > storage.size() / r.element_bytes)
       bad("storage data/" + r.storage_key + " holds " + std::to_string(storage.size()) + " bytes, too few for its " +
           std::to_string(r.storage_numel) + " elements of " + std::to_string(r.element_bytes) + " bytes: truncated");
@@ -75,8 +76,8 @@ class TorchSource : public MappedTensorSource {
     t.dtype = r.dtype == "F16" ? DType::F16 : r.dtype == "BF16" ? DType::BF16 : DType::F32;
     if (!contiguous) why_[name] = "is a non-contiguous view (save tensor.contiguous() instead)";
     if (!infos_.emplace(name, std::move(t)).second) bad("appears twice in the state dict");
-    storage_of_[name] = prefix + "data/" + r.storage_key;
-    checked_.try_emplace(prefix + "data/" + r.storage_key);
+    storage_of_[name] = entry;
+    checked_.try_emplace(entry);
   }
 
   ZipArchive zip_;
