@@ -39,6 +39,10 @@ CompletionJob::CompletionJob(CompletionRequest request, bool chat, std::string m
       // logprobs = 0 still lists each token's own log-probability: ask the generator for one
       // alternative and leave it out of top_logprobs.
       if (req_.logprobs) o.logprobs = std::max(1u, *req_.logprobs);
+      // A chat reply's first token lists its alternatives without the leading space the
+      // content leaves out, so two of them can be one text, listed once: twice as many
+      // candidates leave the k distinct ones OpenAI's top_logprobs promises.
+      if (chat_ && req_.logprobs && o.drop_leading_space) o.logprobs *= 2;
       Choice c;
       c.index = static_cast<uint32_t>(choices_.size());
       c.prompt = p;
@@ -163,7 +167,7 @@ json CompletionJob::chat_logprobs_json(const Choice& c, size_t from, size_t to) 
   for (size_t i = from; i < to; ++i) {
     const TokenLogprob& lp = c.logprobs[i];
     json e = entry(lp.token, lp.logprob, i == 0), top = json::array();
-    for (uint32_t j = 0; j < k && j < lp.top.size(); ++j) {
+    for (size_t j = 0; top.size() < k && j < lp.top.size(); ++j) {
       // Two tokens that differ only by that space would be one text listed twice.
       json alt = entry(lp.top[j].first, lp.top[j].second, i == 0);
       if (std::none_of(top.begin(), top.end(), [&](const json& t) { return t["token"] == alt["token"]; }))
