@@ -39,14 +39,23 @@ std::optional<double> number(const json& body, const char* key, double lo, doubl
 std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, int64_t hi) {
   const json* v = field(body, key);
   if (!v) return std::nullopt;
-  // A whole number past 64 bits arrives as a double: out of range, not of the wrong type.
-  const bool huge = v->is_number_float() && std::abs(v->get<double>()) >= 0x1p63;
-  if (!v->is_number_integer() && !huge) throw bad(key, "must be an integer", "invalid_type");
-  if (huge || (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())))
-    throw bad(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+  auto out_of_range = [&] {
+    return bad(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+  };
+  if (v->is_number_float()) {
+    // JSON Schema's integer, which OpenAI's API reference uses: any number without a
+    // fractional part, so 2.0 (Python's json.dumps of a float) and 1e3 are whole numbers.
+    // One past 64 bits is out of range, not of the wrong type.
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d != std::trunc(d)) throw bad(key, "must be an integer", "invalid_type");
+    if (std::abs(d) >= 0x1p63 || d < double(lo) || d > double(hi)) throw out_of_range();
+    return static_cast<int64_t>(d);
+  }
+  if (!v->is_number_integer()) throw bad(key, "must be an integer", "invalid_type");
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    throw out_of_range();
   int64_t x = v->get<int64_t>();
-  if (x < lo || x > hi)
-    throw bad(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+  if (x < lo || x > hi) throw out_of_range();
   return x;
 }
 

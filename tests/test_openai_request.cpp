@@ -226,6 +226,13 @@ BOOST_AUTO_TEST_CASE(fields_are_checked_as_openai_names_them) {
   check_refused([] { completion(json::parse(R"({"prompt": "Hi", "seed": 18446744073709551616})")); }, 400, "seed",
                 "invalid_value");
   check_refused([] { completion({{"prompt", "Hi"}, {"seed", 1.5}}); }, 400, "seed", "invalid_type");
+  // A number without a fractional part is an integer (JSON Schema's), however it is written.
+  const auto floats = completion(json::parse(R"({"prompt": "Hi", "max_tokens": 2.0, "seed": 1e3, "n": 3.0})"));
+  BOOST_TEST(floats.sampling.options.max_tokens == 2u);
+  BOOST_TEST(floats.sampling.options.sampling.seed == 1000u);
+  BOOST_TEST(floats.n == 3u);
+  check_refused([] { completion(json::parse(R"({"prompt": "Hi", "n": 200.0})")); }, 400, "n", "invalid_value");
+  check_refused([] { completion(json::parse(R"({"prompt": "Hi", "seed": -9.3e18})")); }, 400, "seed", "invalid_value");
   // The length past the context is named by the field that set it.
   check_refused([] { chat({{"max_completion_tokens", 300}}); }, 400, "max_completion_tokens", "context_length_exceeded");
   check_refused([] { chat({{"max_tokens", 300}}); }, 400, "max_tokens", "context_length_exceeded");
