@@ -124,7 +124,8 @@ void add_http_flags(CLI::App* cmd, ServeFlags& f) {
       ->capture_default_str()->transform(whole_number_in(1, 3600));
   cmd->add_option("--shutdown-grace", f.shutdown_grace_s,
                   "seconds the running requests get to finish after SIGTERM or Ctrl-C; those still running\n"
-                  "then end with an error (HTTP 503, or an error event in a stream)")
+                  "then end with an error (HTTP 503, or an error event in a stream), and the exit waits at\n"
+                  "most 3 s more for connections")
       ->capture_default_str()->transform(whole_number_in(0, 3600));
 }
 
