@@ -201,6 +201,12 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
   cfg.context_length = k.dim("gpt2.context_length");
   cfg.emb_dim = k.dim("gpt2.embedding_length");
   cfg.n_layers = k.dim("gpt2.block_count");
+  // Each layer holds at least 8 tensors (the norms' weights and biases and the four matrices),
+  // beside the two embeddings. Checked first, so that a count the file cannot back (up to
+  // 2^24 layers) fails at once instead of in per-layer lookups for tensors that are not there.
+  if (const uint64_t least = 8 * uint64_t(cfg.n_layers) + 2; least > f.tensors().size())
+    k.fail("gpt2.block_count", std::to_string(cfg.n_layers) + " layers need at least " + std::to_string(least) +
+                                   " tensors, and the file holds " + std::to_string(f.tensors().size()));
   cfg.ffn_dim = k.dim("gpt2.feed_forward_length");
   cfg.n_heads = k.dim("gpt2.attention.head_count");
   if (cfg.emb_dim % cfg.n_heads)
