@@ -26,11 +26,12 @@
 #include "runtime/generator.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/raw_http.hpp"
+#include "tests/support/server_client.hpp"
 #include "tests/support/server_process.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;
-using test::metric_becomes;
+using test::metric_becomes, test::post, test::post_stream, test::check_error, test::Reply, test::Stream;
 using json = nlohmann::ordered_json;  // the answers' order: top_logprobs most probable first
 namespace fs = std::filesystem;
 
@@ -79,55 +80,6 @@ test::ServerProcess& shared_server() {
   return server;
 }
 
-struct Reply {
-  int status = 0;
-  json body;
-};
-
-Reply post(int port, const std::string& path, const std::string& body, const httplib::Headers& headers = {}) {
-  httplib::Client cli("127.0.0.1", port);
-  cli.set_read_timeout(120, 0);
-  auto r = cli.Post(path.c_str(), headers, body, "application/json");
-  BOOST_REQUIRE_MESSAGE(r, "no HTTP response from " << path);
-  return {r->status, json::parse(r->body, nullptr, false)};
-}
-Reply post(int port, const std::string& path, const json& body) { return post(port, path, body.dump()); }
-
-// A streamed request's events (the JSON of each `data:` line) and whether `[DONE]` ended it.
-// With `abort_after` > 0 the client hangs up after that many events.
-struct Stream {
-  int status = 0;
-  std::vector<json> events;
-  bool done = false;
-};
-Stream post_stream(int port, const std::string& path, json body, size_t abort_after = 0) {
-  body["stream"] = true;
-  httplib::Client cli("127.0.0.1", port);
-  cli.set_read_timeout(120, 0);
-  Stream s;
-  std::string buffer;
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.body = body.dump();
-  req.set_header("Content-Type", "application/json");
-  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    buffer.append(data, n);
-    for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
-      std::string event = buffer.substr(0, end);
-      buffer.erase(0, end + 2);
-      if (event.starts_with(':')) continue;  // a comment: the server's keep-alive while nothing comes
-      BOOST_REQUIRE(event.rfind("data: ", 0) == 0);
-      if (event == "data: [DONE]") s.done = true;
-      else s.events.push_back(json::parse(event.substr(6)));
-    }
-    return abort_after == 0 || s.events.size() < abort_after;
-  };
-  auto r = cli.send(req);
-  if (r) s.status = r->status;
-  return s;
-}
-
 // Checks a completion choice against the library's run, token by token.
 void check_choice(const json& choice, const Reference& want, bool with_logprobs) {
   BOOST_TEST(choice["text"].get<std::string>() == want.text);
@@ -151,18 +103,6 @@ void check_choice(const json& choice, const Reference& want, bool with_logprobs)
     BOOST_TEST(lp["top_logprobs"][i][token].get<double>() == lp["token_logprobs"][i].get<double>());
     offset += chars(token);
   }
-}
-
-// OpenAI's error body with the status's meaning.
-void check_error(const Reply& r, int status, const std::string& param = "") {
-  BOOST_TEST_INFO("body: " << r.body.dump());
-  BOOST_TEST(r.status == status);
-  BOOST_REQUIRE(r.body.is_object() && r.body.contains("error"));
-  const json& e = r.body["error"];
-  BOOST_TEST((e["message"].is_string() && !e["message"].get<std::string>().empty()));
-  BOOST_TEST(e["type"].is_string());
-  BOOST_TEST(e.contains("code"));
-  if (!param.empty()) BOOST_TEST(e["param"] == param);
 }
 
 void check_no_validation_messages(const test::ServerProcess& s) {
