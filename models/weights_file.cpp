@@ -224,9 +224,8 @@ WeightsFile WeightsFile::open(const ModelConfig& cfg, const std::string& weights
                                                     ? " from the config's [model] (" + cfg.source + ")"
                                                     : " from the hyperparameters in " + cfg.source));
   }
-  if (std::string note = f.file_->conversion_note(cfg.dtype); !note.empty())
-    std::fprintf(stderr, "gpt-vk: %s: dequantizing its %s tensors to %s at load\n", f.file_->path().c_str(),
-                 note.c_str(), dtype_name(cfg.dtype));
+  if (std::string note = f.file_->conversion_note(cfg.dtype, cfg.table_dtype()); !note.empty())
+    std::fprintf(stderr, "gpt-vk: %s: dequantizing %s at load\n", f.file_->path().c_str(), note.c_str());
   return f;
 }
 

@@ -37,8 +37,10 @@ class TensorSource {
   // (a GGUF tensor: loaded without dequantizing), else empty.
   virtual std::span<const std::byte> ggml_blocks(const TensorInfo&, DType /*want*/) const { return {}; }
 
-  // The types this source converts in data() ("Q4_K and Q6_K"), to say so once; "" if none.
-  virtual std::string conversion_note(DType /*target*/) const { return ""; }
+  // The types this source converts in data() and the storage each goes to ("its Q4_K and
+  // Q6_K tensors to f16"), to say so once; "" if none. `table` is the storage of the token
+  // embedding and LM head, `target` the other matrices'.
+  virtual std::string conversion_note(DType /*target*/, DType /*table*/) const { return ""; }
 
   bool contains(std::string_view name) const { return find(name) != nullptr; }
   // The tensor, or an InputError naming it when it is absent or of an unloadable type.

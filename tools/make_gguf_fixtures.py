@@ -10,7 +10,7 @@ in F32, then quantized by llama.cpp's llama-quantize:
   PyTorch logits are known: F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (ggml's 32-value blocks
   fit rows of 64; its K-quants need rows of 256).
 - kq: seeded random weights at E=256 (1 layer, F=1024, V=300, ctx=32): Q4_K_M (Q4_K and Q6_K
-  mixed), Q5_K_M (Q5_K and Q6_K), Q6_K.
+  mixed), Q5_K_M (Q5_K and Q6_K), Q6_K, Q4_0 (Q4_0 matrices, a Q6_K table).
 Each model carries a byte-level BPE tokenizer trained here on a short text (256 byte tokens,
 merges, <|endoftext|> last), so `--model x.gguf` can tokenize.
 
@@ -52,7 +52,7 @@ CORPUS = (
     "Hello world! 12345 tokens, merges and bytes: the byte pair encoding of GPT-2 at work. ") * 3
 TEST_TEXT = "Hello world! The model reads the files people have: 42 tokens, ok?"
 SMALL_TYPES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
-KQ_TYPES = ["Q4_K_M", "Q5_K_M", "Q6_K"]
+KQ_TYPES = ["Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0"]
 
 
 def train_bpe(vocab_size):
