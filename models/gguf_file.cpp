@@ -111,6 +111,13 @@ class GgufParser {
     if (n_tensors && f_.data_start_ > b_.size())
       fail("the tensor data would start at byte " + std::to_string(f_.data_start_) + ", past the end of the file (" +
            std::to_string(b_.size()) + " bytes): truncated");
+    // Writers (gguf-py, ggml) pad to the data with zeros. Other bytes there mean the header
+    // ended early: a tensor count lowered by one leaves the last tensor entry's first bytes
+    // here, and every tensor would be read from the wrong place.
+    for (uint64_t p = pos_; p < std::min<uint64_t>(f_.data_start_, b_.size()); ++p)
+      if (b_[p] != std::byte{0})
+        fail("byte " + std::to_string(p) + ", in the padding before the tensor data, is not zero: the header "
+             "ends early (a lying tensor or metadata count)");
     const uint64_t data_len = b_.size() - std::min<uint64_t>(b_.size(), f_.data_start_);
     // Every offset, even of an empty tensor or one of a type gpt-vk cannot size, lies in the file.
     for (const GgufTensor& t : f_.tensors_)

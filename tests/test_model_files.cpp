@@ -310,6 +310,12 @@ BOOST_AUTO_TEST_CASE(lying_counts) {
   check(forward_model(gguf_poke(8, uint64_t(1) << 40, 8)), {1, {"bad.gguf", "tensor count"}});
   check(forward_model(gguf_poke(16, uint64_t(1) << 40, 8)), {1, {"bad.gguf", "metadata count"}});
   check(forward_model(gguf_poke(24, uint64_t(1) << 50, 8)), {1, {"bad.gguf", "runs past the end of the file"}});
+  // One tensor too few: the last entry's first bytes would be taken for padding, and every
+  // tensor read from 32 bytes too early.
+  uint64_t tensors = 0;
+  for (int i = 7; i >= 0; --i) tensors = tensors << 8 | uint8_t(gguf[8 + size_t(i)]);
+  check(forward_model(gguf_poke(8, tensors - 1, 8)),
+        {1, {"bad.gguf", "in the padding before the tensor data, is not zero", "a lying tensor or metadata count"}});
 }
 BOOST_AUTO_TEST_CASE(versions) {
   check(forward_model(gguf_poke(4, 1, 4)), {1, {"bad.gguf", "version 1 is not supported"}});
