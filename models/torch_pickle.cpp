@@ -1,5 +1,6 @@
 #include "models/torch_pickle.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -335,13 +336,21 @@ std::vector<std::pair<std::string, TorchTensorRef>> read_state_dict_pickle(const
   Unpickler unpickler(path, pickle);
   Ref root = unpickler.run();
   if (root->k != Obj::K::Dict) throw InputError(path + ": data.pkl does not hold a dict of tensors (a state dict)");
-  auto out = tensors_of(root);
-  if (out.empty())  // a checkpoint that wraps the state dict: {"model": {...}, ...}
-    for (const char* key : {"state_dict", "model_state_dict", "model"})
-      for (size_t i = 0; out.empty() && i + 1 < root->items.size(); i += 2)
-        if (root->items[i]->k == Obj::K::Str && root->items[i]->s == key && root->items[i + 1]->k == Obj::K::Dict)
-          out = tensors_of(root->items[i + 1]);
+  // A training checkpoint wraps the state dict ({"model": {...}, "optimizer": ..., "iter_num":
+  // ...}, as nanoGPT's ckpt.pt) and may hold tensors of its own beside it (a 0-dim loss); a
+  // state dict's values are tensors, never dicts, so a dict under one of these keys wins.
+  std::vector<std::pair<std::string, TorchTensorRef>> out;
+  for (const char* key : {"state_dict", "model_state_dict", "model", "module"})
+    for (size_t i = 0; out.empty() && i + 1 < root->items.size(); i += 2)
+      if (root->items[i]->k == Obj::K::Str && root->items[i]->s == key && root->items[i + 1]->k == Obj::K::Dict)
+        out = tensors_of(root->items[i + 1]);
+  if (out.empty()) out = tensors_of(root);
   if (out.empty()) throw InputError(path + ": data.pkl holds no tensors");
+  // The wrappers' prefixes on every name: torch.compile's "_orig_mod." (nanoGPT saves its
+  // compiled model so) and DistributedDataParallel's "module.".
+  for (const std::string prefix : {"module.", "_orig_mod."})
+    if (std::all_of(out.begin(), out.end(), [&](const auto& t) { return t.first.starts_with(prefix); }))
+      for (auto& t : out) t.first.erase(0, prefix.size());
   return out;
 }
 

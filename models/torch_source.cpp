@@ -1,5 +1,6 @@
 #include "models/torch_source.hpp"
 
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -36,7 +37,7 @@ class TorchSource : public MappedTensorSource {
   const std::string& path() const override { return zip_.path(); }
   const TensorInfo& get(std::string_view name) const override {
     const TensorInfo* t = find(name);
-    if (t && !t->supported && why_.count(t->name)) throw InputError(path() + ": tensor '" + t->name + "' " + why_.at(t->name));
+    if (t && why_.count(t->name)) throw InputError(path() + ": tensor '" + t->name + "' " + why_.at(t->name));
     return TensorSource::get(name);
   }
   // A storage's bytes are checked against their CRC-32 when a tensor of it is first read
@@ -44,8 +45,12 @@ class TorchSource : public MappedTensorSource {
   std::span<const std::byte> data(const TensorInfo& t) const override {
     const std::string& entry = storage_of_.at(t.name);
     std::call_once(checked_.at(entry), [&] { zip_.check_crc(entry); });
-    return zip_.bytes().subspan(t.begin, t.end - t.begin);
+    auto strided = strided_.find(t.name);
+    if (strided == strided_.end()) return zip_.bytes().subspan(t.begin, t.end - t.begin);
+    gather(strided->second, t.end - t.begin);
+    return scratch_;
   }
+  void release(const TensorInfo&) const override { std::vector<std::byte>().swap(scratch_); }
 
  private:
   void add(const std::string& prefix, const std::string& name, const TorchTensorRef& r) {
@@ -60,28 +65,62 @@ class TorchSource : public MappedTensorSource {
     t.name = name;
     t.dtype_name = r.dtype;
     t.shape = r.size;
-    uint64_t n = 1;
+    uint64_t n = 1, last = 0;  // elements; the storage index of the last one, less the offset
     bool contiguous = true;
     for (size_t d = r.size.size(); d-- > 0;) {
       if (r.size[d] != 1 && r.stride[d] != n) contiguous = false;
       if (__builtin_mul_overflow(n, r.size[d], &n)) bad("its size overflows");
+      uint64_t reach = 0;
+      if (r.size[d] && (__builtin_mul_overflow(r.size[d] - 1, r.stride[d], &reach) ||
+                        __builtin_add_overflow(last, reach, &last)))
+        bad("its strides overflow");
     }
     // Checked for empty tensors too: their offset still places them in the file.
-    if (r.offset > r.storage_numel || n > r.storage_numel - r.offset)
-      bad("elements [" + std::to_string(r.offset) + ", +" + std::to_string(n) + ") run past its storage of " +
+    const uint64_t span = n ? (contiguous ? n : last + 1) : 0;
+    if (r.offset > r.storage_numel || span > r.storage_numel - r.offset)
+      bad("elements [" + std::to_string(r.offset) + ", +" + std::to_string(span) + ") run past its storage of " +
           std::to_string(r.storage_numel));
     t.begin = zip_.offset_of(storage) + r.offset * r.element_bytes;
-    t.end = t.begin + n * r.element_bytes;
-    t.supported = contiguous && (r.dtype == "F32" || r.dtype == "F16" || r.dtype == "BF16");
+    t.end = t.begin + n * r.element_bytes;  // what data() hands out
+    // A view saved as it was (a transposed weight without .contiguous()): torch.load reads it,
+    // so data() gathers its elements in row-major order. One that repeats elements (an
+    // expanded view, stride 0) could ask for far more memory than the file holds.
+    const bool repeats = !contiguous && n > span;
+    t.supported = !repeats && (r.dtype == "F32" || r.dtype == "F16" || r.dtype == "BF16");
     t.dtype = r.dtype == "F16" ? DType::F16 : r.dtype == "BF16" ? DType::BF16 : DType::F32;
-    if (!contiguous) why_[name] = "is a non-contiguous view (save tensor.contiguous() instead)";
+    if (repeats) why_[name] = "is a view that repeats its storage's elements (save tensor.contiguous() instead)";
+    else if (!contiguous && n) strided_[name] = Strided{t.begin, r.element_bytes, r.size, r.stride};
     if (!infos_.emplace(name, std::move(t)).second) bad("appears twice in the state dict");
     storage_of_[name] = entry;
     checked_.try_emplace(entry);
   }
 
+  struct Strided {
+    uint64_t begin, element_bytes;  // the file offset of element 0
+    std::vector<uint64_t> size, stride;
+  };
+  // The view's elements in row-major order into scratch_ (`bytes` of them).
+  void gather(const Strided& v, uint64_t bytes) const {
+    scratch_.resize(bytes);
+    const std::byte* base = zip_.bytes().data() + v.begin;
+    const size_t rank = v.size.size();
+    std::vector<uint64_t> index(rank, 0);
+    uint64_t from = 0;  // elements into the storage, past the offset
+    for (uint64_t out = 0; out < bytes; out += v.element_bytes) {
+      std::memcpy(scratch_.data() + out, base + from * v.element_bytes, v.element_bytes);
+      for (size_t d = rank; d-- > 0;) {  // the next index, the last dimension fastest
+        from += v.stride[d];
+        if (++index[d] < v.size[d]) break;
+        from -= v.stride[d] * index[d];
+        index[d] = 0;
+      }
+    }
+  }
+
   ZipArchive zip_;
+  std::map<std::string, Strided> strided_;  // tensors saved as non-contiguous views
   std::map<std::string, std::string> why_;  // why a tensor of a loadable dtype cannot load
+  mutable std::vector<std::byte> scratch_;   // the last gathered view
   std::map<std::string, std::string> storage_of_;    // tensor name -> its storage entry
   mutable std::map<std::string, std::once_flag> checked_;  // storage entry -> its CRC checked
 };

@@ -5,6 +5,7 @@
 #define BOOST_TEST_MODULE weights
 #include "tests/support/vk_test.hpp"
 
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/safetensors_writer.hpp"
 #include "models/weights.hpp"
+#include "models/weights_source.hpp"
 
 using namespace gptvk;
 namespace fs = std::filesystem;
@@ -463,6 +465,22 @@ BOOST_AUTO_TEST_CASE(unsupported_dtype_of_a_used_tensor_is_named) {
 
 // A matrix split into several chunks (as GPT-2's LM head is on a 128 MiB binding limit)
 // loads right, with staging blocks that straddle chunk boundaries, in both orientations.
+// torch.save keeps a view as it is: a transposed matrix reads in row-major order, as
+// torch.load gives it; a view repeating its storage's elements is refused by name.
+BOOST_AUTO_TEST_CASE(torch_views_read_in_row_major_order) {
+  auto src = open_tensor_source(GPTVK_SOURCE_DIR "/tests/fixtures/formats/torch/views.pt");
+  const TensorInfo& t = src->get("w_t");  // arange(12).view(3, 4).t()
+  BOOST_TEST(t.shape_str() == "[4, 3]");
+  std::vector<float> got(12);
+  BOOST_REQUIRE(src->data(t).size() == got.size() * 4);
+  std::memcpy(got.data(), src->data(t).data(), 48);
+  const std::vector<float> want = {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11};
+  BOOST_TEST(got == want, boost::test_tools::per_element());
+  BOOST_CHECK_EXCEPTION(src->get("rows"), InputError, [](const InputError& e) {
+    return std::string(e.what()).find("tensor 'rows' is a view that repeats its storage's elements") != std::string::npos;
+  });
+}
+
 BOOST_AUTO_TEST_CASE(chunked_matrix_reads_back) {
   auto& ctx = test::context();
   const uint32_t V = 301, C = 20;

@@ -223,7 +223,8 @@ inline Outcome check_torch(std::span<const uint8_t> data) {
     std::span<const std::byte> d = src->data(*t);
     require(d.size() == t->elements() * dtype_bytes(t->dtype), "tensor '" + name + "' size != shape x dtype");
     require(t->begin + d.size() <= data.size(), "tensor '" + name + "' outside the file");
-    if (!d.empty()) require(d.front() == begin[t->begin] && d.back() == begin[t->begin + d.size() - 1], "bytes differ");
+    // A view saved non-contiguous is gathered: only its first element is where begin says.
+    if (!d.empty()) require(d.front() == begin[t->begin], "bytes differ");
   }
   return {};
 }
