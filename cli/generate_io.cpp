@@ -132,8 +132,8 @@ std::string read_stdin() {
 
 std::string read_file_bytes(const std::string& path, const std::string& flag) {
   if (path == "-") return read_stdin();
-  // Regular files only, at most files::kMaxTextBytes (a FIFO or /dev/zero cannot hang or exhaust us).
-  return files::read_regular(path, "cannot read " + flag + " " + path + ": ", files::kMaxTextBytes);
+  // A regular file or a pipe, at most files::kMaxTextBytes (/dev/zero cannot exhaust us).
+  return files::read_regular_or_pipe(path, "cannot read " + flag + " " + path + ": ", files::kMaxTextBytes);
 }
 
 std::pair<uint32_t, float> parse_logit_bias(const std::string& s) {

@@ -64,15 +64,12 @@ Fd open_regular(const std::string& path, const std::string& prefix, uint64_t max
   return fd;
 }
 
-std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes) {
-  uint64_t size = 0;
-  Fd fd = open_regular(path, prefix, max_bytes, size);
-  // fstat's size is a hint: /proc and /sys files say 0 and hold text, and a file may grow or
-  // shrink meanwhile. So it reads to the end of the file, never past max_bytes: into room
-  // for one byte more than the size (which finds the end of an ordinary file without
-  // growing the buffer), then in steps. A size-0 file is read without blocking, so that a
-  // pseudo-file that never ends (/proc/kmsg) reads as what it holds now.
-  if (size == 0) fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+namespace {
+
+// Reads `fd` to its end into room for `size` + 1 bytes first (which finds the end of an
+// ordinary file without growing the buffer), then in steps, never past max_bytes; a
+// non-blocking fd ends where it would block.
+std::string read_to_end(int fd, uint64_t size, const std::string& prefix, uint64_t max_bytes) {
   const uint64_t most = max_bytes == UINT64_MAX ? max_bytes : max_bytes + 1;  // one more: "too large"
   std::string data(std::min(size + 1, most), '\0');
   uint64_t got = 0;
@@ -81,7 +78,7 @@ std::string read_regular(const std::string& path, const std::string& prefix, uin
       if (got == most) throw InputError(prefix + "more than the " + mib(max_bytes) + " such a file may have");
       data.resize(std::min<uint64_t>(most, got + (64u << 10)));
     }
-    ssize_t n = ::read(fd.get(), data.data() + got, data.size() - got);
+    ssize_t n = ::read(fd, data.data() + got, data.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) break;
     if (n < 0) throw InputError(prefix + std::strerror(errno));
@@ -90,6 +87,30 @@ std::string read_regular(const std::string& path, const std::string& prefix, uin
   }
   data.resize(got);
   return data;
+}
+
+}  // namespace
+
+std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes) {
+  uint64_t size = 0;
+  Fd fd = open_regular(path, prefix, max_bytes, size);
+  // fstat's size is a hint: /proc and /sys files say 0 and hold text, and a file may grow or
+  // shrink meanwhile, so it reads to the end. A size-0 file is read without blocking, so
+  // that a pseudo-file that never ends (/proc/kmsg) reads as what it holds now.
+  if (size == 0) fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+  return read_to_end(fd.get(), size, prefix, max_bytes);
+}
+
+std::string read_regular_or_pipe(const std::string& path, const std::string& prefix, uint64_t max_bytes) {
+  // Non-blocking open: a FIFO nobody writes to opens at once, and then reads as empty.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) throw InputError(prefix + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) throw InputError(prefix + std::strerror(errno));
+  if (!S_ISFIFO(st.st_mode)) return read_regular(path, prefix, max_bytes);
+  // Blocking reads until every writer has closed it, as from stdin.
+  fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  return read_to_end(fd.get(), 0, prefix, max_bytes);
 }
 
 bool exists(const std::string& path, const std::string& prefix) {
@@ -108,7 +129,7 @@ bool present(const std::string& path, const std::string& prefix) {
 
 namespace {
 
-// "<path>.tmp-<16 random hex digits>": unguessable, so nobody can plant a symlink there
+// "<path>.tmp-<16 random hex digits>" (the name cut to fit): unguessable, so nobody can plant a symlink there
 // first (and O_EXCL | O_NOFOLLOW refuse one anyway).
 std::string temp_name(const std::string& path) {
   unsigned char r[8] = {};
@@ -118,7 +139,10 @@ std::string temp_name(const std::string& path) {
   }
   char hex[17];
   for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
-  return path + ".tmp-" + hex;
+  // Within NAME_MAX (255 bytes) whatever the final name's length: its start, shortened.
+  const size_t slash = path.rfind('/'), base = slash == std::string::npos ? 0 : slash + 1;
+  const size_t keep = std::min(path.size() - base, size_t(255 - 21));
+  return path.substr(0, base + keep) + ".tmp-" + hex;
 }
 
 // Writes all of `bytes` to `fd`; false with errno set on failure.

@@ -40,6 +40,10 @@ Fd open_regular(const std::string& path, const std::string& prefix, uint64_t max
 // The whole of a regular file of at most `max_bytes`.
 std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes);
 
+// The same, or all a pipe gives until its writers close it (bash's `<(command)`, a FIFO,
+// /dev/stdin on a pipe), for text a user names on the command line.
+std::string read_regular_or_pipe(const std::string& path, const std::string& prefix, uint64_t max_bytes);
+
 // Whether `path` exists: false when it (or a directory on the way) does not; a path that
 // cannot be looked at (a symlink loop, no permission, a name too long) is an InputError.
 bool exists(const std::string& path, const std::string& prefix);

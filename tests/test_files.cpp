@@ -67,6 +67,11 @@ BOOST_AUTO_TEST_CASE(write_atomic_replaces_the_file) {
   files::write_atomic(path, {"new ", "contents"}, "cannot write: ");
   BOOST_TEST(read_text(path) == "new contents");
   BOOST_TEST(entries(dir.path) == 1u);
+  // The temporary file beside it fits in NAME_MAX too when the name itself nearly fills it.
+  const std::string longest = (dir.path / std::string(255, 'n')).string();
+  files::write_atomic(longest, {"long"}, "cannot write: ");
+  BOOST_TEST(read_text(longest) == "long");
+  BOOST_TEST(entries(dir.path) == 2u);
 }
 
 // The pipeline cache and `forward --out` on a full disk: the valid old file stays.
