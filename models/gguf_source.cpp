@@ -1,6 +1,8 @@
 #include "models/gguf_source.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -209,6 +211,36 @@ std::map<std::string, std::string> gguf_tensor_names(const std::string& path, co
   return n;
 }
 
+namespace {
+
+// llama.cpp refuses a file holding a tensor its graph does not read ("wrong number of
+// tensors"), and so does gpt-vk: a separate attn_k beside attn_qkv, say, is a model it would
+// run wrongly. Layers past block_count are left to the weights' own check, which names the
+// count.
+void require_every_tensor_read(const GgufFile& f, const ModelConfig& cfg) {
+  std::set<std::string> read;
+  for (const auto& [role, pattern] : cfg.names) {
+    const size_t at = pattern.find("{i}");
+    if (role == "linear") continue;
+    if (at == std::string::npos) read.insert(pattern);
+    else
+      for (uint32_t l = 0; l < cfg.n_layers; ++l)
+        read.insert(pattern.substr(0, at) + std::to_string(l) + pattern.substr(at + 3));
+  }
+  for (const GgufTensor& t : f.tensors()) {
+    if (read.count(t.name)) continue;
+    uint32_t layer = 0;
+    const char* digits = t.name.c_str() + 4;
+    if (t.name.starts_with("blk.") && std::sscanf(digits, "%u", &layer) == 1 && std::isdigit(*digits) &&
+        layer >= cfg.n_layers)
+      continue;
+    throw InputError(f.path() + ": holds tensor '" + t.name +
+                     "', which the gpt2 architecture does not read (llama.cpp refuses such a file too)");
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<TensorSource> open_gguf_source(const std::string& path) {
   return std::make_unique<GgufSource>(GgufFile::open(path));
 }
@@ -257,6 +289,7 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
   cfg.dtype = dtype;
   if (is_quantized(dtype)) cfg.embedding_dtype = quantized_table_dtype(f, cfg.tie_embeddings);
   cfg.names = gguf_tensor_names(f.path(), cfg, [&](const std::string& name) { return f.tensor(name) != nullptr; });
+  require_every_tensor_read(f, cfg);
   read_tokenizer(f, k, cfg);
   return cfg;
 }

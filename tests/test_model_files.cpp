@@ -346,6 +346,8 @@ BOOST_AUTO_TEST_CASE(other_architecture_and_missing_keys) {
         {1, {"bad.gguf", "architecture 'gp\\x002' is not supported (gpt-vk runs 'gpt2')"}});
   check(forward_model(gguf_with("gpt2.block_count", "gpt2.block_xount")),
         {1, {"bad.gguf", "missing metadata key gpt2.block_count"}});
+  check(forward_model(gguf_with("output_norm.bias", "output_xorm.bias")),
+        {1, {"bad.gguf", "holds tensor 'output_xorm.bias', which the gpt2 architecture does not read"}});
 }
 // Tensors whose bytes overlap (position_embd at token_embd's offset) are refused, as in
 // safetensors: the header lies about one of them.
