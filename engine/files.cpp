@@ -129,8 +129,8 @@ bool present(const std::string& path, const std::string& prefix) {
 
 namespace {
 
-// "<path>.tmp-<16 random hex digits>" (the name cut to fit): unguessable, so nobody can plant a symlink there
-// first (and O_EXCL | O_NOFOLLOW refuse one anyway).
+// "<path>.tmp-<16 random hex digits>" (the name cut to fit): unguessable, so nobody can
+// plant a symlink there first (and O_EXCL | O_NOFOLLOW refuse one anyway).
 std::string temp_name(const std::string& path) {
   unsigned char r[8] = {};
   if (getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {

@@ -220,12 +220,11 @@ namespace {
 void require_every_tensor_read(const GgufFile& f, const ModelConfig& cfg) {
   std::set<std::string> read;
   for (const auto& [role, pattern] : cfg.names) {
+    if (role == "linear") continue;  // not a tensor: the weights' orientation
     const size_t at = pattern.find("{i}");
-    if (role == "linear") continue;
     if (at == std::string::npos) read.insert(pattern);
-    else
-      for (uint32_t l = 0; l < cfg.n_layers; ++l)
-        read.insert(pattern.substr(0, at) + std::to_string(l) + pattern.substr(at + 3));
+    for (uint32_t l = 0; at != std::string::npos && l < cfg.n_layers; ++l)
+      read.insert(pattern.substr(0, at) + std::to_string(l) + pattern.substr(at + 3));
   }
   for (const GgufTensor& t : f.tensors()) {
     if (read.count(t.name)) continue;
