@@ -173,37 +173,47 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   return cfg;
 }
 
+namespace {
+
+// The shards a model.safetensors.index.json or pytorch_model.bin.index.json names (its
+// weight_map's files, each in the folder), read as one source.
+std::unique_ptr<TensorSource> open_sharded(const fs::path& d, const fs::path& index) {
+  json j = read_json(index.string());
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    throw InputError(index.string() + ": no weight_map object");
+  std::set<std::string> shards;
+  for (auto& [name, file] : j["weight_map"].items()) {
+    if (!file.is_string()) throw InputError(index.string() + ": weight_map['" + name + "'] is not a file name");
+    const std::string f = file.get<std::string>();
+    // Opened as a C string, a name with a NUL would open the name cut there.
+    if (f.find('\0') != std::string::npos)
+      throw InputError(index.string() + ": weight_map['" + name + "'] = " + file.dump() +
+                       " holds a NUL byte: not a file name");
+    if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
+      throw InputError(index.string() + ": weight_map['" + name + "'] = '" + f + "' is not a file in the folder");
+    shards.insert(f);
+  }
+  if (shards.empty()) throw InputError(index.string() + ": weight_map is empty");
+  std::vector<std::unique_ptr<TensorSource>> parts;
+  for (const std::string& s : shards) {
+    if (!present(d / s)) throw InputError(index.string() + ": shard " + s + " is not in the folder");
+    parts.push_back(open_weights_file(d / s));
+  }
+  return joined_source(d.string(), std::move(parts));
+}
+
+}  // namespace
+
+// safetensors before torch.save files, as transformers' from_pretrained prefers them; each
+// whole or sharded (save_pretrained shards past 5 GB: GPT-2 XL in f32 with
+// safe_serialization=False is two pytorch_model-0000N-of-00002.bin files).
 std::unique_ptr<TensorSource> open_snapshot_weights(const std::string& dir) {
   const fs::path d(dir);
-  const fs::path single = d / "model.safetensors", index = d / "model.safetensors.index.json";
-  const fs::path bin = d / "pytorch_model.bin";
-  if (present(single)) return open_weights_file(single);
-  if (present(index)) {
-    json j = read_json(index.string());
-    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-      throw InputError(index.string() + ": no weight_map object");
-    std::set<std::string> shards;
-    for (auto& [name, file] : j["weight_map"].items()) {
-      if (!file.is_string()) throw InputError(index.string() + ": weight_map['" + name + "'] is not a file name");
-      const std::string f = file.get<std::string>();
-      // Opened as a C string, a name with a NUL would open the name cut there.
-      if (f.find('\0') != std::string::npos)
-        throw InputError(index.string() + ": weight_map['" + name + "'] = " + file.dump() +
-                         " holds a NUL byte: not a file name");
-      if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
-        throw InputError(index.string() + ": weight_map['" + name + "'] = '" + f + "' is not a file in the folder");
-      shards.insert(f);
-    }
-    if (shards.empty()) throw InputError(index.string() + ": weight_map is empty");
-    std::vector<std::unique_ptr<TensorSource>> parts;
-    for (const std::string& s : shards) {
-      if (!present(d / s)) throw InputError(index.string() + ": shard " + s + " is not in the folder");
-      parts.push_back(open_weights_file(d / s));
-    }
-    return joined_source(dir, std::move(parts));
+  for (const char* stem : {"model.safetensors", "pytorch_model.bin"}) {
+    if (present(d / stem)) return open_weights_file(d / stem);
+    if (const fs::path index = d / (std::string(stem) + ".index.json"); present(index)) return open_sharded(d, index);
   }
-  if (present(bin)) return open_weights_file(bin);
-  throw InputError(dir + ": no model.safetensors, model.safetensors.index.json or pytorch_model.bin in the folder");
+  throw InputError(dir + ": no model.safetensors, pytorch_model.bin or their .index.json in the folder");
 }
 
 }  // namespace gptvk

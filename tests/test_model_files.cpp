@@ -121,12 +121,16 @@ BOOST_AUTO_TEST_CASE(sharded_snapshot) {
   BOOST_TEST(error_against(model_config_for_path(dir.path.string(), DType::F32), a.ids, a.logits) <= 1e-4);
 }
 
-// A snapshot whose weights are a torch.save pytorch_model.bin (older hub repositories).
+// A snapshot whose weights are a torch.save pytorch_model.bin (older hub repositories), whole
+// or as the shards of a pytorch_model.bin.index.json.
 BOOST_AUTO_TEST_CASE(snapshot_with_pytorch_model_bin) {
   TempDir dir;
   const test::Case a = test::load_case(kModels / "hf_gpt2");
   dir.write("config.json", hf_gpt2_json().dump());
   fs::copy_file(kFormats / "torch/gpt2_lmhead_f32.pt", dir / "pytorch_model.bin");
+  BOOST_TEST(error_against(model_config_for_path(dir.path.string(), DType::F32), a.ids, a.logits) <= 1e-4);
+  fs::rename(dir / "pytorch_model.bin", dir / "pytorch_model-00001-of-00001.bin");
+  dir.write("pytorch_model.bin.index.json", R"({"weight_map": {"transformer.wte.weight": "pytorch_model-00001-of-00001.bin"}})");
   BOOST_TEST(error_against(model_config_for_path(dir.path.string(), DType::F32), a.ids, a.logits) <= 1e-4);
 }
 
@@ -452,7 +456,7 @@ BOOST_AUTO_TEST_CASE(bad_config_json) {
 }
 BOOST_AUTO_TEST_CASE(snapshot_weights_missing_or_inconsistent) {
   dir.write("config.json", hf_gpt2_json().dump());
-  check(forward_model(dir.path.string()), {1, {"no model.safetensors, model.safetensors.index.json or pytorch_model.bin"}});
+  check(forward_model(dir.path.string()), {1, {"no model.safetensors, pytorch_model.bin or their .index.json"}});
   dir.write("model.safetensors.index.json", R"({"weight_map": {"wte.weight": "model-1.safetensors"}})");
   check(forward_model(dir.path.string()), {1, {"model.safetensors.index.json", "shard model-1.safetensors"}});
   dir.write("model.safetensors.index.json", R"({"weight_map": {"wte.weight": "../x.safetensors"}})");
