@@ -49,19 +49,34 @@ std::string mib(uint64_t bytes) {
 
 }  // namespace
 
-Fd open_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes, uint64_t& size) {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+namespace {
+
+// Opens `path` read-only, non-blocking (opening a FIFO for reading would otherwise wait for
+// a writer forever), and requires a regular file of at most `max_bytes`, or, with
+// `pipes_too`, a pipe; `size` receives a regular file's size. A regular file's fd is left
+// blocking (it never blocks); a pipe's is left non-blocking for the caller to decide.
+Fd open_input(const std::string& path, const std::string& prefix, uint64_t max_bytes, bool pipes_too,
+              uint64_t& size, bool& pipe) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) throw InputError(prefix + std::strerror(errno));
   struct stat st {};
   if (fstat(fd.get(), &st) != 0) throw InputError(prefix + std::strerror(errno));
+  pipe = pipes_too && S_ISFIFO(st.st_mode);
+  size = 0;
+  if (pipe) return fd;
   if (!S_ISREG(st.st_mode)) throw InputError(prefix + file_kind(st.st_mode) + ", not a regular file");
   size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes)
     throw InputError(prefix + std::to_string(size) + " bytes, more than the " + mib(max_bytes) + " such a file may have");
-  // Regular files never block; reads from here on are ordinary ones.
   fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;
+}
+
+}  // namespace
+
+Fd open_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes, uint64_t& size) {
+  bool pipe = false;
+  return open_input(path, prefix, max_bytes, false, size, pipe);
 }
 
 namespace {
@@ -91,26 +106,31 @@ std::string read_to_end(int fd, uint64_t size, const std::string& prefix, uint64
 
 }  // namespace
 
-std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes) {
+namespace {
+
+std::string read_input(const std::string& path, const std::string& prefix, uint64_t max_bytes, bool pipes_too) {
   uint64_t size = 0;
-  Fd fd = open_regular(path, prefix, max_bytes, size);
-  // fstat's size is a hint: /proc and /sys files say 0 and hold text, and a file may grow or
-  // shrink meanwhile, so it reads to the end. A size-0 file is read without blocking, so
-  // that a pseudo-file that never ends (/proc/kmsg) reads as what it holds now.
-  if (size == 0) fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+  bool pipe = false;
+  Fd fd = open_input(path, prefix, max_bytes, pipes_too, size, pipe);
+  // A pipe: blocking reads until every writer has closed it, as from stdin (a FIFO nobody
+  // writes to opened at once above, and reads as empty). A regular file: fstat's size is a
+  // hint, as /proc and /sys files say 0 and hold text, and a file may grow or shrink
+  // meanwhile, so it reads to the end; a size-0 one without blocking, so that a pseudo-file
+  // that never ends (/proc/kmsg) reads as what it holds now.
+  const bool block = pipe || size > 0;
+  const int flags = fcntl(fd.get(), F_GETFL);
+  fcntl(fd.get(), F_SETFL, block ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
   return read_to_end(fd.get(), size, prefix, max_bytes);
 }
 
+}  // namespace
+
+std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes) {
+  return read_input(path, prefix, max_bytes, false);
+}
+
 std::string read_regular_or_pipe(const std::string& path, const std::string& prefix, uint64_t max_bytes) {
-  // Non-blocking open: a FIFO nobody writes to opens at once, and then reads as empty.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (fd.get() < 0) throw InputError(prefix + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) throw InputError(prefix + std::strerror(errno));
-  if (!S_ISFIFO(st.st_mode)) return read_regular(path, prefix, max_bytes);
-  // Blocking reads until every writer has closed it, as from stdin.
-  fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-  return read_to_end(fd.get(), 0, prefix, max_bytes);
+  return read_input(path, prefix, max_bytes, true);
 }
 
 bool exists(const std::string& path, const std::string& prefix) {

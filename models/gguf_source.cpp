@@ -29,6 +29,11 @@ bool dequantizable(uint32_t t) {
          t == ggml::Q4_K || t == ggml::Q5_K || t == ggml::Q6_K;
 }
 
+// Whether storage `d` takes a tensor of ggml type `t` as its blocks are (Q8_0, Q4_0).
+bool native_blocks(DType d, uint32_t t) {
+  return (d == DType::Q8_0 && t == ggml::Q8_0) || (d == DType::Q4_0 && t == ggml::Q4_0);
+}
+
 // "a", "a and b", "a, b and c".
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
@@ -79,16 +84,13 @@ class GgufSource : public MappedTensorSource {
   void release(const TensorInfo&) const override { std::vector<float>().swap(scratch_); }
   std::span<const std::byte> ggml_blocks(const TensorInfo& t, DType want) const override {
     const GgufTensor& g = *file_.tensor(t.name);
-    const bool native = (want == DType::Q8_0 && g.type == ggml::Q8_0) || (want == DType::Q4_0 && g.type == ggml::Q4_0);
-    return native ? file_.data(g) : std::span<const std::byte>{};
+    return native_blocks(want, g.type) ? file_.data(g) : std::span<const std::byte>{};
   }
   std::string conversion_note(DType target, DType table) const override {
     std::map<DType, std::set<std::string>> types;  // storage -> the file's types converted to it
     for (const GgufTensor& g : file_.tensors()) {
       const DType to = g.name == "token_embd.weight" || g.name == "output.weight" ? table : target;
-      if (dequantizable(g.type) && !(to == DType::Q8_0 && g.type == ggml::Q8_0) &&
-          !(to == DType::Q4_0 && g.type == ggml::Q4_0))
-        types[to].insert(ggml::type_name(g.type));
+      if (dequantizable(g.type) && !native_blocks(to, g.type)) types[to].insert(ggml::type_name(g.type));
     }
     std::vector<std::string> groups;
     for (const auto& [to, names] : types)
