@@ -151,7 +151,7 @@ Action add_bench(CLI::App& app, Common& common) {
     // A lone sequence always runs its own step: a kernel choice there would be ignored.
     if (kernels_flag->count() > 0 && std::ranges::all_of(batches, [](uint32_t b) { return b == 1; }))
       throw UsageError("--batch-kernels applies to batched steps: give --batch 2 or more (a list such as 1,8)");
-    auto s = open_model(common, f->model, {.allow_random = true});
+    auto s = open_model(common, f->model, {.allow_random = true, .samples = true});
     const auto& cfg = s.cfg;
     fit_default_lengths(f->prompt_tokens, f->gen_tokens, prompt_flag->count() > 0, gen_flag->count() > 0,
                         cfg.context_length);

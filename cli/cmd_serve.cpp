@@ -144,7 +144,7 @@ int serve(Common& common, ServeFlags& f) {
   } catch (const std::exception& e) {
     throw InputError(e.what());
   }
-  auto s = open_model(common, f.model, {.max_chunk = f.prefill_chunk});
+  auto s = open_model(common, f.model, {.max_chunk = f.prefill_chunk, .samples = true});
   Tokenizer tok = load_model_tokenizer(s.cfg);
   Scheduler scheduler(make_slots(s, f.parallel, f.prefill_chunk), tok, f.queue, f.batch_kernels == "exact", 0,
                       !f.no_prompt_cache);

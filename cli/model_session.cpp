@@ -10,6 +10,7 @@
 #include "engine/error.hpp"
 #include "engine/files.hpp"
 #include "engine/interpose/yielding_waits.hpp"
+#include "engine/ops/sample_shape.hpp"
 #include "models/model_path.hpp"
 #include "models/weights.hpp"
 
@@ -114,17 +115,20 @@ ModelSession open_model(const Common& common, const ModelFlags& flags, const Ope
 #endif
   if (options.sampling)
     s.sampler_warm_up = std::make_unique<ops::SamplerWarmUp>(*s.ctx, s.cfg.vocab_size, *options.sampling);
-  ModelWeights w;
-  if (options.allow_random && !exists(weights)) {
-    std::fprintf(stderr, "gpt-vk: weights file %s not found: using deterministic random weights\n", weights.c_str());
-    w = random_weights(*s.ctx, s.cfg, 1234);
-    s.random_weights = true;
-  } else {
+  else if (options.samples)
+    (void)ops::sampler_shape(*s.ctx, s.cfg.vocab_size);  // throws where the vocabulary is too large
+  s.random_weights = options.allow_random && !exists(weights);
+  if (!s.random_weights) {
     if (!exists(weights)) throw InputError("weights file " + weights + " not found (set [weights] file or --weights)");
     s.deferred_ = std::make_unique<WeightsFile>(WeightsFile::open(s.cfg, weights));
-    w = allocate_weights(*s.ctx, s.cfg);
   }
-  s.model = std::make_unique<GptModel>(*s.ctx, s.cfg, std::move(w), options.max_chunk);
+  // The model (its KV cache and graphs) is built before any weight is written, so that what
+  // does not fit the device fails before the seconds that writing gigabytes takes.
+  s.model = std::make_unique<GptModel>(*s.ctx, s.cfg, allocate_weights(*s.ctx, s.cfg), options.max_chunk);
+  if (s.random_weights) {
+    std::fprintf(stderr, "gpt-vk: weights file %s not found: using deterministic random weights\n", weights.c_str());
+    fill_random_weights(s.model->weights(), s.cfg, 1234);
+  }
   s.load_seconds = seconds_since(t0);
   if (!options.defer_weights) s.load_weights();
   return s;

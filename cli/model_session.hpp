@@ -47,6 +47,9 @@ struct OpenOptions {
   uint32_t max_chunk = kDefaultMaxChunk;
   // Compile the sampler for these parameters while the weights load (ops::SamplerWarmUp).
   const ops::SamplingParams* sampling = nullptr;
+  // The command samples tokens (with `sampling` too): a vocabulary too large for this
+  // device's sampler is refused before any weight is read.
+  bool samples = false;
   // Check the weights file but leave its values for ModelSession::load_weights(), so the
   // caller can first set the model's pipelines compiling (GptModel::warm_up).
   bool defer_weights = false;

@@ -198,6 +198,11 @@ ModelWeights load_weights(vk::Context& ctx, const ModelConfig& cfg, const std::s
 
 ModelWeights random_weights(vk::Context& ctx, const ModelConfig& cfg, uint64_t seed) {
   ModelWeights w = allocate_weights(ctx, cfg);
+  fill_random_weights(w, cfg, seed);
+  return w;
+}
+
+void fill_random_weights(ModelWeights& w, const ModelConfig& cfg, uint64_t seed) {
   const uint32_t C = cfg.emb_dim, F = cfg.ffn_dim;
   const float in_c = 1.0f / std::sqrt(float(C)), in_f = 1.0f / std::sqrt(float(F));
   // Residual branches shrink with depth (GPT-2's 1/sqrt(2 L) init) so the stream stays O(1).
@@ -226,7 +231,6 @@ ModelWeights random_weights(vk::Context& ctx, const ModelConfig& cfg, uint64_t s
   }
   if (!cfg.tie_embeddings) r.matrix(w.head, 3.0f * in_c);
   if (cfg.out_bias) r.vector(w.head_b, cfg.vocab_size, 0.0f, 0.1f);
-  return w;
 }
 
 }  // namespace gptvk

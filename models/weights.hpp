@@ -107,6 +107,8 @@ ModelWeights load_weights(vk::Context& ctx, const ModelConfig& cfg, const std::s
 // LayerNorms, small residual branches) with a wider token embedding so the tied head's
 // logits are peaked rather than flat.
 ModelWeights random_weights(vk::Context& ctx, const ModelConfig& cfg, uint64_t seed);
+// The same values written into weights allocate_weights(ctx, cfg) made.
+void fill_random_weights(ModelWeights& w, const ModelConfig& cfg, uint64_t seed);
 
 // Writes the 2-D tensor `t` of `file` into rows [row0, row0 + rows) of `m`, where `t` is
 // [rows][m.cols], or [m.cols][rows] when `in_out` (then transposed), converting to m's dtype

@@ -416,6 +416,21 @@ BOOST_AUTO_TEST_CASE(bench_random_weights_only_when_no_weights_file_exists) {
   check(bench({"--config", fixture_with("", ""), "--weights", (dir / "absent.safetensors").string()}),
         {1, {"absent.safetensors", "not found"}});
 }
+// A vocabulary past what a CPU device's sampler takes (1024 tokens an invocation, its widest
+// workgroup) is refused before the weights: bench says so without filling random ones first.
+// A GPU's sampler takes any vocabulary the config allows; there the bench runs.
+BOOST_AUTO_TEST_CASE(bench_refuses_a_vocabulary_too_large_for_the_sampler_before_the_weights) {
+  auto cfg = config("[model]\nname = \"wide\"\nvocab_size = 16777215\ncontext_length = 8\nemb_dim = 8\n"
+                    "n_heads = 1\nn_layers = 1\n\n[weights]\nfile = \"absent.safetensors\"\n");
+  CliResult r = run_cli({"bench", "--config", cfg, "--prompt-tokens", "1", "--gen-tokens", "1", "--repeats", "1"});
+  if (r.exit_code == 0) {
+    BOOST_TEST_MESSAGE("this device's sampler takes 16777215 tokens: nothing to refuse");
+    BOOST_TEST(r.out.find("decode_tok_s=") != std::string::npos);
+    return;
+  }
+  check(r, {1, {"a vocabulary of 16777215 is too large for the sampler on this CPU device"}});
+  BOOST_TEST(r.err.find("random weights") == std::string::npos, r.err);
+}
 BOOST_AUTO_TEST_CASE(unknown_flag) {
   check(run_cli({"forward", "--config", fixture_with("", ""), "--ids", "1", "--out", (dir / "o.npy").string(),
                  "--idz", "1"}),

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/asan.hpp"
+#include "tests/support/sanitizers.hpp"
 #include "tests/support/cli_matrix.hpp"
 #include "tests/support/vk_test.hpp"
 
@@ -405,8 +405,9 @@ BOOST_AUTO_TEST_SUITE_END()
 // Under `ulimit -v` the Vulkan driver fails without naming the cause, or crashes: a limit
 // below what any model command needs is refused up front, and a model that cannot fit under
 // it gets the usual "needs X MiB, has Y" naming the limit (cli/address_space.hpp). Not
-// under AddressSanitizer, whose shadow memory needs an unlimited address space.
-#ifndef GPTVK_ASAN
+// under AddressSanitizer or ThreadSanitizer, whose shadow memory needs an unlimited address
+// space.
+#if !defined(GPTVK_ASAN) && !defined(GPTVK_TSAN)
 BOOST_FIXTURE_TEST_SUITE(address_space_limit, IoRows)
 
 constexpr long kMiB = 1 << 20;

@@ -25,6 +25,7 @@
 #include "models/weights.hpp"
 #include "runtime/generator.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/sanitizers.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;
@@ -535,7 +536,9 @@ BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_text_so_far) {
 }
 
 // Blocked writing to a pipe nobody reads (~40 KB of JSON into 4 KiB), the run never looks at
-// Ctrl-C's flag again: a second Ctrl-C ends it, as the shell's default action would.
+// Ctrl-C's flag again: a second Ctrl-C ends it, as the shell's default action would. Not
+// under ThreadSanitizer, which holds a signal back until the blocked write returns.
+#ifndef GPTVK_TSAN
 BOOST_AUTO_TEST_CASE(a_second_ctrl_c_ends_a_run_blocked_on_its_output) {
   test::CliOptions stalled;
   stalled.stdout_to = test::Stdout::Stalled;
@@ -548,6 +551,7 @@ BOOST_AUTO_TEST_CASE(a_second_ctrl_c_ends_a_run_blocked_on_its_output) {
   BOOST_TEST(r.signaled);
   BOOST_TEST(r.signal == SIGINT);
 }
+#endif
 
 // Started with SIGINT ignored (a script's `gpt-vk generate ... &`), it stays ignored.
 BOOST_AUTO_TEST_CASE(an_ignored_sigint_stays_ignored) {

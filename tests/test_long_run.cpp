@@ -24,7 +24,7 @@
 #include "models/config.hpp"
 #include "models/gpt_model.hpp"
 #include "models/weights.hpp"
-#include "tests/support/asan.hpp"
+#include "tests/support/sanitizers.hpp"
 #include "tests/support/vk_test.hpp"
 
 

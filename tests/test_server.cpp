@@ -25,6 +25,7 @@
 #include "models/weights.hpp"
 #include "runtime/generator.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/client_thread.hpp"
 #include "tests/support/raw_http.hpp"
 #include "tests/support/server_client.hpp"
 #include "tests/support/server_process.hpp"
@@ -510,9 +511,9 @@ BOOST_AUTO_TEST_CASE(aborted_stream_frees_its_slot_and_a_full_queue_answers_429)
   BOOST_TEST(generated < 240);
   // One running, one queued: the third has no place.
   std::atomic<int> first_status{0}, second_status{0};
-  std::thread first([&] { first_status = post_stream(port, "/v1/completions", long_run).status; });
+  test::ClientThread first([&] { first_status = post_stream(port, "/v1/completions", long_run).status; });
   BOOST_REQUIRE(metric_becomes(port, "gptvk_active_sequences", 1));
-  std::thread second([&] { second_status = post(port, "/v1/completions", long_run).status; });
+  test::ClientThread second([&] { second_status = post(port, "/v1/completions", long_run).status; });
   BOOST_REQUIRE(metric_becomes(port, "gptvk_queue_depth", 1));
   Reply third = post(port, "/v1/completions", json{{"prompt", "a"}, {"max_tokens", 2}});
   check_error(third, 429);
@@ -528,7 +529,7 @@ BOOST_AUTO_TEST_CASE(sigterm_finishes_the_running_request_and_exits_0) {
   test::ServerProcess server({"--parallel", "2"});
   const int port = server.port();
   Stream s;
-  std::thread client([&] {
+  test::ClientThread client([&] {
     s = post_stream(port, "/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 60}, {"temperature", 0}});
   });
   BOOST_REQUIRE(metric_becomes(port, "gptvk_active_sequences", 1));

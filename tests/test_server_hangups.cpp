@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/client_thread.hpp"
 #include "tests/support/raw_http.hpp"
 #include "tests/support/server_process.hpp"
 
@@ -85,18 +86,11 @@ BOOST_AUTO_TEST_CASE(a_queued_stream_whose_client_hangs_up_never_runs) {
             {"logit_bias", {{"50256", -100}}}, {"n", 4}};
   std::chrono::steady_clock::time_point busy_done;
   std::string busy_answer;
-  // Joined however the case ends: a failed requirement must not leave a joinable thread,
-  // which would end the whole test binary.
-  struct Joined {
-    std::thread t;
-    ~Joined() {
-      if (t.joinable()) t.join();
-    }
-  } running{std::thread([&] {
+  test::ClientThread running([&] {
     // Minutes where the device is slow (the forced-limits run on a loaded CI machine).
     busy_answer = round_trip(port, post_request("/v1/completions", busy.dump()), 600.0);
     busy_done = std::chrono::steady_clock::now();
-  })};
+  });
   BOOST_REQUIRE(metric_becomes(port, "gptvk_queue_depth", 3));
   json queued{{"prompt", kPrompt}, {"max_tokens", 20}, {"stream", true}};
   const int fd = connect_to(port);
@@ -106,7 +100,7 @@ BOOST_AUTO_TEST_CASE(a_queued_stream_whose_client_hangs_up_never_runs) {
   const bool behind_them = metric_becomes(port, "gptvk_queue_depth", 4, 10);
   close(fd);
   const auto closed = std::chrono::steady_clock::now();
-  running.t.join();
+  running.join();
   BOOST_TEST(metric_becomes(port, "gptvk_active_sequences", 0));
   BOOST_TEST(metric(port, "gptvk_queue_depth") == 0);
   // The hang-up shows at the second comment's write, ~2 s on: a device that ran the four

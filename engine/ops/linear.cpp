@@ -154,12 +154,19 @@ void choose_blocks(const vk::Context& ctx, LinearLayout& l, uint32_t T, uint32_t
   const auto& caps = ctx.caps();
   const uint64_t align = caps.storage_offset_alignment;
   const uint64_t step = std::lcm(align / std::gcd(align, l.x_row), align / std::gcd(align, l.y_row));
-  uint64_t t_block = caps.max_storage_buffer_range / std::max(l.x_row, l.y_row);
+  const uint64_t row = std::max(l.x_row, l.y_row);
+  uint64_t t_block = caps.max_storage_buffer_range / row;
+  if (t_block == 0)
+    throw DeviceError(name + ": one token row (" + std::to_string(row) +
+                      " bytes) does not fit the device's storage buffer range");
   t_block = std::min<uint64_t>(t_block, uint64_t(kMaxGroups) * l.kernel.tokens_per_group);
   if (t_block < T) t_block = t_block / step * step;
   if (t_block == 0)
-    throw DeviceError(name + ": one token row (" + std::to_string(std::max(l.x_row, l.y_row)) +
-                      " bytes) does not fit the device's storage buffer range");
+    throw DeviceError(name + ": " + std::to_string(T) + " tokens need blocks of " + std::to_string(step) +
+                      " token rows of " + std::to_string(row) + " bytes (for the device's " + std::to_string(align) +
+                      "-byte storage offset alignment), more than its storage buffer range of " +
+                      std::to_string(caps.max_storage_buffer_range) + " bytes holds; at most " +
+                      std::to_string(caps.max_storage_buffer_range / row) + " tokens run at once");
   l.t_block = t_block;
   const uint64_t max_groups_rows = uint64_t(kMaxGroups) * l.kernel.outputs_per_group;
   l.o_block = static_cast<uint32_t>(std::min<uint64_t>(max_groups_rows / kChunkRowAlign * kChunkRowAlign, N));

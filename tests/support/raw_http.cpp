@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 namespace gptvk::test {
@@ -52,12 +55,16 @@ bool whole_response(const std::string& out) {
 
 int connect_to(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int error = errno;
+    close(fd);
+    throw std::runtime_error("connecting to port " + std::to_string(port) + ": " + std::strerror(error));
+  }
   return fd;
 }
 

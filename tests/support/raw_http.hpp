@@ -8,7 +8,8 @@
 
 namespace gptvk::test {
 
-// A socket connected to 127.0.0.1:port (BOOST_REQUIREs that it is).
+// A socket connected to 127.0.0.1:port; throws std::runtime_error if it cannot connect
+// (client threads call it: Boost.Test asserts only on the test's own thread).
 int connect_to(int port);
 
 // Whether `out` holds a whole response: with a Content-Length, or chunked (a completion

@@ -14,7 +14,9 @@ struct Reply {
   int status = 0;
   nlohmann::ordered_json body;  // insertion-ordered: top_logprobs keep the server's order
 };
-// POSTs `body` to 127.0.0.1:port (BOOST_REQUIREs an answer within 120 s).
+// POSTs `body` to 127.0.0.1:port; throws std::runtime_error without an answer within 120 s.
+// The helpers here assert nothing themselves, so that client threads (ClientThread) may
+// call them: Boost.Test's assertions are for the test's own thread only.
 Reply post(int port, const std::string& path, const std::string& body, const httplib::Headers& headers = {});
 Reply post(int port, const std::string& path, const nlohmann::ordered_json& body);
 
@@ -25,7 +27,7 @@ struct Stream {
   bool done = false;
 };
 // POSTs `body` with "stream": true; with `abort_after` > 0 the client hangs up after that
-// many events.
+// many events. Throws std::runtime_error on an event that is not `data:` or a comment.
 Stream post_stream(int port, const std::string& path, nlohmann::ordered_json body, size_t abort_after = 0);
 
 // OpenAI's error body with the status's meaning, naming `param` when it is given.
