@@ -2,8 +2,8 @@
 // --parallel KV slots that share the model's weights (runtime/scheduler.hpp). Binds first
 // (GET /health answers 503 while the model loads), prints "gpt-vk: listening on
 // http://HOST:PORT" on stderr once ready, and on SIGTERM or SIGINT stops taking requests,
-// lets running ones finish (cancelling what is left after a grace period) and exits 0.
-#include <pthread.h>
+// lets running ones finish (cancelling what is left after a grace period) and exits 0
+// (cli/stop_signals.hpp: a signal while loading, or a second one, exits at once).
 #include <signal.h>
 
 #include <chrono>
@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "cli/model_session.hpp"
 #include "cli/number_checks.hpp"
+#include "cli/stop_signals.hpp"
 #include "engine/error.hpp"
 #include "runtime/scheduler.hpp"
 #include "server/http_server.hpp"
@@ -55,21 +56,6 @@ constexpr const char* kRequestFieldsHelp =
     "generate's order. /v1/completions: prompt, logprobs (0..5), echo (with max_tokens 0: the\n"
     "prompt scored, nothing generated). /v1/chat/completions:\n"
     "messages, max_completion_tokens, logprobs (true) with top_logprobs (0..20).";
-
-// Blocks the signals in this thread and every thread started after (lavapipe's, httplib's,
-// the scheduler's), so that only the serve action's sigwait() sees them. A SIGINT the
-// process was started ignoring (`gpt-vk serve &` in a script) stays ignored, as Ctrl-C does
-// for the other commands (cli/interrupt.hpp).
-sigset_t block_stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  struct sigaction sigint {};
-  if (sigaction(SIGINT, nullptr, &sigint) != 0 || sigint.sa_handler != SIG_IGN) sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a vanished client is a failed write, not a dead server
-  return set;
-}
 
 struct ServeFlags {
   ModelFlags model;
@@ -125,13 +111,13 @@ void add_http_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--shutdown-grace", f.shutdown_grace_s,
                   "seconds the running requests get to finish after SIGTERM or Ctrl-C; those still running\n"
                   "then end with an error (HTTP 503, or an error event in a stream), and the exit waits at\n"
-                  "most 3 s more for connections")
+                  "most 3 s more for connections. A second signal meanwhile exits at once (exit code 1)")
       ->capture_default_str()->transform(whole_number_in(0, 3600));
 }
 
 // Binds, loads the model, serves until SIGTERM or SIGINT, then drains.
 int serve(Common& common, ServeFlags& f) {
-  const sigset_t stop_signals = block_stop_signals();
+  StopSignals stop_signals;  // first: before any thread starts
   // Every request waiting for its completion or streaming it holds an HTTP thread (a
   // connection between requests, or with its head still arriving, does not); the spare
   // threads keep /health and short requests answered beside many of those. Idle threads
@@ -155,8 +141,8 @@ int serve(Common& common, ServeFlags& f) {
                port);
   std::fflush(stderr);
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  stop_signals.serving();
+  const int sig = stop_signals.wait_first();
   std::fprintf(stderr, "gpt-vk: %s: finishing running requests, then exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   http.drain();
   scheduler.shutdown(std::chrono::seconds(f.shutdown_grace_s));

@@ -211,7 +211,7 @@ std::vector<uint32_t> DecodeBatch::decode_next(std::span<GptModel* const> seqs) 
 
 void DecodeBatch::warm_up(std::span<GptModel* const> slots) {
   for (size_t n : {2, 3, 4, 8, 16})
-    if (n <= slots.size()) graph_for(slots.first(n)).warm_up();
+    if (n <= slots.size() && n <= slots[0]->max_chunk()) graph_for(slots.first(n)).warm_up();
 }
 
 bool DecodeBatch::can_burst(const GptModel& first) const {

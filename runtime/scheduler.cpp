@@ -392,13 +392,25 @@ uint64_t Scheduler::step_all() {
     const auto t0 = Clock::now();
     std::vector<uint32_t> next;
     try {
-      next = batch_.decode_next(rows);
+      // A step's rows live in the first sequence's activations, --prefill-chunk of them:
+      // more slots than that decode in several steps.
+      const size_t group = rows[0]->max_chunk();
+      for (size_t at = 0; at < rows.size(); at += group) {
+        const auto part = batch_.decode_next(std::span(rows).subspan(at, std::min(group, rows.size() - at)));
+        next.insert(next.end(), part.begin(), part.end());
+      }
     } catch (const std::exception& e) {
       for (Slot* s : due) release(*s, e.what());
       return 0;
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    for (size_t b = 0; b < due.size(); ++b) due[b]->gen->decoded(next[b], seconds);
+    for (size_t b = 0; b < due.size(); ++b) {
+      try {
+        due[b]->gen->decoded(next[b], seconds);  // reads the logits back where logprobs are asked for
+      } catch (const std::exception& e) {
+        release(*due[b], e.what());  // that sequence alone; an exception here would end the server
+      }
+    }
   }
   uint64_t made = 0;
   for (Slot& s : slots_)

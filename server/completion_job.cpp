@@ -212,17 +212,24 @@ json CompletionJob::usage() const {
 }
 
 std::optional<json> CompletionJob::poll_response(std::chrono::milliseconds wait) {
+  // Every unfinished choice is read each poll (only the first waits), so that one failing
+  // ends the request now rather than after its siblings reach max_tokens.
+  bool all_done = true;
   for (auto& c : choices_) {
     if (c.done) continue;
     if (!c.started) begin_text(c);
     std::vector<GenerationStep> steps;
-    const bool done = c.seq->wait_steps(steps, wait);
+    const bool done = c.seq->wait_steps(steps, all_done ? wait : std::chrono::milliseconds(0));
     for (const auto& s : steps) take_step(c, s, nullptr, nullptr);
-    if (!done) return std::nullopt;
+    if (!done) {
+      all_done = false;
+      continue;
+    }
     c.done = true;
     release_logprobs(c, true);
     if (auto e = failure(c)) throw *e;
   }
+  if (!all_done) return std::nullopt;
   json choices = json::array();
   for (const auto& c : choices_) choices.push_back(choice_json(c));
   return json{{"id", id_},

@@ -383,12 +383,13 @@ void HttpServer::wait_for_open_answers(std::optional<std::chrono::seconds> wait)
 }
 
 bool HttpServer::stop(std::optional<std::chrono::seconds> wait) {
+  const auto until = std::chrono::steady_clock::now() + wait.value_or(std::chrono::seconds(0));
   wait_for_open_answers(wait);
   if (http_) http_->stop();
   if (!thread_.joinable()) return true;
   // httplib's listening thread ends once its workers have: one held by a client that
-  // trickles its request keeps it until --request-timeout.
-  if (wait && listen_ended_.wait_for(*wait) != std::future_status::ready) return false;
+  // trickles its request keeps it until --request-timeout. Both waits share `wait`.
+  if (wait && listen_ended_.wait_until(until) != std::future_status::ready) return false;
   thread_.join();
   return true;
 }

@@ -69,7 +69,7 @@ class HttpServer {
   // From now on /health answers 503 (shutting down); the scheduler refuses new work.
   void drain();
   // Lets the answers whose bodies are still going out end, then stops listening and waits
-  // for the answering threads; each wait at most `wait` when given. False when threads are
+  // for the answering threads; both waits within `wait` when given. False when threads are
   // still busy then (a client trickling its request); idempotent. Call once the scheduler
   // has finished its sequences: httplib's writer leaves a body at its next turn once the
   // server stops, which would lose a stream's last events and its `data: [DONE]`.

@@ -209,6 +209,25 @@ BOOST_AUTO_TEST_CASE(long_prompts_prefill_a_chunk_a_round) {
   }
 }
 
+// More slots than a step has rows (--parallel above --prefill-chunk): the running sequences
+// decode in several steps of at most the chunk's rows, each still equal to a lone Generator
+// (once, all of them failed: a step of five rows over activations of two).
+BOOST_AUTO_TEST_CASE(more_slots_than_a_steps_rows_decode_in_several_steps) {
+  constexpr uint32_t kChunk = 2, kSequences = 5;
+  Scheduler sched(slots(kSequences, kChunk), tok, 16);
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  for (uint32_t i = 0; i < kSequences; ++i) seqs.push_back(std::make_shared<Sequence>(prompt(i), options(i)));
+  sched.submit(seqs);
+  std::vector<std::vector<GenerationStep>> all;
+  for (auto& s : seqs) all.push_back(drain(*s));
+  sched.shutdown(std::chrono::milliseconds(0));
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
+  for (uint32_t i = 0; i < kSequences; ++i) {
+    BOOST_TEST_INFO("sequence " << i << ": " << seqs[i]->error());
+    expect_lone(lone, *seqs[i], all[i]);
+  }
+}
+
 // A sequence cancelled while its prompt is still prefilling (or still queued) ends cancelled
 // and frees its slot for the next one.
 BOOST_AUTO_TEST_CASE(cancel_while_prefilling) {

@@ -100,6 +100,28 @@ BOOST_AUTO_TEST_CASE(sigint_stops_the_server_unless_started_ignored) {
   BOOST_TEST(ignoring.stop(SIGTERM, 20.0) == 0);
 }
 
+// A second signal while the running requests finish exits at once, with code 1 and a line
+// saying so, however long --shutdown-grace is (cli/stop_signals.hpp). One slot and 4 x 240
+// tokens: the work outlasts both signals on any device.
+BOOST_AUTO_TEST_CASE(a_second_signal_during_the_grace_period_exits_at_once) {
+  test::ServerProcess server({"--parallel", "1", "--shutdown-grace", "600"});
+  const int port = server.port();
+  json long_run{{"prompt", "Once upon a time"}, {"max_tokens", 240}, {"n", 4}, {"stream", true},
+                {"logit_bias", {{"50256", -100}}}};
+  const int fd = connect_to(port);
+  const std::string request = post_request("/v1/completions", long_run.dump());
+  BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) > 0);
+  BOOST_REQUIRE(metric_becomes(port, "gptvk_active_sequences", 1));
+  server.signal(SIGTERM);
+  for (int i = 0; i < 500 && server.stderr_text().find("finishing running requests") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  BOOST_TEST(server.stop(SIGINT, 20.0) == 1);
+  close(fd);
+  BOOST_TEST_INFO("stderr: " << server.stderr_text());
+  BOOST_TEST(server.stderr_text().find("SIGINT again while finishing the running requests: exiting now") !=
+             std::string::npos);
+}
+
 // SIGTERM beside an idle keep-alive connection: the server exits 0 without waiting out its
 // keep-alive timeout: the idle connection's thread must not hold up the exit past the grace
 // period, which would then say a client connection was still open.
