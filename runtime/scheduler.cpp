@@ -453,13 +453,11 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
     if (holder && holder != &slot) {  // every position, and the logits (reuse's chunks among them)
       slot.model->copy_kept_prompt(*holder->model, static_cast<uint32_t>(q.prompt().size()));
       slot.logits_for = q.prompt().size();
-      std::lock_guard lock(mu_);
-      stats_.prompt_tokens_copied += q.prompt().size();
     } else if (source) {
       slot.model->copy_prompt_prefix(*source->model, reuse);
-      std::lock_guard lock(mu_);
-      stats_.prompt_tokens_copied += reuse;
     }
+    slot.own_cached = holder == &slot ? static_cast<uint32_t>(q.prompt().size()) : holder || source ? 0 : reuse;
+    slot.cache_counted = false;
     if (q.want_prompt_logprobs_) {
       const uint32_t V = slot.model->config().vocab_size;
       std::vector<float> logits = slot.model->prefill(q.prompt(), 0, true);
@@ -471,14 +469,22 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
     // prompt may then fill the whole context, with no room for a generated token.
     if (q.options().max_tokens == 0) return release(slot, {}, FinishReason::Length);
     slot.gen->begin(q.prompt(), q.options(), reuse);  // its chunks run in prefill_round()
-    std::lock_guard lock(mu_);
-    stats_.prompt_tokens_cached += holder ? q.prompt().size() : reuse;
   } catch (const std::exception& e) {
     release(slot, e.what());
   }
 }
 
 void Scheduler::step(Slot& slot) {
+  // Counted once the prompt has run, as the sequence's usage reports it (begin's reuse, or
+  // the whole prompt when its first token came from kept logits): a sequence cancelled
+  // before reports no usage, and is not counted.
+  if (!slot.cache_counted && !slot.gen->prefilling()) {
+    slot.cache_counted = true;
+    const uint32_t cached = slot.gen->timings().prompt_tokens_cached;
+    std::lock_guard lock(mu_);
+    stats_.prompt_tokens_cached += cached;
+    stats_.prompt_tokens_copied += cached - std::min(cached, slot.own_cached);
+  }
   try {
     if (slot.seq->cancelled()) slot.gen->cancel();
     GenerationStep s = slot.gen->next();

@@ -108,8 +108,11 @@ struct SchedulerStats {
   uint64_t burst_prompts = 0;   // prompts whose last chunk ran in a burst with others' (prefill_together)
   uint64_t twin_prompts = 0;    // of those, twins: another's equal prompt ran for them (DecodeBatch)
   uint32_t max_round_prefill_tokens = 0;  // most prompt tokens one round ran before its decode step
-  uint64_t prompt_tokens_cached = 0;      // prompt tokens whose keys and values a slot kept (prompt cache)
-  uint64_t prompt_tokens_copied = 0;      // of those, tokens copied from another slot's cache
+  // Of the sequences whose prompt has run: prompt tokens whose keys and values a slot kept
+  // (the prompt cache; the sum of their timings' prompt_tokens_cached), and of those, the
+  // tokens copied from another slot's cache.
+  uint64_t prompt_tokens_cached = 0;
+  uint64_t prompt_tokens_copied = 0;
   uint64_t cache_refill_chunks = 0;       // chunks of finished sequences' replies run while idle (prompt cache)
   uint64_t prompt_cache_hits = 0;  // first tokens drawn from a prompt's kept logits: the prompt ran before whole
 };
@@ -177,6 +180,11 @@ class Scheduler {
     // drawn from (0: none), beside its keys and values while kept_tokens() covers them.
     size_t logits_for = 0;
     bool from_kept = false;  // the running sequence's first token is to be drawn from those
+    // Of the running sequence's prompt, the tokens whose keys and values this slot itself
+    // kept (the others it reuses were copied from other slots), and whether its reused
+    // tokens went into the stats (once its prompt has run).
+    uint32_t own_cached = 0;
+    bool cache_counted = false;
   };
   // Most prompts that run in one burst (their twins join free): a burst hands out every
   // first token when it ends, so a round with many new prompts runs several smaller ones,

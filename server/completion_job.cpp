@@ -251,11 +251,6 @@ std::optional<json> CompletionJob::response_within(std::chrono::milliseconds bud
   }
 }
 
-json CompletionJob::wait_response() {
-  for (;;)
-    if (auto body = poll_response(std::chrono::milliseconds(200))) return *body;
-}
-
 json CompletionJob::chunk(const Choice& c, const std::string& piece, const json& logprobs, const json& finish) const {
   json choice;
   if (chat_) {

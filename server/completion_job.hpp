@@ -28,11 +28,9 @@ class CompletionJob {
                 const Tokenizer& tok);
   ~CompletionJob();  // cancels what still runs (a vanished client frees its slots at once)
 
-  // Non-streamed: waits for every sequence and returns the response body; ApiError 500
-  // when a sequence failed, 503 when the server's shutdown cancelled it. (Streamed, the
-  // same errors are an event of their own.)
-  json wait_response();
-  // The same when it is ready within `budget`; nullopt when some sequence still runs.
+  // Non-streamed: the response body when every sequence is done within `budget`, nullopt
+  // while some sequence still runs; ApiError 500 when a sequence failed, 503 when the
+  // server's shutdown cancelled it. (Streamed, the same errors are an event of their own.)
   std::optional<json> response_within(std::chrono::milliseconds budget);
   // Streamed: appends to `out` the events of the steps that came within `wait`; returns true
   // when everything, `data: [DONE]` included, is in `out`.

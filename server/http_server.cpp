@@ -441,7 +441,14 @@ void HttpServer::completions(const httplib::Request& req, const std::string& tex
 void HttpServer::respond_when_done(const httplib::Request& req, httplib::Response& res,
                                    const std::shared_ptr<CompletionJob>& job) {
   if (auto body = job->response_within(kPlainWait)) return send_json(res, *body);
-  if (req.version == "HTTP/1.0") return send_json(res, job->wait_response());
+  if (req.version == "HTTP/1.0") {
+    // No chunked encoding to carry heartbeats: the socket itself says when the client has
+    // gone, and the job is cancelled rather than run to its end holding slots.
+    std::optional<json> body;
+    while (!(body = job->response_within(kHeartbeat)))
+      if (client_hung_up()) return job->cancel();
+    return send_json(res, *body);
+  }
   // A content type httplib does not compress (it compresses plain "application/json"): a
   // compressor holds the one-byte heartbeats back, and without writes a client that hangs
   // up is not noticed.
@@ -551,7 +558,7 @@ void HttpServer::metrics(httplib::Response& res) {
     metric("gptvk_active_sequences", "gauge", "Sequences in a slot.", uint64_t(s.active));
     metric("gptvk_slots", "gauge", "KV slots (--parallel).", uint64_t(s.slots));
     metric("gptvk_prompt_tokens_cached_total", "counter",
-           "Prompt tokens not run again: their keys and values kept by a slot from an earlier prompt, or copied from another slot.",
+           "Prompt tokens not run again (counted once a sequence's prompt has run): their keys and values kept by a slot from an earlier prompt, or copied from another slot.",
            uint64_t(s.prompt_tokens_cached));
     metric("gptvk_prompt_tokens_copied_total", "counter",
            "Of the cached prompt tokens, those copied from another slot's keys and values (a running or free one).",

@@ -3,6 +3,7 @@
 // Generator's on a model of its own (greedy and seeded sampling, stop strings, logprobs); a cancelled
 // sequence frees its slot; the queue refuses what does not fit; shutdown cancels what is left.
 #define BOOST_TEST_MODULE scheduler
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -429,6 +430,37 @@ BOOST_AUTO_TEST_CASE(a_running_slots_prompt_chunks_are_copied_for_a_new_sequence
   sched.shutdown(std::chrono::milliseconds(0));
   GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
   expect_lone(lone, *seq, steps);
+}
+
+// The prompt-cache counters count a sequence once its prompt has run, with what it really
+// reused: one cancelled while its prompt runs (here 24 of 224 tokens kept, 200 left to run
+// one token a round) reports no usage and is not counted either.
+BOOST_AUTO_TEST_CASE(a_sequence_cancelled_while_its_prompt_runs_is_not_counted_as_cached) {
+  const std::vector<uint32_t> base = joined_prompts(40);
+  Scheduler sched(slots(1, /*max_chunk=*/1), tok, 4);
+  auto first = std::make_shared<Sequence>(base, options(0));
+  sched.submit({first});
+  drain(*first);
+  std::vector<uint32_t> prompt(base.begin(), base.begin() + 24), tail = joined_prompts(200, 60);
+  prompt.insert(prompt.end(), tail.begin(), tail.end());
+  auto seq = std::make_shared<Sequence>(prompt, options(1));
+  sched.submit({seq});
+  for (int i = 0; i < 10000 && sched.stats().queued > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  seq->cancel();
+  const std::vector<GenerationStep> steps = drain(*seq);
+  if (std::any_of(steps.begin(), steps.end(), [](const GenerationStep& s) { return s.token.has_value(); })) {
+    BOOST_TEST_MESSAGE("its 200 prompt tokens ran before the cancel was seen; nothing to check");
+    return;
+  }
+  BOOST_TEST(sched.stats().prompt_tokens_cached == 0u);
+  BOOST_TEST(sched.stats().prompt_tokens_copied == 0u);
+  // The next sequence of that prompt finds those 24 tokens again (and those the cancelled
+  // one ran), and they are counted.
+  auto again = std::make_shared<Sequence>(prompt, options(1));
+  sched.submit({again});
+  drain(*again);
+  BOOST_TEST(again->timings().prompt_tokens_cached >= 24u);
+  BOOST_TEST(sched.stats().prompt_tokens_cached == again->timings().prompt_tokens_cached);
 }
 
 // The n choices of a long prompt (four sequences, one 40-token prompt, chunks of 8): the

@@ -33,33 +33,12 @@ json post_json(int port, const json& body) {
   return body_of(r);
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_SUITE(server_hangups)
-
-// A non-streamed request that outlasts the plain wait goes out chunked, JSON after spaces;
-// when its client hangs up, the failed writes cancel it rather than let its sequences run to
-// the end (here 64 x 240 tokens, ~15 s of the bundled model) holding the slot and the queue.
-BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
-  test::ServerProcess server({"--parallel", "1", "--queue", "64"});
-  const int port = server.port();
-  // <|endoftext|> barred, so that every sequence runs its 240 tokens.
-  json req{{"prompt", "It was a fine morning, and"}, {"max_tokens", 240}, {"temperature", 0.9}, {"seed", 3},
-           {"logit_bias", {{"50256", -100}}}};
-  // 3 x 240 tokens one after another: ~4 s on lavapipe, past the 2 s plain wait.
-  req["n"] = 3;
-  const json done = post_json(port, req);
-  BOOST_TEST(done["choices"].size() == 3u);
-  BOOST_TEST(done["usage"]["completion_tokens"] == 3 * 240);
+// Sends `request` (a completion of 64 sequences x 240 tokens, the slot and every queue
+// place, ~15 s of the bundled model), hangs up 300 ms later, and checks that the slot and
+// the queue are free within 10 s rather than at the end of the work.
+void hang_up_and_expect_the_slot_freed(int port, const std::string& request) {
   const double before = metric(port, "gptvk_generated_tokens_total");
-  // 4 prompts x 16: 64 sequences, the slot and every queue place, ~15 s of work.
-  req["prompt"] = std::vector<std::string>(4, "It was a fine morning, and");
-  req["n"] = 16;
-  const std::string body = req.dump();
-  int fd = connect_to(port);
-  // Compression allowed, as browsers allow it: a compressor must not hold the one-byte
-  // heartbeats back, or no write fails and the slot runs to the end.
-  const std::string request = post_request("/v1/completions", body, "Accept-Encoding: br, gzip\r\n");
+  const int fd = connect_to(port);
   BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   close(fd);
@@ -73,6 +52,60 @@ BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
   const double generated = metric(port, "gptvk_generated_tokens_total") - before;
   if (generated < 64 * 240) BOOST_TEST(freed);
   else BOOST_TEST_MESSAGE("this device made all 64 x 240 tokens before the hang-up was seen; nothing to check");
+}
+
+// 4 prompts x n = 16, 240 tokens each with <|endoftext|> barred, so that every sequence runs
+// its 240 tokens.
+json long_request() {
+  return json{{"prompt", std::vector<std::string>(4, kPrompt)},
+              {"max_tokens", 240},
+              {"temperature", 0.9},
+              {"seed", 3},
+              {"logit_bias", {{"50256", -100}}},
+              {"n", 16}};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(server_hangups)
+
+// A non-streamed request that outlasts the plain wait goes out chunked, JSON after spaces;
+// when its client hangs up, the failed writes cancel it rather than let its sequences run to
+// the end holding the slot and the queue.
+BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
+  test::ServerProcess server({"--parallel", "1", "--queue", "64"});
+  const int port = server.port();
+  json req = long_request();
+  // First, 3 x 240 tokens one after another (~4 s on lavapipe, past the 2 s plain wait) are
+  // answered whole.
+  req["prompt"] = kPrompt;
+  req["n"] = 3;
+  const json done = post_json(port, req);
+  BOOST_TEST(done["choices"].size() == 3u);
+  BOOST_TEST(done["usage"]["completion_tokens"] == 3 * 240);
+  // Compression allowed, as browsers allow it: a compressor must not hold the one-byte
+  // heartbeats back, or no write fails and the slot runs to the end.
+  hang_up_and_expect_the_slot_freed(port, post_request("/v1/completions", long_request().dump(), "Accept-Encoding: br, gzip\r\n"));
+}
+
+// HTTP/1.0 has no chunked encoding, so no heartbeat is written while the answer waits: the
+// server watches the socket for the client's hang-up instead.
+BOOST_AUTO_TEST_CASE(an_http_1_0_client_that_hangs_up_on_a_non_streamed_request_frees_its_slot) {
+  test::ServerProcess server({"--parallel", "1", "--queue", "64"});
+  const int port = server.port();
+  // Answered whole over HTTP/1.0 when it outlasts the plain wait (3 x 240 tokens).
+  json req = long_request();
+  req["prompt"] = kPrompt;
+  req["n"] = 3;
+  std::string request = post_request("/v1/completions", req.dump());
+  request.replace(request.find("HTTP/1.1"), 8, "HTTP/1.0");
+  const std::string r = round_trip(port, request, 120.0);
+  BOOST_TEST_INFO("response: " << r.substr(0, 400));
+  BOOST_REQUIRE(status_of(r) == 200);
+  BOOST_TEST(body_of(r)["usage"]["completion_tokens"] == 3 * 240);
+  request = post_request("/v1/completions", long_request().dump());
+  request.replace(request.find("HTTP/1.1"), 8, "HTTP/1.0");
+  hang_up_and_expect_the_slot_freed(port, request);
 }
 
 // A streamed request whose client hangs up while it waits in the queue gives its place back
