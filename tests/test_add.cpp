@@ -64,3 +64,27 @@ BOOST_AUTO_TEST_CASE(independent_ops_need_no_barrier) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// GPTVK_VALIDATION_GPU (ContextOptions::shader_checks): the layer's GPU-assisted validation
+// reports a shader's read past its binding, which the plain layer cannot see and a device may
+// answer with any value (here `add` over 64 floats more than b holds); an add within the
+// bindings reports nothing. The instrumented shader skips the bad read.
+BOOST_AUTO_TEST_CASE(shader_checks_report_a_read_past_a_binding) {
+  test::context();  // adds the test shaders to the table
+  vk::ContextOptions options;
+  options.shader_checks = true;
+  options.pipeline_cache = false;
+  vk::Context ctx(options);
+  constexpr uint32_t n = 1024, over = 64;
+  auto da = test::upload(ctx, test::random_floats(n + over, 1)), db = test::upload(ctx, test::random_floats(n, 2));
+  vk::Buffer dy(ctx, (n + over) * 4);
+  for (uint32_t count : {n, n + over}) {
+    const uint64_t before = ctx.validation_messages();
+    Graph g(ctx);
+    ops::add(g, whole(da), whole(db), whole(dy), count);
+    g.record();
+    g.run();
+    BOOST_TEST((ctx.validation_messages() > before) == (count > n), "add over " << count);
+    if (count > n) BOOST_TEST(ctx.last_validation_message().find("out of bounds") != std::string::npos);
+  }
+}

@@ -128,6 +128,10 @@ uint64_t parse_size(const std::string& key, const std::string& s, uint64_t min, 
 
 // GPTVK_VALIDATION turns the validation layer on; unset, it stays off.
 bool validation_from_env() { return env_switch("GPTVK_VALIDATION", false); }
+// GPTVK_VALIDATION_GPU turns it on with the layer's GPU-assisted validation too: every
+// shader is instrumented to report a buffer access past its binding, which a device may
+// otherwise drop or clamp in silence (lavapipe among them). Several times slower.
+bool shader_checks_from_env() { return env_switch("GPTVK_VALIDATION_GPU", false); }
 
 // GPTVK_DEVICE: a device index, as --device takes; -1 when unset.
 int device_from_env() {
@@ -246,13 +250,14 @@ std::vector<DeviceInfo> Context::list_devices() {
 }
 
 Context::Context(const ContextOptions& options) {
-  bool validation = validation_from_env() || options.validation;
+  const bool shader_checks = shader_checks_from_env() || options.shader_checks;
+  bool validation = validation_from_env() || options.validation || shader_checks;
   int index = options.device_index;
   const bool index_from_env = index < 0 && std::getenv("GPTVK_DEVICE");
   if (index < 0) index = device_from_env();
   try {
     const ForcedLimits forced = options.forced.merged_with(ForcedLimits::from_env());
-    create_instance(validation);
+    create_instance(validation, shader_checks);
     // pick_device words a missing index as --device's; one from the environment says so.
     if (index_from_env && static_cast<size_t>(index) >= enumerate(instance_).size())
       throw UsageError("GPTVK_DEVICE=" + std::to_string(index) + " names no device: there " +
@@ -291,7 +296,7 @@ void Context::release() {
   }
 }
 
-void Context::create_instance(bool validation) {
+void Context::create_instance(bool validation, bool shader_checks) {
   if (!validation) {
     instance_ = create_plain_instance();
     return;
@@ -304,10 +309,13 @@ void Context::create_instance(bool validation) {
   app.apiVersion = VK_API_VERSION_1_1;
   const char* layers[] = {kValidationLayer};
   const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
-  // Synchronization validation checks the graph's barriers, not only API usage.
-  VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  // Synchronization validation checks the graph's barriers, not only API usage; the
+  // GPU-assisted checks (a descriptor set slot reserved for the layer's own) shaders' accesses.
+  VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT,
+                                            VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT,
+                                            VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_RESERVE_BINDING_SLOT_EXT};
   VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
-  features.enabledValidationFeatureCount = 1;
+  features.enabledValidationFeatureCount = shader_checks ? 3 : 1;
   features.pEnabledValidationFeatures = enables;
   VkDebugUtilsMessengerCreateInfoEXT dbg{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   dbg.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;

@@ -95,6 +95,7 @@ struct ForcedLimits {
 struct ContextOptions {
   int device_index = -1;        // -1: best device (discrete > integrated > virtual > CPU)
   bool validation = false;      // enable VK_LAYER_KHRONOS_validation and count its messages
+  bool shader_checks = false;   // validation, with shaders' buffer accesses checked (GPTVK_VALIDATION_GPU)
   ForcedLimits forced;
   bool pipeline_cache = true;   // load/save the on-disk pipeline cache
 };
@@ -143,7 +144,7 @@ class Context {
                                                        const VkDebugUtilsMessengerCallbackDataEXT*,
                                                        void*);
   void release();  // destroys every Vulkan object; safe on a half-built context
-  void create_instance(bool validation);
+  void create_instance(bool validation, bool shader_checks);
   void pick_device(int index);
   void read_caps(const ForcedLimits& forced);
   void apply_forced(const ForcedLimits& forced);

@@ -20,7 +20,8 @@ namespace gptvk::test {
 
 namespace {
 
-// The caller's environment (sanitizer options, GPTVK_FORCE for the forced-limits run)
+// The caller's environment (sanitizer options, GPTVK_FORCE for the forced-limits run,
+// GPTVK_VALIDATION_GPU for a run with the shaders checked)
 // without other GPTVK_* settings, validation on, then the row's own settings, which
 // replace inherited ones (getenv takes the first match).
 std::vector<std::string> child_environment(const std::vector<std::string>& env, const CliOptions& options) {
@@ -35,7 +36,8 @@ std::vector<std::string> child_environment(const std::vector<std::string>& env, 
   if (!overridden("GPTVK_VALIDATION=1")) env_strings.push_back("GPTVK_VALIDATION=1");
   for (char** e = environ; *e; ++e) {
     bool ours = std::strncmp(*e, "GPTVK_", 6) == 0;
-    bool kept = std::strncmp(*e, "GPTVK_FORCE=", 12) == 0 || std::strncmp(*e, "GPTVK_CACHE_DIR=", 16) == 0;
+    bool kept = std::strncmp(*e, "GPTVK_FORCE=", 12) == 0 || std::strncmp(*e, "GPTVK_CACHE_DIR=", 16) == 0 ||
+                std::strncmp(*e, "GPTVK_VALIDATION_GPU=", 21) == 0;
     if ((!ours || kept) && !overridden(*e)) env_strings.push_back(*e);
   }
   for (const auto& e : env) env_strings.push_back(e);

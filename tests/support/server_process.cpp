@@ -29,7 +29,9 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, double timeou
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<std::string> env_strings = {"GPTVK_VALIDATION=1"};
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "GPTVK_", 6) != 0 || std::strncmp(*e, "GPTVK_FORCE=", 12) == 0) env_strings.push_back(*e);
+    if (std::strncmp(*e, "GPTVK_", 6) != 0 || std::strncmp(*e, "GPTVK_FORCE=", 12) == 0 ||
+        std::strncmp(*e, "GPTVK_VALIDATION_GPU=", 21) == 0)
+      env_strings.push_back(*e);
   std::vector<char*> argv, envp;
   for (auto& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
