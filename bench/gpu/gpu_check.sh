@@ -14,7 +14,9 @@
 #   (GPTVK_FORCE=no_coopmat_attention), and with them for prompt attention too (as it is).
 # Environment (each stage can be left out, so a rerun spends the lent minutes on what is left):
 #   TESTS=0 skips the suite; TESTS_R=REGEX runs only those tests, TESTS_E=REGEX leaves those out
-#   (openai_client and browser need node, which the GPU machines lack);
+#   (openai_client and browser need node, which the GPU machines lack); GPTVK_VALIDATION_GPU=1
+#   with TESTS_R (e.g. 'test_sample|test_attention') runs those with every shader's buffer
+#   accesses checked (tests/README.md, "Shader bounds checks");
 #   DEPTHS (prompt tokens of the A/B, default "512"); SHAPES (default gpt2-small,gpt2-xl);
 #   ROUNDS (default 1); AB=0 skips the A/B; Q8=0 skips its runs on GPT-2 XL with other weight
 #   dtypes, DTYPES (default q8_0; e.g. "q8_0 bf16 q4_0": each matrix-unit staging path);
