@@ -309,8 +309,8 @@ void Context::create_instance(bool validation, bool shader_checks) {
   app.apiVersion = VK_API_VERSION_1_1;
   const char* layers[] = {kValidationLayer};
   const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
-  // Synchronization validation checks the graph's barriers, not only API usage; the
-  // GPU-assisted checks (a descriptor set slot reserved for the layer's own) shaders' accesses.
+  // Synchronization validation checks the graph's barriers, not only API usage; GPU-assisted
+  // validation checks shaders' buffer accesses (through a descriptor set slot reserved for it).
   VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT,
                                             VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT,
                                             VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_RESERVE_BINDING_SLOT_EXT};
