@@ -65,6 +65,17 @@ json long_request() {
               {"n", 16}};
 }
 
+// One prompt's 3 x 240 tokens, one after another: ~4 s on lavapipe, past the 2 s plain wait.
+json three_choices() {
+  json req = long_request();
+  req["prompt"] = kPrompt;
+  req["n"] = 3;
+  return req;
+}
+
+// `request` with HTTP/1.0 in its request line.
+std::string as_http_1_0(std::string request) { return request.replace(request.find("HTTP/1.1"), 8, "HTTP/1.0"); }
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(server_hangups)
@@ -75,12 +86,8 @@ BOOST_AUTO_TEST_SUITE(server_hangups)
 BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
   test::ServerProcess server({"--parallel", "1", "--queue", "64"});
   const int port = server.port();
-  json req = long_request();
-  // First, 3 x 240 tokens one after another (~4 s on lavapipe, past the 2 s plain wait) are
-  // answered whole.
-  req["prompt"] = kPrompt;
-  req["n"] = 3;
-  const json done = post_json(port, req);
+  // First, a request that outlasts the plain wait is answered whole.
+  const json done = post_json(port, three_choices());
   BOOST_TEST(done["choices"].size() == 3u);
   BOOST_TEST(done["usage"]["completion_tokens"] == 3 * 240);
   // Compression allowed, as browsers allow it: a compressor must not hold the one-byte
@@ -93,19 +100,12 @@ BOOST_AUTO_TEST_CASE(a_non_streamed_client_that_hangs_up_frees_its_slot) {
 BOOST_AUTO_TEST_CASE(an_http_1_0_client_that_hangs_up_on_a_non_streamed_request_frees_its_slot) {
   test::ServerProcess server({"--parallel", "1", "--queue", "64"});
   const int port = server.port();
-  // Answered whole over HTTP/1.0 when it outlasts the plain wait (3 x 240 tokens).
-  json req = long_request();
-  req["prompt"] = kPrompt;
-  req["n"] = 3;
-  std::string request = post_request("/v1/completions", req.dump());
-  request.replace(request.find("HTTP/1.1"), 8, "HTTP/1.0");
-  const std::string r = round_trip(port, request, 120.0);
+  // Answered whole over HTTP/1.0 when it outlasts the plain wait.
+  const std::string r = round_trip(port, as_http_1_0(post_request("/v1/completions", three_choices().dump())), 120.0);
   BOOST_TEST_INFO("response: " << r.substr(0, 400));
   BOOST_REQUIRE(status_of(r) == 200);
   BOOST_TEST(body_of(r)["usage"]["completion_tokens"] == 3 * 240);
-  request = post_request("/v1/completions", long_request().dump());
-  request.replace(request.find("HTTP/1.1"), 8, "HTTP/1.0");
-  hang_up_and_expect_the_slot_freed(port, request);
+  hang_up_and_expect_the_slot_freed(port, as_http_1_0(post_request("/v1/completions", long_request().dump())));
 }
 
 // A streamed request whose client hangs up while it waits in the queue gives its place back
