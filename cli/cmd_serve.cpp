@@ -49,7 +49,7 @@ std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t para
 }
 
 constexpr const char* kRequestFieldsHelp =
-    "Request fields (both endpoints; README \"Serving\"): max_tokens, temperature (0..2), top_p,\n"
+    "Request fields (both endpoints; server/README.md): max_tokens, temperature (0..2), top_p,\n"
     "top_k, seed, stop, n, stream, stream_options.include_usage, presence_penalty and\n"
     "frequency_penalty (-2..2), logit_bias ({\"<token id>\": -100..100}), repeat_penalty (> 0),\n"
     "repeat_last_n (-1 = all, 0 = off, default 64), min_p (0..1); the controls apply in\n"

@@ -1,6 +1,6 @@
 // Rules a model run checks before any output.
 //
-// The one context rule every command that generates or scores follows (README "Context"):
+// The one context rule every command that generates or scores follows (cli/README.md, "Context"):
 // prompt tokens + generated tokens <= context_length, and a prompt leaves room for at least
 // one generated token. The last generated token is never fed back, so a full context has
 // fed prompt + generated - 1 positions.

@@ -244,7 +244,7 @@ GenerationStep Generator::next() {
   step.text = text_.feed(tok_.token_bytes(token));
   if (text_.stopped()) return finish(FinishReason::StopString, std::move(step));
   if (tokens_.size() >= opts_.max_tokens) return finish(FinishReason::Length, std::move(step));
-  // The context rule (README "Context"): prompt + generated <= context.
+  // The context rule (cli/README.md, "Context"): prompt + generated <= context.
   if (timings_.prompt_tokens + tokens_.size() >= model_.config().context_length)
     return finish(FinishReason::ContextFull, std::move(step));
   decode_due_ = true;
