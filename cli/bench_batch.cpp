@@ -19,13 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 struct Rates {
   std::vector<double> prefill, decode;  // tok/s of each measured repeat; decode: all rows together
 };
@@ -50,6 +43,13 @@ void run_once(std::vector<GptModel*> rows, const std::vector<std::vector<uint32_
 }
 
 }  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 int run_batch_bench(ModelSession& s, const BatchBenchFlags& f) {
   const ModelConfig& cfg = s.cfg;

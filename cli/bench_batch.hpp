@@ -21,4 +21,7 @@ struct BatchBenchFlags {
 // (decode: the aggregate).
 int run_batch_bench(ModelSession& s, const BatchBenchFlags& f);
 
+// The median of a run's rates (NaN when there are none); plain `bench` shares it.
+double median(std::vector<double> v);
+
 }  // namespace gptvk::cli

@@ -22,12 +22,6 @@ namespace gptvk::cli {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // One sequence: each repeat prefills the same random prompt, then decodes gen_tokens
 // greedily; the first repeat warms up. Medians and spreads on stderr, rates on stdout.
 int run_single_bench(ModelSession& s, uint32_t prompt_tokens, uint32_t gen_tokens, uint32_t repeats, bool profile) {
@@ -59,7 +53,7 @@ int run_single_bench(ModelSession& s, uint32_t prompt_tokens, uint32_t gen_token
   auto [pmin, pmax] = spread(prefill_rates);
   auto [dmin, dmax] = spread(decode_rates);
   // No decode measured: nan, not a rate of 0 tokens/s.
-  double p = median(prefill_rates), d = decode_rates.empty() ? std::nan("") : median(decode_rates);
+  double p = median(prefill_rates), d = median(decode_rates);
   std::fprintf(stderr, "prefill %u tokens: median %.1f tok/s (min %.1f, max %.1f) over %u runs\n", prompt_tokens, p,
                pmin, pmax, repeats);
   if (gen_tokens)

@@ -16,6 +16,7 @@
 #include "cli/model_session.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/stop_signals.hpp"
+#include "engine/byte_size.hpp"
 #include "engine/error.hpp"
 #include "runtime/scheduler.hpp"
 #include "server/http_server.hpp"
@@ -28,8 +29,6 @@ namespace {
 // trickles a request holds its thread past any such wait, so the process exits without it.
 constexpr auto kHttpStopWait = std::chrono::seconds(3);
 
-std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
-
 // The slots: the session's model and parallel - 1 more over the same weights, after checking
 // that their KV caches and activations fit beside the weights.
 std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t parallel, uint32_t chunk) {
@@ -37,9 +36,9 @@ std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t para
   const uint64_t weights = weights_device_bytes(s.cfg), have = model_memory_bytes(*s.ctx);
   const uint64_t need = weights + parallel * per_slot;
   if (have && need > have)
-    throw UsageError("--parallel " + std::to_string(parallel) + " needs about " + mib(need) + " of device memory (" +
-                     mib(weights) + " weights + " + mib(per_slot) + " per slot); the device has " + mib(have) +
-                     model_memory_note(*s.ctx) +
+    throw UsageError("--parallel " + std::to_string(parallel) + " needs about " + mib_ceil(need) +
+                     " of device memory (" + mib_ceil(weights) + " weights + " + mib_ceil(per_slot) +
+                     " per slot); the device has " + mib_ceil(have) + model_memory_note(*s.ctx) +
                      ": use at most --parallel " + std::to_string(have > weights ? (have - weights) / per_slot : 0));
   // Their KV caches are the slots of one pool (a batched step's attention is then one
   // dispatch a layer on CPU devices); the session's own model makes way for them.

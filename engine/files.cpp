@@ -43,7 +43,8 @@ std::string file_kind(unsigned mode) {
 
 namespace {
 
-std::string mib(uint64_t bytes) {
+// A size limit as the flags and docs state it: "1 MiB", else its exact bytes.
+std::string limit_text(uint64_t bytes) {
   return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
 }
 
@@ -67,7 +68,7 @@ Fd open_input(const std::string& path, const std::string& prefix, uint64_t max_b
   if (!S_ISREG(st.st_mode)) throw InputError(prefix + file_kind(st.st_mode) + ", not a regular file");
   size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes)
-    throw InputError(prefix + std::to_string(size) + " bytes, more than the " + mib(max_bytes) + " such a file may have");
+    throw InputError(prefix + std::to_string(size) + " bytes, more than the " + limit_text(max_bytes) + " such a file may have");
   fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
@@ -90,7 +91,7 @@ std::string read_to_end(int fd, uint64_t size, const std::string& prefix, uint64
   uint64_t got = 0;
   for (;;) {
     if (got == data.size()) {
-      if (got == most) throw InputError(prefix + "more than the " + mib(max_bytes) + " such a file may have");
+      if (got == most) throw InputError(prefix + "more than the " + limit_text(max_bytes) + " such a file may have");
       data.resize(std::min<uint64_t>(most, got + (64u << 10)));
     }
     ssize_t n = ::read(fd, data.data() + got, data.size() - got);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/byte_size.hpp"
 #include "engine/error.hpp"
 #include "engine/host_memory.hpp"
 #include "engine/vk/context.hpp"
@@ -28,12 +29,10 @@ uint64_t matrix_bytes(const ModelConfig& cfg, uint64_t rows, uint64_t cols) { re
 DType position_dtype(const ModelConfig& cfg) { return is_quantized(cfg.dtype) ? DType::F16 : cfg.dtype; }
 uint64_t vector_bytes(uint64_t n) { return std::max<uint64_t>(4, n * 4); }
 
-std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
-
 void check_fits(vk::Context& ctx, const ModelConfig& cfg) {
   const uint64_t need = weights_device_bytes(cfg), have = model_memory_bytes(ctx);
   if (have && need > have)
-    throw DeviceError("model needs " + mib(need) + " of device memory, device has " + mib(have) +
+    throw DeviceError("model needs " + mib_ceil(need) + " of device memory, device has " + mib_ceil(have) +
                       model_memory_note(ctx));
 }
 
@@ -55,7 +54,7 @@ std::string model_memory_note(const vk::Context& ctx) {
   if (!ctx.info().is_cpu()) return "";
   const auto limit = address_space_limit();
   if (!limit) return " (a CPU device: the host memory available now)";
-  return " (a CPU device: the host memory available now, within the address-space limit (ulimit -v) of " + mib(*limit) +
+  return " (a CPU device: the host memory available now, within the address-space limit (ulimit -v) of " + mib_ceil(*limit) +
          ")";
 }
 

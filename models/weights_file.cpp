@@ -10,6 +10,7 @@
 #include <map>
 #include <string_view>
 
+#include "engine/byte_size.hpp"
 #include "engine/error.hpp"
 #include "models/gguf_source.hpp"
 #include "models/truncation_guard.hpp"
@@ -30,8 +31,6 @@ std::string TensorNames::name(const std::string& role, uint32_t layer) const {
 }
 
 namespace {
-
-std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
 // ---------------------------------------------------------------- names in the file
 
@@ -117,7 +116,7 @@ class Progress {
     int bar = pct * 30 / 100;
     std::fprintf(stderr, "\rloading weights [%.*s%*s] %3d%% (%llu / %s)", bar,
                  "==============================", 30 - bar, "", pct, static_cast<unsigned long long>(done_ >> 20),
-                 mib(total_).c_str());
+                 mib_ceil(total_).c_str());
     std::fflush(stderr);
   }
 

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "engine/byte_size.hpp"
 #include "engine/error.hpp"
 #include "engine/vk/check.hpp"
 #include "engine/vk/context.hpp"
@@ -34,15 +35,14 @@ void advise_huge_pages(void* p, uint64_t bytes) {
 #endif
 }
 
-std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 }  // namespace
 
 Buffer::Buffer(Context& ctx, uint64_t bytes, Memory memory, const std::string& what) : ctx_(&ctx) {
   bytes = std::max<uint64_t>((bytes + 3) & ~uint64_t(3), 4);
   const Caps& caps = ctx.caps();
   if (bytes > caps.max_allocation_bytes)
-    throw DeviceError(what + " needs " + mib(bytes) + " in one allocation but the device allows at most " +
-                      mib(caps.max_allocation_bytes));
+    throw DeviceError(what + " needs " + mib_ceil(bytes) + " in one allocation but the device allows at most " +
+                      mib_ceil(caps.max_allocation_bytes));
   size_ = bytes;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = bytes;
@@ -71,8 +71,8 @@ Buffer::Buffer(Context& ctx, uint64_t bytes, Memory memory, const std::string& w
   VkResult r = vkAllocateMemory(ctx.device(), &ai, nullptr, &memory_);
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
     release();
-    throw DeviceError("out of memory allocating " + what + " (" + mib(bytes) + "); the device has " +
-                      mib(caps.device_local_bytes) + " of device-local memory");
+    throw DeviceError("out of memory allocating " + what + " (" + mib_ceil(bytes) + "); the device has " +
+                      mib_ceil(caps.device_local_bytes) + " of device-local memory");
   }
   check(r, ("allocating " + what).c_str());
   check(vkBindBufferMemory(ctx.device(), buffer_, memory_, 0), "binding buffer memory");
