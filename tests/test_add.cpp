@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE residual_add
 #include "tests/support/ops/add.hpp"
 #include "tests/support/vk_test.hpp"
 

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE attention
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE attention_coopmat
 // Prompt attention on matrix units (ops::attention_coopmat) against the CPU reference, on
 // emulated cooperative matrices (GPTVK_FORCE=gpu,coopmat_emu) so that lavapipe runs it, and
 // on the device's own where it has them. The kernel rounds q, k, v and the softmax weights

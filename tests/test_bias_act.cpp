@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE bias_act
 #include <cmath>
 
 #include "tests/reference/elementwise.hpp"

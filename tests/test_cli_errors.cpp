@@ -2,7 +2,6 @@
 // requires what the CONTRACT promises for errors (tests/support/cli_matrix.hpp: exit code,
 // one-line message, no crash, no hang, no validation message). Files that never end,
 // change underneath or cannot be written are the rows of tests/test_cli_io.cpp.
-#define BOOST_TEST_MODULE cli_errors
 #include <boost/test/unit_test.hpp>
 
 #include <string>

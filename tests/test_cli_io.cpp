@@ -2,7 +2,6 @@
 // checks): output that cannot be written, inputs that never end, block or change, files
 // that are not what they claim, strict numbers from flags and the environment, and the
 // context and vocabulary rules. Suite names and section rules carry each bad-input case's number.
-#define BOOST_TEST_MODULE cli_io
 #include <boost/test/unit_test.hpp>
 
 #include <sys/stat.h>

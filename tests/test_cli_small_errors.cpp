@@ -4,7 +4,6 @@
 // --out -, and a prompt past the context exiting 1 in both generate (a --prompt or a
 // JSON-lines file's prompt or max_tokens) and bench; an unreadable stdin, and serve's empty
 // --api-key.
-#define BOOST_TEST_MODULE cli_small_errors
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>

@@ -1,6 +1,5 @@
 // The TOML model config: defaults, path resolution, every shipped config, and every
 // rejection rule, each checked to produce an InputError that names the file and the key.
-#define BOOST_TEST_MODULE model_config
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>

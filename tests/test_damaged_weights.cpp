@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE damaged_weights
 // Weights files whose headers parse but whose content no model can run, as rows of the
 // bad-input matrix (tests/support/cli_matrix.hpp): NaN and infinite values (in an f32
 // vector, an f32 matrix, an F16 GGUF matrix and a Q8_0 block scale), a layer past the

@@ -4,7 +4,6 @@
 // those of the same sequence decoding alone (GptModel::decode_next). With exact rows every
 // step's logits are bit-identical too; with the B-row GEMMs they differ by summation order
 // only, within the tolerance stated below.
-#define BOOST_TEST_MODULE decode_batch
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE default_model
 // The bundled default model (models/default/): gpt-vk's perplexity on the first quarter of
 // its held-out text matches the value PyTorch computed when the training tool exported the
 // model (reference.json), within the required 0.5%; and greedy generation gives the ids

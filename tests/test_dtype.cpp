@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE dtype
 // Host conversions between storage dtypes: the scalar functions round as IEEE 754 says
 // (checked against a reference written from the formats' definitions in double arithmetic,
 // and against known answers), and the bulk convert() (vectorised, F16C where the CPU has

@@ -1,7 +1,6 @@
 // engine/files: atomic output files (what `forward --out` and the pipeline cache write)
 // keep the previous file on any failure and leave no temporary behind; inputs that are not
 // regular files, or too large, are refused by name without being read.
-#define BOOST_TEST_MODULE files
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

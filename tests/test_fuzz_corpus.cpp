@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE fuzz_corpus
 // Replays the fuzzers' inputs through the same checks (tests/fuzz/targets.hpp) in the
 // normal build, so every CI run covers them without clang or libFuzzer:
 //   tests/fuzz/corpus/<target>/       the seed corpus: each input handled cleanly

@@ -3,7 +3,6 @@
 // one-submit decode steps) prints exactly the text that the library's GptModel produces for
 // the same prompt and settings: greedy, and sampled with a fixed seed. The validation layer
 // is on in the child and must stay silent.
-#define BOOST_TEST_MODULE generate_cli
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

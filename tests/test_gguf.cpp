@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE gguf
 // GGUF files written by llama.cpp's own tools (tests/fixtures/gguf, made by
 // tools/make_gguf_fixtures.py: gguf-py writes F32 as convert_hf_to_gguf.py does for GPT-2,
 // llama-quantize makes F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K):

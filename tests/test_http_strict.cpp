@@ -2,7 +2,6 @@
 // however the body's bytes are split between reads (the connection stream hands httplib
 // a line byte by byte and data in runs), and each framing error is caught; the head check
 // on each rule of RFC 9112 it enforces, and on heads that are fine.
-#define BOOST_TEST_MODULE http_strict
 #include <boost/test/unit_test.hpp>
 
 #include <cstdio>

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE layernorm
 #include "tests/reference/elementwise.hpp"
 #include "engine/ops/layernorm.hpp"
 #include "tests/support/row_reduce_shapes.hpp"

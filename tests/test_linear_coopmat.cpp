@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE linear_coopmat
 // The linear layer's GEMM on matrix units (ops::LinearKernel::GemmCoopMat): on shapes that
 // are no multiple of any tile (T, K and N odd), both tiles (2 and 4 accumulators per
 // subgroup), K not a multiple of 4 (scalar x loads), split-K, every epilogue, and W in each

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE linear_quant
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -7,7 +7,6 @@
 // (bias, GELU, residual). Equality to the row kernels carries their CPU-reference checks
 // (test_linear). On GPUs the same holds for the split-K mat-vec over several tokens against
 // its own one-token runs (the last case).
-#define BOOST_TEST_MODULE linear_rows_batch
 #include <boost/test/unit_test.hpp>
 
 #include <ostream>

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE long_run
 // Long runs and device failures. Generating 10,000 tokens on a small fixture model,
 // restarting whenever the context fills (and re-recording the sampling graphs each
 // time), must not grow host memory or the number of live Vulkan objects; a model that

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE model_files
 // The files people have, other than gpt-vk's own TOML + safetensors: Hugging Face snapshot
 // folders (gpt2 and openai-gpt, with and without the "transformer." prefix, sharded),
 // torch.save zips (tests/fixtures/formats, made by tools/make_format_fixtures.py with

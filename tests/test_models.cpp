@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE models
 // Whole models against PyTorch: every case under tests/fixtures/models/
 // (tests/support/model_cases.hpp, with the tolerances).
 #include <algorithm>

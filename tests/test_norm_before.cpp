@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE norm_before
 // The LayerNorm of x folded into the mat-vec that reads it (ops::NormBefore, the _lnin
 // variant of shaders/common/linear_matvec.glsl): y = act(W LN(x) + b) computed as
 // rstd * (W (gamma * x) - mean * W gamma) + (W beta + b), with W gamma and W beta + b made

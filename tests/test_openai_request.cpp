@@ -2,7 +2,6 @@
 // /v1/chat/completions turned into what the scheduler runs (prompts as the bundled
 // tokenizer's ids, the sampling controls as given), and the fields this server cannot
 // honour refused with OpenAI's error fields (status, param, code) rather than ignored.
-#define BOOST_TEST_MODULE openai_request
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>

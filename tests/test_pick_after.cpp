@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE pick_after
 // The greedy pick folded into a mat-vec (ops::PickAfter, shaders/common/linear_pick_after.glsl):
 // the LM head's last workgroup does what the sampler does at temperature 0. Checked against
 // the contract itself: ids[0] is the lowest index of the largest value the same dispatch

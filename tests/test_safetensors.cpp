@@ -1,7 +1,6 @@
 // The safetensors reader: values written by SafetensorsWriter read back bit for bit in
 // each loadable dtype, and every kind of broken file is an InputError naming the file
 // and the cause (and the tensor, where one is to blame), never a crash.
-#define BOOST_TEST_MODULE safetensors
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>

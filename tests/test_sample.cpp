@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE sample
 #include <algorithm>
 #include <cmath>
 #include <set>

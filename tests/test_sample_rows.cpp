@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE sample_rows
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>

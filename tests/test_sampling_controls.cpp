@@ -5,7 +5,6 @@
 // drawing below its threshold, and cutting only after top-p's nucleus; bias moving the
 // argmax; the same seed reproducing every combination. On the device as it is and with its
 // fallback paths forced.
-#define BOOST_TEST_MODULE sampling_controls
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

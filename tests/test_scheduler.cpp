@@ -2,7 +2,6 @@
 // sequences at once, and each sequence's tokens, text and log-probabilities equal a lone
 // Generator's on a model of its own (greedy and seeded sampling, stop strings, logprobs); a cancelled
 // sequence frees its slot; the queue refuses what does not fit; shutdown cancels what is left.
-#define BOOST_TEST_MODULE scheduler
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 

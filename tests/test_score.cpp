@@ -1,7 +1,6 @@
 // `gpt-vk score` on the bundled model: its log-probabilities equal the log-softmax of
 // `forward`'s logits (and its ranks their order), its mean over the start of the held-out
 // text equals `perplexity`'s for the same window and stride, and it counts the same tokens.
-#define BOOST_TEST_MODULE score
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

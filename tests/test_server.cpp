@@ -5,7 +5,6 @@
 // OpenAI's error body with the right status; an aborted stream frees its slot; a full
 // queue answers 429; SIGTERM exits 0 after finishing the running request. The server runs
 // with the validation layer on and its stderr must not carry a validation message.
-#define BOOST_TEST_MODULE server
 #include <httplib.h>
 #include <signal.h>
 

@@ -5,7 +5,6 @@
 // answer to an allowed origin, errors and streams included, names that origin; another
 // origin's requests are served as before but name no origin. CorsPolicy itself (the
 // wildcard, the --cors-origin check) is tested without a server.
-#define BOOST_TEST_MODULE server_cors
 #include <httplib.h>
 
 #include <boost/test/unit_test.hpp>

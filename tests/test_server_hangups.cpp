@@ -2,7 +2,6 @@
 // and their slots and queue places freed, a non-streamed one through the failed writes of
 // its heartbeats, a streamed one waiting in the queue through its keep-alive comments.
 // `gpt-vk serve` on the bundled model over raw loopback sockets; every read has a deadline.
-#define BOOST_TEST_MODULE server_hangups
 #include <sys/socket.h>
 #include <unistd.h>
 

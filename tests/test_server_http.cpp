@@ -5,7 +5,6 @@
 // Bearer scheme in any case, logprobs that stop where a stop string cuts the text, a model
 // by its id (any bytes), Range ignored (streams are tests/test_server_streams.cpp's,
 // clients that hang up tests/test_server_hangups.cpp's). Every socket read has a deadline.
-#define BOOST_TEST_MODULE server_http
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>

@@ -3,7 +3,6 @@
 // usage.prompt_tokens_details.cached_tokens and /metrics, and answers exactly what the
 // library's Generator makes for it alone (over a model of the same chunk size); a request's
 // n choices run their prompt once; with --no-prompt-cache nothing is kept.
-#define BOOST_TEST_MODULE server_prompt_cache
 #include <httplib.h>
 
 #include <boost/test/unit_test.hpp>

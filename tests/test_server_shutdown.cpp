@@ -3,7 +3,6 @@
 // keep-alive connection (the server still exits 0, without waiting for them), and requests
 // still running when the grace period ends (they end with an OpenAI error, not a
 // finish_reason OpenAI does not have). Every socket read has a deadline.
-#define BOOST_TEST_MODULE server_shutdown
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -1,7 +1,6 @@
 // `gpt-vk serve`'s streamed completions against the same requests unstreamed, on the bundled
 // model: stream_options.include_usage's chunks, and the text of the chunks joined, which
 // must be the plain response's also where a token-id prompt ends inside a UTF-8 character.
-#define BOOST_TEST_MODULE server_streams
 #include <httplib.h>
 
 #include <boost/test/unit_test.hpp>

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE shader_variants
 // Every pipeline the ops request names an embedded shader variant whose SPIR-V interface
 // (bindings, push-constant bytes, specialization constant ids) matches the pipeline's
 // layout. The ops are driven through their own kernel choices (every forced linear kernel,

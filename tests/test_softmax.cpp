@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE softmax
 #include <cmath>
 #include <limits>
 

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE storage_clamps
 // What f32 weights past a storage dtype's range become on the device: +-65504 in f16 (not
 // infinities), and in Q8_0 / Q4_0, whose block scales are f16, the largest value the block
 // holds (not an infinite scale and NaN logits); each counted, so that the load can say so.

@@ -3,7 +3,6 @@
 // released before a stop never include a character's partial bytes or a prefix that later
 // turns into the stop string; and the character offsets the server's text_offset gives for
 // text with invalid or cut UTF-8. No device needed.
-#define BOOST_TEST_MODULE text_stream
 #include <boost/test/unit_test.hpp>
 
 #include <random>

@@ -3,7 +3,6 @@
 // Python `regex`): every id must be equal, and decoding must give back the exact bytes,
 // also on seeded random Unicode and on bytes that are not UTF-8. Exact equality throughout:
 // tokenization has no tolerance.
-#define BOOST_TEST_MODULE test_tokenizer
 #include <boost/test/unit_test.hpp>
 
 #include <nlohmann/json.hpp>

@@ -1,7 +1,6 @@
 // `gpt-vk tokenize` and `gpt-vk detokenize` as a user runs them (CONTRACT): ids on one
 // line separated by single spaces, text back byte-exact without an added newline, and
 // errors as one line on stderr with exit code 1 (bad input) or 2 (bad usage).
-#define BOOST_TEST_MODULE test_tokenizer_cli
 #include <boost/test/unit_test.hpp>
 
 #include <nlohmann/json.hpp>

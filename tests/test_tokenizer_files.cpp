@@ -2,7 +2,6 @@
 // gives the same tokenizer as OpenAI's; malformed files are errors naming file, line and
 // column; and on made-up vocabularies with random merge lists the merging agrees exactly
 // with a plain transcription of encoder.py's bpe() (the O(n^2) loop over string symbols).
-#define BOOST_TEST_MODULE test_tokenizer_files
 #include <boost/test/unit_test.hpp>
 
 #include <nlohmann/json.hpp>

@@ -5,7 +5,6 @@
 // 300 random ones. Also: its tokens decode with "</w>" as a space; a character outside a
 // vocabulary without "<unk>" is an error naming it; its files' errors name file and line;
 // and GPT-2's vocabularies are not taken for GPT-1's.
-#define BOOST_TEST_MODULE test_tokenizer_gpt1
 #include <boost/test/unit_test.hpp>
 
 #include <nlohmann/json.hpp>

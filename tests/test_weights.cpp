@@ -2,7 +2,6 @@
 // "transformer." prefix, custom with separate or fused q/k/v, out_in or in_out) load onto
 // the device as [out][in] matrices with q/k/v fused, in f32/f16/bf16 storage from
 // f32/f16/bf16 files; broken files name the tensor; random weights are deterministic.
-#define BOOST_TEST_MODULE weights
 #include "tests/support/vk_test.hpp"
 
 #include <cstring>

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE yielding_waits
 // engine/interpose/yielding_waits.cpp replaces pthread_cond_wait / _signal / _broadcast for
 // the whole process. These tests go through std::condition_variable (compiled into
 // libstdc++, so they also show that a shared library's calls reach the replacements) and
