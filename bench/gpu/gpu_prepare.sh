@@ -46,6 +46,10 @@ cp "$layer" "$stage/build/gpu-lib/"
 sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' \
   /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >"$stage/build/gpu-lib/VkLayer_khronos_validation.json"
 
+# The device tool carries at most 64 MiB, the ~30 MiB working tree included: xz's strongest
+# preset takes these two archives from 35 to 31 MB (3 min here instead of 1), which left
+# 0.4 MiB to spare.
+export XZ_OPT=-9e
 mkdir -p .gpu
 tar -C "$stage" -cJf .gpu/bundle.tar.xz build
 
@@ -65,6 +69,13 @@ else
 fi
 pwd >.gpu/source_dir
 du -sh .gl .gpu | sed 's/^/gpu_prepare: /' >&2
+# What one call carries: the working tree (tracked files and untracked ones git does not
+# ignore) and the two folders, against the tool's 64 MiB.
+carried=$( { git ls-files -z --cached --others --exclude-standard; find .gl .gpu -type f -print0; } |
+  du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+echo "gpu_prepare: a call carries $((carried / 1048576)) MiB of the device tool's 64" >&2
+[ "$carried" -le $((64 * 1048576)) ] ||
+  echo "gpu_prepare: WARNING: over 64 MiB: the call will be refused; without .gpu/llama-bench.tar.xz it is 10 MB less (gpu_check.sh then leaves llama.cpp out)" >&2
 cat <<'EOF'
 Ready. One call of the device tool (run), when `status` shows a machine is lent:
   carry: [".gl", ".gpu"]
