@@ -1,5 +1,7 @@
 #include "tests/support/cli_run.hpp"
 
+#include "tests/support/time_limits.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -179,7 +181,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   if (child_stdout != out_pipe[1]) close(child_stdout);
   if (child_stderr != err_pipe[1]) close(child_stderr);
   Interrupts sigint{options.sigint_on_output, stalled[0], options.sigints_when_stalled};
-  read_until_closed(out_pipe[0], err_pipe[0], pid, timeout_s, start, sigint, r);
+  read_until_closed(out_pipe[0], err_pipe[0], pid, time_limit(timeout_s), start, sigint, r);
   if (stalled[0] >= 0) close(stalled[0]);
   int status = 0;
   waitpid(pid, &status, 0);

@@ -36,8 +36,8 @@ struct CliOptions {
 
 // Runs gpt-vk with `args`, the validation layer on and `env` added to the environment;
 // kills it after `timeout_s` (the default only catches a hang: a busy CI runner can take
-// several seconds for a run of the bundled model). No core files: a crash shows as
-// `signaled` instead.
+// several seconds for a run of the bundled model; stretched under GPTVK_VALIDATION_GPU,
+// tests/support/time_limits.hpp). No core files: a crash shows as `signaled` instead.
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                   double timeout_s = 120.0, const CliOptions& options = {});
 

@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/support/time_limits.hpp"
+
 namespace gptvk::test {
 
 namespace {
@@ -139,7 +141,7 @@ double metric(int port, const std::string& name) {
 }
 
 bool metric_becomes(int port, const std::string& name, double value, double timeout_s) {
-  for (int i = 0; i < timeout_s * 20; ++i) {
+  for (int i = 0; i < time_limit(timeout_s) * 20; ++i) {
     if (metric(port, name) == value) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -43,7 +43,8 @@ void check_error(const std::string& response, int status, const std::string& cod
 
 // The value of the Prometheus metric `name` from GET /metrics (BOOST_REQUIREs that it is there).
 double metric(int port, const std::string& name);
-// Whether that metric reaches `value` within `timeout_s` (read every 50 ms).
+// Whether that metric reaches `value` within `timeout_s` (read every 50 ms; stretched under
+// GPTVK_VALIDATION_GPU: tests/support/time_limits.hpp).
 bool metric_becomes(int port, const std::string& name, double value, double timeout_s = 30);
 
 }  // namespace gptvk::test

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <regex>
 
+#include "tests/support/time_limits.hpp"
+
 extern char** environ;
 
 namespace gptvk::test {
@@ -60,7 +62,7 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, double timeou
   });
   const std::regex listening("gpt-vk: listening on http://127\\.0\\.0\\.1:([0-9]+)\n");
   auto t0 = Clock::now();
-  while (since(t0) < timeout_s && port_ == 0) {
+  while (since(t0) < time_limit(timeout_s) && port_ == 0) {
     std::smatch m;
     const std::string err = stderr_text();
     if (std::regex_search(err, m, listening)) port_ = std::stoi(m[1]);
@@ -97,7 +99,7 @@ int ServerProcess::stop(int sig, double timeout_s) {
   kill(pid_, sig);
   auto t0 = Clock::now();
   int status = 0;
-  while (since(t0) < timeout_s) {
+  while (since(t0) < time_limit(timeout_s)) {
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

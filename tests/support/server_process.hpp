@@ -14,14 +14,15 @@ namespace gptvk::test {
 
 class ServerProcess {
  public:
-  // Starts `gpt-vk serve --port 0 <args>` and waits (at most `timeout_s`) for it to listen;
+  // Starts `gpt-vk serve --port 0 <args>` and waits (at most `timeout_s`, stretched under
+  // GPTVK_VALIDATION_GPU: tests/support/time_limits.hpp) for it to listen;
   // BOOST_REQUIREs that it did. SIGINT starts at its default, or ignored (`serve &` in a
   // script) when `sigint_ignored`.
   explicit ServerProcess(const std::vector<std::string>& args, double timeout_s = 120.0, bool sigint_ignored = false);
   ~ServerProcess();
   int port() const { return port_; }
-  // Sends `sig` and waits at most `timeout_s` for the exit; returns the exit code, or -1 when
-  // it had to be killed or died of a signal.
+  // Sends `sig` and waits at most `timeout_s` (stretched the same) for the exit; returns the
+  // exit code, or -1 when it had to be killed or died of a signal.
   int stop(int sig, double timeout_s = 30.0);
   // Sends `sig` and returns at once (stop() waits for the exit).
   void signal(int sig) const;
