@@ -47,8 +47,8 @@ sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation
   /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >"$stage/build/gpu-lib/VkLayer_khronos_validation.json"
 
 # The device tool carries at most 64 MiB, the ~30 MiB working tree included: xz's strongest
-# preset takes these two archives from 35 to 31 MB (3 min here instead of 1), which left
-# 0.4 MiB to spare.
+# preset takes these two archives from 35 to 31 MB (3 min here instead of 1); with the
+# default preset a call had 0.4 MiB to spare.
 export XZ_OPT=-9e
 mkdir -p .gpu
 tar -C "$stage" -cJf .gpu/bundle.tar.xz build
