@@ -1,8 +1,9 @@
 // The bad-input matrix's shared parts (tests/test_cli_errors.cpp, tests/test_cli_io.cpp):
 // one row runs the real `gpt-vk` binary on one broken input and check() requires what the
 // CONTRACT promises for errors: the exit code (1 bad input, 2 bad usage), a one-line
-// message on stderr naming the cause, no crash or core dump, no hang (10 s limit), and no
-// validation-layer message. Rows write their broken files into a fresh temporary directory.
+// message on stderr naming the cause, no crash or core dump, no hang (10 s limit, longer
+// under GPTVK_VALIDATION_GPU: time_limits.hpp), and no validation-layer message. Rows write
+// their broken files into a fresh temporary directory.
 #pragma once
 #include <boost/test/unit_test.hpp>
 
