@@ -40,8 +40,8 @@ struct GgufValue {
 
 // ggml's tensor types; the ones gpt-vk reads have a block layout below.
 namespace ggml {
-constexpr uint32_t F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q4_K = 12, Q5_K = 13,
-                   Q6_K = 14, BF16 = 30;
+constexpr uint32_t F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q2_K = 10, Q3_K = 11,
+                   Q4_K = 12, Q5_K = 13, Q6_K = 14, IQ4_NL = 20, IQ4_XS = 23, BF16 = 30;
 // The name of type `t` ("Q4_K"), or "" when ggml has no such type.
 const char* type_name(uint32_t t);
 // Values per block and bytes per block of the types gpt-vk reads; false for the others.

@@ -24,11 +24,6 @@ bool native_type(uint32_t t, DType& d) {
   return true;
 }
 
-bool dequantizable(uint32_t t) {
-  return t == ggml::Q8_0 || t == ggml::Q4_0 || t == ggml::Q4_1 || t == ggml::Q5_0 || t == ggml::Q5_1 ||
-         t == ggml::Q4_K || t == ggml::Q5_K || t == ggml::Q6_K;
-}
-
 // Whether storage `d` takes a tensor of ggml type `t` as its blocks are (Q8_0, Q4_0).
 bool native_blocks(DType d, uint32_t t) {
   return (d == DType::Q8_0 && t == ggml::Q8_0) || (d == DType::Q4_0 && t == ggml::Q4_0);
@@ -51,7 +46,7 @@ std::optional<DType> quantized_table_dtype(const GgufFile& f, bool tied) {
   const GgufTensor* table = f.tensor(tied ? "token_embd.weight" : "output.weight");
   if (!table) return std::nullopt;
   if (table->type == ggml::Q4_0) return DType::Q4_0;
-  if (dequantizable(table->type)) return DType::Q8_0;
+  if (ggml_dequantizable(table->type)) return DType::Q8_0;
   return std::nullopt;
 }
 
@@ -66,7 +61,7 @@ class GgufSource : public MappedTensorSource {
       t.dtype_name = ggml::type_name(g.type);
       t.shape.assign(g.ne.rbegin(), g.ne.rend());
       DType d = DType::F32;
-      t.supported = g.bytes && (native_type(g.type, d) || dequantizable(g.type));
+      t.supported = g.bytes && (native_type(g.type, d) || ggml_dequantizable(g.type));
       t.dtype = d;
       t.end = g.elements() * dtype_bytes(d);  // the size data() hands out, not the file's
       infos_.emplace(g.name, std::move(t));
@@ -90,7 +85,7 @@ class GgufSource : public MappedTensorSource {
     std::map<DType, std::set<std::string>> types;  // storage -> the file's types converted to it
     for (const GgufTensor& g : file_.tensors()) {
       const DType to = g.name == "token_embd.weight" || g.name == "output.weight" ? table : target;
-      if (dequantizable(g.type) && !native_blocks(to, g.type)) types[to].insert(ggml::type_name(g.type));
+      if (ggml_dequantizable(g.type) && !native_blocks(to, g.type)) types[to].insert(ggml::type_name(g.type));
     }
     std::vector<std::string> groups;
     for (const auto& [to, names] : types)

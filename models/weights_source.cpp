@@ -24,7 +24,7 @@ const TensorInfo& TensorSource::get(std::string_view name) const {
     throw InputError(path() + ": tensor '" + std::string(name) + "' has type " + t->dtype_name +
                      " (gpt-vk loads F32, F16 and BF16" + (sniff_format(path()) == FileFormat::Gguf
                                                               ? std::string(" and GGUF's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
-                                                                            "Q4_K, Q5_K and Q6_K")
+                                                                            "Q2_K to Q6_K, IQ4_NL and IQ4_XS")
                                                               : std::string()) +
                      ")");
   return *t;

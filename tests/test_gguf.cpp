@@ -1,6 +1,7 @@
 // GGUF files written by llama.cpp's own tools (tests/fixtures/gguf, made by
 // tools/make_gguf_fixtures.py: gguf-py writes F32 as convert_hf_to_gguf.py does for GPT-2,
-// llama-quantize makes F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K):
+// llama-quantize makes F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K, Q2_K,
+// IQ4_NL, IQ4_XS):
 // gpt-vk's logits against a float64 NumPy forward pass over the weights gguf-py
 // dequantizes from the same file, and the small model's against PyTorch's logits of the
 // weights it was made from.
@@ -66,7 +67,7 @@ BOOST_FIXTURE_TEST_SUITE(gguf, test::NoValidationMessages)
 // rounded to f16 once more; the required bound for quantized weights is 3e-2).
 BOOST_AUTO_TEST_CASE(llama_quantize_files_match_dequantized_weights) {
   const auto files = expected()["files"];
-  BOOST_TEST(files.size() == 11u);
+  BOOST_TEST(files.size() == 14u);
   for (auto& [file, e] : files.items()) {
     const NpyArray want = read_npy((kDir / (file.substr(0, file.size() - 5) + ".logits.npy")).string());
     BOOST_TEST_CONTEXT(file) {

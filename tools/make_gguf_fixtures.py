@@ -10,7 +10,8 @@ in F32, then quantized by llama.cpp's llama-quantize:
   PyTorch logits are known: F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (ggml's 32-value blocks
   fit rows of 64; its K-quants need rows of 256).
 - kq: seeded random weights at E=256 (1 layer, F=1024, V=300, ctx=32): Q4_K_M (Q4_K and Q6_K
-  mixed), Q5_K_M (Q5_K and Q6_K), Q6_K, Q4_0 (Q4_0 matrices, a Q6_K table).
+  mixed), Q5_K_M (Q5_K and Q6_K), Q6_K, Q4_0 (Q4_0 matrices, a Q6_K table), Q2_K (Q2_K, Q3_K
+  and Q6_K), IQ4_NL and IQ4_XS (each with a Q6_K table).
 Each model carries a byte-level BPE tokenizer trained here on a short text (256 byte tokens,
 merges, <|endoftext|> last), so `--model x.gguf` can tokenize.
 
@@ -52,7 +53,7 @@ CORPUS = (
     "Hello world! 12345 tokens, merges and bytes: the byte pair encoding of GPT-2 at work. ") * 3
 TEST_TEXT = "Hello world! The model reads the files people have: 42 tokens, ok?"
 SMALL_TYPES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
-KQ_TYPES = ["Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0"]
+KQ_TYPES = ["Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q2_K", "IQ4_NL", "IQ4_XS"]
 
 
 def train_bpe(vocab_size):
@@ -211,7 +212,7 @@ def default_model_ggufs(gguf, quantize, out):
     out.mkdir(parents=True, exist_ok=True)
     hp = {"n_layer": 6, "n_head": 4, "n_embd": 128, "n_ctx": 256}
     write_gguf(gguf, out / "default-f32.gguf", "austen-gpt2-6x128", hp, hf_to_gguf_tensors(sd, 6), tokens, merges)
-    for qt in ["F16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"]:
+    for qt in ["F16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q3_K_M", "Q2_K", "IQ4_NL", "IQ4_XS"]:
         subprocess.run([str(quantize), str(out / "default-f32.gguf"), str(out / f"default-{qt}.gguf"), qt], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         print(out / f"default-{qt}.gguf")
@@ -221,7 +222,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llama-cpp", required=True, help="folder of tools/build_llama_quantize.sh")
     ap.add_argument("--default-model", metavar="DIR",
-                    help="instead: write the bundled model as default-{f32,F16,Q8_0,Q4_0,Q4_K_M,Q5_K_M,Q6_K}.gguf in DIR")
+                    help="instead: write the bundled model as default-{f32,F16,Q8_0,Q4_0,Q4_K_M,Q5_K_M,Q6_K,Q3_K_M,Q2_K,IQ4_NL,IQ4_XS}.gguf in DIR")
     args = ap.parse_args()
     llama = pathlib.Path(args.llama_cpp)
     sys.path.insert(0, str(llama / "llama.cpp" / "gguf-py"))

@@ -6,7 +6,7 @@ safetensors/: tiny valid files in the shapes the loader meets (every supported d
   near misses, so the fuzzer starts next to the interesting branches.
 config/: the project's model configs (configs/*.toml and the fixtures' config.toml).
 gguf/: tiny GGUF files of llama.cpp's gpt2 architecture (F32; a mix of F16, BF16, Q8_0, Q4_0,
-  Q5_1; the K-quants), version 2 and 3, plus near misses (truncated, misaligned, unknown type).
+  Q5_1; the K-quants; Q2_K, Q3_K, IQ4_NL and IQ4_XS), version 2 and 3, plus near misses (truncated, misaligned, unknown type).
 torch/: the small torch.save zips of tests/fixtures/formats/torch.
 tokenizer/: short texts: English, contractions, digits, whitespace runs, non-Latin
   scripts, emoji, <|endoftext|>, and bytes that are not UTF-8.
@@ -87,7 +87,8 @@ def config_seeds():
 
 
 GGUF_BLOCKS = {0: (1, 4), 1: (1, 2), 30: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
-               12: (256, 144), 13: (256, 176), 14: (256, 210)}  # ggml type: (values, bytes) per block
+               10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 20: (32, 18),
+               23: (256, 136)}  # ggml type: (values, bytes) per block
 
 
 def gguf_str(s):
@@ -148,6 +149,8 @@ def gguf_seeds():
     write("gguf", "kquants", gguf([("general.alignment", 4, struct.pack("<I", 64))],
                                   [("q4k", [256, 2], 12), ("q5k", [256], 13), ("q6k", [256, 1], 14),
                                    ("q41", [64], 3), ("q50", [32, 2], 6)], align=64))
+    write("gguf", "low_bit", gguf([], [("q2k", [256, 2], 10), ("q3k", [256], 11), ("iq4nl", [32, 3], 20),
+                                       ("iq4xs", [256, 1], 23)]))
     write("gguf", "arrays", gguf([("nested", 9, struct.pack("<IQ", 9, 1) + struct.pack("<IQ", 4, 2) + bytes(8)),
                                   ("floats", 9, struct.pack("<IQ", 12, 2) + struct.pack("<dd", 0.5, -1)),
                                   ("flag", 7, b"\x01")], []))
