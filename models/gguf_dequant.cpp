@@ -64,7 +64,7 @@ void iq4_nl(const uint8_t* b, float* y) {
 // K-quants: super-blocks of 256 values, an f16 scale d (and a dmin for the types with
 // minimums) over small per-sub-block scales.
 // Q2_K: scales[16] (a 4-bit scale and a 4-bit minimum per 16 values), qs[64] (2 bits a value:
-// four 32-byte rows of 128 values use shifts 0, 2, 4, 6), d, dmin.
+// each half of 128 values reads its 32 bytes four times, at shifts 0, 2, 4 and 6), d, dmin.
 void q2_k(const uint8_t* b, float* y) {
   const uint8_t* scales = b;
   const uint8_t* q = b + 16;
