@@ -1,6 +1,7 @@
 #include "engine/files.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -78,6 +79,16 @@ Fd open_input(const std::string& path, const std::string& prefix, uint64_t max_b
 Fd open_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes, uint64_t& size) {
   bool pipe = false;
   return open_input(path, prefix, max_bytes, false, size, pipe);
+}
+
+MappedFile map_regular(const std::string& path) {
+  uint64_t size = 0;
+  Fd fd = open_regular(path, path + ": cannot open: ", UINT64_MAX, size);
+  if (size == 0) throw InputError(path + ": empty file");
+  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);  // the mapping keeps the file open
+  if (p == MAP_FAILED) throw InputError(path + ": cannot map: " + std::strerror(errno));
+  return {std::shared_ptr<const void>(p, [size](const void* q) { munmap(const_cast<void*>(q), size); }),
+          {static_cast<const std::byte*>(p), size}};
 }
 
 namespace {

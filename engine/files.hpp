@@ -5,7 +5,10 @@
 // Every failure is an InputError (exit 1) that names the path and the system's reason.
 #pragma once
 #include <cstdint>
+#include <cstddef>
 #include <initializer_list>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -36,6 +39,14 @@ std::string file_kind(unsigned mode);
 // Opens `path` read-only (non-blocking, so a FIFO cannot hang the open) and requires a
 // regular file of at most `max_bytes`; `size` receives its size.
 Fd open_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes, uint64_t& size);
+
+// A read-only mapping of a whole file, unmapped when the last copy of `keep` goes.
+struct MappedFile {
+  std::shared_ptr<const void> keep;
+  std::span<const std::byte> bytes;
+};
+// Maps a regular, non-empty file; InputError "<path>: <reason>" otherwise.
+MappedFile map_regular(const std::string& path);
 
 // The whole of a regular file of at most `max_bytes`.
 std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes);

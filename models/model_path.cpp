@@ -38,6 +38,7 @@ ModelConfig model_config_for_path(const std::string& path, DType dtype) {
       if (fs::file_size(path, ec) < 9) break;  // too short to be one: said below as what it is
       [[fallthrough]];
     case FileFormat::TorchZip:
+    case FileFormat::TorchLegacy:
       throw InputError(path + ": " +
                        (sniff_format(path) == FileFormat::Safetensors ? "a safetensors file" : "a torch.save file") +
                        " holds no hyperparameters: give its folder with config.json, or --config with a TOML "

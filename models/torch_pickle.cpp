@@ -45,9 +45,20 @@ bool allowed_global(const std::string& g) {
          g == "torch._utils._rebuild_parameter" || storage_type(g) != nullptr;
 }
 
+// What the pickle's persistent ids said of each storage: every tensor of it must agree.
+struct StorageDecl {
+  std::string dtype;
+  uint64_t element_bytes = 0, numel = 0;
+};
+
 class Unpickler {
  public:
-  Unpickler(const std::string& path, std::span<const std::byte> b) : path_(path), b_(b) {}
+  // The pickle starting at byte `start` of `b`, named `label` in errors. A zip's data.pkl
+  // names storages by 5-tuples, the legacy format's pickle by 6-tuples (a storage view's
+  // metadata last).
+  Unpickler(const std::string& path, std::string label, std::span<const std::byte> b, uint64_t start = 0,
+            bool legacy = false)
+      : path_(path), label_(std::move(label)), b_(b), pos_(start), legacy_(legacy) {}
   // Every object lets go of its children first: a pickle may build cycles (a list that
   // holds itself) or chains too deep to destroy recursively.
   ~Unpickler() {
@@ -63,11 +74,12 @@ class Unpickler {
     if (stack_.size() != 1) fail("the pickle ends with " + std::to_string(stack_.size()) + " objects on its stack");
     return stack_.back();
   }
+  // The byte after the STOP opcode, once run() returned.
+  uint64_t end() const { return pos_; }
+  const std::map<std::string, StorageDecl>& storages() const { return storages_; }
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(path_ + ": " + label_ + ": " + what); }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw InputError(path_ + ": data.pkl: " + what);
-  }
   // A state dict makes about 25 objects a tensor (GPT-2 XL: ~15,000 in all), while a
   // pickle can make one every opcode byte, each ~250 bytes here: this bound keeps a small
   // hostile file from taking gigabytes.
@@ -177,8 +189,11 @@ class Unpickler {
   Ref persistent_load(const Ref& pid);
 
   const std::string& path_;
+  const std::string label_;
   std::span<const std::byte> b_;
   uint64_t pos_ = 0;
+  const bool legacy_;
+  std::map<std::string, StorageDecl> storages_;
   std::vector<Ref> stack_;
   std::unordered_map<uint64_t, Ref> memo_;
   std::vector<Ref> all_;  // every object made: one per opcode at most
@@ -274,13 +289,23 @@ void Unpickler::refuse(uint8_t op) const {
 }
 
 Ref Unpickler::persistent_load(const Ref& pid) {
-  // ('storage', <storage class>, key, location, numel)
+  // ('storage', <storage class>, key, location, numel), and view metadata in the legacy format
   const auto& t = pid->items;
-  if (pid->k != Obj::K::Tuple || t.size() != 5 || t[0]->k != Obj::K::Str || t[0]->s != "storage" ||
+  const size_t n = legacy_ ? 6 : 5;
+  if (pid->k != Obj::K::Tuple || t.size() != n || t[0]->k != Obj::K::Str || t[0]->s != "storage" ||
       t[1]->k != Obj::K::Global || t[2]->k != Obj::K::Str || t[4]->k != Obj::K::Int || t[4]->i < 0)
-    fail("a persistent id that is not ('storage', type, key, location, numel)");
+    fail(std::string("a persistent id that is not ('storage', type, key, location, numel") +
+         (legacy_ ? ", view)" : ")"));
+  // Storage views were last written by PyTorch before 1.0: torch.load of today still reads
+  // them, but no file gpt-vk was tested with holds one.
+  if (legacy_ && t[5]->k != Obj::K::None)
+    fail("storage " + t[2]->s + " is a view of another (an early PyTorch's format): not supported; re-save the file");
   const StorageType* st = storage_type(t[1]->s);
   if (!st) fail("persistent id of '" + t[1]->s + "', not a storage class");
+  const StorageDecl decl{st->dtype, st->bytes, uint64_t(t[4]->i)};
+  auto [it, fresh] = storages_.try_emplace(t[2]->s, decl);
+  if (!fresh && (it->second.dtype != decl.dtype || it->second.numel != decl.numel))
+    fail("storage " + t[2]->s + " is declared twice, differently");
   Ref r = make(Obj::K::Storage);
   r->tensor.storage_key = t[2]->s;
   r->tensor.dtype = st->dtype;
@@ -329,13 +354,10 @@ std::vector<std::pair<std::string, TorchTensorRef>> tensors_of(const Ref& dict) 
   return out;
 }
 
-}  // namespace
-
-std::vector<std::pair<std::string, TorchTensorRef>> read_state_dict_pickle(const std::string& path,
-                                                                           std::span<const std::byte> pickle) {
-  Unpickler unpickler(path, pickle);
-  Ref root = unpickler.run();
-  if (root->k != Obj::K::Dict) throw InputError(path + ": data.pkl does not hold a dict of tensors (a state dict)");
+// The state dict in the object a torch.save file holds; `unpickler` made it and names the
+// pickle in errors.
+std::vector<std::pair<std::string, TorchTensorRef>> state_dict_of(const Unpickler& unpickler, const Ref& root) {
+  if (root->k != Obj::K::Dict) unpickler.fail("does not hold a dict of tensors (a state dict)");
   // A training checkpoint wraps the state dict ({"model": {...}, "optimizer": ..., "iter_num":
   // ...}, as nanoGPT's ckpt.pt) and may hold tensors of its own beside it (a 0-dim loss); a
   // state dict's values are tensors, never dicts, so a dict under one of these keys wins.
@@ -345,13 +367,111 @@ std::vector<std::pair<std::string, TorchTensorRef>> read_state_dict_pickle(const
       if (root->items[i]->k == Obj::K::Str && root->items[i]->s == key && root->items[i + 1]->k == Obj::K::Dict)
         out = tensors_of(root->items[i + 1]);
   if (out.empty()) out = tensors_of(root);
-  if (out.empty()) throw InputError(path + ": data.pkl holds no tensors");
+  if (out.empty()) unpickler.fail("holds no tensors");
   // The wrappers' prefixes on every name: torch.compile's "_orig_mod." (nanoGPT saves its
   // compiled model so) and DistributedDataParallel's "module.".
   for (const std::string prefix : {"module.", "_orig_mod."})
     if (std::all_of(out.begin(), out.end(), [&](const auto& t) { return t.first.starts_with(prefix); }))
       for (auto& t : out) t.first.erase(0, prefix.size());
   return out;
+}
+
+// The magic number the legacy format pickles first, as LONG1 of 10 bytes: 0x1950a86a20f9469cfc6c.
+constexpr uint8_t kLegacyMagic[] = {0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+
+// The byte after the magic-number pickle that opens `b` (PROTO, a FRAME at protocol 4 and
+// later, the LONG1, STOP), or 0 when `b` does not open with one.
+uint64_t magic_pickle_end(std::span<const std::byte> b) {
+  auto at = [&](uint64_t i) { return i < b.size() ? std::to_integer<unsigned>(b[i]) : 0x100u; };
+  if (at(0) != 0x80 || at(1) < 2 || at(1) > 5) return 0;
+  uint64_t i = at(2) == 0x95 ? 11 : 2;
+  for (uint8_t m : kLegacyMagic)
+    if (at(i++) != m) return 0;
+  return at(i) == '.' ? i + 1 : 0;
+}
+
+std::string pickle_label(const char* what, uint64_t at) {
+  return std::string(what) + " (the pickle at byte " + std::to_string(at) + ")";
+}
+
+// The storage keys the legacy format lists after the object, in the order their data follows.
+std::vector<std::string> storage_keys(const Unpickler& u, const Ref& list) {
+  if (list->k != Obj::K::List) u.fail("not a list");
+  std::vector<std::string> keys;
+  for (const Ref& k : list->items) {
+    if (k->k != Obj::K::Str) u.fail("a storage key that is not a string");
+    keys.push_back(k->s);
+  }
+  return keys;
+}
+
+// Each listed storage's elements: an int64 element count that must be the pickle's, then the
+// elements, one storage after another.
+std::map<std::string, std::span<const std::byte>> storage_bytes(const std::string& path, std::span<const std::byte> b,
+                                                                uint64_t pos, const std::vector<std::string>& keys,
+                                                                const std::map<std::string, StorageDecl>& decls) {
+  std::map<std::string, std::span<const std::byte>> out;
+  for (const std::string& key : keys) {
+    const std::string where = path + ": storage " + key;
+    auto d = decls.find(key);
+    if (d == decls.end()) throw InputError(where + " is listed, but no tensor names it");
+    if (b.size() - pos < 8) throw InputError(where + ": its element count runs past the end of the file: truncated");
+    uint64_t numel = 0;
+    for (int i = 7; i >= 0; --i) numel = numel << 8 | std::to_integer<uint64_t>(b[pos + uint64_t(i)]);
+    pos += 8;
+    if (numel != d->second.numel)
+      throw InputError(where + " holds " + std::to_string(numel) + " elements by its record, " +
+                       std::to_string(d->second.numel) + " by the pickle");
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(numel, d->second.element_bytes, &bytes) || bytes > b.size() - pos)
+      throw InputError(where + ": its " + std::to_string(numel) + " elements run past the end of the file: truncated");
+    if (!out.emplace(key, b.subspan(pos, bytes)).second) throw InputError(where + " is listed twice");
+    pos += bytes;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_legacy_torch(std::span<const std::byte> start) { return magic_pickle_end(start) != 0; }
+
+LegacyTorchFile read_legacy_torch(const std::string& path, std::span<const std::byte> file) {
+  uint64_t pos = magic_pickle_end(file);
+  if (pos == 0) throw InputError(path + ": not a legacy torch.save file (no magic number)");
+  {
+    Unpickler u(path, pickle_label("protocol version", pos), file, pos);
+    Ref v = u.run();
+    if (v->k != Obj::K::Int || v->i != 1001) u.fail("not 1001, the only version torch.save writes");
+    pos = u.end();
+  }
+  {
+    Unpickler u(path, pickle_label("system info", pos), file, pos);
+    Ref info = u.run();
+    if (info->k != Obj::K::Dict) u.fail("not a dict");
+    for (size_t i = 0; i + 1 < info->items.size(); i += 2)
+      if (info->items[i]->k == Obj::K::Str && info->items[i]->s == "little_endian" &&
+          (info->items[i + 1]->k != Obj::K::Bool || info->items[i + 1]->i != 1))
+        u.fail("written on a big-endian machine: not supported");
+    pos = u.end();
+  }
+  LegacyTorchFile out;
+  std::map<std::string, StorageDecl> decls;
+  {
+    Unpickler u(path, pickle_label("object", pos), file, pos, true);
+    out.tensors = state_dict_of(u, u.run());
+    decls = u.storages();
+    pos = u.end();
+  }
+  Unpickler u(path, pickle_label("storage keys", pos), file, pos);
+  const std::vector<std::string> keys = storage_keys(u, u.run());
+  out.storages = storage_bytes(path, file, u.end(), keys, decls);
+  return out;
+}
+
+std::vector<std::pair<std::string, TorchTensorRef>> read_state_dict_pickle(const std::string& path,
+                                                                           std::span<const std::byte> pickle) {
+  Unpickler unpickler(path, "data.pkl", pickle);
+  return state_dict_of(unpickler, unpickler.run());
 }
 
 }  // namespace gptvk

@@ -1,4 +1,5 @@
-// A restricted unpickler for the data.pkl of a torch.save zip: it understands the opcodes
+// A restricted unpickler for torch.save files (the data.pkl of a zip, or the pickles of the
+// legacy format one after another): it understands the opcodes
 // a state dict of tensors is pickled with and builds nothing but dicts, tuples, lists,
 // strings, numbers and tensor descriptions. The only globals it accepts are
 // collections.OrderedDict, torch._utils._rebuild_tensor_v2 / _rebuild_parameter and
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -27,5 +29,20 @@ struct TorchTensorRef {
 // the file in errors.
 std::vector<std::pair<std::string, TorchTensorRef>> read_state_dict_pickle(const std::string& path,
                                                                            std::span<const std::byte> pickle);
+
+// A legacy torch.save file (PyTorch before 1.6, or _use_new_zipfile_serialization=False):
+// five pickles one after another (a magic number, the protocol version 1001, the writer's
+// byte order and type sizes, the object with its storages named by key, the list of those
+// keys), then each listed storage as its element count (int64) and its elements.
+struct LegacyTorchFile {
+  std::vector<std::pair<std::string, TorchTensorRef>> tensors;  // the state dict's
+  std::map<std::string, std::span<const std::byte>> storages;    // key -> its elements in `file`
+};
+
+// Whether `start` (a file's first bytes) opens with the legacy format's magic-number pickle.
+bool is_legacy_torch(std::span<const std::byte> start);
+// The state dict and storages of a legacy torch.save file held in `file`; `path` names it
+// in errors.
+LegacyTorchFile read_legacy_torch(const std::string& path, std::span<const std::byte> file);
 
 }  // namespace gptvk

@@ -75,7 +75,7 @@ struct TensorNames {
   std::string name(const std::string& role, uint32_t layer) const;
 };
 
-// A weights file (safetensors, GGUF, torch.save zip, or a snapshot folder: told by its
+// A weights file (safetensors, GGUF, torch.save, or a snapshot folder: told by its
 // content) checked against a config, ready to fill weights allocated for it.
 class WeightsFile {
  public:

@@ -8,6 +8,7 @@
 #include "engine/error.hpp"
 #include "models/gguf_source.hpp"
 #include "models/hf_snapshot.hpp"
+#include "models/torch_pickle.hpp"
 #include "models/torch_source.hpp"
 
 namespace gptvk {
@@ -117,8 +118,7 @@ bool looks_like_toml(std::string_view s) {
 std::string guess_kind(const std::string& s) {
   auto starts = [&](std::string_view p) { return s.compare(0, p.size(), p) == 0; };
   if (s.size() >= 2 && static_cast<unsigned char>(s[0]) == 0x80 && s[1] >= 2 && s[1] <= 5)
-    return "a pickle: a torch.save file from PyTorch before 1.6 or with _use_new_zipfile_serialization=False; "
-           "re-save it with a newer PyTorch, or as safetensors";
+    return "a Python pickle, but not one torch.save writes (no magic number)";
   if (starts("lmgg") || starts("tjgg") || starts("fmgg")) return "a pre-GGUF GGML file: convert it to GGUF";
   if (starts("\x89HDF")) return "an HDF5 file (Keras/TensorFlow weights)";
   if (starts("\x93NUMPY")) return "a NumPy .npy array";
@@ -133,8 +133,9 @@ std::string guess_kind(const std::string& s) {
 }  // namespace
 
 FileFormat sniff_format(const std::string& path) {
-  std::string s = read_start(path, 16);
+  std::string s = read_start(path, 32);  // room for the legacy torch.save magic-number pickle
   if (s.size() >= 4 && s.compare(0, 4, "GGUF") == 0) return FileFormat::Gguf;
+  if (is_legacy_torch({reinterpret_cast<const std::byte*>(s.data()), s.size()})) return FileFormat::TorchLegacy;
   // Any zip: the torch.save reader says what is wrong with one that is not (or is damaged).
   // (An empty zip is its end record alone.)
   if (s.size() >= 4 && (s.compare(0, 4, "PK\x03\x04") == 0 || s.compare(0, 4, "PK\x05\x06") == 0))
@@ -183,10 +184,12 @@ std::unique_ptr<TensorSource> open_tensor_source(const std::string& path) {
       return open_gguf_source(path);
     case FileFormat::TorchZip:
       return open_torch_source(path);
+    case FileFormat::TorchLegacy:
+      return open_legacy_torch_source(path);
     case FileFormat::Unknown:
       break;
   }
-  throw InputError(path + ": not safetensors, GGUF or a torch.save zip: " + describe_file_start(path));
+  throw InputError(path + ": not safetensors, GGUF or a torch.save file: " + describe_file_start(path));
 }
 
 }  // namespace gptvk

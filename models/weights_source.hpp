@@ -1,5 +1,5 @@
 // Where a model's tensors come from, whatever the file format: a safetensors file, a GGUF
-// file, a torch.save zip or a sharded Hugging Face snapshot. WeightsFile reads every format
+// file, a torch.save file (zip or legacy) or a sharded Hugging Face snapshot. WeightsFile reads every format
 // through this one interface: named tensors with a shape in row-major order (slowest
 // dimension first, as numpy and PyTorch write it) and their values as F32, F16 or BF16.
 // Formats that store something else (GGUF's quantized blocks) convert one tensor at a
@@ -66,7 +66,7 @@ class MappedTensorSource : public TensorSource {
 };
 
 // What the first bytes of a file say it is.
-enum class FileFormat { Safetensors, Gguf, TorchZip /* any zip */, Unknown };
+enum class FileFormat { Safetensors, Gguf, TorchZip /* any zip */, TorchLegacy, Unknown };
 FileFormat sniff_format(const std::string& path);
 // "starts with bytes 50 4b 03 04 ... (a zip archive)" and similar, for an unknown format.
 std::string describe_file_start(const std::string& path);

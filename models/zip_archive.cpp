@@ -1,17 +1,12 @@
 #include "models/zip_archive.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 
 namespace gptvk {
 
@@ -122,20 +117,9 @@ ZipArchive ZipArchive::parse(const std::string& path, std::span<const std::byte>
 }
 
 ZipArchive ZipArchive::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-    ::close(fd);
-    throw InputError(path + ": not a regular, non-empty file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) throw InputError(path + ": cannot map: " + std::strerror(errno));
-  std::shared_ptr<const void> mapping(p, [size](const void* q) { munmap(const_cast<void*>(q), size); });
-  ZipArchive z = parse(path, {static_cast<const std::byte*>(p), size});
-  z.mapping_ = std::move(mapping);
+  files::MappedFile file = files::map_regular(path);
+  ZipArchive z = parse(path, file.bytes);
+  z.mapping_ = std::move(file.keep);
   return z;
 }
 

@@ -3,10 +3,11 @@
 // vector, an f32 matrix, an F16 GGUF matrix and a Q8_0 block scale), a layer past the
 // model's count at any index, a GGUF bias in some layers only, a shape of more dimensions
 // than any tensor has, a pickle that makes objects or memo entries without end, a torch.save
-// zip whose bytes are damaged, an empty file as --model, and `serve` with a tokenizer that
+// zip whose bytes are damaged, a damaged legacy torch.save file, an empty file as --model, and `serve` with a tokenizer that
 // is not the model's; and weights past Q8_0's range, which
 // load clamped with one warning. Unchecked, the first four would run with exit status 0 and
 // give NaN logits, a shallower model, or a layer's bias unused.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -189,6 +190,40 @@ BOOST_AUTO_TEST_CASE(a_damaged_torch_zip) {
   const size_t local_name = renamed.find("gpt2_f16/data/0");  // local headers come before the directory
   renamed[local_name + 14] = '9';
   check(forward(renamed), {1, {"bad.pt: entry 'gpt2_f16/data/0': its local header names another entry"}});
+}
+
+// A legacy (non-zip) torch.save file has no checksums: what can be checked is that the
+// storages' records agree with the pickle and stay inside the file. Cut short, an element
+// count that disagrees, a key no tensor names, a big-endian writer: each one line, exit 1.
+BOOST_AUTO_TEST_CASE(a_damaged_legacy_torch_file) {
+  const fs::path torch = kSource / "tests/fixtures/formats/torch";
+  const std::string good = read_text(torch / "gpt2_lmhead_legacy.pt");
+  auto forward = [&](const std::string& bytes) {
+    write_text(dir / "bad.pt", bytes);
+    return run_cli({"forward", "--config", (torch / "gpt2_lmhead_legacy.toml").string(), "--weights",
+                    (dir / "bad.pt").string(), "--ids", "1,2", "--out", (dir / "out.npy").string()});
+  };
+  const auto span = std::as_bytes(std::span(good.data(), good.size()));
+  const gptvk::LegacyTorchFile file = gptvk::read_legacy_torch("gpt2_lmhead_legacy.pt", span);
+  BOOST_REQUIRE(file.storages.size() > 2);
+  const auto& [key, first] = *std::min_element(file.storages.begin(), file.storages.end(),
+                                               [](const auto& a, const auto& b) { return a.second.data() < b.second.data(); });
+  const size_t record = size_t(first.data() - span.data()) - 8;  // the first storage's element count
+  check(forward(good.substr(0, good.size() - 100)), {1, {"bad.pt: storage", "elements run past the end of the file: truncated"}});
+  std::string miscounted = good;
+  poke<uint64_t>(miscounted, record, first.size() / 2 + 1);
+  check(forward(miscounted), {1, {"bad.pt: storage " + key + " holds " + std::to_string(first.size() / 2 + 1) +
+                                  " elements by its record, " + std::to_string(first.size() / 2) + " by the pickle"}});
+  std::string unnamed = good;
+  const size_t listed = unnamed.rfind("X" + std::string(1, char(key.size())) + std::string(3, '\0') + key, record);
+  BOOST_REQUIRE(listed != std::string::npos);  // the key list, the last pickle
+  unnamed[listed + 5] = unnamed[listed + 5] == '1' ? '2' : '1';
+  check(forward(unnamed), {1, {"bad.pt: storage", "is listed, but no tensor names it"}});
+  std::string big_endian = good;
+  const size_t flag = big_endian.find("little_endian");
+  BOOST_REQUIRE(flag != std::string::npos && big_endian[flag + 15] == '\x88');  // BINPUT n, NEWTRUE
+  big_endian[flag + 15] = '\x89';
+  check(forward(big_endian), {1, {"bad.pt: system info (the pickle at byte 21): written on a big-endian machine"}});
 }
 
 BOOST_AUTO_TEST_CASE(an_empty_or_short_file_as_model) {

@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(sharded_snapshot) {
 }
 
 // A snapshot whose weights are a torch.save pytorch_model.bin (older hub repositories), whole
-// or as the shards of a pytorch_model.bin.index.json.
+// or as the shards of a pytorch_model.bin.index.json, and one in the legacy format (F16).
 BOOST_AUTO_TEST_CASE(snapshot_with_pytorch_model_bin) {
   TempDir dir;
   const test::Case a = test::load_case(kModels / "hf_gpt2");
@@ -131,6 +131,9 @@ BOOST_AUTO_TEST_CASE(snapshot_with_pytorch_model_bin) {
   fs::rename(dir / "pytorch_model.bin", dir / "pytorch_model-00001-of-00001.bin");
   dir.write("pytorch_model.bin.index.json", R"({"weight_map": {"transformer.wte.weight": "pytorch_model-00001-of-00001.bin"}})");
   BOOST_TEST(error_against(model_config_for_path(dir.path.string(), DType::F32), a.ids, a.logits) <= 1e-4);
+  for (const char* shard : {"pytorch_model.bin.index.json", "pytorch_model-00001-of-00001.bin"}) fs::remove(dir / shard);
+  fs::copy_file(kFormats / "torch/gpt2_lmhead_legacy.pt", dir / "pytorch_model.bin");
+  BOOST_TEST(error_against(model_config_for_path(dir.path.string(), DType::F32), a.ids, a.logits) <= 4e-3);
 }
 
 // GPT-1 as OpenAIGPTLMHeadModel.save_pretrained writes it ("transformer." keys), the same
@@ -167,15 +170,16 @@ BOOST_AUTO_TEST_CASE(gpt1_snapshot_and_custom_layout) {
   BOOST_TEST(error_against(load_config(custom.write("gpt1.toml", toml)), ids, golden) <= 1e-4);
 }
 
-// torch.save zips of hf_gpt2's weights through a TOML's [weights] file: F32 within 1e-4
+// torch.save files of hf_gpt2's weights through a TOML's [weights] file: F32 within 1e-4
 // of PyTorch's logits (noncontiguous.pt: its wte.weight saved as a column-major view, which
 // torch.load reads too); F16 and BF16 within what rounding the weights costs (the same
 // bounds as the GGUF F16/BF16 files of these weights, tests/test_gguf.cpp), also from a
-// training checkpoint that wraps them (nanoGPT's ckpt.pt).
+// training checkpoint that wraps them (nanoGPT's ckpt.pt) and from the legacy (non-zip)
+// format, as PyTorch before 1.6 wrote every file.
 BOOST_AUTO_TEST_CASE(torch_save_files) {
   const test::Case a = test::load_case(kModels / "hf_gpt2");
   for (auto [name, tol] : {std::pair{"gpt2_lmhead_f32", 1e-4}, {"noncontiguous", 1e-4}, {"gpt2_f16", 4e-3},
-                           {"checkpoint_f16", 4e-3}, {"gpt2_bf16", 2e-2}}) {
+                           {"checkpoint_f16", 4e-3}, {"gpt2_lmhead_legacy", 4e-3}, {"gpt2_bf16", 2e-2}}) {
     BOOST_TEST_CONTEXT(name) {
       const double err = error_against(load_config((kFormats / "torch" / (std::string(name) + ".toml")).string()),
                                        a.ids, a.logits);
@@ -399,11 +403,16 @@ BOOST_AUTO_TEST_CASE(pickle_naming_os_system_is_refused_not_run) {
         {1, {"evil_os_system.pt", "refused global 'posix.system'"}});
   check(forward_config((kFormats / "torch/evil_eval.toml").string()),
         {1, {"evil_eval.pt", "refused global '__builtin__.eval'"}});
+  check(forward_config((kFormats / "torch/evil_legacy.toml").string()),
+        {1, {"evil_legacy.pt: object (the pickle at byte 137): refused global 'posix.system'"}});
   BOOST_TEST(!fs::exists("/tmp/gptvk-pwned"));
 }
-BOOST_AUTO_TEST_CASE(legacy_pickle) {
-  check(forward_config((kFormats / "torch/legacy.toml").string()),
-        {1, {"legacy.pt", "not safetensors, GGUF or a torch.save zip", "starts with bytes 80 02", "before 1.6"}});
+BOOST_AUTO_TEST_CASE(pickle_not_from_torch_save) {
+  const std::string pickle("\x80\x02}q\x00(X\x01\x00\x00\x00aK\x01u.", 17);  // {"a": 1}
+  check(run_cli({"forward", "--config", (kModels / "hf_gpt2/config.toml").string(), "--weights",
+                 dir.write("dict.pkl", pickle), "--ids", "1", "--out", (dir / "o.npy").string()}),
+        {1, {"dict.pkl", "not safetensors, GGUF or a torch.save file", "starts with bytes 80 02",
+             "a Python pickle, but not one torch.save writes"}});
 }
 BOOST_AUTO_TEST_CASE(truncated_zip) {
   std::string pt = read_bytes(kFormats / "torch/gpt2_f16.pt");
@@ -425,7 +434,7 @@ BOOST_AUTO_TEST_CASE(unknown_formats_say_what_they_look_like) {
   check(run_cli({"forward", "--config", (kModels / "hf_gpt2/config.toml").string(), "--weights",
                  dir.write("page.bin", "<!DOCTYPE html><html>Not Found</html>"), "--ids", "1", "--out",
                  (dir / "o.npy").string()}),
-        {1, {"page.bin", "not safetensors, GGUF or a torch.save zip", "HTML"}});
+        {1, {"page.bin", "not safetensors, GGUF or a torch.save file", "HTML"}});
   for (const std::string config : {dir.write("settings.toml", "[model]\nname = \"x\"\n"),
                                    (kSource / "configs/gpt2-small.toml").string()})  // opens with comments
     check(run_cli({"forward", "--config", (kModels / "hf_gpt2/config.toml").string(), "--weights", config, "--ids", "1",

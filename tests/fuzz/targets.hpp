@@ -25,6 +25,7 @@
 #include "models/gguf_dequant.hpp"
 #include "models/gguf_file.hpp"
 #include "models/gguf_source.hpp"
+#include "models/torch_pickle.hpp"
 #include "models/torch_source.hpp"
 #include "models/safetensors.hpp"
 #include "models/tokenizer/bert_words.hpp"
@@ -206,7 +207,7 @@ inline Outcome check_torch(std::span<const uint8_t> data) {
   std::string path = write_scratch("model.pt", data);
   std::unique_ptr<TensorSource> src;
   try {
-    src = open_torch_source(path);
+    src = is_legacy_torch(std::as_bytes(data)) ? open_legacy_torch_source(path) : open_torch_source(path);
   } catch (const InputError& e) {
     return {true, e.what()};
   }
