@@ -408,7 +408,7 @@ BOOST_AUTO_TEST_CASE(pickle_naming_os_system_is_refused_not_run) {
   BOOST_TEST(!fs::exists("/tmp/gptvk-pwned"));
 }
 BOOST_AUTO_TEST_CASE(pickle_not_from_torch_save) {
-  const std::string pickle("\x80\x02}q\x00(X\x01\x00\x00\x00aK\x01u.", 17);  // {"a": 1}
+  const std::string pickle("\x80\x02}q\x00(X\x01\x00\x00\x00" "aK\x01u.", 16);  // {"a": 1}
   check(run_cli({"forward", "--config", (kModels / "hf_gpt2/config.toml").string(), "--weights",
                  dir.write("dict.pkl", pickle), "--ids", "1", "--out", (dir / "o.npy").string()}),
         {1, {"dict.pkl", "not safetensors, GGUF or a torch.save file", "starts with bytes 80 02",
