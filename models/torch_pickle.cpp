@@ -302,9 +302,11 @@ Ref Unpickler::persistent_load(const Ref& pid) {
     fail("storage " + t[2]->s + " is a view of another (an early PyTorch's format): not supported; re-save the file");
   const StorageType* st = storage_type(t[1]->s);
   if (!st) fail("persistent id of '" + t[1]->s + "', not a storage class");
+  // A legacy file's storage record is checked against one declaration; a zip's storages are
+  // sized by their entries (PyTorch 2 may name one storage with two dtypes there).
   const StorageDecl decl{st->dtype, st->bytes, uint64_t(t[4]->i)};
   auto [it, fresh] = storages_.try_emplace(t[2]->s, decl);
-  if (!fresh && (it->second.dtype != decl.dtype || it->second.numel != decl.numel))
+  if (legacy_ && !fresh && (it->second.dtype != decl.dtype || it->second.numel != decl.numel))
     fail("storage " + t[2]->s + " is declared twice, differently");
   Ref r = make(Obj::K::Storage);
   r->tensor.storage_key = t[2]->s;
