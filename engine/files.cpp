@@ -85,8 +85,12 @@ MappedFile map_regular(const std::string& path) {
   uint64_t size = 0;
   Fd fd = open_regular(path, path + ": cannot open: ", UINT64_MAX, size);
   if (size == 0) throw InputError(path + ": empty file");
-  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);  // the mapping keeps the file open
-  if (p == MAP_FAILED) throw InputError(path + ": cannot map: " + std::strerror(errno));
+  return map_fd(fd, size, path + ": cannot map: ");
+}
+
+MappedFile map_fd(const Fd& fd, uint64_t size, const std::string& prefix) {
+  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (p == MAP_FAILED) throw InputError(prefix + std::strerror(errno));
   return {std::shared_ptr<const void>(p, [size](const void* q) { munmap(const_cast<void*>(q), size); }),
           {static_cast<const std::byte*>(p), size}};
 }

@@ -47,6 +47,9 @@ struct MappedFile {
 };
 // Maps a regular, non-empty file; InputError "<path>: <reason>" otherwise.
 MappedFile map_regular(const std::string& path);
+// Maps the first `size` (> 0) bytes of `fd`, as open_regular returned it; the mapping keeps
+// the file open after `fd` closes. InputError "<prefix><reason>" when it cannot.
+MappedFile map_fd(const Fd& fd, uint64_t size, const std::string& prefix);
 
 // The whole of a regular file of at most `max_bytes`.
 std::string read_regular(const std::string& path, const std::string& prefix, uint64_t max_bytes);

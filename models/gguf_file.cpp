@@ -1,15 +1,10 @@
 #include "models/gguf_file.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "engine/error.hpp"
+#include "engine/files.hpp"
 
 namespace gptvk {
 
@@ -274,24 +269,9 @@ GgufFile GgufFile::parse(const std::string& path, std::span<const std::byte> byt
 }
 
 GgufFile GgufFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError(path + ": not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    throw InputError(path + ": empty file");
-  }
-  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) throw InputError(path + ": cannot map: " + std::strerror(errno));
-  std::shared_ptr<const void> mapping(p, [size](const void* q) { munmap(const_cast<void*>(q), size); });
-  GgufFile f = parse(path, {static_cast<const std::byte*>(p), size});
-  f.mapping_ = std::move(mapping);
+  files::MappedFile mapped = files::map_regular(path);
+  GgufFile f = parse(path, mapped.bytes);
+  f.mapping_ = std::move(mapped.keep);
   return f;
 }
 

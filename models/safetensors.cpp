@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <memory>
 #include <set>
@@ -103,20 +101,18 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
   // Non-blocking open, then only a regular file: a FIFO or a device is refused by name.
-  files::Fd fd = files::open_regular(path, path + ": cannot open weights file: ", UINT64_MAX, f.size_);
-  if (f.size_ < 8)
-    throw InputError(path + ": " + (f.size_ == 0 ? std::string("empty file") : std::to_string(f.size_) + "-byte file") +
+  uint64_t size = 0;
+  files::Fd fd = files::open_regular(path, path + ": cannot open weights file: ", UINT64_MAX, size);
+  if (size < 8)
+    throw InputError(path + ": " + (size == 0 ? std::string("empty file") : std::to_string(size) + "-byte file") +
                      ", not safetensors (it starts with an 8-byte header length)");
-  void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-  // The mapping keeps the file open once `fd` closes.
-  if (p == MAP_FAILED) throw InputError(path + ": cannot map weights file: " + std::strerror(errno));
-  f.map_ = static_cast<const std::byte*>(p);
+  f.map_ = files::map_fd(fd, size, path + ": cannot map weights file: ");
 
   uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | std::to_integer<uint64_t>(f.map_[i]);
-  if (header_len > f.size_ - 8)
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | std::to_integer<uint64_t>(f.map_.bytes[i]);
+  if (header_len > size - 8)
     throw InputError(path + ": header length " + std::to_string(header_len) + " runs past the end of the file (" +
-                     std::to_string(f.size_) + " bytes): truncated or not safetensors");
+                     std::to_string(size) + " bytes): truncated or not safetensors");
   if (header_len > kMaxHeaderBytes)
     throw InputError(path + ": header of " + std::to_string(header_len) + " bytes, more than the " +
                      std::to_string(kMaxHeaderBytes >> 20) + " MiB safetensors allows: corrupt or not safetensors");
@@ -127,7 +123,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
 }
 
 void SafetensorsFile::parse_header(uint64_t header_len) {
-  const char* text = reinterpret_cast<const char*>(map_ + 8);
+  const char* text = reinterpret_cast<const char*>(map_.bytes.data() + 8);
   nlohmann::json header;
   try {
     HeaderShapeCheck shape_check(path_);
@@ -138,7 +134,7 @@ void SafetensorsFile::parse_header(uint64_t header_len) {
   }
   if (!header.is_object()) throw InputError(path_ + ": JSON header is not an object");
 
-  const uint64_t data_len = size_ - data_start_;
+  const uint64_t data_len = map_.bytes.size() - data_start_;
   for (auto& item : header.items()) {
     // Named references, not a structured binding: clang before 16 cannot capture a
     // structured binding in the lambda below, and the fuzz build (tests/fuzz) uses clang.
@@ -204,26 +200,6 @@ void SafetensorsFile::parse_header(uint64_t header_len) {
                        "' in the data area");
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (map_) munmap(const_cast<std::byte*>(map_), size_);
-}
-
-SafetensorsFile::SafetensorsFile(SafetensorsFile&& o) noexcept { *this = std::move(o); }
-
-SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& o) noexcept {
-  if (this != &o) {
-    if (map_) munmap(const_cast<std::byte*>(map_), size_);
-    path_ = std::move(o.path_);
-    map_ = std::exchange(o.map_, nullptr);
-    size_ = std::exchange(o.size_, 0);
-    data_start_ = o.data_start_;
-    tensors_ = std::move(o.tensors_);
-    index_ = std::move(o.index_);
-    metadata_ = std::move(o.metadata_);
-  }
-  return *this;
-}
-
 const TensorInfo* SafetensorsFile::find(std::string_view name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
@@ -239,14 +215,14 @@ const TensorInfo& SafetensorsFile::get(std::string_view name) const {
 }
 
 std::span<const std::byte> SafetensorsFile::data(const TensorInfo& t) const {
-  return {map_ + data_start_ + t.begin, static_cast<size_t>(t.bytes())};
+  return map_.bytes.subspan(data_start_ + t.begin, static_cast<size_t>(t.bytes()));
 }
 
 void SafetensorsFile::release(const TensorInfo& t) const {
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   uint64_t first = (data_start_ + t.begin + page - 1) / page * page;  // whole pages inside the tensor
   uint64_t last = (data_start_ + t.end) / page * page;
-  if (last > first) madvise(const_cast<std::byte*>(map_) + first, last - first, MADV_DONTNEED);
+  if (last > first) madvise(const_cast<std::byte*>(map_.bytes.data()) + first, last - first, MADV_DONTNEED);
 }
 
 }  // namespace gptvk

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/dtype.hpp"
+#include "engine/files.hpp"
 
 namespace gptvk {
 
@@ -37,9 +38,8 @@ class SafetensorsFile {
   static SafetensorsFile open(const std::string& path);
 
   SafetensorsFile() = default;
-  ~SafetensorsFile();
-  SafetensorsFile(SafetensorsFile&& other) noexcept;
-  SafetensorsFile& operator=(SafetensorsFile&& other) noexcept;
+  SafetensorsFile(SafetensorsFile&& other) noexcept = default;
+  SafetensorsFile& operator=(SafetensorsFile&& other) noexcept = default;
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -59,7 +59,7 @@ class SafetensorsFile {
   // dropped from this process's resident set, re-read if touched again).
   void release(const TensorInfo& t) const;
 
-  uint64_t file_bytes() const { return size_; }
+  uint64_t file_bytes() const { return map_.bytes.size(); }
 
   // Limits on what a header may claim. Hugging Face's reader caps headers at 100 MB too;
   // the largest models have tens of thousands of tensors.
@@ -69,8 +69,7 @@ class SafetensorsFile {
  private:
   void parse_header(uint64_t header_len);
   std::string path_;
-  const std::byte* map_ = nullptr;
-  uint64_t size_ = 0;
+  files::MappedFile map_;
   uint64_t data_start_ = 0;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> index_;
