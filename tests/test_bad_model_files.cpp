@@ -166,6 +166,14 @@ BOOST_AUTO_TEST_CASE(truncated_zip) {
   dir.write("gpt2_f16.pt", std::string("PK\x05\x06", 4) + std::string(18, '\0'));
   check(forward_config(dir.write("c.toml", toml)), {1, {"gpt2_f16.pt", "a zip archive without", "data.pkl"}});
 }
+// A pickle that torch.save did not write (no magic number) is named as what it is.
+BOOST_AUTO_TEST_CASE(a_pickle_not_from_torch_save) {
+  const std::string pickle("\x80\x02}q\x00(X\x01\x00\x00\x00" "aK\x01u.", 16);  // {"a": 1}
+  check(run_cli({"forward", "--config", (kModels / "hf_gpt2/config.toml").string(), "--weights",
+                 dir.write("dict.pkl", pickle), "--ids", "1", "--out", (dir / "o.npy").string()}),
+        {1, {"dict.pkl", "not safetensors, GGUF or a torch.save file", "starts with bytes 80 02",
+             "a Python pickle, but not one torch.save writes"}});
+}
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(bad_snapshots_and_flags, FileRows)
