@@ -64,7 +64,7 @@ constexpr const char* kHelp =
     "--temperature 0 takes the most likely token after the bias and penalties.";
 
 void add_flags(CLI::App* cmd, Flags& f) {
-  cmd->add_option("--prompt", f.prompts,
+  cmd->add_option("-p,--prompt", f.prompts,
                   "text to continue (UTF-8; invalid bytes are encoded byte by byte); - reads stdin; repeat it for "
                   "several prompts, which run as one batch and print in order")
       ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -72,7 +72,7 @@ void add_flags(CLI::App* cmd, Flags& f) {
                   "read the prompt from this file (its bytes as they are; - reads stdin); a file named *.jsonl holds\n"
                   "one prompt per non-blank line, run as one batch: a JSON string, or {\"prompt\": TEXT} with\n"
                   "optional \"max_tokens\" and \"seed\" for that prompt alone");
-  cmd->add_option("--max-tokens", f.max_tokens,
+  cmd->add_option("-n,--max-tokens", f.max_tokens,
                   "most tokens to generate (at most the context length; the default is cut to a shorter one)")
       ->capture_default_str()->transform(whole_number_in(1, 1 << 30));
   auto& s = f.sampling;

@@ -98,6 +98,21 @@ bool unknown_command(const CLI::App& app, int argc, char** argv) {
   return !known;
 }
 
+// CLI11 lists a command's unexpected arguments last first ("... not expected: 3 -n hi -p");
+// the command's own list of them is in command-line order.
+std::string extras_message(const CLI::App& app, const CLI::ParseError& e) {
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    const std::vector<std::string> extras = sub->remaining();
+    if (!sub->parsed() || extras.empty()) continue;
+    std::string message = extras.size() == 1 ? "The following argument was not expected:"
+                                              : "The following arguments were not expected:";
+    for (const std::string& arg : extras)
+      message += arg.find(' ') == std::string::npos ? " " + arg : " '" + arg + "'";
+    return message + " (see gpt-vk " + sub->get_name() + " --help)";
+  }
+  return e.what();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -132,7 +147,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() != 0) {
-      print_error(e.what());
+      print_error(dynamic_cast<const CLI::ExtrasError*>(&e) ? extras_message(app, e) : e.what());
       return 2;
     }
     // --help, --version: written to stdout, checked like any output (through write_stdout,

@@ -212,11 +212,13 @@ BOOST_AUTO_TEST_CASE(several_prompts_equal_separate_runs) {
   }
 }
 
-// The prompt from a file and from stdin give what --prompt gives.
+// The prompt from a file, from stdin, and through llama.cpp's short flags (-p, -n) give what
+// --prompt gives.
 BOOST_AUTO_TEST_CASE(prompt_from_file_and_stdin) {
   const fs::path file = fs::temp_directory_path() / "gptvk_test_prompt.txt";
   std::ofstream(file, std::ios::binary) << kPrompt;
   auto want = generate({"--prompt", kPrompt, "--temperature", "0", "--max-tokens", "8"});
+  BOOST_TEST(generate({"-p", kPrompt, "--temperature", "0", "-n", "8"}).out == want.out);
   auto from_file = generate({"--prompt-file", file.string(), "--temperature", "0", "--max-tokens", "8"});
   BOOST_TEST(from_file.out == want.out);
   const std::string cmd = std::string("printf '%s' '") + kPrompt + "' | " + GPTVK_BINARY + " generate --config " +
@@ -462,6 +464,8 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
       // One value per flag: an unquoted second word is not a second prompt (or stop string).
       {{"--prompt", "hello", "world"}, "The following argument was not expected: world"},
       {{"--prompt", "hi", "--stop", "a", "b"}, "The following argument was not expected: b"},
+      {{"-p", "hi", "-x", "3", "a b"},
+       "The following arguments were not expected: -x 3 'a b' (see gpt-vk generate --help)"},
       {{"--prompt", "hi", "--stop", ""}, "--stop: needs a non-empty text"},
       {{"--prompt", "-", "--prompt", "-"}, "--prompt - reads stdin, which can be read only once"},
   };
