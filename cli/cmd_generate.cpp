@@ -76,7 +76,7 @@ void add_flags(CLI::App* cmd, Flags& f) {
                   "most tokens to generate (at most the context length; the default is cut to a shorter one)")
       ->capture_default_str()->transform(whole_number_in(1, 1 << 30));
   auto& s = f.sampling;
-  cmd->add_option("--temperature", s.temperature, "sampling temperature; 0 = greedy (argmax)")
+  cmd->add_option("--temperature,--temp", s.temperature, "sampling temperature; 0 = greedy (argmax)")
       ->capture_default_str()->transform(number_at_least(0));
   cmd->add_option("--top-k", s.top_k, "sample among the K most likely tokens; 0 = off")
       ->capture_default_str()->transform(whole_number_in(0, 1 << 30));

@@ -35,11 +35,12 @@ inline CLI::Validator seed_value() {
       "0..2^64-1");
 }
 
-// Adds --seed; `seed` stays empty when the flag is absent (then the seed is random).
+// Adds --seed (-s, as llama.cpp's); `seed` stays empty when the flag is absent (then the
+// seed is random).
 inline CLI::Option* add_seed_option(CLI::App* cmd, std::optional<uint64_t>& seed, const std::string& help) {
   return cmd
       ->add_option_function<std::string>(
-          "--seed",
+          "-s,--seed",
           [&seed](const std::string& s) {
             uint64_t v = 0;
             parse_decimal_u64(s, v);  // seed_value() has accepted it
