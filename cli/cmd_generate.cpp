@@ -68,7 +68,7 @@ void add_flags(CLI::App* cmd, Flags& f) {
                   "text to continue (UTF-8; invalid bytes are encoded byte by byte); - reads stdin; repeat it for "
                   "several prompts, which run as one batch and print in order")
       ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--prompt-file", f.prompt_file,
+  cmd->add_option("-f,--prompt-file", f.prompt_file,
                   "read the prompt from this file (its bytes as they are; - reads stdin); a file named *.jsonl holds\n"
                   "one prompt per non-blank line, run as one batch: a JSON string, or {\"prompt\": TEXT} with\n"
                   "optional \"max_tokens\" and \"seed\" for that prompt alone");

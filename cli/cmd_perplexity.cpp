@@ -32,7 +32,7 @@ Action add_perplexity(CLI::App& app, Common& common) {
       "llama-perplexity's +/-; nan when one token is scored). A progress bar shows on stderr when it\n"
       "is a terminal.");
   add_model_flags(cmd, f->model);
-  cmd->add_option("--file", f->file, "UTF-8 text file (- reads stdin)")->required();
+  cmd->add_option("-f,--file", f->file, "UTF-8 text file (- reads stdin)")->required();
   add_window_flags(cmd, f->context, f->stride);
   return [&common, f] {
     std::string text = read_file_bytes(f->file, "--file");

@@ -40,7 +40,7 @@ Action add_score(CLI::App& app, Common& common) {
       "text, logprob, rank (\\\\, \\t, \\n, \\r and \\0, a NUL byte, escaped in text). stderr: the\n"
       "count, mean log-probability and perplexity.");
   add_model_flags(cmd, f->model);
-  auto* file = cmd->add_option("--file", f->file, "text file to score (its bytes as they are; - reads stdin)");
+  auto* file = cmd->add_option("-f,--file", f->file, "text file to score (its bytes as they are; - reads stdin)");
   cmd->add_option("--text", f->text, "text to score")->excludes(file);
   add_window_flags(cmd, f->context, f->stride);
   cmd->add_flag("--tsv", f->tsv, "tab-separated values instead of JSON lines");

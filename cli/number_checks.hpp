@@ -42,7 +42,7 @@ inline void add_window_flags(CLI::App* cmd, std::optional<uint32_t>& context, st
         },
         "");
   };
-  cmd->add_option("--context", context, "window length in tokens (default: the model's context)")
+  cmd->add_option("-c,--context", context, "window length in tokens (default: the model's context)")
       ->transform(window_number("[2, the model's context]"))
       ->option_text("INT in [2, the model's context]");
   cmd->add_option("--stride", stride, "window step in tokens (default: half the window)")

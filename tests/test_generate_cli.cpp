@@ -212,15 +212,15 @@ BOOST_AUTO_TEST_CASE(several_prompts_equal_separate_runs) {
   }
 }
 
-// The prompt from a file and from stdin give what --prompt gives; llama.cpp's spellings of
-// the flags (-p, -n, --temp, -s) what ours give.
+// The prompt from a file (-f, llama.cpp's spelling of --prompt-file) and from stdin give
+// what --prompt gives; llama.cpp's -p, -n, --temp and -s what our names give.
 BOOST_AUTO_TEST_CASE(prompt_from_file_and_stdin) {
   const fs::path file = fs::temp_directory_path() / "gptvk_test_prompt.txt";
   std::ofstream(file, std::ios::binary) << kPrompt;
   auto want = generate({"--prompt", kPrompt, "--temperature", "0", "--max-tokens", "8"});
   BOOST_TEST(generate({"-p", kPrompt, "--temp", "0.9", "-s", "5", "-n", "8"}).out ==
              generate({"--prompt", kPrompt, "--temperature", "0.9", "--seed", "5", "--max-tokens", "8"}).out);
-  auto from_file = generate({"--prompt-file", file.string(), "--temperature", "0", "--max-tokens", "8"});
+  auto from_file = generate({"-f", file.string(), "--temperature", "0", "--max-tokens", "8"});
   BOOST_TEST(from_file.out == want.out);
   const std::string cmd = std::string("printf '%s' '") + kPrompt + "' | " + GPTVK_BINARY + " generate --config " +
                           kConfig.string() + " --prompt - --temperature 0 --max-tokens 8 2>/dev/null";

@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(mean_equals_perplexity_on_heldout) {
   text.resize(size_t(in_text.read(text.data(), std::streamsize(text.size())).gcount()));
   BOOST_REQUIRE(text.size() == 10000u);
   const std::string heldout = test::write_temp_file("heldout_start.txt", text);
-  auto s = run_ok({"score", "--config", kConfig.string(), "--file", heldout, "--context", "64", "--stride", "64",
+  auto s = run_ok({"score", "--config", kConfig.string(), "-f", heldout, "--context", "64", "--stride", "64",
                    "--tsv"});
   std::istringstream in(s.out);
   std::string line;
@@ -103,7 +103,8 @@ BOOST_AUTO_TEST_CASE(mean_equals_perplexity_on_heldout) {
     sum += std::stod(line.substr(tab2 + 1, tab - tab2 - 1));
     ++n;
   }
-  auto p = run_ok({"perplexity", "--config", kConfig.string(), "--file", heldout, "--context", "64", "--stride", "64"});
+  // llama-perplexity's spellings: -f FILE -c CONTEXT.
+  auto p = run_ok({"perplexity", "--config", kConfig.string(), "-f", heldout, "-c", "64", "--stride", "64"});
   double ppl = 0, se = 0;
   unsigned long long scored = 0;
   BOOST_REQUIRE(std::sscanf(p.out.c_str(), "perplexity=%lf tokens=%llu tok_s=%*f ppl_se=%lf", &ppl, &scored, &se) == 3);
