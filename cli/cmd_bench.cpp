@@ -122,12 +122,12 @@ Action add_bench(CLI::App& app, Common& common) {
       "prefill and decode throughput (tokens/s); deterministic random weights when neither --weights nor the "
       "config's weights file exists");
   add_model_flags(cmd, f->model);
-  cmd->add_option("--prompt-tokens", f->prompt_tokens, "prompt length: the context depth decode starts at")
+  cmd->add_option("-p,--prompt-tokens", f->prompt_tokens, "prompt length: the context depth decode starts at")
       ->capture_default_str()->transform(whole_number_in(1, 1 << 30));
-  cmd->add_option("--gen-tokens", f->gen_tokens,
+  cmd->add_option("-n,--gen-tokens", f->gen_tokens,
                   "tokens decoded after the prompt; 0 measures prefill only (decode_tok_s=nan)")
       ->capture_default_str()->transform(whole_number_in(0, 1 << 30));
-  cmd->add_option("--repeats", f->repeats, "measured runs after one warm-up run")
+  cmd->add_option("-r,--repeats", f->repeats, "measured runs after one warm-up run")
       ->capture_default_str()->transform(whole_number_in(1, 1 << 30));
   cmd->add_flag("--profile", f->profile, "print per-op GPU time of the last prefill and decode step");
   cmd->add_option("--batch", f->batch,

@@ -33,8 +33,8 @@ Action add_tokenize(CLI::App& app, Common&) {
   auto args = std::make_shared<TokenizeArgs>();
   auto* cmd = app.add_subcommand("tokenize", "BPE encoding (GPT-2's byte-level BPE, or GPT-1's): prints the token ids on one line");
   add_model_source_flags(cmd, args->model);  // --config (its [tokenizer]) or --model
-  auto* text = cmd->add_option("--text", args->text, "the text to encode");
-  auto* file = cmd->add_option("--file", args->file, "encode the bytes of this file (- reads stdin)");
+  auto* text = cmd->add_option("-p,--text", args->text, "the text to encode");
+  auto* file = cmd->add_option("-f,--file", args->file, "encode the bytes of this file (- reads stdin)");
   text->excludes(file);
   cmd->add_flag("--special", args->special,
                 "treat <|endoftext|> in the input as the special token (id 50256 in GPT-2) rather than as "

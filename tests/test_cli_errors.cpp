@@ -45,7 +45,7 @@ BOOST_AUTO_TEST_CASE(byte_order_marks_are_skipped) {
   std::string merges = read_text(kSource / "models/gpt2-tokenizer/vocab.bpe");
   const std::string cfg = tokenizer_config(bom + vocab, bom + merges);
   write_text(cfg, bom + replace_line(read_text(cfg), "vocab_size = 311", "vocab_size = 50257"));
-  const CliResult r = run_cli({"tokenize", "--config", cfg, "--text", "Hello world"});
+  const CliResult r = run_cli({"tokenize", "--config", cfg, "-p", "Hello world"});  // llama-tokenize's -p
   BOOST_TEST(r.exit_code == 0, r.err);
   BOOST_TEST(r.out == "15496 995\n");
 }
@@ -398,11 +398,12 @@ BOOST_AUTO_TEST_CASE(model_does_not_fit_device_memory) {
   check(r, {1, {"model needs ", " MiB of device memory, device has ", " MiB"}, 2});
 }
 // bench fills random weights when neither --weights nor the config's file exists (the
-// contract); a missing --weights beside a config file that exists is bad input.
+// contract); a missing --weights beside a config file that exists is bad input. The run's
+// lengths and repeats in llama-bench's spellings (-p, -n, -r).
 BOOST_AUTO_TEST_CASE(bench_random_weights_only_when_no_weights_file_exists) {
   auto cfg = config("[model]\nname = \"tiny\"\nvocab_size = 64\ncontext_length = 32\nemb_dim = 32\nn_heads = 2\n"
                     "n_layers = 1\n\n[weights]\nfile = \"absent.safetensors\"\n");
-  const std::vector<std::string> run = {"--prompt-tokens", "4", "--gen-tokens", "1", "--repeats", "1"};
+  const std::vector<std::string> run = {"-p", "4", "-n", "1", "-r", "1"};
   auto bench = [&](std::vector<std::string> args) {
     args.insert(args.begin(), "bench");
     args.insert(args.end(), run.begin(), run.end());
@@ -412,6 +413,8 @@ BOOST_AUTO_TEST_CASE(bench_random_weights_only_when_no_weights_file_exists) {
   BOOST_TEST(r.exit_code == 0, r.err);
   BOOST_TEST(r.err.find("using deterministic random weights") != std::string::npos, r.err);
   BOOST_TEST(r.out.find("prefill_tok_s=") != std::string::npos);
+  BOOST_TEST(r.err.find("prefill 4 tokens: median") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("over 1 runs\ndecode 1 tokens at depth 4") != std::string::npos, r.err);
   check(bench({"--config", fixture_with("", ""), "--weights", (dir / "absent.safetensors").string()}),
         {1, {"absent.safetensors", "not found"}});
 }
