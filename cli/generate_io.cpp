@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -39,12 +40,19 @@ std::string kind_of(const json& v) {
   return "a string";
 }
 
-// A whole number in [lo, hi]: a line's "max_tokens" or "seed".
+// A whole number in [lo, hi]: a line's "max_tokens" or "seed". Written 5, 5.0 or 5e0 alike
+// (JSON Schema's integers, as the server takes them; Python's json.dumps writes 5.0 for a float).
 uint64_t whole_number(const json& v, const std::string& key, uint64_t lo, uint64_t hi, const std::string& where) {
-  if (!v.is_number_unsigned() || v.get<uint64_t>() < lo || v.get<uint64_t>() > hi)
+  std::optional<uint64_t> x;
+  if (v.is_number_unsigned()) x = v.get<uint64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::trunc(d) && d >= 0 && d < 0x1p64) x = static_cast<uint64_t>(d);
+  }
+  if (!x || *x < lo || *x > hi)
     throw InputError(where + ": \"" + key + "\" must be a whole number from " + std::to_string(lo) + " to " +
                      std::to_string(hi) + ", got " + v.dump(-1, ' ', false, json::error_handler_t::replace));
-  return v.get<uint64_t>();
+  return *x;
 }
 
 // One non-blank line: a JSON string, or an object with "prompt" and optional settings.

@@ -501,15 +501,16 @@ void HttpServer::detokenize(const std::string& text, httplib::Response& res) {
     throw ApiError(400, "'tokens' must be an array of token ids", "tokens", "invalid_type");
   std::vector<uint32_t> ids;
   for (const json& id : *t) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<uint64_t>() >= tok_->vocab_size()) {
+    const auto token = token_id(id, tok_->vocab_size());
+    if (!token) {
       // A number is quoted; anything else is named by its type (dumping it would recurse
       // once per level, and echo the whole value back).
       const std::string type = id.type_name();
       const std::string what = id.is_number() ? id.dump() : (id.is_array() || id.is_object() ? "an " : "a ") + type;
       throw ApiError(400, "'tokens' holds " + what + ", not a token id below " + std::to_string(tok_->vocab_size()),
-                     "tokens", id.is_number() ? "invalid_value" : "invalid_type");
+                     "tokens", is_whole_number(id) ? "invalid_value" : "invalid_type");
     }
-    ids.push_back(id.get<uint32_t>());
+    ids.push_back(*token);
   }
   send_json(res, {{"content", tok_->decode(ids)}});
 }

@@ -8,6 +8,24 @@
 
 namespace gptvk::server {
 
+bool is_whole_number(const json& v) {
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::isfinite(d) && d == std::trunc(d);
+}
+
+std::optional<uint32_t> token_id(const json& v, uint32_t vocab) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() < vocab ? std::optional(uint32_t(v.get<uint64_t>())) : std::nullopt;
+  if (v.is_number_integer()) {
+    const int64_t x = v.get<int64_t>();
+    return x >= 0 && x < int64_t(vocab) ? std::optional(uint32_t(x)) : std::nullopt;
+  }
+  if (!is_whole_number(v)) return std::nullopt;
+  const double d = v.get<double>();
+  return d >= 0 && d < double(vocab) ? std::optional(uint32_t(d)) : std::nullopt;
+}
+
 namespace {
 
 constexpr uint32_t kDefaultMaxTokens = 16;  // OpenAI's default for /v1/completions
@@ -42,16 +60,13 @@ std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, in
   auto out_of_range = [&] {
     return bad(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
   };
+  if (!is_whole_number(*v)) throw bad(key, "must be an integer", "invalid_type");
   if (v->is_number_float()) {
-    // JSON Schema's integer, which OpenAI's API reference uses: any number without a
-    // fractional part, so 2.0 (Python's json.dumps of a float) and 1e3 are whole numbers.
     // One past 64 bits is out of range, not of the wrong type.
     const double d = v->get<double>();
-    if (!std::isfinite(d) || d != std::trunc(d)) throw bad(key, "must be an integer", "invalid_type");
     if (std::abs(d) >= 0x1p63 || d < double(lo) || d > double(hi)) throw out_of_range();
     return static_cast<int64_t>(d);
   }
-  if (!v->is_number_integer()) throw bad(key, "must be an integer", "invalid_type");
   if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
     throw out_of_range();
   int64_t x = v->get<int64_t>();
@@ -126,10 +141,10 @@ void parse_controls(ops::SamplingParams& p, const json& body, uint32_t vocab) {
 std::vector<uint32_t> token_ids(const json& arr, uint32_t vocab) {
   std::vector<uint32_t> ids;
   for (const json& t : arr) {
-    if (!t.is_number_integer()) throw bad("prompt", "must be a string, an array of strings, token ids or arrays of token ids", "invalid_type");
-    if (t.is_number_unsigned() ? t.get<uint64_t>() >= vocab : (t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab))
-      throw bad("prompt", "holds token id " + t.dump() + " outside the vocabulary of " + std::to_string(vocab));
-    ids.push_back(t.get<uint32_t>());
+    if (!is_whole_number(t)) throw bad("prompt", "must be a string, an array of strings, token ids or arrays of token ids", "invalid_type");
+    const auto id = token_id(t, vocab);
+    if (!id) throw bad("prompt", "holds token id " + t.dump() + " outside the vocabulary of " + std::to_string(vocab));
+    ids.push_back(*id);
   }
   return ids;
 }
@@ -304,26 +319,59 @@ CompletionRequest parse_completion_request(const json& body, const Tokenizer& to
   return r;
 }
 
+namespace {
+
 // Keys an object in a request may have. An insertion-ordered object looks each new key up
 // among those before it, so parsing costs the square of an object's keys: 1 MiB of keys in
 // one object would take half a minute of a core; under this cap it takes milliseconds.
 // (No field needs more: logit_bias maps a few hundred ids at most in practice.)
 constexpr size_t kMaxObjectKeys = 1024;
 
+// Counts each object's keys in a pass of its own before the body is built. (A parser
+// callback would do it in one pass, but nlohmann's callback parser searches the enclosing
+// array for discarded values after every object closes: a 1 MiB array of {} took 35 s.)
+class KeyCounter : public nlohmann::json_sax<json> {
+ public:
+  bool too_many_keys = false;
+
+  bool start_object(std::size_t) override {
+    keys_.push_back(0);
+    return true;
+  }
+  bool key(string_t&) override {
+    too_many_keys = ++keys_.back() > kMaxObjectKeys;
+    return !too_many_keys;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    return true;
+  }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  std::vector<size_t> keys_;  // keys so far in each object open, innermost last
+};
+
+}  // namespace
+
 json parse_body(const std::string& text) {
-  std::vector<size_t> keys_at_depth;  // keys so far in the object open at each depth
-  const json::parser_callback_t count_keys = [&](int depth, json::parse_event_t event, json&) {
-    const auto d = static_cast<size_t>(depth);
-    if (event == json::parse_event_t::object_start) {
-      if (keys_at_depth.size() <= d + 1) keys_at_depth.resize(d + 2);
-      keys_at_depth[d + 1] = 0;
-    } else if (event == json::parse_event_t::key && ++keys_at_depth.at(d) > kMaxObjectKeys) {
+  KeyCounter counter;
+  if (!json::sax_parse(text, &counter)) {
+    if (counter.too_many_keys)
       throw ApiError(400, "an object in the request has more than " + std::to_string(kMaxObjectKeys) + " keys", "",
                      "invalid_value");
-    }
-    return true;
-  };
-  json body = json::parse(text, count_keys, false);
+    throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
+  }
+  json body = json::parse(text, nullptr, false);
   if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_type");
   return body;

@@ -32,6 +32,13 @@ struct ApiError : std::runtime_error {
 // {"error": {"message", "type", "param", "code"}} (param and code null when empty).
 json error_body(const ApiError& e);
 
+// Whether `v` is an integer as JSON Schema (and so OpenAI's API reference) counts them: any
+// number without a fractional part, so 2, 2.0 (Python's json.dumps of a float) and 1e3.
+bool is_whole_number(const json& v);
+
+// A whole number `v` as a token id below `vocab`; nullopt for anything else.
+std::optional<uint32_t> token_id(const json& v, uint32_t vocab);
+
 // A request body: a JSON object, or an ApiError 400 (not JSON, not an object, or an object
 // with more keys than any request needs).
 json parse_body(const std::string& text);

@@ -276,7 +276,8 @@ std::string without_timings(std::vector<nlohmann::ordered_json> objs) {
 // --prompt-file FILE.jsonl (strings and {"prompt": ...} objects, blank and CRLF lines among
 // them) runs what the same prompts as repeated --prompt flags run: the same text greedy, the
 // same completions sampled with a seed; a line's own max_tokens and seed give what a lone run
-// with those flags gives, inside the same batch.
+// with those flags gives, inside the same batch (written as floats, 9.0 and 5e0, as Python's
+// json.dumps may write them).
 BOOST_AUTO_TEST_CASE(jsonl_prompt_file_equals_repeated_prompts) {
   const fs::path file = fs::temp_directory_path() / "gptvk_test_prompts.jsonl";
   std::ofstream(file, std::ios::binary) << nlohmann::json(kPrompt).dump() << "\n\n"
@@ -302,7 +303,7 @@ BOOST_AUTO_TEST_CASE(jsonl_prompt_file_equals_repeated_prompts) {
   }
 
   std::ofstream(file, std::ios::binary) << nlohmann::json(kPrompt).dump() << "\n"
-                                        << R"({"seed": 9, "prompt": "Emma", "max_tokens": 5})" << "\n";
+                                        << R"({"seed": 9.0, "prompt": "Emma", "max_tokens": 5e0})" << "\n";
   got = json_lines(generate({"--prompt-file", file.string(), "--seed", "3", "--max-tokens", "12", "--json"}).out);
   BOOST_REQUIRE(got.size() == 2u);
   auto first = json_lines(generate({"--prompt", kPrompt, "--seed", "3", "--max-tokens", "12", "--json"}).out);

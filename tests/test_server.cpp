@@ -474,6 +474,9 @@ BOOST_AUTO_TEST_CASE(malformed_requests_get_openai_errors) {
   // The server still answers.
   BOOST_TEST(post(port, "/tokenize", json{{"content", "Hello world"}}).body["tokens"] == json({15496, 995}));
   BOOST_TEST(post(port, "/detokenize", json{{"tokens", {15496, 995}}}).body["content"] == "Hello world");
+  // Token ids are integers as JSON Schema counts them, as the integer fields are.
+  BOOST_TEST(post(port, "/detokenize", std::string(R"({"tokens": [15496.0, 9.95e2]})")).body["content"] == "Hello world");
+  check_error(post(port, "/detokenize", std::string(R"({"tokens": [15496.5]})")), 400, "tokens");
   httplib::Client cli("127.0.0.1", port);
   auto models = cli.Get("/v1/models");
   BOOST_REQUIRE(models);
