@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -124,19 +126,47 @@ std::string read_to_end(int fd, uint64_t size, const std::string& prefix, uint64
 
 namespace {
 
+// How long a named FIFO may wait for its writer. `producer > fifo & gpt-vk --file fifo`
+// starts both at once, and a FIFO with no writer reads as empty, so reading at once could
+// run on nothing; waiting for ever would hang on a FIFO nobody will write to.
+constexpr int kFifoWriterWaitMs = 2000;
+
+// Waits until a named FIFO (not an anonymous pipe, whose writer has come and gone if it
+// reads as ended) has a writer, or holds bytes a writer left; the bytes read while
+// looking come back. A non-blocking read of a FIFO says which: 0 with no writer, EAGAIN
+// with one that has not written yet.
+std::string await_fifo_writer(int fd, const std::string& prefix) {
+  struct statfs fs {};
+  if (fstatfs(fd, &fs) == 0 && fs.f_type == PIPEFS_MAGIC) return {};
+  for (int waited_ms = 0;; waited_ms += 10) {
+    char first = 0;
+    const ssize_t n = ::read(fd, &first, 1);
+    if (n == 1) return std::string(1, first);
+    if (n < 0 && errno == EAGAIN) return {};
+    if (n < 0 && errno != EINTR) throw InputError(prefix + std::strerror(errno));
+    if (waited_ms >= kFifoWriterWaitMs)
+      throw InputError(prefix + "a FIFO that no process opened for writing within " +
+                       std::to_string(kFifoWriterWaitMs / 1000) + " s (start its writer first)");
+    ::usleep(10000);
+  }
+}
+
 std::string read_input(const std::string& path, const std::string& prefix, uint64_t max_bytes, bool pipes_too) {
   uint64_t size = 0;
   bool pipe = false;
   Fd fd = open_input(path, prefix, max_bytes, pipes_too, size, pipe);
-  // A pipe: blocking reads until every writer has closed it, as from stdin (a FIFO nobody
-  // writes to opened at once above, and reads as empty). A regular file: fstat's size is a
-  // hint, as /proc and /sys files say 0 and hold text, and a file may grow or shrink
-  // meanwhile, so it reads to the end; a size-0 one without blocking, so that a pseudo-file
-  // that never ends (/proc/kmsg) reads as what it holds now.
+  // A pipe: blocking reads until every writer has closed it, as from stdin. A regular file:
+  // fstat's size is a hint, as /proc and /sys files say 0 and hold text, and a file may grow
+  // or shrink meanwhile, so it reads to the end; a size-0 one without blocking, so that a
+  // pseudo-file that never ends (/proc/kmsg) reads as what it holds now.
+  const std::string first = pipe ? await_fifo_writer(fd.get(), prefix) : std::string();
   const bool block = pipe || size > 0;
   const int flags = fcntl(fd.get(), F_GETFL);
   fcntl(fd.get(), F_SETFL, block ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
-  return read_to_end(fd.get(), size, prefix, max_bytes);
+  std::string data = first + read_to_end(fd.get(), size, prefix, max_bytes);
+  if (data.size() > max_bytes)
+    throw InputError(prefix + "more than the " + limit_text(max_bytes) + " such a file may have");
+  return data;
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 #include "models/gguf_source.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdio>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -215,20 +214,26 @@ namespace {
 // run wrongly. Layers past block_count are left to the weights' own check, which names the
 // count.
 void require_every_tensor_read(const GgufFile& f, const ModelConfig& cfg) {
-  std::set<std::string> read;
+  std::set<std::string> read, layer_patterns;
   for (const auto& [role, pattern] : cfg.names) {
     if (role == "linear") continue;  // not a tensor: the weights' orientation
     const size_t at = pattern.find("{i}");
     if (at == std::string::npos) read.insert(pattern);
+    else layer_patterns.insert(pattern);
     for (uint32_t l = 0; at != std::string::npos && l < cfg.n_layers; ++l)
       read.insert(pattern.substr(0, at) + std::to_string(l) + pattern.substr(at + 3));
   }
   for (const GgufTensor& t : f.tensors()) {
     if (read.count(t.name)) continue;
-    uint32_t layer = 0;
-    const char* digits = t.name.c_str() + 4;
-    if (t.name.starts_with("blk.") && std::sscanf(digits, "%u", &layer) == 1 && std::isdigit(*digits) &&
-        layer >= cfg.n_layers)
+    // A layer's own tensor past block_count is left to the weights' check, which names the
+    // wrong layer count; any other name is not read, whatever its layer.
+    const size_t digits = t.name.starts_with("blk.") ? 4 : t.name.size();
+    const size_t end = t.name.find_first_not_of("0123456789", digits);
+    uint64_t layer = 0;
+    const bool numbered = end != digits && end != std::string::npos && (t.name[digits] != '0' || end == digits + 1) &&
+                          std::from_chars(t.name.data() + digits, t.name.data() + end, layer).ec == std::errc();
+    if (numbered && layer >= cfg.n_layers &&
+        layer_patterns.count(t.name.substr(0, digits) + "{i}" + t.name.substr(end)))
       continue;
     throw InputError(f.path() + ": holds tensor '" + t.name +
                      "', which the gpt2 architecture does not read (llama.cpp refuses such a file too)");

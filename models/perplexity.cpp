@@ -45,6 +45,9 @@ PerplexityResult score_windows(GptModel& model, std::span<const uint32_t> ids, u
                                const std::function<void(const ScoredToken&)>& on_token,
                                const std::function<bool(uint64_t, uint64_t)>& on_window) {
   const ModelConfig& cfg = model.config();
+  if (cfg.context_length < 2)  // the model's doing, not the flag's: bad input
+    throw InputError("the model's context of " + std::to_string(cfg.context_length) +
+                     " token is too short to score a text (a window needs 2 tokens)");
   if (context < 2 || context > cfg.context_length)
     throw UsageError("--context must be between 2 and the model's context of " + std::to_string(cfg.context_length));
   if (stride < 1 || stride > context) throw UsageError("--stride must be between 1 and --context");

@@ -104,6 +104,9 @@ BOOST_AUTO_TEST_CASE(other_architecture_and_missing_keys) {
         {1, {"bad.gguf", "missing metadata key gpt2.block_count"}});
   check(forward_model(gguf_with("output_norm.bias", "output_xorm.bias")),
         {1, {"bad.gguf", "holds tensor 'output_xorm.bias', which the gpt2 architecture does not read"}});
+  // Past block_count too: only a layer's own tensors are left to the layer-count check.
+  check(forward_model(gguf_with("output_norm.bias", "blk.7.foo_n.bias")),
+        {1, {"bad.gguf", "holds tensor 'blk.7.foo_n.bias', which the gpt2 architecture does not read"}});
 }
 // Tensors whose bytes overlap (position_embd at token_embd's offset) are refused, as in
 // safetensors: the header lies about one of them.

@@ -333,6 +333,22 @@ BOOST_AUTO_TEST_CASE(zero_window_or_stride) {
   }
 }
 
+// A model whose context holds one token cannot score a text: the model's doing (bad input),
+// not that of a --context flag nobody gave.
+BOOST_AUTO_TEST_CASE(a_one_token_context_cannot_score) {
+  Safetensors st = Safetensors::read(kFixture / "model.safetensors");
+  auto& wpe = st.header["wpe.weight"];
+  wpe["shape"] = {1, 64};
+  wpe["data_offsets"][1] = wpe["data_offsets"][0].get<uint64_t>() + 64 * 4;
+  const std::string weights = (dir / "one.safetensors").string();
+  write_text(weights, st.bytes());
+  const std::string cfg = config(replace_line(read_text(text_config()), "context_length = 73", "context_length = 1"));
+  write_text(dir / "t.txt", "the cat sat on the mat");
+  for (const char* cmd : {"perplexity", "score"})
+    check(run_cli({cmd, "--config", cfg, "--weights", weights, "--file", (dir / "t.txt").string()}),
+          {1, {"the model's context of 1 token is too short to score a text"}});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // generate --prompt-file FILE.jsonl: a bad line is bad input naming the file and line (a

@@ -4,10 +4,12 @@
 // context and vocabulary rules. Suite names and section rules carry each bad-input case's number.
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/sanitizers.hpp"
@@ -202,8 +204,9 @@ BOOST_AUTO_TEST_CASE(endless_inputs_refused) {
         {1, {"cannot read /dev/zero", "a character device"}});
 }
 // Model files are regular files; a FIFO there is refused without blocking. A text flag
-// reads a pipe as bash's `<(command)` gives it (/dev/fd/N), and a FIFO nobody writes to as
-// empty, without blocking either.
+// reads a pipe as bash's `<(command)` gives it (/dev/fd/N), and a FIFO whose writer opens
+// it after gpt-vk does (`producer > fifo & gpt-vk --file fifo` races so): a FIFO with no
+// writer reads as empty, so gpt-vk waits up to 2 s for one, then says it found none.
 BOOST_AUTO_TEST_CASE(fifos_never_block) {
   std::string fifo = (dir / "fifo").string();
   BOOST_REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
@@ -212,10 +215,24 @@ BOOST_AUTO_TEST_CASE(fifos_never_block) {
   check(run_cli({"tokenize", "--config", config(fixture_config + "\n[tokenizer]\nvocab = \"fifo\"\nmerges = \"fifo\"\n"),
                  "--text", "hi"}),
         {1, {"cannot read " + fifo, "a FIFO"}});
-  CliResult empty = run_cli({"tokenize", "--config", gpt2_tokenizer_config(), "--file", fifo});
-  BOOST_TEST(!empty.timed_out);
-  BOOST_TEST(empty.exit_code == 0, empty.err);
-  BOOST_TEST(empty.out == "\n");
+  check(run_cli({"tokenize", "--config", gpt2_tokenizer_config(), "--file", fifo}),
+        {1, {"cannot read --file " + fifo, "a FIFO that no process opened for writing within 2 s"}});
+  // The writer opens the FIFO 0.3 s after gpt-vk (a non-blocking open fails until a reader
+  // has it open, so the thread never blocks on a gpt-vk that did not come).
+  std::thread writer([&] {
+    ::usleep(300000);
+    for (int tries = 0; tries < 1000; ++tries, ::usleep(10000)) {
+      const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (w < 0) continue;
+      BOOST_TEST(::write(w, "Hello world", 11) == 11);
+      ::close(w);
+      return;
+    }
+  });
+  CliResult late = run_cli({"tokenize", "--config", gpt2_tokenizer_config(), "--file", fifo});
+  writer.join();
+  BOOST_TEST(late.exit_code == 0, late.err);
+  BOOST_TEST(late.out == "15496 995\n");
   int p[2];
   BOOST_REQUIRE(pipe(p) == 0);  // no O_CLOEXEC: gpt-vk inherits the reading end
   BOOST_REQUIRE(write(p[1], "Hello world", 11) == 11);
@@ -224,6 +241,13 @@ BOOST_AUTO_TEST_CASE(fifos_never_block) {
   close(p[0]);
   BOOST_TEST(r.exit_code == 0, r.err);
   BOOST_TEST(r.out == "15496 995\n");
+  // An anonymous pipe whose writer is gone and wrote nothing is an empty text, at once.
+  BOOST_REQUIRE(pipe(p) == 0);
+  close(p[1]);
+  CliResult empty = run_cli({"tokenize", "--config", gpt2_tokenizer_config(), "--file", "/dev/fd/" + std::to_string(p[0])});
+  close(p[0]);
+  BOOST_TEST(empty.exit_code == 0, empty.err);
+  BOOST_TEST(empty.out == "\n");  // not the FIFO's wait and error
 }
 BOOST_AUTO_TEST_CASE(filesystem_errors_are_bad_input) {
   fs::create_symlink(dir / "loop_b", dir / "loop_a");
