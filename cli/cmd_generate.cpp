@@ -19,6 +19,7 @@
 #include "cli/output.hpp"
 #include "cli/strict_flags.hpp"
 #include "engine/error.hpp"
+#include "engine/ops/sample.hpp"
 #include "models/decode_batch.hpp"
 #include "runtime/generator.hpp"
 
@@ -222,7 +223,7 @@ int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs
   // caches are the slots of one pool (one attention dispatch a layer for the batch).
   std::vector<std::unique_ptr<GptModel>> slots;
   std::vector<GptModel*> models = {s.model.get()};
-  const size_t width = std::min<size_t>(jobs.size(), kSamplesPerBatch);
+  const size_t width = std::min<size_t>({jobs.size(), kSamplesPerBatch, ops::sampler_rows_per_binding(*s.ctx, s.cfg.vocab_size)});
   if (width > 1) {
     slots = make_slot_models(*s.ctx, s.cfg, s.model->shared_weights(), static_cast<uint32_t>(width),
                              s.model->max_chunk());

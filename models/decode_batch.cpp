@@ -92,7 +92,10 @@ bool DecodeBatch::one_sampler_dispatch(std::span<GptModel* const> seqs) {
     kept_graph_.reset();
     kept_rows_ = {};
     const GptModel& first = *seqs[0];
-    sampler_rows_ = std::max<size_t>({seqs.size(), first.kv_->slots(), 16});
+    // Room for 16 rows or every KV slot, so that a growing batch rarely records again, but
+    // never more scratch than one binding may hold (GPTVK_FORCE=max_range shrinks it).
+    const size_t fit = ops::sampler_rows_per_binding(first.ctx_, first.cfg_.vocab_size);
+    sampler_rows_ = std::max(seqs.size(), std::min(std::max<size_t>(first.kv_->slots(), 16), fit));
     sample_table_ = vk::Buffer(first.ctx_, sampler_rows_ * sizeof(ops::SampleRow), vk::Memory::Host, "batch sampler table");
     sample_ids_ = vk::Buffer(first.ctx_, sampler_rows_ * 4, vk::Memory::Host, "batch sampled ids");
     sample_scratch_ = vk::Buffer(first.ctx_, sampler_rows_ * ops::sample_scratch_bytes(first.cfg_.vocab_size),

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -351,6 +353,29 @@ BOOST_AUTO_TEST_CASE(gptvk_force_sizes) {
   check(devices("shared=4294967296"), {2, {"shared=4294967296 is out of range (1K to 2G)"}, 2});
   check(devices("max_range=1K"), {2, {"max_range=1K is out of range (1M to 1024G)"}, 2});
   check(devices("max_range=99999999999999G"), {2, {"out of range"}, 2});
+}
+// A device whose storage binding holds the scratch of fewer draws than generate's 16 at a
+// time (1 MiB: 5 of GPT-2's vocabulary) decodes its samples in smaller groups, with the
+// same text, where the sixth row's binding failed after the first token had been printed.
+BOOST_AUTO_TEST_CASE(samples_decode_in_groups_a_small_binding_holds) {
+  const std::vector<std::string> args = {"generate", "--prompt", "hi", "--max-tokens", "3", "--seed", "1",
+                                         "--num-samples", "7", "--json"};
+  const CliResult small = run_cli(args, {"GPTVK_FORCE=max_range=1M"});
+  const CliResult usual = run_cli(args);
+  BOOST_TEST(small.exit_code == 0, small.err);
+  BOOST_TEST(usual.exit_code == 0, usual.err);
+  auto without_timings = [](const std::string& out) {
+    std::string kept;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      j.erase("timings");
+      kept += j.dump() + "\n";
+    }
+    return kept;
+  };
+  BOOST_TEST(std::count(small.out.begin(), small.out.end(), '\n') == 7);
+  BOOST_TEST(without_timings(small.out) == without_timings(usual.out));
 }
 // GPTVK_FORCE=gpu picks a GPU's kernels; the device stays the type it is.
 BOOST_AUTO_TEST_CASE(gptvk_force_gpu_keeps_the_device_type) {

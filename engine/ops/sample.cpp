@@ -197,6 +197,11 @@ void check_sampling_params(const SamplingParams& p) {
 
 uint64_t sample_scratch_bytes(uint32_t vocab) { return uint64_t(scratch_stride_words(vocab)) * 4; }
 
+uint32_t sampler_rows_per_binding(const vk::Context& ctx, uint32_t vocab) {
+  const uint64_t rows = ctx.caps().max_storage_buffer_range / sample_scratch_bytes(vocab);
+  return static_cast<uint32_t>(std::clamp<uint64_t>(rows, 1, 65535));
+}
+
 void sample(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, const SamplingParams& p,
             const std::string& name, SamplingState* state) {
   add_sampler(g, logits, ids, step, scratch, vocab, 1, false, p, name, state);

@@ -63,6 +63,9 @@ class SamplingState;
 void sample(Graph& g, View logits, View ids, View step, View scratch, uint32_t vocab, const SamplingParams& p,
             const std::string& name = "sample", SamplingState* state = nullptr);
 uint64_t sample_scratch_bytes(uint32_t vocab);
+// How many rows' scratch one storage binding of this device holds (at least 1): the most
+// draws of different sequences one sampler dispatch makes.
+uint32_t sampler_rows_per_binding(const vk::Context& ctx, uint32_t vocab);
 
 // `count` independent draws from the same logits in one dispatch (one workgroup each): draw j
 // uses counter step_rng + j and goes to ids[j]; the step buffer is only read. Gives exactly
