@@ -261,6 +261,7 @@ void Scheduler::keep_first_logits(std::span<Slot* const> keep) {
 }
 
 Scheduler::Slot* Scheduler::slot_to_refill() {
+  if (!prompt_cache_) return nullptr;  // nothing kept is ever reused: refilling would be wasted work
   for (Slot& s : slots_) {
     const uint32_t chunk = s.model->max_chunk();
     if (!s.seq && whole_chunks(s.kept, chunk) + chunk <= s.tokens.size()) return &s;

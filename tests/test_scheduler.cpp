@@ -559,7 +559,8 @@ BOOST_AUTO_TEST_CASE(an_idle_slot_keeps_the_reply_for_the_next_turn) {
   for (size_t k = 0; k < logprobs.size(); ++k) BOOST_TEST(logprobs[k] == gen.logprobs()[k].logprob);  // bit for bit
 }
 
-// Without the prompt cache every prompt runs whole.
+// Without the prompt cache every prompt runs whole, and an idle slot refills no chunks of
+// what it ran (nothing kept is used again).
 BOOST_AUTO_TEST_CASE(prompt_cache_off_runs_every_chunk) {
   const std::vector<uint32_t> p = joined_prompts(30);
   Scheduler sched(slots(1, 8), tok, 4, true, 0, /*prompt_cache=*/false);
@@ -571,6 +572,9 @@ BOOST_AUTO_TEST_CASE(prompt_cache_off_runs_every_chunk) {
   }
   BOOST_TEST(sched.stats().prompt_tokens_cached == 0u);
   BOOST_TEST(sched.stats().prefill_chunks == 2 * ((p.size() + 7) / 8));
+  // With the cache on, an idle slot refills its first chunk within milliseconds (the test above).
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  BOOST_TEST(sched.stats().cache_refill_chunks == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
