@@ -119,9 +119,14 @@ int serve(Common& common, ServeFlags& f) {
   StopSignals stop_signals;  // first: before any thread starts
   // Every request waiting for its completion or streaming it holds an HTTP thread (a
   // connection between requests, or with its head still arriving, does not); the spare
-  // threads keep /health and short requests answered beside many of those. Idle threads
-  // cost only address space.
-  f.http.threads = std::min<size_t>(f.parallel + f.queue + 128, 1024);
+  // threads keep /health, /metrics and the 429s answered beside as many of those as the
+  // slots and queue admit. Idle threads cost only address space, but not without bound.
+  constexpr size_t kSpareThreads = 128, kMaxThreads = 2048;
+  if (f.parallel + f.queue + kSpareThreads > kMaxThreads)
+    throw UsageError("--parallel " + std::to_string(f.parallel) + " with --queue " + std::to_string(f.queue) +
+                     " admits more requests than the server has threads for (each running or waiting request "
+                     "holds one): at most " + std::to_string(kMaxThreads - kSpareThreads) + " in all");
+  f.http.threads = f.parallel + f.queue + kSpareThreads;
   server::HttpServer http(f.http);
   int port = 0;
   try {

@@ -1,6 +1,7 @@
 #include "runtime/scheduler.hpp"
 
 #include <algorithm>
+#include <new>
 #include <exception>
 #include <span>
 #include <utility>
@@ -505,11 +506,18 @@ void Scheduler::release(Slot& slot, std::string error, std::optional<FinishReaso
   slot.released = ++releases_;
   // The prompt cache keeps the prompt chunks the generator ran (or reused), unless the sequence failed
   // or never reached the generator (its prompt scored alone: prefill's other chunks).
+  // Its copies cannot fail the release (the caller's handler would release an empty slot).
   if (prompt_cache_ && error.empty() && !why) {
-    slot.tokens = seq->prompt();
-    slot.kept = std::min<size_t>(slot.tokens.size(), slot.gen->prompt_tokens_in_cache());
-    if (slot.kept == slot.tokens.size())  // the whole prompt ran: its reply follows it
-      slot.tokens.insert(slot.tokens.end(), slot.gen->tokens().begin(), slot.gen->tokens().end());
+    try {
+      slot.tokens = seq->prompt();
+      slot.kept = std::min<size_t>(slot.tokens.size(), slot.gen->prompt_tokens_in_cache());
+      if (slot.kept == slot.tokens.size())  // the whole prompt ran: its reply follows it
+        slot.tokens.insert(slot.tokens.end(), slot.gen->tokens().begin(), slot.gen->tokens().end());
+    } catch (const std::bad_alloc&) {
+      slot.tokens.clear();  // nothing kept: the next prompt runs whole
+      slot.kept = 0;
+      slot.logits_for = 0;
+    }
   }
   {
     // Counted before the sequence says it finished, so that whoever saw it finish sees it

@@ -54,6 +54,12 @@ BOOST_AUTO_TEST_CASE(bad_flags_and_a_taken_port_are_one_line_errors) {
     BOOST_TEST(!r.timed_out);
     BOOST_TEST(r.exit_code == 1);
   }
+  // Every running or waiting request holds a thread: slots and queue beyond the threads
+  // would leave none to answer /health or a 429 once full.
+  r = test::run_cli({"serve", "--port", "0", "--parallel", "64", "--queue", "1857"}, {}, 30.0);
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.err == "gpt-vk: --parallel 64 with --queue 1857 admits more requests than the server has threads for "
+                      "(each running or waiting request holds one): at most 1920 in all\n");
   r = test::run_cli({"serve", "--port", "0", "--batch-kernels", "fast"}, {}, 30.0);
   BOOST_TEST(r.exit_code == 2);
   BOOST_TEST(r.err == "gpt-vk: --batch-kernels: fast not in {exact,gemm}\n");
