@@ -28,12 +28,14 @@ void copy_on_device(vk::Context& ctx, std::span<const KvCopy> copies, ops::Atten
   if (copies.empty() && views.empty()) return;
   const uint64_t elem = shape.kv_f16 ? 2 : 4;
   VkCommandBuffer cb = ctx.begin_one_shot();
-  // The shaders that wrote the source positions, before the copies read them; the copies
-  // before any later shader reads or writes either cache.
-  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+  // The shaders and copies that wrote the sources, before these copies read them; these
+  // copies before any later shader, copy or host read of what they wrote. (Each submission
+  // here waits on its fence today; the barriers do not rely on it.)
+  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
+                         VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0,
-                       nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
   std::vector<VkBufferCopy> regions;
   for (const KvCopy& c : copies) {
     if (c.begin >= c.end || c.end > shape.context) throw std::invalid_argument("copy_on_device: bad positions");
@@ -51,9 +53,11 @@ void copy_on_device(vk::Context& ctx, std::span<const KvCopy> copies, ops::Atten
     vkCmdCopyBuffer(cb, c.from.buffer->handle(), c.to.buffer->handle(), 1, &region);
   }
   VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0,
-                       nullptr, 0, nullptr);
+                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                            VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                       0, 1, &after, 0, nullptr, 0, nullptr);
   ctx.end_one_shot(cb);
 }
 
