@@ -17,10 +17,11 @@ Action add_devices(CLI::App& app, Common& common) {
   cmd->add_flag("-v,--verbose", *verbose, "also print the chosen device's capabilities and execution plan");
   return [&common, verbose] {
     // A device chosen (-v, --device), checked (--validation) or set up from the environment
-    // (GPTVK_DEVICE, GPTVK_VALIDATION, GPTVK_FORCE) is opened before anything is printed, so
+    // (GPTVK_DEVICE, GPTVK_VALIDATION[_GPU], GPTVK_FORCE) is opened before anything is printed, so
     // that a bad index or setting is a usage error with no output, as in every other command.
     // Only -v adds lines: a script's `devices --device N` reads one line a device.
-    const bool from_env = std::getenv("GPTVK_DEVICE") || std::getenv("GPTVK_VALIDATION") || std::getenv("GPTVK_FORCE");
+    const bool from_env = std::getenv("GPTVK_DEVICE") || std::getenv("GPTVK_VALIDATION") ||
+                          std::getenv("GPTVK_VALIDATION_GPU") || std::getenv("GPTVK_FORCE");
     std::unique_ptr<vk::Context> ctx;
     if (*verbose || common.device >= 0 || common.validation || from_env) {
       vk::ContextOptions o;

@@ -35,11 +35,15 @@ std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t para
   const uint64_t per_slot = slot_device_bytes(s.cfg, chunk);
   const uint64_t weights = weights_device_bytes(s.cfg), have = model_memory_bytes(*s.ctx);
   const uint64_t need = weights + parallel * per_slot;
+  if (have && weights + per_slot > have)  // not even one slot: no --parallel to suggest
+    throw InputError("the model needs about " + mib_ceil(weights + per_slot) + " of device memory for one slot (" +
+                     mib_ceil(weights) + " weights + " + mib_ceil(per_slot) + "); the device has " + mib_ceil(have) +
+                     model_memory_note(*s.ctx));
   if (have && need > have)
     throw UsageError("--parallel " + std::to_string(parallel) + " needs about " + mib_ceil(need) +
                      " of device memory (" + mib_ceil(weights) + " weights + " + mib_ceil(per_slot) +
                      " per slot); the device has " + mib_ceil(have) + model_memory_note(*s.ctx) +
-                     ": use at most --parallel " + std::to_string(have > weights ? (have - weights) / per_slot : 0));
+                     ": use at most --parallel " + std::to_string((have - weights) / per_slot));
   // Their KV caches are the slots of one pool (a batched step's attention is then one
   // dispatch a layer on CPU devices); the session's own model makes way for them.
   auto shared = s.model->shared_weights();

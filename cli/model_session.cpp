@@ -30,8 +30,9 @@ CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags) {
   auto* config = cmd->add_option("--config", flags.config, "model config (TOML); default: the bundled model")
                      ->check(non_empty_path());
   auto* model = cmd->add_option("-m,--model", flags.model,
-                                "instead of --config: a GGUF file (llama.cpp's gpt2) or a Hugging Face snapshot folder "
-                                "(config.json of gpt2 or openai-gpt, safetensors weights, vocab.json + merges.txt)")
+                                "instead of --config: a GGUF file (llama.cpp's gpt2), a Hugging Face snapshot folder "
+                                "(config.json of gpt2 or openai-gpt, safetensors or pytorch_model.bin weights, vocab.json + "
+                                "merges.txt), or a folder holding a gpt-vk config.toml")
                     ->check(non_empty_path());
   model->excludes(config);
   cmd->add_option("--dtype", flags.dtype,
@@ -47,8 +48,8 @@ CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags) {
 void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
   auto* model = add_source_flags(cmd, flags);
   cmd->add_option("--weights", flags.weights,
-                  "weights file (safetensors, GGUF or torch.save, told by content); overrides the config's "
-                  "[weights] file")
+                  "weights file (safetensors, GGUF or torch.save, told by content), or a folder of a snapshot's "
+                  "model.safetensors / pytorch_model.bin (or their shards); overrides the config's [weights] file")
       ->check(non_empty_path())
       ->excludes(model);
 }

@@ -344,6 +344,7 @@ BOOST_AUTO_TEST_CASE(gptvk_validation) {
         {2, {"GPTVK_VALIDATION is 0, 1, true, false, yes or no", "'maybe'"}, 2});
   check(run_cli({"devices", "-v"}, {"GPTVK_VALIDATION_GPU=2"}),
         {2, {"GPTVK_VALIDATION_GPU is 0, 1, true, false, yes or no", "'2'"}, 2});
+  check(run_cli({"devices"}, {"GPTVK_VALIDATION_GPU=maybe"}), {2, {"GPTVK_VALIDATION_GPU is", "'maybe'"}, 2});
   for (const char* v : {"0", "false", "no", "1", "yes", "TRUE"})
     BOOST_TEST(run_cli({"devices", "-v"}, {std::string("GPTVK_VALIDATION=") + v}).exit_code == 0, v);
 }
