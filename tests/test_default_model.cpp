@@ -64,16 +64,17 @@ BOOST_AUTO_TEST_CASE(perplexity_matches_pytorch) {
   BOOST_TEST(std::abs(r.perplexity - pytorch) / pytorch <= 0.005);
 }
 
-// 8-bit (and 4-bit) weights on the device: Q8_0 perplexity within 1% of f16's, the required
+// 8-bit (and 4-bit) weights on the device: Q8_0 perplexity within 1% of f16's is the issue's
 // bound (this model gives 193.45 against 193.50 over the prefix, 176.12 against 176.11 over
-// the whole text), Q4_0 within 3% (194.46 and 177.75, +0.5% and +0.9%). Whole models through the
-// quantized decode and prompt kernels, with the fusions the plan picks.
+// the whole text), Q4_0 194.46 and 177.75 (+0.5% and +0.9%). Held to 0.2% and 1.5%, several
+// times what they measure, so that a quantized path that loses accuracy fails. Whole models
+// through the quantized decode and prompt kernels, with the fusions the plan picks.
 BOOST_AUTO_TEST_CASE(quantized_perplexity_near_f16) {
   const double f16 = bundled_perplexity(DType::F16).perplexity, q8 = bundled_perplexity(DType::Q8_0).perplexity,
                q4 = bundled_perplexity(DType::Q4_0).perplexity;
   BOOST_TEST_MESSAGE("perplexity over the prefix: f16 " << f16 << ", q8_0 " << q8 << ", q4_0 " << q4);
-  BOOST_TEST(std::abs(q8 - f16) / f16 <= 0.01);
-  BOOST_TEST(std::abs(q4 - f16) / f16 <= 0.03);
+  BOOST_TEST(std::abs(q8 - f16) / f16 <= 0.002);
+  BOOST_TEST(std::abs(q4 - f16) / f16 <= 0.015);
 }
 
 // Greedy decoding gives PyTorch's greedy ids (tools/train_default_model.py computes them

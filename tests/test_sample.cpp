@@ -442,8 +442,10 @@ BOOST_AUTO_TEST_CASE(warm_up_compiles_the_models_sampler) {
   const uint32_t vocab = 50001;  // no other test's, so its pipelines are new here
   const SamplingParams p{0.8f, 40, 0.95f, 9};
   for (auto [label, ctx] : test::all_contexts()) {
+    const size_t before = ctx->pipelines().size();
     { ops::SamplerWarmUp warm(*ctx, vocab, p); }
     const size_t compiled = ctx->pipelines().size();
+    BOOST_TEST_REQUIRE(compiled > before, label << ": the warm-up compiled nothing");
     vk::Buffer logits(*ctx, uint64_t(vocab) * 4, vk::Memory::Device, "logits");
     vk::Buffer ids(*ctx, 4, vk::Memory::Device, "ids");
     vk::Buffer step(*ctx, sizeof(StepState), vk::Memory::Device, "step");

@@ -39,6 +39,9 @@ void hang_up_and_expect_the_slot_freed(int port, const std::string& request) {
   const double before = metric(port, "gptvk_generated_tokens_total");
   const int fd = connect_to(port);
   BOOST_REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  // Admitted and running: a request refused or never started would leave the slot free
+  // without any cancel.
+  BOOST_REQUIRE(metric_becomes(port, "gptvk_active_sequences", 1));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   close(fd);
   bool freed = false;
@@ -49,6 +52,7 @@ void hang_up_and_expect_the_slot_freed(int port, const std::string& request) {
   // Without the cancel the slot is busy for the whole 64 x 240 tokens (~15 s on lavapipe),
   // unless the device decodes them all before the hang-up can be seen, which says nothing.
   const double generated = metric(port, "gptvk_generated_tokens_total") - before;
+  BOOST_TEST(generated > 0);
   if (generated < 64 * 240) BOOST_TEST(freed);
   else BOOST_TEST_MESSAGE("this device made all 64 x 240 tokens before the hang-up was seen; nothing to check");
 }
