@@ -41,6 +41,7 @@ Action add_devices(CLI::App& app, Common& common) {
       print_stdout("chosen: %u: %s\n", ctx->info().index, ctx->summary().c_str());
       const std::string& cache = ctx->pipelines().path();
       print_stdout("pipeline cache: %s\n", cache.empty() ? "none" : cache.c_str());
+      print_stdout("validation: %s\n", ctx->validation_mode());
       // What a GPT-2-shaped model with f16 weights runs on it (engine/plan.hpp).
       const PlanModel gpt2{.pre_norm = true, .n_layers = 12, .norms_foldable = true, .max_chunk = 256,
                            .attention = {12, 64, 1024}, .f16_products = true};

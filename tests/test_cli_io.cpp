@@ -345,8 +345,14 @@ BOOST_AUTO_TEST_CASE(gptvk_validation) {
   check(run_cli({"devices", "-v"}, {"GPTVK_VALIDATION_GPU=2"}),
         {2, {"GPTVK_VALIDATION_GPU is 0, 1, true, false, yes or no", "'2'"}, 2});
   check(run_cli({"devices"}, {"GPTVK_VALIDATION_GPU=maybe"}), {2, {"GPTVK_VALIDATION_GPU is", "'maybe'"}, 2});
-  for (const char* v : {"0", "false", "no", "1", "yes", "TRUE"})
-    BOOST_TEST(run_cli({"devices", "-v"}, {std::string("GPTVK_VALIDATION=") + v}).exit_code == 0, v);
+  for (const char* v : {"0", "false", "no", "1", "yes", "TRUE"}) {
+    const CliResult r = run_cli({"devices", "-v"}, {std::string("GPTVK_VALIDATION=") + v});
+    BOOST_TEST(r.exit_code == 0, v);
+    const bool on = std::string("1 yes TRUE").find(v) != std::string::npos;
+    BOOST_TEST(r.out.find(on ? "\nvalidation: Khronos layer\n" : "\nvalidation: off\n") != std::string::npos, v << ": " << r.out);
+  }
+  const CliResult gpu = run_cli({"devices", "-v"}, {"GPTVK_VALIDATION=0", "GPTVK_VALIDATION_GPU=1"});
+  BOOST_TEST(gpu.out.find("\nvalidation: Khronos layer with shader checks\n") != std::string::npos, gpu.out);
 }
 BOOST_AUTO_TEST_CASE(gptvk_force_sizes) {
   auto devices = [](const std::string& force) { return run_cli({"devices", "-v"}, {"GPTVK_FORCE=" + force}); };

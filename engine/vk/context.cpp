@@ -324,6 +324,7 @@ void Context::create_instance(bool validation, bool shader_checks) {
   dbg.pfnUserCallback = debug_callback;
   dbg.pUserData = this;
   features.pNext = &dbg;
+  validation_mode_ = shader_checks ? "Khronos layer with shader checks" : "Khronos layer";
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pNext = &features;
   ci.pApplicationInfo = &app;

@@ -125,6 +125,9 @@ class Context {
   bool cpu_kernels() const { return cpu_kernels_; }
   std::string summary() const;  // one line: device, type, memory, capabilities
 
+  // What checks this context runs: "off", "Khronos layer" or "Khronos layer with shader
+  // checks" (GPTVK_VALIDATION, --validation, GPTVK_VALIDATION_GPU); `devices -v` says it.
+  const char* validation_mode() const { return validation_mode_; }
   // Validation messages (warnings and errors) seen so far; tests require zero.
   uint64_t validation_messages() const { return validation_messages_.load(); }
   const std::string& last_validation_message() const { return last_validation_message_; }
@@ -163,6 +166,7 @@ class Context {
   bool cpu_kernels_ = false;
   bool enable_fp16_ = false, enable_16bit_storage_ = false;
   CoopMatSupport enabled_coopmat_;
+  const char* validation_mode_ = "off";
   std::atomic<uint64_t> validation_messages_{0};
   std::string last_validation_message_;
   std::unique_ptr<PipelineCache> pipelines_;
