@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -144,6 +145,15 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
                                 "', not GPT-2's byte-level BPE ('gpt2'): text commands cannot run; use forward --ids";
     return;
   }
+  // The pre-tokenizer splits text before the merges; another one than GPT-2's (llama3's
+  // digit groups, say) would give other ids than the file's own tokenizer.
+  if (const GgufValue* pre = f.find("tokenizer.ggml.pre");
+      pre && !(pre->type == GgufType::String && (pre->s == "gpt-2" || pre->s == "default"))) {
+    cfg.tokenizer_unsupported = f.path() + ": tokenizer.ggml.pre is " +
+                                (pre->type == GgufType::String ? "'" + pre->s + "'" : std::string("not a string")) +
+                                ", not GPT-2's pre-tokenizer ('gpt-2'): text commands cannot run; use forward --ids";
+    return;
+  }
   const auto& tokens = k.strings("tokenizer.ggml.tokens");
   if (tokens.empty()) k.fail("tokenizer.ggml.tokens", "an empty list: a GPT-2 tokenizer has at least its 256 bytes");
   if (tokens.size() > cfg.vocab_size)
@@ -270,6 +280,11 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
   if (cfg.emb_dim % cfg.n_heads)
     k.fail("gpt2.attention.head_count", std::to_string(cfg.n_heads) + " does not divide gpt2.embedding_length");
   if (std::string why = head_dim_limit(cfg); !why.empty()) k.fail("gpt2.attention.head_count", why);
+  // Fewer key/value heads than query heads (grouped-query attention) is no GPT-2: a file that
+  // says so cannot be run as one (its attn_qkv would not have GPT-2's shape either).
+  if (const GgufValue* kv = f.find("gpt2.attention.head_count_kv"); kv && !(kv->is_integer() && kv->i == cfg.n_heads))
+    k.fail("gpt2.attention.head_count_kv", "differs from gpt2.attention.head_count (" + std::to_string(cfg.n_heads) +
+                                               "): grouped-query attention is not GPT-2's");
   const GgufValue& eps = k.required("gpt2.attention.layer_norm_epsilon");
   const float e = static_cast<float>(eps.f);
   if (eps.type != GgufType::F32 && eps.type != GgufType::F64) k.fail("gpt2.attention.layer_norm_epsilon", "expected a float");
@@ -293,6 +308,38 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
   require_every_tensor_read(f, cfg);
   read_tokenizer(f, k, cfg);
   return cfg;
+}
+
+void check_config_matches_gguf(const ModelConfig& cfg, const std::string& path) {
+  const ModelConfig file = gguf_model_config(GgufFile::open(path), cfg.dtype);
+  auto differs = [&](const std::string& key, const std::string& ours, const std::string& theirs) {
+    throw InputError(cfg.source + ": model." + key + " is " + ours + ", but " + path + " says " + theirs);
+  };
+  auto check = [&](const char* key, uint32_t ours, uint32_t theirs) {
+    if (ours != theirs) differs(key, std::to_string(ours), std::to_string(theirs));
+  };
+  check("vocab_size", cfg.vocab_size, file.vocab_size);
+  check("context_length", cfg.context_length, file.context_length);
+  check("emb_dim", cfg.emb_dim, file.emb_dim);
+  check("n_heads", cfg.n_heads, file.n_heads);
+  check("n_layers", cfg.n_layers, file.n_layers);
+  check("ffn_dim", cfg.ffn_dim, file.ffn_dim);
+  if (cfg.norm_eps != file.norm_eps) {
+    char ours[32], theirs[32];
+    std::snprintf(ours, sizeof ours, "%g", double(cfg.norm_eps));
+    std::snprintf(theirs, sizeof theirs, "%g", double(file.norm_eps));
+    differs("norm_eps", ours, theirs);
+  }
+  auto flag = [&](const char* key, bool ours, bool theirs, const char* why) {
+    if (ours != theirs) differs(key, ours ? "true" : "false", std::string(theirs ? "true" : "false") + why);
+  };
+  flag("tie_embeddings", cfg.tie_embeddings, file.tie_embeddings,
+       file.tie_embeddings ? " (no output.weight)" : " (a separate output.weight)");
+  flag("qkv_bias", cfg.qkv_bias, file.qkv_bias, " (blk.0.attn_qkv.bias)");
+  flag("out_bias", cfg.out_bias, false, " (llama.cpp's gpt2 head has no bias)");
+  flag("final_norm", cfg.final_norm, true, " (output_norm)");
+  if (cfg.norm_position != NormPosition::Pre) differs("norm_position", "post", "pre (llama.cpp's gpt2 graph)");
+  if (cfg.activation != file.activation) differs("activation", "not gelu_tanh", "gelu_tanh (llama.cpp's gpt2 graph)");
 }
 
 DType gguf_native_dtype(const GgufFile& f) {

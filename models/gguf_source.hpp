@@ -27,6 +27,12 @@ ModelConfig gguf_model_config(const GgufFile& file, DType dtype);
 // when its first block's qkv weight is of that type, else f16.
 DType gguf_native_dtype(const GgufFile& file);
 
+// A TOML config that names a GGUF file (hf-gpt2 layout) must describe the model the file's
+// metadata and tensors describe: InputError naming the first [model] key that differs
+// (n_heads, norm_eps and tie_embeddings are not in the tensors' shapes), or a tensor the
+// config would leave unread.
+void check_config_matches_gguf(const ModelConfig& cfg, const std::string& path);
+
 // [weights.names] (custom layout, "linear" = "out_in") of llama.cpp's gpt2 tensor names for
 // `cfg`, with the optional biases that `has` says the file (`path`) holds: in every layer
 // or in none (InputError otherwise, rather than a layer's bias left unused).

@@ -106,8 +106,8 @@ void read_gpt2(const ConfigJson& c, ModelConfig& cfg) {
   cfg.layout = "hf-gpt2";
 }
 
-// GPT-1 as transformers' OpenAIGPTModel: post-LN blocks, no final LayerNorm, tied head,
-// Conv1D (in_out) weights.
+// GPT-1 as transformers' OpenAIGPTModel: post-LN blocks, no final LayerNorm, a head tied
+// unless tie_word_embeddings is false, Conv1D (in_out) weights.
 void read_openai_gpt(const ConfigJson& c, ModelConfig& cfg) {
   cfg.vocab_size = c.dim("vocab_size");
   cfg.context_length = c.dim("n_positions");
@@ -123,9 +123,11 @@ void read_openai_gpt(const ConfigJson& c, ModelConfig& cfg) {
   cfg.norm_eps = c.eps_or("layer_norm_epsilon", 1e-5f);
   cfg.norm_position = NormPosition::Post;
   cfg.final_norm = false;
-  cfg.tie_embeddings = true;
+  // OpenAIGPTLMHeadModel ties its head unless told not to; then lm_head.weight is the head.
+  cfg.tie_embeddings = c.boolean_or("tie_word_embeddings", true);
   cfg.layout = "custom";
   auto& n = cfg.names;
+  if (!cfg.tie_embeddings) n["head_weight"] = "lm_head.weight";
   n["linear"] = "in_out";
   n["tok_emb"] = "tokens_embed.weight";
   n["pos_emb"] = "positions_embed.weight";

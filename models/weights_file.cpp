@@ -39,6 +39,7 @@ namespace {
 TensorNames hf_gpt2_names(const ModelConfig& cfg, const TensorSource& file) {
   std::string prefix;
   if (file.contains("token_embd.weight")) {  // a GGUF named by a TOML of the default layout
+    check_config_matches_gguf(cfg, file.path());
     TensorNames n;
     n.roles = gguf_tensor_names(file.path(), cfg, [&](const std::string& name) { return file.contains(name); });
     n.roles.erase("linear");

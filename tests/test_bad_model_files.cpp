@@ -108,6 +108,25 @@ BOOST_AUTO_TEST_CASE(other_architecture_and_missing_keys) {
   check(forward_model(gguf_with("output_norm.bias", "blk.7.foo_n.bias")),
         {1, {"bad.gguf", "holds tensor 'blk.7.foo_n.bias', which the gpt2 architecture does not read"}});
 }
+// Metadata that would make the file another model than the one run: a head_count_kv below
+// head_count (grouped-query attention; general.quantization_version, the same length and
+// type, renamed), and another pre-tokenizer than GPT-2's, whose ids the text commands would
+// not give (the model itself still runs on ids).
+BOOST_AUTO_TEST_CASE(metadata_of_another_model) {
+  std::string b = gguf;
+  const size_t at = b.find("general.quantization_version");
+  BOOST_REQUIRE(at != std::string::npos);
+  BOOST_REQUIRE((b[at + 28] == 4 && b[at + 32] == 2));  // u32 2, as head_count
+  b.replace(at, 28, "gpt2.attention.head_count_kv");
+  BOOST_TEST(forward_model(dir.write("same.gguf", b)).exit_code == 0);
+  b[at + 32] = 1;
+  check(forward_model(dir.write("bad.gguf", b)),
+        {1, {"bad.gguf: metadata gpt2.attention.head_count_kv: differs from gpt2.attention.head_count (2)"}});
+  const std::string pre = gguf_with(le64(5) + "gpt-2", le64(5) + "llama");
+  BOOST_TEST(forward_model(pre).exit_code == 0);
+  check(run_cli({"tokenize", "-m", pre, "--text", "a 123"}),
+        {1, {"bad.gguf: tokenizer.ggml.pre is 'llama', not GPT-2's pre-tokenizer"}});
+}
 // Tensors whose bytes overlap (position_embd at token_embd's offset) are refused, as in
 // safetensors: the header lies about one of them.
 BOOST_AUTO_TEST_CASE(overlapping_tensors) {

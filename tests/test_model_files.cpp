@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
@@ -156,6 +158,26 @@ BOOST_AUTO_TEST_CASE(gpt1_snapshot_and_custom_layout) {
   }
   TempDir custom;
   BOOST_TEST(error_against(load_config(custom.write("gpt1.toml", toml)), ids, golden) <= 1e-4);
+
+  // tie_word_embeddings false: lm_head.weight is the head. One that is minus the token
+  // embedding gives minus PyTorch's logits (it was ignored for the tied table, silently).
+  TempDir untied;
+  nlohmann::json config = nlohmann::json::parse(read_bytes(d / "config.json"));
+  config["tie_word_embeddings"] = false;
+  untied.write("config.json", config.dump());
+  SafetensorsFile f = SafetensorsFile::open((d / "model.safetensors").string());
+  SafetensorsWriter w;
+  for (const TensorInfo& t : f.tensors()) w.add(t.name, t.dtype, t.shape, f.data(t).data());
+  const TensorInfo& table = f.get("transformer.tokens_embed.weight");
+  BOOST_REQUIRE(table.dtype == DType::F32);
+  std::vector<float> head(table.elements());
+  std::memcpy(head.data(), f.data(table).data(), head.size() * 4);
+  for (float& x : head) x = -x;
+  w.add_f32("lm_head.weight", DType::F32, table.shape, head);
+  w.write((untied / "model.safetensors").string());
+  NpyArray negated = golden;
+  for (float& x : negated.data) x = -x;
+  BOOST_TEST(error_against(model_config_for_path(untied.path.string(), DType::F32), ids, negated) <= 1e-4);
 }
 
 // torch.save files of hf_gpt2's weights through a TOML's [weights] file: F32 within 1e-4
@@ -190,11 +212,29 @@ BOOST_AUTO_TEST_CASE(cli_model_flag_and_toml_naming_gguf) {
   BOOST_TEST(test::rel_error(got.data, a.logits, 0, a.ids.size(), 311) <= 1e-4);
 
   std::string toml = read_bytes(kModels / "hf_gpt2/config.toml");
-  toml.replace(toml.find("model.safetensors"), 17, (kGguf / "small-F16.gguf").string());
+  // The [weights] line, not the comment above that names the hub's file too.
+  const std::string file_line = "file = \"model.safetensors\"";
+  BOOST_REQUIRE(toml.find(file_line) != std::string::npos);
+  toml.replace(toml.find(file_line), file_line.size(), "file = \"" + (kGguf / "small-F16.gguf").string() + "\"");
   r = run_cli({"forward", "--config", dir.write("gguf.toml", toml), "--ids", ids, "--out", (dir / "b.npy").string()});
   BOOST_TEST(r.exit_code == 0, r.err);
   got = read_npy((dir / "b.npy").string());
   BOOST_TEST(test::rel_error(got.data, a.logits, 0, a.ids.size(), 311) <= 4e-3);
+  // A config that describes another model than the GGUF's metadata is refused, naming the
+  // key: the heads, the LayerNorm epsilon and a tied head are in no tensor's shape, and ran
+  // as the config said, silently.
+  for (auto [from, to, says] : {std::tuple<std::string, std::string, std::string>{
+                                    "n_heads = 2", "n_heads = 1", "model.n_heads is 1, but "},
+                                {"n_layers = 2", "n_layers = 2\nnorm_eps = 0.001", "model.norm_eps is 0.001, but "},
+                                {"n_layers = 2", "n_layers = 2\ntie_embeddings = false",
+                                 "model.tie_embeddings is false, but "}}) {
+    std::string edited = toml;
+    BOOST_REQUIRE(edited.find(from) != std::string::npos);
+    edited.replace(edited.find(from), from.size(), to);
+    r = run_cli({"forward", "--config", dir.write("gguf.toml", edited), "--ids", ids, "--out", (dir / "b.npy").string()});
+    BOOST_TEST(r.exit_code == 1, to);
+    BOOST_TEST(r.err.find(says) != std::string::npos, r.err);
+  }
 }
 
 // A CPU device's memory is the host's: GPT-2 large in f32 (2.9 GiB) is over the 2048 MiB
