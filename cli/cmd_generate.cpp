@@ -33,7 +33,7 @@ void emit(const std::string& bytes) { write_stdout(bytes); }
 // What stopped generation, as the stderr summary says it.
 std::string finish_message(FinishReason r, uint32_t context) {
   switch (r) {
-    case FinishReason::EndOfText: return "stopped at <|endoftext|>";
+    case FinishReason::EndOfText: return "stopped at an end-of-text token";
     case FinishReason::StopString: return "stopped at a --stop string";
     case FinishReason::ContextFull: return "stopped: the context of " + std::to_string(context) + " tokens is full";
     case FinishReason::Cancelled: return "interrupted";
@@ -56,8 +56,9 @@ struct Flags {
 
 constexpr const char* kHelp =
     "generate text: prints the prompt, then the continuation as it is produced.\n"
-    "Stops after --max-tokens tokens, at <|endoftext|>, at a --stop string, or when the model's\n"
-    "context is full (said on stderr). Ctrl-C stops early and keeps the text so far.\n"
+    "Stops after --max-tokens tokens, at <|endoftext|> (or the model file's eos), at a --stop\n"
+    "string, or when the model's context is full (said on stderr). Ctrl-C stops early and\n"
+    "keeps the text so far.\n"
     "Sampling, in this order (transformers' and llama.cpp's): --logit-bias -> penalties on the\n"
     "biased logits (--repeat-penalty, --frequency-penalty, --presence-penalty, over the last\n"
     "--repeat-last-n tokens of prompt + generated text) -> --temperature -> --top-k -> --top-p\n"
@@ -259,10 +260,11 @@ std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& 
   for (size_t p = 0; p < prompts.size(); ++p) {
     const PromptSpec& spec = prompts[p];
     auto ids = tok.encode(spec.text, f.special);
-    // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents.
+    // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents
+    // (or from the model file's bos token).
     if (ids.empty()) {
-      if (!tok.eot_id()) throw InputError(spec.where + " is empty and the vocabulary has no <|endoftext|> to start from");
-      ids.push_back(*tok.eot_id());
+      if (!tok.start_id()) throw InputError(spec.where + " is empty and the vocabulary has no <|endoftext|> to start from");
+      ids.push_back(*tok.start_id());
     }
     require_context_room(ids.size(), 1, context, spec.where);
     const uint32_t max_tokens = spec.max_tokens.value_or(f.max_tokens);  // --max-tokens was checked already

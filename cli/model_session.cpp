@@ -155,7 +155,9 @@ void ModelSession::load_weights() {
   deferred_.reset();  // unmaps the file
 }
 
-Tokenizer load_tokenizer(const ModelConfig& cfg) {
+namespace {
+
+Tokenizer read_tokenizer_files(const ModelConfig& cfg) {
   if (!cfg.tokenizer_unsupported.empty()) throw InputError(cfg.tokenizer_unsupported);
   if (!cfg.tokenizer_vocab_json.empty())
     return Tokenizer::from_text(cfg.tokenizer_vocab, cfg.tokenizer_vocab_json, cfg.tokenizer_merges,
@@ -168,6 +170,18 @@ Tokenizer load_tokenizer(const ModelConfig& cfg) {
     throw InputError(cfg.source + ": " + what + " (needed to handle text)");
   }
   return Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+}
+
+}  // namespace
+
+Tokenizer load_tokenizer(const ModelConfig& cfg) {
+  Tokenizer tok = read_tokenizer_files(cfg);
+  try {
+    tok.set_document_ids(cfg.start_token_id, cfg.end_token_ids);
+  } catch (const InputError& e) {
+    throw InputError(cfg.source + ": the start (bos) token: " + e.what());
+  }
+  return tok;
 }
 
 Tokenizer load_model_tokenizer(const ModelConfig& cfg) {

@@ -81,7 +81,8 @@ struct ModelSession {
 // loads the weights.
 ModelSession open_model(const Common& common, const ModelFlags& flags, const OpenOptions& options = {});
 
-// The config's tokenizer; InputError when the config has no [tokenizer] section.
+// The config's tokenizer, with the model file's own bos / eos ids; InputError when the
+// config has no [tokenizer] section.
 Tokenizer load_tokenizer(const ModelConfig& cfg);
 // The same for a command that runs the model on text: InputError also when the tokenizer's
 // vocabulary is not the model's (model_rules.hpp).

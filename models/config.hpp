@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/dtype.hpp"
 #include "engine/ops/activation.hpp"
@@ -64,6 +65,12 @@ struct ModelConfig {
   // Why this model's text cannot be tokenized (a GGUF file's tokenizer of another kind than
   // gpt2's); empty when it can or when there is simply no tokenizer.
   std::string tokenizer_unsupported;
+  // The model file's own document ids (GGUF tokenizer.ggml.bos_token_id, eos_token_id,
+  // eot_token_id, eom_token_id; config.json's bos_token_id and eos_token_id, one or a list),
+  // each below vocab_size: generation stops at any end id as at "<|endoftext|>", and an
+  // empty prompt starts from the start id. None in a TOML's model.
+  std::optional<uint32_t> start_token_id;
+  std::vector<uint32_t> end_token_ids;
 };
 
 // The largest dimensions the kernels take, whatever file describes the model. The attention

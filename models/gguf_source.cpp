@@ -7,6 +7,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 
 #include "engine/error.hpp"
 #include "models/gguf_dequant.hpp"
@@ -159,9 +160,16 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
   if (tokens.size() > cfg.vocab_size)
     k.fail("tokenizer.ggml.tokens", std::to_string(tokens.size()) + " tokens, more than the " +
                                         std::to_string(cfg.vocab_size) + " rows of token_embd.weight");
-  for (const char* id_key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"})
-    if (const GgufValue* v = f.find(id_key); v && (!v->is_integer() || v->i < 0 || uint64_t(v->i) >= tokens.size()))
+  // llama.cpp ends a generation at any of eos, eot and eom (llama_vocab_is_eog).
+  for (const char* id_key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                             "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    const GgufValue* v = f.find(id_key);
+    if (!v) continue;
+    if (!v->is_integer() || v->i < 0 || uint64_t(v->i) >= tokens.size())
       k.fail(id_key, "is not the id of a token (0 .. " + std::to_string(tokens.size() - 1) + ")");
+    if (id_key == std::string_view("tokenizer.ggml.bos_token_id")) cfg.start_token_id = uint32_t(v->i);
+    else cfg.end_token_ids.push_back(uint32_t(v->i));
+  }
   nlohmann::json vocab = nlohmann::json::object();
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (vocab.contains(tokens[i])) k.fail("tokenizer.ggml.tokens", "token '" + tokens[i] + "' is listed twice");

@@ -55,6 +55,21 @@ class ConfigJson {
       fail(key, j_.at(key).dump() + " is outside the range of a float (about 1e-38 to 3e38)");
     return e;
   }
+  // A token id below `vocab`: the value of `key`, or each of its values when it is a list
+  // (transformers' eos_token_id may be either).
+  std::vector<uint32_t> token_ids(const std::string& key, uint32_t vocab) const {
+    if (!has(key)) return {};
+    const json& v = j_.at(key);
+    const json list = v.is_array() ? v : json::array({v});
+    std::vector<uint32_t> ids;
+    for (const json& id : list) {
+      const bool in_range = id.is_number_unsigned() ? id.get<uint64_t>() < vocab
+                            : id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < int64_t(vocab);
+      if (!in_range) fail(key, id.dump() + " is not the id of a token (0 .. " + std::to_string(vocab - 1) + ")");
+      ids.push_back(id.get<uint32_t>());
+    }
+    return ids;
+  }
   Activation activation(const std::string& key, const std::string& fallback) const {
     const std::string a = string_or(key, fallback);
     // transformers' ACT2FN: gelu_new, gelu_fast and gelu_pytorch_tanh are the tanh form;
@@ -165,6 +180,11 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   if (cfg.emb_dim % cfg.n_heads) c.fail("n_head", std::to_string(cfg.n_heads) + " does not divide n_embd");
   if (std::string why = head_dim_limit(cfg); !why.empty()) c.fail("n_head", why);
   if (std::string why = vocab_limit(cfg); !why.empty()) c.fail("vocab_size", why);
+  if (auto bos = c.token_ids("bos_token_id", cfg.vocab_size); !bos.empty()) {
+    if (bos.size() > 1) c.fail("bos_token_id", "expected one token id");
+    cfg.start_token_id = bos[0];
+  }
+  cfg.end_token_ids = c.token_ids("eos_token_id", cfg.vocab_size);
   cfg.weights_file = dir;
   cfg.dtype = dtype;
   // GPT-2's byte-level BPE or GPT-1's, told apart by the vocabulary (models/tokenizer).

@@ -53,7 +53,7 @@ TokenLogprob log_softmax_top(std::span<const float> logits, uint32_t token, uint
 }
 
 Generator::Generator(GptModel& model, const Tokenizer& tokenizer)
-    : model_(model), tok_(tokenizer), eot_(tokenizer.eot_id()) {}
+    : model_(model), tok_(tokenizer), end_ids_(tokenizer.end_ids().begin(), tokenizer.end_ids().end()) {}
 
 void Generator::start(std::span<const uint32_t> prompt, const GenerationOptions& options) {
   begin(prompt, options);
@@ -234,7 +234,7 @@ GenerationStep Generator::next() {
     decode_due_ = false;
   }
   const uint32_t token = pending_;
-  if (opts_.stop_at_end_of_text && eot_ && token == *eot_) return finish(FinishReason::EndOfText, std::move(step));
+  if (opts_.stop_at_end_of_text && std::ranges::find(end_ids_, token) != end_ids_.end()) return finish(FinishReason::EndOfText, std::move(step));
   step.token = token;
   step.logprob = std::move(pending_logprob_);
   pending_logprob_.reset();

@@ -1,5 +1,5 @@
 // One sequence's generation over a GptModel: the prompt, the sampling parameters and seed,
-// the stop conditions (max tokens, <|endoftext|>, stop strings, a full context), the text
+// the stop conditions (max tokens, <|endoftext|> or the file's eos, stop strings, a full context), the text
 // released so far, per-token log-probabilities on request, and timings. Tokens come one
 // next() call at a time, so a caller can stream them (the CLI prints each piece; the server
 // sends it) and stop early with cancel().
@@ -30,7 +30,7 @@ namespace gptvk {
 enum class FinishReason {
   None,         // still running
   Length,       // max_tokens generated
-  EndOfText,    // the model sampled <|endoftext|> (not part of the text or tokens)
+  EndOfText,    // the model sampled <|endoftext|> or the model file's eos (not part of the text or tokens)
   StopString,   // a stop string appeared (the text ends before it)
   ContextFull,  // the model's context is full
   Cancelled,    // cancel() was called
@@ -146,7 +146,7 @@ class Generator {
   GptModel& model_;
   const Tokenizer& tok_;
   GenerationOptions opts_;
-  std::optional<uint32_t> eot_;
+  std::vector<uint32_t> end_ids_;  // the tokenizer's: <|endoftext|> and the model file's eos
   TextStream text_;
   std::vector<uint32_t> tokens_;
   std::vector<TokenLogprob> logprobs_;

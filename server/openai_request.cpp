@@ -151,13 +151,13 @@ std::vector<uint32_t> token_ids(const json& arr, uint32_t vocab) {
 
 // The prompt's text is its tokens' (text_offset indexes into it): a string prompt's own
 // bytes for GPT-2, whose tokens give back any text exactly, and GPT-1's normalized words
-// ("The Theater" echoes as "the theater "). An empty prompt starts from <|endoftext|>, as
-// GPT-2 was trained to begin documents; echo then shows it, as it does a prompt of that
+// ("The Theater" echoes as "the theater "). An empty prompt starts from <|endoftext|> (or
+// the model file's bos token), as GPT-2 was trained to begin documents; echo then shows it, as it does a prompt of that
 // token's id.
 void add_prompt(CompletionRequest& r, std::vector<uint32_t> ids, const Tokenizer& tok) {
   if (ids.empty()) {
-    if (!tok.eot_id()) throw bad("prompt", "is empty and the vocabulary has no <|endoftext|> to start from");
-    ids.push_back(*tok.eot_id());
+    if (!tok.start_id()) throw bad("prompt", "is empty and the vocabulary has no <|endoftext|> to start from");
+    ids.push_back(*tok.start_id());
   }
   r.prompt_texts.push_back(tok.decode(ids));
   r.prompts.push_back(std::move(ids));

@@ -3,6 +3,8 @@
 // code or are cut short, snapshot folders with broken config.json, missing or inconsistent
 // shards, links and loops, and flags that cannot go together. Each row: the exit code and
 // one line naming the file and the cause. The same formats intact: tests/test_model_files.cpp.
+#include <tuple>
+
 #include "models/npy.hpp"
 #include "models/safetensors.hpp"
 #include "tests/support/cli_matrix.hpp"
@@ -233,6 +235,16 @@ BOOST_AUTO_TEST_CASE(bad_config_json) {
   j["activation_function"] = "swish";
   dir.write("config.json", j.dump());
   check(forward_model(dir.path.string()), {1, {"activation_function", "'swish' is not supported"}});
+  for (auto [key, value, why] : {std::tuple{"eos_token_id", nlohmann::json(311), "311 is not the id of a token (0 .. 310)"},
+                                 {"eos_token_id", nlohmann::json({5, -1}), "-1 is not the id of a token"},
+                                 {"eos_token_id", nlohmann::json("</s>"), "\"</s>\" is not the id of a token"},
+                                 {"bos_token_id", nlohmann::json(2.5), "2.5 is not the id of a token"},
+                                 {"bos_token_id", nlohmann::json({1, 2}), "expected one token id"}}) {
+    j = hf_gpt2_json();
+    j[key] = value;
+    dir.write("config.json", j.dump());
+    check(forward_model(dir.path.string()), {1, {"config.json", std::string(key) + ": " + why}});
+  }
 }
 BOOST_AUTO_TEST_CASE(snapshot_weights_missing_or_inconsistent) {
   dir.write("config.json", hf_gpt2_json().dump());

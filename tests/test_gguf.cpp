@@ -7,6 +7,8 @@
 // weights it was made from.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -21,6 +23,7 @@
 #include "models/weights.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/model_cases.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;
@@ -170,6 +173,40 @@ BOOST_AUTO_TEST_CASE(generate_with_model_flag) {
   BOOST_TEST(r.exit_code == 0, r.err);
   BOOST_TEST(r.out.starts_with("Hello world"));
   BOOST_TEST(r.err.find("dequantizing its Q4_K and Q6_K tensors to f16 at load") != std::string::npos, r.err);
+}
+
+// The file's tokenizer.ggml.eos_token_id ends a generation as <|endoftext|> does (llama.cpp's
+// llama_vocab_is_eog): greedy tokens of the file as written, then of a copy whose eos is the
+// last of them, which stops right before that token's first appearance.
+BOOST_AUTO_TEST_CASE(generation_stops_at_the_files_eos) {
+  auto greedy = [](const std::string& path) {
+    auto r = test::run_cli({"generate", "-m", path, "--prompt", "Hello world", "--max-tokens", "8", "--temperature",
+                            "0", "--json"});
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return nlohmann::json::parse(r.out);
+  };
+  const fs::path file = kDir / "small-F16.gguf";
+  const auto tokens = greedy(file.string())["tokens"].get<std::vector<uint32_t>>();
+  BOOST_REQUIRE_EQUAL(tokens.size(), 8u);
+  const uint32_t eos = tokens.back();
+  const auto first = size_t(std::find(tokens.begin(), tokens.end(), eos) - tokens.begin());
+  BOOST_REQUIRE_MESSAGE(first > 0, "the greedy tokens are all one token: nothing to stop before");
+
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes(std::istreambuf_iterator<char>(in), {});
+  const std::string key = "tokenizer.ggml.eos_token_id";
+  std::string length(8, '\0');
+  length[0] = char(key.size());
+  size_t at = bytes.find(length + key);
+  BOOST_REQUIRE(at != std::string::npos);
+  at += length.size() + key.size();
+  BOOST_REQUIRE_EQUAL(int(bytes[at]), 4);  // GGUF's UINT32
+  std::memcpy(&bytes[at + 4], &eos, 4);
+  test::TempDir dir;
+  const auto cut = greedy(dir.write("eos.gguf", bytes));
+  BOOST_TEST(cut["tokens"].get<std::vector<uint32_t>>() == std::vector<uint32_t>(tokens.begin(), tokens.begin() + long(first)),
+             boost::test_tools::per_element());
+  BOOST_TEST(cut["finish_reason"] == "stop");
 }
 
 // ggml's block layouts, value for value, on hand-made blocks (the fixtures cover them

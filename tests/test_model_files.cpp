@@ -92,6 +92,25 @@ BOOST_AUTO_TEST_CASE(gpt2_snapshots_both_key_styles) {
   BOOST_TEST(error_against(model_config_for_path(prefixed.path.string(), DType::F32), b.ids, b.logits) > 1e-2);
 }
 
+// config.json's bos_token_id and eos_token_id (one id or a list, as transformers writes
+// either) become the model's start and end ids; GPT-2's own config names 50256 for both.
+BOOST_AUTO_TEST_CASE(snapshot_document_ids) {
+  TempDir dir;
+  auto j = hf_gpt2_json();
+  ModelConfig none = model_config_for_path(snapshot(dir, j, kModels / "hf_gpt2/model.safetensors"), DType::F32);
+  BOOST_TEST(!none.start_token_id.has_value());
+  BOOST_TEST(none.end_token_ids.empty());
+  j.update({{"bos_token_id", 3}, {"eos_token_id", {7, 5}}});
+  dir.write("config.json", j.dump());
+  ModelConfig listed = model_config_for_path(dir.path.string(), DType::F32);
+  BOOST_TEST((listed.start_token_id == std::optional<uint32_t>(3)));
+  BOOST_TEST(listed.end_token_ids == (std::vector<uint32_t>{7, 5}), boost::test_tools::per_element());
+  j["eos_token_id"] = 310;
+  dir.write("config.json", j.dump());
+  BOOST_TEST(model_config_for_path(dir.path.string(), DType::F32).end_token_ids == std::vector<uint32_t>{310},
+             boost::test_tools::per_element());
+}
+
 // model.safetensors.index.json over two shards.
 BOOST_AUTO_TEST_CASE(sharded_snapshot) {
   TempDir dir;

@@ -107,6 +107,25 @@ BOOST_AUTO_TEST_CASE(vocabulary_facts) {
   BOOST_TEST(tok.decode(std::vector<uint32_t>{50256}) == "<|endoftext|>");
 }
 
+// A document starts and ends at <|endoftext|> unless the model file names its own ids:
+// its start id replaces it, its end ids join it (once each), a start id outside the
+// vocabulary is refused.
+BOOST_AUTO_TEST_CASE(document_ids_from_the_model_file) {
+  Tokenizer tok = Tokenizer::load(GPTVK_SOURCE_DIR "/models/gpt2-tokenizer/encoder.json",
+                                  GPTVK_SOURCE_DIR "/models/gpt2-tokenizer/vocab.bpe");
+  BOOST_TEST((tok.start_id() == std::optional<uint32_t>(50256)));
+  BOOST_TEST(std::vector<uint32_t>(tok.end_ids().begin(), tok.end_ids().end()) == std::vector<uint32_t>{50256},
+             boost::test_tools::per_element());
+  const std::vector<uint32_t> ends = {13, 50256, 198, 13};
+  tok.set_document_ids(464, ends);
+  BOOST_TEST((tok.start_id() == std::optional<uint32_t>(464)));
+  BOOST_TEST(std::vector<uint32_t>(tok.end_ids().begin(), tok.end_ids().end()) == (std::vector<uint32_t>{50256, 13, 198}),
+             boost::test_tools::per_element());
+  BOOST_TEST(*tok.eot_id() == 50256u);  // --special still reads the text <|endoftext|> as 50256
+  BOOST_CHECK_THROW(tok.set_document_ids(50257, {}), InputError);
+  BOOST_TEST((tok.start_id() == std::optional<uint32_t>(464)));
+}
+
 BOOST_AUTO_TEST_CASE(fixture_cases_match_reference_ids) {
   const Tokenizer& tok = gpt2_tokenizer();
   auto fixture = load_json("tests/fixtures/tokenizer/cases.json");

@@ -1,5 +1,6 @@
 #include "models/tokenizer/tokenizer.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <mutex>
@@ -19,6 +20,8 @@ namespace gptvk {
 struct Tokenizer::State {
   std::vector<std::string> tokens;  // id -> bytes (GPT-1's with "</w>" as a space)
   std::optional<uint32_t> eot;
+  std::optional<uint32_t> start;  // set_document_ids
+  std::vector<uint32_t> ends;
   // The pre-tokenizer's match state and the BPE cache change on every encode (const as
   // it is to callers), so one encode runs at a time.
   std::mutex mu;
@@ -75,7 +78,10 @@ Tokenizer Tokenizer::from_text(const std::string& vocab_path, std::string_view v
     }
     byte_ids[b] = it->second;
   }
-  if (auto it = ids.find(std::string(kEndOfText)); it != ids.end()) s->eot = it->second;
+  if (auto it = ids.find(std::string(kEndOfText)); it != ids.end()) {
+    s->eot = s->start = it->second;
+    s->ends = {it->second};
+  }
   s->bpe.emplace(tokenizer::parse_merges(merges_path, merges_text, ids), byte_ids);
   s->pre.emplace();
   return Tokenizer(std::move(s));
@@ -93,6 +99,17 @@ std::string Tokenizer::stop_text(std::string_view stop) const {
   return out;
 }
 std::optional<uint32_t> Tokenizer::eot_id() const { return s_->eot; }
+std::optional<uint32_t> Tokenizer::start_id() const { return s_->start; }
+std::span<const uint32_t> Tokenizer::end_ids() const { return s_->ends; }
+
+void Tokenizer::set_document_ids(std::optional<uint32_t> start, std::span<const uint32_t> ends) {
+  if (start) {
+    token_bytes(*start);  // its text starts an empty prompt's echo
+    s_->start = start;
+  }
+  for (uint32_t id : ends)
+    if (std::find(s_->ends.begin(), s_->ends.end(), id) == s_->ends.end()) s_->ends.push_back(id);
+}
 
 std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool allow_special) const {
   std::vector<uint32_t> out;

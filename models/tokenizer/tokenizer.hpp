@@ -56,8 +56,16 @@ class Tokenizer {
   std::string stop_text(std::string_view stop) const;
 
   uint32_t vocab_size() const;
-  // The id of "<|endoftext|>" (50256 for GPT-2), for generation to stop on.
+  // The id of "<|endoftext|>" (50256 for GPT-2), what --special reads that text as.
   std::optional<uint32_t> eot_id() const;
+  // Where a document starts and ends: "<|endoftext|>" both, as GPT-2 was trained, unless
+  // the model file names its own ids (ModelConfig's start_token_id and end_token_ids),
+  // which set_document_ids adds: an empty prompt starts from the file's start id, and
+  // generation stops at any of its end ids as well as at "<|endoftext|>" (as llama.cpp
+  // does). Throws InputError for a start id outside the vocabulary.
+  void set_document_ids(std::optional<uint32_t> start, std::span<const uint32_t> ends);
+  std::optional<uint32_t> start_id() const;
+  std::span<const uint32_t> end_ids() const;
   static constexpr std::string_view kEndOfText = "<|endoftext|>";
 
  private:
