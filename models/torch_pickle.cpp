@@ -1,6 +1,7 @@
 #include "models/torch_pickle.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -112,7 +113,7 @@ class Unpickler {
   std::string line() {
     std::string s;
     for (uint8_t c; (c = byte()) != '\n';) {
-      if (s.size() > 256) fail("a global name is too long");
+      if (s.size() > 256) fail("a text line (a global's name, an INT) is too long");
       s += char(c);
     }
     return s;
@@ -144,6 +145,20 @@ class Unpickler {
     Ref r = make(Obj::K::Int);
     r->i = v;
     push(r);
+  }
+  // INT's decimal text; "01" and "00" are True and False, as protocol 1 writes them.
+  void push_text_int(const std::string& t) {
+    if (t == "00" || t == "01") {
+      Ref r = make(Obj::K::Bool);
+      r->i = t == "01";
+      push(r);
+      return;
+    }
+    int64_t v = 0;
+    const char* end = t.data() + t.size();
+    if (auto [p, ec] = std::from_chars(t.data(), end, v); ec != std::errc() || p != end)
+      fail("INT with the text '" + t + "', not a 64-bit integer");
+    push_int(v);
   }
   void push_str(std::string s) {
     Ref r = make(Obj::K::Str);
@@ -214,6 +229,7 @@ void Unpickler::step(uint8_t op) {
       push(r);
       break;
     }
+    case 'I': push_text_int(line()); break;                       // INT (protocols 0 and 1)
     case 'K': push_int(int64_t(le(1))); break;                    // BININT1
     case 'M': push_int(int64_t(le(2))); break;                    // BININT2
     case 'J': push_int(int64_t(int32_t(uint32_t(le(4))))); break; // BININT

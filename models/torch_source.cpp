@@ -14,11 +14,18 @@ namespace gptvk {
 
 namespace {
 
-// "<name>/data.pkl" with no other '/' (torch names the folder after the file, or "archive").
+// The archive's "<name>/data.pkl" with no other '/' (torch names the folder after the file,
+// or "archive"); "" when it has none. Two are refused, as torch.load refuses entries outside
+// the first one's folder: which model would load is anyone's guess.
 std::string pickle_entry(const ZipArchive& z) {
-  for (const auto& [name, bytes] : z.entries())
-    if (name.size() > 9 && name.ends_with("/data.pkl") && name.find('/') == name.size() - 9) return name;
-  return "";
+  std::string found;
+  for (const auto& [name, bytes] : z.entries()) {
+    if (!(name.size() > 9 && name.ends_with("/data.pkl") && name.find('/') == name.size() - 9)) continue;
+    if (!found.empty())
+      throw InputError(z.path() + ": holds two torch.save archives (" + found + " and " + name + "): one model a file");
+    found = name;
+  }
+  return found;
 }
 
 class TorchSource : public MappedTensorSource {

@@ -119,6 +119,10 @@ std::string guess_kind(const std::string& s) {
   auto starts = [&](std::string_view p) { return s.compare(0, p.size(), p) == 0; };
   if (s.size() >= 2 && static_cast<unsigned char>(s[0]) == 0x80 && s[1] >= 2 && s[1] <= 5)
     return "a Python pickle, but not one torch.save writes (no magic number)";
+  // The legacy format's magic number as protocols 0 and 1 pickle it (LONG's decimal text).
+  if (starts("L119547037146038801333356L\n"))
+    return "a torch.save file of the legacy format at pickle protocol 0 or 1, which gpt-vk does not read: "
+           "torch.load it and torch.save it again";
   if (starts("lmgg") || starts("tjgg") || starts("fmgg")) return "a pre-GGUF GGML file: convert it to GGUF";
   if (starts("\x89HDF")) return "an HDF5 file (Keras/TensorFlow weights)";
   if (starts("\x93NUMPY")) return "a NumPy .npy array";

@@ -198,6 +198,18 @@ BOOST_AUTO_TEST_CASE(a_pickle_not_from_torch_save) {
         {1, {"dict.pkl", "not safetensors, GGUF or a torch.save file", "starts with bytes 80 02",
              "a Python pickle, but not one torch.save writes"}});
 }
+// Files torch.load reads but gpt-vk does not, and one torch.load refuses: each said as such.
+BOOST_AUTO_TEST_CASE(legacy_protocol_1_and_two_archives) {
+  auto forward_weights = [&](const std::string& file) {
+    return run_cli({"forward", "--config", (kModels / "hf_gpt2/config.toml").string(), "--weights",
+                    (kFormats / "torch" / file).string(), "--ids", "1", "--out", (dir / "o.npy").string()});
+  };
+  check(forward_weights("legacy_protocol1.pt"),
+        {1, {"legacy_protocol1.pt", "starts with bytes 4c 31 31 39",
+             "a torch.save file of the legacy format at pickle protocol 0 or 1, which gpt-vk does not read"}});
+  check(forward_weights("two_archives.pt"),
+        {1, {"two_archives.pt: holds two torch.save archives (a/data.pkl and z/data.pkl)"}});
+}
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(bad_snapshots_and_flags, FileRows)

@@ -22,6 +22,10 @@ the legacy format):
                       one storage, in the legacy format (a seed of tests/fuzz's torch target)
   evil_legacy.pt      evil_os_system's dict in the legacy format
   tiny_*.pt           small state dicts and a checkpoint dict, seeds of tests/fuzz's torch target
+  protocol1.pt        a small state dict saved with pickle_protocol=1 (text INT opcodes: I01
+                      for True), which torch.load reads
+  legacy_protocol1.pt the same in the legacy format (its magic number pickled as LONG text)
+  two_archives.pt     two torch.save archives (a/ and z/) in one zip, which torch.load refuses
   *.toml              configs naming them (hf-gpt2 layout)
 gpt1_snapshot/ (a Hugging Face snapshot of model_type openai-gpt, as
   OpenAIGPTLMHeadModel.save_pretrained writes it: every key under "transformer."):
@@ -31,7 +35,8 @@ gpt1_snapshot/ (a Hugging Face snapshot of model_type openai-gpt, as
   GPT-1's kind) come from tools/make_gpt1_tokenizer_fixtures.js.
 
 Run: /usr/bin/python3 tools/make_format_fixtures.py   (~5 s; the same bytes on every run
-except the zip timestamps torch writes, which nothing reads)
+except the zip timestamps torch writes and the legacy format's storage keys, which are object
+addresses: nothing reads either, so keep the committed files unless their content changes)
 """
 import collections
 import json
@@ -142,6 +147,19 @@ def gpt1_snapshot():
     np.save(d / "logits.npy", logits.astype("<f4"))
 
 
+def two_archives(path, first, second):
+    """first's torch.save archive as a/, second's as z/, in one zip."""
+    import io
+    import zipfile
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as out:
+        for folder, sd in (("a", first), ("z", second)):
+            buf = io.BytesIO()
+            torch.save(sd, buf)
+            with zipfile.ZipFile(buf) as z:
+                for info in z.infolist():
+                    out.writestr(folder + "/" + info.filename.split("/", 1)[1], z.read(info))
+
+
 def torch_files():
     d = OUT / "torch"
     d.mkdir(parents=True, exist_ok=True)
@@ -185,6 +203,10 @@ def torch_files():
     # Views saved as they are: a transposed matrix (read in row-major order) and an expanded
     # row (its elements repeated: refused).
     torch.save({"w_t": w.t(), "rows": torch.arange(3.0).expand(2, 3)}, d / "views.pt")
+    protocol1 = {"w": w, "p": nn.Parameter(w.clone()), "mask": torch.ones(2, dtype=torch.bool)}
+    torch.save(protocol1, d / "protocol1.pt", pickle_protocol=1)
+    torch.save(protocol1, d / "legacy_protocol1.pt", pickle_protocol=1, _use_new_zipfile_serialization=False)
+    two_archives(d / "two_archives.pt", {"w": w}, {"w": -w})
     model = (fx / "config.toml").read_text().split("\n[model]\n")[1].split("\n[weights]")[0]
     for name, dtype in [("gpt2_lmhead_f32", "f32"), ("gpt2_f16", "f32"), ("gpt2_bf16", "f32"), ("noncontiguous", "f32"),
                         ("checkpoint_f16", "f32"),
