@@ -84,6 +84,7 @@ std::string attention_kernel_name(const ops::AttentionKernel& k) {
 std::string describe_plan(const vk::Context& ctx, const PlanModel& model) {
   const ExecutionPlan plan = make_plan(ctx, model);
   const ops::AttentionShape& shape = model.attention;
+  const bool texel_views = ctx.caps().texel_uvec4;  // the model's buffers have them where the device can
   std::ostringstream s;
   s << "plan: " << (plan.cpu_kernels ? "a CPU device's kernels" : "a GPU's kernels") << "\n";
   s << "  decode products: " << decode_matvec(ctx, shape.n_heads * shape.head_dim) << "\n";
@@ -96,18 +97,19 @@ std::string describe_plan(const vk::Context& ctx, const PlanModel& model) {
                   " (f16, bf16, q8_0 and q4_0 weights, as f16; split over the inputs when tiles are few)"
             : std::string("gemm_tiled (split over the inputs when tiles are few)"))
     << "\n";
-  s << "  decode attention: " << attention_kernel_name(ops::attention_kernel(ctx, shape, plan.cpu_kernels, 1)) << "\n";
+  s << "  decode attention: " << attention_kernel_name(ops::attention_kernel(ctx, shape, texel_views, 1)) << "\n";
   s << "  prompt attention: "
     << (plan.coopmat_prompt_attention
             ? "flash-attention tiles on matrix units from " + std::to_string(ops::kCoopMatAttentionMinTokens) +
                   " tokens (weights of any dtype but f32)"
         : plan.tiled_prompt_attention
             ? "tiled scores and values passes from " + std::to_string(ops::kTiledMinTokens) + " tokens"
-            : attention_kernel_name(ops::attention_kernel(ctx, shape, plan.cpu_kernels, 128)))
+            : attention_kernel_name(ops::attention_kernel(ctx, shape, texel_views, 128)))
     << "\n";
   s << "  LayerNorms: "
-    << (plan.cpu_kernels ? "after each residual add, in the mat-vec's last workgroup (one token)"
-                         : "folded into the next mat-vec (pre-LN, one token)")
+    << (plan.cpu_kernels  ? "after each residual add, in the mat-vec's last workgroup (one token)"
+        : plan.fold_norms ? "folded into the next mat-vec (pre-LN, one token)"
+                          : "a dispatch of their own")
     << "\n";
   s << "  greedy pick: " << (plan.cpu_kernels ? "in the LM head's last workgroup" : "a sampler dispatch") << "\n";
   s << "  last prompt row: "

@@ -40,9 +40,8 @@ std::string joined(const std::vector<std::string>& v) {
 // Under quantized storage, the token embedding and LM head keep a block type at least as
 // precise as the file's: Q8_0 and Q4_0 as they are, the types gpt-vk dequantizes in Q8_0.
 // llama-quantize's Q4_0 writes GPT-2's table in Q6_K (Q8_0 where rows are not a multiple of
-// 256). Requantized to q4_0, test models' logits moved by 8-23% of the largest, in q8_0 by
-// 0.5-1.3%; the bundled model with a Q5_0 table scored perplexity 179.09 against 176.24 in
-// f16, and 176.26 in q8_0. A table in a float type follows the storage asked for.
+// 256): a coarser table moves the logits and perplexity far more than the layers' 4-bit
+// blocks do (models/README.md). A table in a float type follows the storage asked for.
 std::optional<DType> quantized_table_dtype(const GgufFile& f, bool tied) {
   const GgufTensor* table = f.tensor(tied ? "token_embd.weight" : "output.weight");
   if (!table) return std::nullopt;

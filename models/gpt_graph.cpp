@@ -47,8 +47,8 @@ View none() { return View{}; }
 // A twin in a burst (lens[b] == 0, after every prompt that runs) has the prompt of an
 // earlier sequence: it runs no rows, and its sampler reads that one's row of logits.
 struct GptModel::GraphBuild {
-  GraphBuild(GptModel& m, uint32_t T, Head head, const BatchStep& step_of = {})
-      : m(m), cfg(m.cfg_), w(m.w_), g(std::make_unique<Graph>(m.ctx_)), T(T), head(head), n(T), bs(step_of),
+  GraphBuild(GptModel& m, uint32_t T, Head head, const BatchStep& batch_step = {})
+      : m(m), cfg(m.cfg_), w(m.w_), g(std::make_unique<Graph>(m.ctx_)), T(T), head(head), live_rows(T), bs(batch_step),
         seqs(bs.seqs), lens(bs.lens), twin_of(bs.twin_of), batch(!seqs.empty() && lens.empty()), burst(!lens.empty()),
         exact_rows(bs.exact_rows),
         prompts_run(static_cast<uint32_t>(std::count_if(lens.begin(), lens.end(), [](uint32_t n) { return n > 0; }))),
@@ -78,7 +78,7 @@ struct GptModel::GraphBuild {
   std::unique_ptr<Graph> g;
   const uint32_t T;
   const Head head;
-  uint32_t n;  // rows past attention: T, or 1 in a last_row_only step's last layer
+  uint32_t live_rows;  // rows past attention: T, or 1 in a last_row_only step's last layer
   const BatchStep bs;                      // a batched step's sequences and buffers
   const std::span<GptModel* const> seqs;  // a batched step's sequences
   const std::span<const uint32_t> lens;    // a burst's rows per sequence
@@ -105,7 +105,8 @@ struct GptModel::GraphBuild {
     return ops::NormAfter{gamma, beta, out, View{&m.arrival_counters_, site * counter_stride, 4}, eps, name};
   }
 
-  // The linears after attention, on `rows` rows: T, or the last row alone (rows = 1 < T).
+  // A product over `rows` rows: T, or the last row alone (rows = 1 < T) in a last_row_only
+  // step's last layer; a batched step's go through batch_linear.
   void linear(View in, const Matrix& W, View bias, View y, uint32_t rows, ops::LinearEpilogue ep, View r,
               const std::string& name, const ops::NormAfter* norm = nullptr) {
     if (batch) return batch_linear(in, W, bias, y, ep, r, name, norm);
@@ -271,10 +272,10 @@ struct GptModel::GraphBuild {
     const LayerWeights& L = w.layers[l];
     const std::string p = layer_prefix(l);
     after_norm(2 * l, whole(L.ln1_g), L.qkv, whole(L.qkv_b), qkv, T, plain, p + "qkv");
-    if ((n = attend(l, p)) == 0) return false;
+    if ((live_rows = attend(l, p)) == 0) return false;
     const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), h, 2 * l, p + "ln2");
-    linear(att, L.attn_out, whole(L.attn_out_b), x, n, residual, x, p + "attn_out", fold ? nullptr : &ln2);
-    after_norm(2 * l + 1, whole(L.ln2_g), L.fc, whole(L.fc_b), ff, n, act, p + "fc");
+    linear(att, L.attn_out, whole(L.attn_out_b), x, live_rows, residual, x, p + "attn_out", fold ? nullptr : &ln2);
+    after_norm(2 * l + 1, whole(L.ln2_g), L.fc, whole(L.fc_b), ff, live_rows, act, p + "fc");
     std::optional<ops::NormAfter> next;  // none when folded: the next linear normalises x
     if (!fold && l + 1 < cfg.n_layers) {
       const LayerWeights& N = w.layers[l + 1];
@@ -282,7 +283,7 @@ struct GptModel::GraphBuild {
     } else if (!fold && cfg.final_norm) {
       next = norm_after(whole(w.lnf_g), whole(w.lnf_b), h, 2 * l + 1, "ln_f");
     }
-    linear(ff, L.proj, whole(L.proj_b), x, n, residual, x, p + "proj", next ? &*next : nullptr);
+    linear(ff, L.proj, whole(L.proj_b), x, live_rows, residual, x, p + "proj", next ? &*next : nullptr);
     return true;
   }
 
@@ -291,12 +292,12 @@ struct GptModel::GraphBuild {
     const LayerWeights& L = w.layers[l];
     const std::string p = layer_prefix(l);
     linear(x, L.qkv, whole(L.qkv_b), qkv, T, plain, none(), p + "qkv");
-    if ((n = attend(l, p)) == 0) return false;
+    if ((live_rows = attend(l, p)) == 0) return false;
     const auto ln1 = norm_after(whole(L.ln1_g), whole(L.ln1_b), x, 2 * l, p + "ln1");
-    linear(att, L.attn_out, whole(L.attn_out_b), h, n, residual, x, p + "attn_out", &ln1);
-    linear(x, L.fc, whole(L.fc_b), ff, n, act, none(), p + "fc");
+    linear(att, L.attn_out, whole(L.attn_out_b), h, live_rows, residual, x, p + "attn_out", &ln1);
+    linear(x, L.fc, whole(L.fc_b), ff, live_rows, act, none(), p + "fc");
     const auto ln2 = norm_after(whole(L.ln2_g), whole(L.ln2_b), x, 2 * l + 1, p + "ln2");
-    linear(ff, L.proj, whole(L.proj_b), h, n, residual, x, p + "proj", &ln2);
+    linear(ff, L.proj, whole(L.proj_b), h, live_rows, residual, x, p + "proj", &ln2);
     return true;
   }
 
@@ -306,7 +307,7 @@ struct GptModel::GraphBuild {
     const uint32_t V = cfg.vocab_size;
     View normed = x;
     if (cfg.final_norm) {
-      if (!(pre && cfg.n_layers > 0)) ops::layernorm(*g, x, whole(w.lnf_g), whole(w.lnf_b), h, n, C, eps, "ln_f");
+      if (!(pre && cfg.n_layers > 0)) ops::layernorm(*g, x, whole(w.lnf_g), whole(w.lnf_b), h, live_rows, C, eps, "ln_f");
       normed = h;
     }
     const View head_bias = cfg.out_bias ? maybe(w.head_b) : none();
@@ -336,8 +337,8 @@ struct GptModel::GraphBuild {
     const uint32_t V = cfg.vocab_size;
     const View head_bias = cfg.out_bias ? maybe(w.head_b) : none();
     View last = normed;
-    if (n > 1) {
-      ops::copy_rows(*g, normed, whole(m.h_last_), n - 1, 1, C, "last_row");
+    if (live_rows > 1) {
+      ops::copy_rows(*g, normed, whole(m.h_last_), live_rows - 1, 1, C, "last_row");
       last = whole(m.h_last_);
     }
     const ops::PickAfter pick{ids, step, whole(m.pick_partials_),
@@ -350,7 +351,7 @@ struct GptModel::GraphBuild {
                   m.sampling_state_.get());
   }
 
-  // A batched step's LM head over its n rows (one per sequence that ran), in the order of a
+  // A batched step's LM head over its live_rows rows (one per sequence that ran), in the order of a
   // lone step's one-row product with exact rows; then every row's sampler (its own
   // parameters, seed and counter) in one dispatch, a burst's twin drawing from its source's
   // row (the table's same_as, DecodeBatch); or, where the batch gives no table for that
@@ -362,10 +363,10 @@ struct GptModel::GraphBuild {
     const View logits = rows_of(m.logits_all(), rows, V);
     const Matrix& W = w.lm_head();
     if (fold && cfg.final_norm)
-      folded_head(head_bias, rows_of(m.logits_all(), n, V), n);
+      folded_head(head_bias, rows_of(m.logits_all(), live_rows, V), live_rows);
     else
-      ops::linear_with(*g, normed, W, head_bias, rows_of(m.logits_all(), n, V), n,
-                       {.kernel = m.plan_.batch_linear_kernel(m.ctx_, n, exact_rows, W, normed), .ep = plain,
+      ops::linear_with(*g, normed, W, head_bias, rows_of(m.logits_all(), live_rows, V), live_rows,
+                       {.kernel = m.plan_.batch_linear_kernel(m.ctx_, live_rows, exact_rows, W, normed), .ep = plain,
                         .name = "lm_head"});
     if (bs.sample_ids.buffer) {
       uint32_t filters = 0;
@@ -375,7 +376,7 @@ struct GptModel::GraphBuild {
     }
     for (uint32_t b = 0; b < rows; ++b) {
       GptModel& s = *seqs[b];
-      ops::copy_rows(*g, logits, whole(s.logits_last_), b < n ? b : twin_of[b], 1, V, "row_logits");
+      ops::copy_rows(*g, logits, whole(s.logits_last_), b < live_rows ? b : twin_of[b], 1, V, "row_logits");
       ops::sample(*g, whole(s.logits_last_), whole(s.ids_), whole(s.step_), whole(s.sample_scratch_), V, s.sampling_,
                   "sample", s.sampling_state_.get());
     }

@@ -216,17 +216,18 @@ size_t Scheduler::kept_tokens(const Slot& slot) const {
   return std::min<size_t>(slot.gen->prompt_tokens_in_cache(), slot.tokens.size());
 }
 
+bool Scheduler::may_use_prompt_cache(const Sequence& seq) const {
+  return prompt_cache_ && !seq.wants_prompt_logprobs() && seq.options().max_tokens > 0 && !seq.prompt().empty();
+}
+
 uint32_t Scheduler::reusable(const Slot& slot, const Sequence& seq) const {
-  const std::vector<uint32_t>& p = seq.prompt();
-  if (!prompt_cache_ || seq.wants_prompt_logprobs() || seq.options().max_tokens == 0 || p.empty()) return 0;
-  return reusable_prefix(p, slot.tokens, kept_tokens(slot), slot.model->max_chunk());
+  if (!may_use_prompt_cache(seq)) return 0;
+  return reusable_prefix(seq.prompt(), slot.tokens, kept_tokens(slot), slot.model->max_chunk());
 }
 
 const Scheduler::Slot* Scheduler::holder_of(const Sequence& seq, const Slot& target) const {
+  if (!may_use_prompt_cache(seq) || seq.options().sampling.controls_on()) return nullptr;
   const std::vector<uint32_t>& p = seq.prompt();
-  if (!prompt_cache_ || seq.wants_prompt_logprobs() || seq.options().max_tokens == 0 || p.empty() ||
-      seq.options().sampling.controls_on())
-    return nullptr;
   auto holds = [&](const Slot& s) {
     return s.logits_for == p.size() && kept_tokens(s) >= p.size() && s.tokens.size() >= p.size() &&
            std::equal(p.begin(), p.end(), s.tokens.begin());

@@ -211,6 +211,9 @@ class Scheduler {
   size_t prefill_together(std::span<Slot* const> together);
   void admit(Slot& slot, std::shared_ptr<Sequence> seq);
   size_t kept_tokens(const Slot& slot) const;  // see Slot::tokens
+  // The prompt cache is on and seq may take from it: it generates, from a prompt of its
+  // own, without scoring that prompt (which runs it whole).
+  bool may_use_prompt_cache(const Sequence& seq) const;
   // Prompt tokens of `seq` whose keys and values `slot` holds, in whole chunks, leaving one
   // token or more to run (0 without the prompt cache, or for a sequence that scores its
   // prompt, which runs it whole).

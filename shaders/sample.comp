@@ -105,8 +105,8 @@ float top_p_target = 0.0;
 // read inside a loop is a gather over the lanes.
 float temperature;
 // This draw's other parameters: P's, or (BATCH 2) its row's, which main() copies here. The
-// other modes read P where they use it, as before BATCH 2 existed: through globals they
-// drew and JIT-compiled slower on lavapipe (bench/PERFORMANCE.md, "Start to first token").
+// other modes read P where they use it: through globals they draw and JIT-compile slower on
+// lavapipe (bench/PERFORMANCE.md, "Start to first token").
 RowParams row;
 uint top_k() { return BATCH == 2u ? row.top_k : P.top_k; }
 float top_p() { return BATCH == 2u ? row.top_p : P.top_p; }
@@ -146,8 +146,8 @@ void tally(uint i, uint k, float f, uint hi, uint cand[NSUM], uint list_from, co
 // NSUM increasing keys from lo, all but the top few in [lo, hi]: NSUM / 2 evenly spaced in
 // key space, so every pass shrinks the interval at least about fourfold whatever the values
 // (at most 16 passes), merged with NSUM / 2 evenly spaced in value space, so that logits
-// crowded in a narrow band, as a model's are, narrow much faster than that. (16 candidates
-// narrowed faster, but lengthened lavapipe's JIT of the sampler at a cold start.)
+// crowded in a narrow band, as a model's are, narrow much faster than that. NSUM stays small
+// for lavapipe's JIT of the sampler at a cold start.
 void candidates(uint lo, uint hi, out uint cand[NSUM]) {
   const uint H = NSUM / 2u;
   uint step = (hi - lo) / H;

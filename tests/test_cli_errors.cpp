@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(bench_batch_kernels_named) {
         {2, {"--batch-kernels", "fast not in {exact,gemm}"}});
 }
 
-// Counts that must be at least 1 say so (CLI11's PositiveNumber said "not in range 0 to 1.8e308").
+// Counts that must be at least 1 say so, with their own range.
 BOOST_AUTO_TEST_CASE(zero_counts) {
   check(run_cli({"bench", "--config", fixture_with("", ""), "--repeats", "0"}), {2, {"--repeats", "not in range 1 to"}});
   check(run_cli({"generate", "--config", fixture_with("", ""), "--prompt", "x", "--max-tokens", "0"}),

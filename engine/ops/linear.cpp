@@ -236,10 +236,7 @@ void add_linear_block(Graph& g, const LinearLayout& l, View x, const Matrix& W, 
 
   const uint32_t out_groups = (nr + kernel.outputs_per_group - 1) / kernel.outputs_per_group;
   const uint32_t token_groups = (tn + kernel.tokens_per_group - 1) / kernel.tokens_per_group;
-  // These two mat-vecs: x over outputs, y over token groups; the others (the GEMMs, the
-  // batched column split) the other way round.
-  const bool outputs_in_x = kernel.kind == LinearKernel::MatVec || kernel.kind == LinearKernel::MatVecRowsBatch;
-  const std::array<uint32_t, 3> groups = outputs_in_x ? std::array<uint32_t, 3>{out_groups, token_groups, 1}
+  const std::array<uint32_t, 3> groups = kernel.outputs_in_x ? std::array<uint32_t, 3>{out_groups, token_groups, 1}
                                                       : std::array<uint32_t, 3>{token_groups, out_groups, 1};
   std::string label = args.name;
   if (W.chunks.size() > 1 || T > l.t_block || W.chunk_rows(c) > l.o_block)
@@ -292,8 +289,7 @@ bool linear_with(Graph& g, View x, const Matrix& W, View bias, View y, uint32_t 
 
   // GPUs: a tiled GEMM of few tiles splits its inputs, where x, y, W and the partial sums
   // are each one binding.
-  const bool tiles = l.kernel.kind == LinearKernel::GemmTiled || l.kernel.kind == LinearKernel::GemmCoopMat;
-  const uint32_t splits = tiles && !ctx.cpu_kernels() && W.chunks.size() == 1 &&
+  const uint32_t splits = l.kernel.splits_inputs && !ctx.cpu_kernels() && W.chunks.size() == 1 &&
                                   T <= l.t_block && N <= l.o_block
                               ? split_k(l.kernel, T, N, K)
                               : 1;

@@ -69,10 +69,8 @@ std::optional<CoopMatTiles> coopmat_tiles(const vk::Context& ctx, uint32_t T) {
   const auto shape = coopmat_shape(ctx);
   if (!shape) return std::nullopt;
   // One matrix row of tokens per workgroup, 4 subgroups side by side, each with 4 (a batch
-  // of up to one matrix row of tokens: 2) accumulators along the outputs. Taller tiles
-  // (2 x 2 subgroups of 2 x 2 to 4 x 4 accumulators) measured slower on every product
-  // above on the H100, and so did 4 accumulators for a batch of 16 tokens
-  // (bench/PERFORMANCE.md, "GPUs", matrix units).
+  // of up to one matrix row of tokens: 2) accumulators along the outputs: the fastest of
+  // the shapes bench/PERFORMANCE.md ("GPUs", matrix units) compares on the H100.
   struct Option {
     uint32_t wm, wn, tm, tn;  // subgroups along tokens and outputs, accumulators per subgroup
   };

@@ -12,8 +12,13 @@ namespace gptvk::ops {
 
 // One kernel with its tile sizes, as its shader expects them.
 struct Kernel {
-  LinearKernel kind = LinearKernel::MatVec;
   std::string shader;
+  // The workgroup grid: x over outputs and y over token groups (the split-K and row
+  // mat-vecs, the batched row mat-vec), or x over token groups and y over outputs.
+  bool outputs_in_x = true;
+  // A GEMM whose tiles may split the inputs over several workgroups where tiles are few
+  // (the tiled and cooperative-matrix GEMMs, on GPUs).
+  bool splits_inputs = false;
   uint32_t local = 1;               // invocations per workgroup
   std::vector<uint32_t> tile;       // spec constants 7.. (see the kernel's .glsl)
   std::vector<uint32_t> after_split;  // constants after the split-K count (the matrix shape)

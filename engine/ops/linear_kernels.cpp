@@ -30,7 +30,6 @@ std::string family(DType t) { return is_quantized(t) ? "linear_q." : "linear."; 
 Kernel mat_vec(const vk::Context& ctx, DType dtype, uint32_t K, uint32_t T, bool wide, bool texel, bool norm_before) {
   const auto& caps = ctx.caps();
   Kernel k;
-  k.kind = LinearKernel::MatVec;
   k.shader = family(dtype) + (caps.subgroup_arithmetic ? "matvec_subgroup" : "matvec_shared");
   if (texel) k.shader += "_texel";
   k.texel = texel;
@@ -124,7 +123,6 @@ namespace {
 // once per row (shaders/common/linear_matvec_rows.glsl, X_HELD).
 Kernel mat_vec_rows(const vk::Context& ctx, DType dtype, uint32_t rows, bool held) {
   Kernel k;
-  k.kind = LinearKernel::MatVec;  // same grid as the mat-vec: x over outputs, y over tokens
   k.shader = family(dtype) + (held ? "matvec_rows_held" : "matvec_rows");
   k.texel = k.x_texel = true;
   k.norm_variant = k.pick_variant = ctx.caps().subgroup_arithmetic;
@@ -151,7 +149,7 @@ Kernel mat_vec_cols(const vk::Context& ctx, DType dtype, uint32_t rows) {
 // over as few workgroups as that allows.
 Kernel mat_vec_cols_batch(const vk::Context& ctx, DType dtype, uint32_t K, uint32_t rows, uint32_t T) {
   Kernel k = mat_vec_cols(ctx, dtype, rows);
-  k.kind = LinearKernel::MatVecColsBatch;
+  k.outputs_in_x = false;
   k.shader += "_batch";
   k.norm_variant = k.pick_variant = false;
   const uint64_t per_token = column_split_texels(ctx, K, dtype);
@@ -166,7 +164,6 @@ Kernel mat_vec_cols_batch(const vk::Context& ctx, DType dtype, uint32_t K, uint3
 // spread over workgroups of up to kRowsBatchTokens.
 Kernel mat_vec_rows_batch(const vk::Context& ctx, uint32_t rows, uint32_t T) {
   Kernel k = mat_vec_rows(ctx, DType::F16, rows, false);
-  k.kind = LinearKernel::MatVecRowsBatch;
   k.shader = "linear.matvec_rows_batch";
   k.norm_variant = k.pick_variant = false;
   const uint32_t groups = (T + kRowsBatchTokens - 1) / kRowsBatchTokens;
@@ -178,7 +175,7 @@ Kernel mat_vec_rows_batch(const vk::Context& ctx, uint32_t rows, uint32_t T) {
 Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool w_texel, bool x_texel) {
   const auto& caps = ctx.caps();
   Kernel k;
-  k.kind = LinearKernel::GemmRegisters;
+  k.outputs_in_x = false;
   // With subgroups, the broadcast kernel, which beat every plain register tile: inputs
   // handed out by shuffles instead of loaded by every lane. It needs subgroupShuffle; GPUs
   // never get here unless a test forces this kernel. Texel views for the weights, and for
@@ -209,9 +206,9 @@ Kernel gemm_registers(const vk::Context& ctx, DType dtype, bool wide_tile, bool 
     k.outputs_per_group = k.local * tn;
     return k;
   }
-  // 8 tokens x 8 outputs per invocation (8 x 16 is a little faster but takes twice the
-  // compile time, for a path only CPU devices without subgroups take). The quantized one
-  // has a texel variant.
+  // 8 tokens x 8 outputs per invocation: on a path only CPU devices without subgroups take,
+  // compile time counts more than the last few percent of speed. The quantized one has a
+  // texel variant.
   k.shader = family(dtype) + "gemm_reg";
   k.local = std::min<uint32_t>(8, caps.max_workgroup_invocations);
   const uint32_t tm = 8, tn = 8, lm = 1;
@@ -239,7 +236,8 @@ Kernel gemm_tiled(const vk::Context& ctx, DType dtype) {
     uint64_t shared = uint64_t(t.bm + t.bn) * t.bk * 4;
     if (shared > caps.shared_memory_bytes || local > caps.max_workgroup_invocations) continue;
     Kernel k;
-    k.kind = LinearKernel::GemmTiled;
+    k.outputs_in_x = false;
+    k.splits_inputs = true;
     k.shader = family(dtype) + "gemm_tiled";
     k.local = local;
     k.tile = {t.bm, t.bn, t.bk, t.tm, t.tn};
@@ -258,7 +256,8 @@ Kernel gemm_coopmat(const vk::Context& ctx, uint32_t T, const Matrix& W, const C
     throw DeviceError("linear: the cooperative-matrix GEMM needs a device with matrix units and f16, bf16 (within "
                       "f16's range), q8_0 or q4_0 weights");
   Kernel k;
-  k.kind = LinearKernel::GemmCoopMat;
+  k.outputs_in_x = false;
+  k.splits_inputs = true;
   k.shader = tiles->shader + (is_quantized(W.dtype) ? "_q" : "");
   k.local = tiles->local;
   k.tile = tiles->tile_constants();

@@ -15,8 +15,8 @@
 //     by the Q() macros below): on lavapipe an array indexed by a loop variable the compiler
 //     keeps moves to per-lane scratch memory, at about twice the attention time. The loops
 //     over the head say [[unroll]]: Mesa's own limit would leave the f16 caches' loop over
-//     this step's keys (rounded element by element) rolled, a step 1.4-2.7x slower and a
-//     compile of ~50 s at head dim 128.
+//     this step's keys (rounded element by element) rolled, with the same scratch-memory
+//     cost and a far longer compile at head dim 128.
 // Writes (the appended rows, the output) go through the storage bindings.
 
 layout(binding = 5) uniform utextureBuffer qkv_tex;

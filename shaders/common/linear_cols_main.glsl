@@ -20,8 +20,7 @@ void main() {
   uint t = gl_WorkGroupID.y;
   hold_x(t * K, lane, 0u);
   uint first = gl_WorkGroupID.x * LOCAL * R;
-  // Neither loop is unrolled: lavapipe compiles the row's dot product once (unrolling the
-  // inner one measured the same).
+  // Neither loop is unrolled: lavapipe compiles the row's dot product once.
   [[dont_unroll]] for (uint g = 0u; g < R; ++g) {
     uint base = first + g * LOCAL;
     float mine = 0.0;

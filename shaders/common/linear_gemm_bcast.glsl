@@ -62,8 +62,8 @@ void main() {
 #endif
     WPart wp[TN];
     [[unroll]] for (uint part = 0u; part < W_PARTS; ++part) {
-      // The part's inputs before its weights, as the f16 kernel always did (each quad's
-      // inputs loaded at the quad ran slower: bench/PERFORMANCE.md, prefill).
+      // The part's inputs before its weights (each quad's inputs loaded at the quad ran
+      // slower: bench/PERFORMANCE.md, prefill).
       vec4 xp[W_QUADS][XT];
       [[unroll]] for (uint h = 0u; h < W_QUADS; ++h)
         for (uint s = 0u; s < XT; ++s) xp[h][s] = load_x4_in_row(xr[s], ((b * W_PARTS + part) * W_QUADS + h) * 4u);

@@ -9,10 +9,8 @@
 // its elements in registers and stack slots (an index it cannot fold would move the array
 // to per-lane scratch memory, every access a loop over the lanes). Holding x once per
 // workgroup instead of refetching it per row is faster on lavapipe (bench/PERFORMANCE.md,
-// "Decode: the mat-vecs"). LLVM still redoes each broadcast (a permute) in the row loop
-// rather than keep 8x the values; forcing it to keep them (multiplies straight from the
-// stack) gained nothing measurable, and holding x for K = 3072 (GPT-2's MLP projection)
-// gained nothing either while the larger stack spilled out of L1.
+// "Decode: the mat-vecs"). The cap: holding x for K = 3072 (GPT-2's MLP projection) spills
+// the larger stack out of L1 for no gain.
 const uint X_HELD_MAX = 1024u;  // largest K (engine/ops/linear.hpp, kMaxHeldInputs)
 const uint X_TEXELS = K / 4u;
 vec4 xh[X_HELD_MAX / 4u];
