@@ -204,7 +204,7 @@ struct GptModel::GraphBuild {
       ops::kv_append(*g, q, step, k_cache, v_cache, len, shape, name + ".kv_append");
       ops::attention_coopmat(*g, q, step, k_cache, v_cache, out, len, shape, name);
     } else {
-      ops::kv_append_attention(*g, q, step, k_cache, v_cache, out, len, shape, name, maybe(m.scores_));
+      ops::kv_append_attention(*g, q, step, k_cache, v_cache, out, len, shape, name, view_or_none(m.scores_));
     }
   }
 
@@ -218,7 +218,7 @@ struct GptModel::GraphBuild {
     const View out = aligned ? row(m.att_, b, C) : rows_of(s.att_, 1, C);
     if (!aligned) ops::copy_rows(*g, qkv, q, b, 1, 3 * C, p + "row_qkv");
     ops::kv_append_attention(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), out, 1, shape, p + "attention",
-                             maybe(s.scores_));
+                             view_or_none(s.scores_));
     if (!aligned) ops::copy_rows(*g, out, rows_of(m.att_, b + 1, C), 0, 1, C, p + "row_att", b);
   }
 
@@ -310,7 +310,7 @@ struct GptModel::GraphBuild {
       if (!(pre && cfg.n_layers > 0)) ops::layernorm(*g, x, whole(w.lnf_g), whole(w.lnf_b), h, live_rows, C, eps, "ln_f");
       normed = h;
     }
-    const View head_bias = cfg.out_bias ? maybe(w.head_b) : none();
+    const View head_bias = cfg.out_bias ? view_or_none(w.head_b) : none();
     if (batch || burst) {
       batch_head(normed, head_bias);
     } else if (fold && cfg.final_norm) {
@@ -335,7 +335,7 @@ struct GptModel::GraphBuild {
   // devices), saving the sampler its dispatch.
   void last_row_head(View normed) {
     const uint32_t V = cfg.vocab_size;
-    const View head_bias = cfg.out_bias ? maybe(w.head_b) : none();
+    const View head_bias = cfg.out_bias ? view_or_none(w.head_b) : none();
     View last = normed;
     if (live_rows > 1) {
       ops::copy_rows(*g, normed, whole(m.h_last_), live_rows - 1, 1, C, "last_row");

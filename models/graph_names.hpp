@@ -13,6 +13,6 @@ namespace gptvk {
 inline std::string layer_prefix(uint32_t l) { return std::string("L").append(std::to_string(l)).append("."); }
 
 // An optional tensor (a bias the config leaves out) as a view: empty when it is absent.
-inline View maybe(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
+inline View view_or_none(const vk::Buffer& b) { return b.empty() ? View{} : whole(b); }
 
 }  // namespace gptvk

@@ -119,7 +119,7 @@ constexpr uint32_t kRowsBatchTokens = 16;  // shaders/common/linear_matvec_rows_
 constexpr uint32_t kColsBatchTokens = 16;   // shaders/common/linear_cols_batch.glsl, NB_MAX
 constexpr uint32_t kColsBatchTexels = 512;  // the same, XB_MAX
 constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
-// shaders/common/linear_matvec_cols.glsl, XC_MAX, and linear_matvec_qcols.glsl, XQ_MAX
+// shaders/common/linear_cols_held_x.glsl, XC_MAX
 constexpr uint32_t kMaxColumnSplitTexels = 256;
 // Chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights, two
 // tokens per lane: 16 per workgroup on 8 lanes), and so do shorter chunks of 16-bit weights

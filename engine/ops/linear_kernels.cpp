@@ -163,7 +163,7 @@ Kernel mat_vec_cols_batch(const vk::Context& ctx, DType dtype, uint32_t K, uint3
 // The row kernel over several tokens at once (LinearKernel::MatVecRowsBatch): its tokens
 // spread over workgroups of up to kRowsBatchTokens.
 Kernel mat_vec_rows_batch(const vk::Context& ctx, uint32_t rows, uint32_t T) {
-  Kernel k = mat_vec_rows(ctx, DType::F16, rows, false);
+  Kernel k = mat_vec_rows(ctx, DType::F16, rows, false);  // the dtype only names a shader, replaced here
   k.shader = "linear.matvec_rows_batch";
   k.norm_variant = k.pick_variant = false;
   const uint32_t groups = (T + kRowsBatchTokens - 1) / kRowsBatchTokens;

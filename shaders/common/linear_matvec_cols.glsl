@@ -24,17 +24,11 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 const uint WPL = (K_WORDS + LOCAL - 1u) / LOCAL;
 const uint TPW = KW / 4u;  // x texels per word
 const uint X_PER_TOKEN = WPL * TPW;  // held texels of one token's inputs
-// Held inputs per lane, at most XC_MAX (engine/ops/linear.hpp, kMaxColumnSplitTexels); the
-// batched kernel holds NB tokens' inputs, token t's from xc[t * X_PER_TOKEN], at most XB_MAX
-// (common/linear_cols_batch.glsl). The loops below are [[unroll]] with trip counts fixed at
-// specialization, so every index into xc is a constant and the array lives in registers and
-// stack slots (see common/linear_matvec_rows.glsl).
-const uint XC_MAX = 256u;
-#ifdef COLS_BATCH
-vec4 xc[XB_MAX];
-#else
-vec4 xc[XC_MAX];
-#endif
+// Held inputs per lane; the batched kernel's token t's from xc[t * X_PER_TOKEN]. The loops
+// below are [[unroll]] with trip counts fixed at specialization, so every index into xc is a
+// constant and the array lives in registers and stack slots (see
+// common/linear_matvec_rows.glsl).
+#include "common/linear_cols_held_x.glsl"
 
 void hold_x(uint xrow, uint lane, uint at) {
   [[unroll]] for (uint q = 0u; q < WPL; ++q) {

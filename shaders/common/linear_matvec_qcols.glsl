@@ -14,17 +14,11 @@ const uint LOCAL = gl_WorkGroupSize.x;  // == gl_SubgroupSize (the host makes it
 #include "common/linear_rows_out.glsl"
 
 // Blocks of a row per lane; lanes past the row's last block read that block again
-// against inputs of 0. XQ_MAX texels of x per lane at most (engine/ops/linear.hpp, kMaxColumnSplitTexels).
+// against inputs of 0.
 const uint BPL = (QB + LOCAL - 1u) / LOCAL;
-// The batched kernel holds NB tokens' inputs, token t's from xc[t * X_PER_TOKEN], at most
-// XB_MAX (common/linear_cols_batch.glsl).
+// Held inputs per lane; the batched kernel's token t's from xc[t * X_PER_TOKEN].
 const uint X_PER_TOKEN = BPL * 8u;
-const uint XQ_MAX = 256u;
-#ifdef COLS_BATCH
-vec4 xc[XB_MAX];
-#else
-vec4 xc[XQ_MAX];
-#endif
+#include "common/linear_cols_held_x.glsl"
 
 void hold_x(uint xrow, uint lane, uint at) {
   [[unroll]] for (uint q = 0u; q < BPL; ++q) {
