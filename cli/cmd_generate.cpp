@@ -123,7 +123,7 @@ void add_flags(CLI::App* cmd, Flags& f) {
                 "one JSON object per completion per line: text (the continuation), tokens, finish_reason\n"
                 "(stop/length/cancelled), index, prompt_index, seed, prompt_tokens, timings; logprobs with\n"
                 "--logprobs");
-  cmd->add_flag("--special", f.special, "treat <|endoftext|> in the prompt as the special token, not text");
+  cmd->add_flag("--special", f.special, "read <|endoftext|> and the model's other special tokens in the prompt as tokens, not text");
 }
 
 // One completion to run: a prompt (ids and text), its sample's seed and length limit, and

@@ -37,8 +37,8 @@ Action add_tokenize(CLI::App& app, Common&) {
   auto* file = cmd->add_option("-f,--file", args->file, "encode the bytes of this file (- reads stdin)");
   text->excludes(file);
   cmd->add_flag("--special", args->special,
-                "treat <|endoftext|> in the input as the special token (id 50256 in GPT-2) rather than as "
-                "plain text, which is the default, as in GPT-2's own encoder");
+                "read <|endoftext|> (id 50256 in GPT-2) and the model's other special tokens in the input as "
+                "tokens rather than as plain text, which is the default, as in GPT-2's own encoder");
   cmd->add_flag("--pieces", args->pieces,
                 "one token per line instead: its id, a tab, and its text as a JSON string (bytes that are not "
                 "valid UTF-8 shown as U+FFFD)");

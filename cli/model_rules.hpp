@@ -37,10 +37,11 @@ inline void require_tokenizer_fits(const Tokenizer& tok, const ModelConfig& cfg)
                    std::to_string(cfg.vocab_size));
 }
 
-// --special reads <|endoftext|> in the text as the token: refused where there is no such
-// token (GPT-1's vocabulary), rather than ignored.
+// --special reads <|endoftext|> (and a model's other special tokens) in the text as tokens:
+// refused where there is none (GPT-1's vocabulary), rather than ignored.
 inline void require_special_token(const Tokenizer& tok, bool special) {
-  if (special && !tok.eot_id()) throw UsageError("--special: this vocabulary has no <|endoftext|> token");
+  if (special && !tok.has_special_tokens())
+    throw UsageError("--special: this vocabulary has no special tokens (no <|endoftext|>)");
 }
 
 }  // namespace gptvk::cli

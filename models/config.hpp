@@ -9,6 +9,7 @@
 
 #include "engine/dtype.hpp"
 #include "engine/ops/activation.hpp"
+#include "models/tokenizer/added_tokens.hpp"
 
 namespace gptvk {
 
@@ -65,6 +66,9 @@ struct ModelConfig {
   // Why this model's text cannot be tokenized (a GGUF file's tokenizer of another kind than
   // gpt2's); empty when it can or when there is simply no tokenizer.
   std::string tokenizer_unsupported;
+  // The vocabulary's added tokens (a GGUF file's CONTROL and USER_DEFINED tokens, a
+  // snapshot's tokenizer.json added_tokens), matched whole in the text before the BPE.
+  std::vector<AddedToken> tokenizer_added;
   // The model file's own document ids (GGUF tokenizer.ggml.bos_token_id, eos_token_id,
   // eot_token_id, eom_token_id; config.json's bos_token_id and eos_token_id, one or a list),
   // each below vocab_size: generation stops at any end id as at "<|endoftext|>", and an

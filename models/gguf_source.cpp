@@ -12,6 +12,7 @@
 #include "engine/error.hpp"
 #include "models/gguf_dequant.hpp"
 #include "models/gguf_file.hpp"
+#include "models/tokenizer/added_tokens.hpp"
 
 namespace gptvk {
 
@@ -131,8 +132,23 @@ class KeyReader {
   const GgufFile& f_;
 };
 
+// The tokens tokenizer.ggml.token_type marks CONTROL (special) or USER_DEFINED, as
+// llama.cpp's converter marks a Hugging Face tokenizer's added tokens, in id order.
+std::vector<AddedToken> added_tokens(const GgufFile& f, const KeyReader& k, size_t n_tokens) {
+  constexpr double kControl = 3, kUserDefined = 4;  // llama.cpp's llama_token_type
+  const GgufValue* types = f.find("tokenizer.ggml.token_type");
+  if (!types) return {};
+  if (types->type != GgufType::Array || types->numbers.size() != n_tokens)
+    k.fail("tokenizer.ggml.token_type", "expected an array of " + std::to_string(n_tokens) + " numbers, one a token");
+  std::vector<AddedToken> added;
+  for (size_t i = 0; i < n_tokens; ++i)
+    if (types->numbers[i] == kControl || types->numbers[i] == kUserDefined)
+      added.push_back({uint32_t(i), types->numbers[i] == kControl});
+  return added;
+}
+
 // tokenizer.ggml.* as the text of a vocab.json and a merges.txt, which spell tokens in the
-// same byte alphabet GGUF's gpt2 tokenizer does.
+// same byte alphabet GGUF's gpt2 tokenizer does (its added tokens as their text).
 void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
   if (!f.find("tokenizer.ggml.model")) {  // (a TOML's "[tokenizer] section" would mislead here)
     cfg.tokenizer_unsupported = f.path() + ": no tokenizer in the file (metadata key tokenizer.ggml.model): text "
@@ -169,10 +185,15 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
     if (id_key == std::string_view("tokenizer.ggml.bos_token_id")) cfg.start_token_id = uint32_t(v->i);
     else cfg.end_token_ids.push_back(uint32_t(v->i));
   }
+  cfg.tokenizer_added = added_tokens(f, k, tokens.size());
   nlohmann::json vocab = nlohmann::json::object();
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (vocab.contains(tokens[i])) k.fail("tokenizer.ggml.tokens", "token '" + tokens[i] + "' is listed twice");
-    vocab[tokens[i]] = i;
+  for (size_t i = 0, a = 0; i < tokens.size(); ++i) {
+    // An added token is stored as its text, the others in GPT-2's byte alphabet.
+    const bool added = a < cfg.tokenizer_added.size() && cfg.tokenizer_added[a].id == i;
+    if (added) ++a;
+    const std::string spelled = added ? tokenizer::byte_alphabet_spelling(tokens[i]) : tokens[i];
+    if (vocab.contains(spelled)) k.fail("tokenizer.ggml.tokens", "token '" + tokens[i] + "' is listed twice");
+    vocab[spelled] = i;
   }
   try {
     cfg.tokenizer_vocab_json = vocab.dump();

@@ -7,6 +7,7 @@
 
 #include "engine/error.hpp"
 #include "engine/files.hpp"
+#include "models/tokenizer/added_tokens.hpp"
 #include "models/tokenizer/vocab_files.hpp"
 
 namespace gptvk {
@@ -96,12 +97,47 @@ std::unique_ptr<TensorSource> open_weights_file(const fs::path& p) {
   return open_tensor_source(p.string());
 }
 
-json read_json(const std::string& path) {
+json read_json(const std::string& path, uint64_t max_bytes = files::kMaxConfigBytes) {
   try {
-    return json::parse(tokenizer::read_file_bytes(path, files::kMaxConfigBytes));
+    return json::parse(tokenizer::read_file_bytes(path, max_bytes));
   } catch (const json::exception& e) {
     throw InputError(path + ": malformed JSON: " + e.what());
   }
+}
+
+// tokenizer.json's added_tokens (save_pretrained writes it for a fast tokenizer: GPT-2's
+// <|endoftext|>, and any token added since) as the model's added tokens, each given its id
+// in the vocabulary (a token past vocab.json's ids joins it, spelled in the byte alphabet as
+// vocab.json spells its tokens). GPT-1's vocabulary, spelled as text, takes none.
+void read_added_tokens(const fs::path& file, ModelConfig& cfg) {
+  const std::string path = file.string();
+  const json t = read_json(path, files::kMaxTokenizerBytes);
+  if (!t.is_object() || !t.contains("added_tokens")) return;
+  const std::string vocab_text = tokenizer::read_file_bytes(cfg.tokenizer_vocab);
+  if (tokenizer::vocab_spelling(vocab_text) != tokenizer::Spelling::ByteAlphabet) return;
+  json vocab = json::parse(vocab_text, nullptr, false);
+  if (!vocab.is_object()) return;  // the tokenizer's own reader says what is wrong with it
+  std::set<uint64_t> ids;
+  for (const auto& [text, id] : vocab.items())
+    if (id.is_number_unsigned()) ids.insert(id.get<uint64_t>());
+  const json& added = t["added_tokens"];
+  if (!added.is_array()) throw InputError(path + ": added_tokens: expected an array");
+  for (const json& a : added) {
+    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() || a["id"].get<uint64_t>() >= cfg.vocab_size ||
+        !a.contains("content") || !a["content"].is_string() || (a.contains("special") && !a["special"].is_boolean()))
+      throw InputError(path + ": added_tokens: " + a.dump().substr(0, 200) +
+                       " is not {\"id\": a token id below vocab_size, \"content\": text, \"special\": true or false}");
+    const uint64_t id = a["id"].get<uint64_t>();
+    const std::string spelled = tokenizer::byte_alphabet_spelling(a["content"].get<std::string>());
+    if (vocab.contains(spelled) ? vocab[spelled] != id : ids.count(id))
+      throw InputError(path + ": added token " + a["content"].dump() + " has id " + std::to_string(id) +
+                       ", which vocab.json gives another token");
+    vocab[spelled] = id;
+    ids.insert(id);
+    cfg.tokenizer_added.push_back({uint32_t(id), a.value("special", false)});
+  }
+  cfg.tokenizer_vocab_json = vocab.dump();
+  cfg.tokenizer_merges_text = tokenizer::read_file_bytes(cfg.tokenizer_merges);
 }
 
 void read_gpt2(const ConfigJson& c, ModelConfig& cfg) {
@@ -191,6 +227,7 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   if (present(fs::path(dir) / "vocab.json") && present(fs::path(dir) / "merges.txt")) {
     cfg.tokenizer_vocab = (fs::path(dir) / "vocab.json").string();
     cfg.tokenizer_merges = (fs::path(dir) / "merges.txt").string();
+    if (present(fs::path(dir) / "tokenizer.json")) read_added_tokens(fs::path(dir) / "tokenizer.json", cfg);
   }
   return cfg;
 }

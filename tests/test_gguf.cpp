@@ -166,6 +166,29 @@ BOOST_AUTO_TEST_CASE(tokenizer_from_metadata) {
   BOOST_TEST(d.out == t["text"].get<std::string>());
 }
 
+// A vocabulary with added tokens (CONTROL and USER_DEFINED, stored as their text): the ids
+// llama.cpp's own llama-tokenize gives, with special tokens parsed (--special) and not, and
+// the text back from them.
+BOOST_AUTO_TEST_CASE(added_tokens_as_llama_cpp_reads_them) {
+  const auto a = expected()["added_tokens"];
+  const std::string file = (kDir / a["file"].get<std::string>()).string();
+  for (const auto& c : a["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    std::vector<std::string> args = {"tokenize", "-m", file, "--text", text};
+    if (c["special"].get<bool>()) args.push_back("--special");
+    BOOST_TEST_CONTEXT(text << (c["special"].get<bool>() ? " (--special)" : "")) {
+      auto r = test::run_cli(args);
+      BOOST_TEST(r.exit_code == 0, r.err);
+      std::string want;
+      for (uint32_t id : c["ids"].get<std::vector<uint32_t>>()) want += (want.empty() ? "" : " ") + std::to_string(id);
+      BOOST_TEST(r.out == want + "\n");
+      auto d = test::run_cli({"detokenize", "-m", file, "--ids", want});
+      BOOST_TEST(d.exit_code == 0, d.err);
+      BOOST_TEST(d.out == text);
+    }
+  }
+}
+
 // `generate --model x.gguf`: runs, and says once that it dequantizes.
 BOOST_AUTO_TEST_CASE(generate_with_model_flag) {
   auto r = test::run_cli({"generate", "-m", (kDir / "kq-Q4_K_M.gguf").string(), "--prompt", "Hello world",

@@ -111,6 +111,44 @@ BOOST_AUTO_TEST_CASE(snapshot_document_ids) {
              boost::test_tools::per_element());
 }
 
+// A snapshot's tokenizer.json added_tokens (three past vocab.json's ids): the ids Hugging
+// Face's JavaScript tokenizers gives (tools/make_added_tokens_fixture.js), special tokens
+// read with --special and left text without, and the text back from them. Only
+// added_tokens is read from tokenizer.json, so the test writes only that.
+BOOST_AUTO_TEST_CASE(snapshot_added_tokens_as_hugging_face_reads_them) {
+  std::ifstream in(kSource / "tests/fixtures/tokenizer/added_tokens.json");
+  const auto fixture = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  TempDir dir;
+  auto j = hf_gpt2_json();
+  j["vocab_size"] = 50260;
+  dir.write("config.json", j.dump());
+  fs::copy_file(kSource / "models/gpt2-tokenizer/encoder.json", dir / "vocab.json");
+  fs::copy_file(kSource / "models/gpt2-tokenizer/vocab.bpe", dir / "merges.txt");
+  dir.write("tokenizer.json", nlohmann::json{{"added_tokens", fixture["added_tokens"]}}.dump());
+  for (const auto& c : fixture["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    std::vector<std::string> args = {"tokenize", "-m", dir.path.string(), "--text", text};
+    if (c["special"].get<bool>()) args.push_back("--special");
+    BOOST_TEST_CONTEXT(text << (c["special"].get<bool>() ? " (--special)" : "")) {
+      CliResult r = run_cli(args);
+      BOOST_TEST(r.exit_code == 0, r.err);
+      std::string want;
+      for (uint32_t id : c["ids"].get<std::vector<uint32_t>>()) want += (want.empty() ? "" : " ") + std::to_string(id);
+      BOOST_TEST(r.out == want + "\n");
+      CliResult d = run_cli({"detokenize", "-m", dir.path.string(), "--ids", want});
+      BOOST_TEST(d.exit_code == 0, d.err);
+      BOOST_TEST(d.out == text);
+    }
+  }
+  // An added token whose id vocab.json gives another token is refused, naming both.
+  dir.write("tokenizer.json", R"({"added_tokens": [{"id": 464, "content": "<|x|>", "special": true}]})");
+  CliResult bad = run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"});
+  BOOST_TEST(bad.exit_code == 1);
+  BOOST_TEST(bad.err.find("tokenizer.json: added token \"<|x|>\" has id 464, which vocab.json gives another token") !=
+                 std::string::npos,
+             bad.err);
+}
+
 // model.safetensors.index.json over two shards.
 BOOST_AUTO_TEST_CASE(sharded_snapshot) {
   TempDir dir;

@@ -126,6 +126,31 @@ BOOST_AUTO_TEST_CASE(document_ids_from_the_model_file) {
   BOOST_TEST((tok.start_id() == std::optional<uint32_t>(464)));
 }
 
+// Added tokens are matched whole before the BPE, the longer of two overlapping ones first
+// (as llama.cpp partitions), a special one only with allow_special; the text between them
+// is encoded as it would be alone.
+BOOST_AUTO_TEST_CASE(added_tokens_split_the_text_first) {
+  const std::string dir = GPTVK_SOURCE_DIR "/models/gpt2-tokenizer/";
+  const Tokenizer plain = Tokenizer::load(dir + "encoder.json", dir + "vocab.bpe");
+  auto read = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::vector<AddedToken> added = {{262, false}, {612, false}, {11, true}};  // " the", " there", ","
+  const Tokenizer tok = Tokenizer::from_text("encoder.json", read(dir + "encoder.json"), "vocab.bpe",
+                                             read(dir + "vocab.bpe"), added);
+  auto ids = [](std::initializer_list<std::vector<uint32_t>> parts) {
+    std::vector<uint32_t> all;
+    for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+    return all;
+  };
+  // " there" before " the" (longer first), then the rest; "," is special: text by default.
+  BOOST_TEST(tok.encode(" theremin, the") == ids({{612}, plain.encode("min,"), {262}}), boost::test_tools::per_element());
+  BOOST_TEST(tok.encode(" theremin, the<|endoftext|>", true) == ids({{612}, plain.encode("min"), {11, 262, 50256}}),
+             boost::test_tools::per_element());
+  BOOST_TEST(tok.decode(tok.encode(" theremin, the", true)) == " theremin, the");
+}
+
 BOOST_AUTO_TEST_CASE(fixture_cases_match_reference_ids) {
   const Tokenizer& tok = gpt2_tokenizer();
   auto fixture = load_json("tests/fixtures/tokenizer/cases.json");

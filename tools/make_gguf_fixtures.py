@@ -19,10 +19,13 @@ For every file: <name>.gguf; <name>.logits.npy, the logits ([rows, V] float32) o
 NumPy forward pass over gguf-py's dequantized weights at the rows checked (every 8th
 position and the last); and in expected.json the ids, those rows, the tensor types llama-quantize chose, and for the small model
 the largest difference from the original weights' PyTorch logits (quantization error, for
-the record). Also the ids of a test sentence under the tokenizer (GPT-2's algorithm).
+the record). Also the ids of a test sentence under the tokenizer (GPT-2's algorithm), and
+added-Q8_0.gguf: the small model whose vocabulary has added tokens (CONTROL and
+USER_DEFINED, as the converter marks a Hugging Face tokenizer's), with the ids llama.cpp's
+own llama-tokenize gives texts holding them, special tokens parsed and not.
 
-Needs: llama.cpp's source (gguf-py) and a llama-quantize built against node-llama-cpp's
-libraries: tools/build_llama_quantize.sh DIR, then
+Needs: llama.cpp's source (gguf-py) and llama-quantize and llama-tokenize built against
+node-llama-cpp's libraries: tools/build_llama_quantize.sh DIR, then
     /usr/bin/python3 tools/make_gguf_fixtures.py --llama-cpp DIR
 (DIR e.g. /tmp/llama; ~700 MB of npm packages, never committed). numpy, python3-regex and
 python3-torch (tools/safetensors_io.py reads the small model's weights with it).
@@ -119,8 +122,9 @@ def encode(text, tokens, merges):
     return out
 
 
-def write_gguf(gguf, path, name, hp, tensors, tokens, merges):
-    """What convert_hf_to_gguf.py's GPT2Model writes, tensors in F32."""
+def write_gguf(gguf, path, name, hp, tensors, tokens, merges, types=None):
+    """What convert_hf_to_gguf.py's GPT2Model writes, tensors in F32. types: the tokens'
+    gguf.TokenType (default: NORMAL, and CONTROL for <|endoftext|>, the last)."""
     w = gguf.GGUFWriter(str(path), "gpt2")
     w.add_name(name)
     w.add_block_count(hp["n_layer"])
@@ -133,7 +137,7 @@ def write_gguf(gguf, path, name, hp, tensors, tokens, merges):
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("gpt-2")
     w.add_token_list(tokens)
-    w.add_token_types([gguf.TokenType.NORMAL] * (len(tokens) - 1) + [gguf.TokenType.CONTROL])
+    w.add_token_types(types or [gguf.TokenType.NORMAL] * (len(tokens) - 1) + [gguf.TokenType.CONTROL])
     w.add_token_merges(merges)
     w.add_bos_token_id(len(tokens) - 1)
     w.add_eos_token_id(len(tokens) - 1)
@@ -200,6 +204,38 @@ def forward(W, ids, n_layer, n_head):
     return x @ W.get("output.weight", W["token_embd.weight"]).T
 
 
+ADDED = [("<|im_start|>", "CONTROL"), ("<|im_end|>", "CONTROL"), (" Bonjour tout", "USER_DEFINED"),
+         ("\u00fcn\u00ef", "USER_DEFINED")]
+ADDED_TEXTS = ["<|im_start|>user Bonjour tout le monde, \u00fcn\u00ef!<|im_end|>",
+               "plain text Bonjour toutes<|im_end|",
+               "<|endoftext|>\u00fcn\u00ef\u00fcn\u00ef Bonjour tout<|im_start|><|im_end|>"]
+
+
+def added_tokens_gguf(gguf, quantize, tokenize, tmp, sd, hp):
+    """The small model with four added tokens, as convert_hf_to_gguf.py marks a Hugging Face
+    tokenizer's added tokens (special: CONTROL, else USER_DEFINED; stored as their text, not
+    in the byte alphabet): the last four merged tokens give their ids up (and their merges).
+    Returns expected.json's entry: each text's ids as llama.cpp's llama-tokenize gives them,
+    with and without special tokens parsed."""
+    tokens, merges = train_bpe(311)
+    first = len(tokens) - 1 - len(ADDED)
+    tokens[first:-1] = [t for t, _ in ADDED]
+    merges = merges[:len(merges) - len(ADDED)]
+    types = [gguf.TokenType.NORMAL] * first + [gguf.TokenType[k] for _, k in ADDED] + [gguf.TokenType.CONTROL]
+    write_gguf(gguf, tmp / "added-f32.gguf", "hf_gpt2", hp, hf_to_gguf_tensors(sd, 2), tokens, merges, types)
+    subprocess.run([str(quantize), str(tmp / "added-f32.gguf"), str(OUT / "added-Q8_0.gguf"), "Q8_0"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cases = []
+    for text in ADDED_TEXTS:
+        for special in (False, True):
+            cmd = [str(tokenize), "-m", str(OUT / "added-Q8_0.gguf"), "-p", text, "--ids", "--no-bos", "--log-disable"]
+            out = subprocess.run(cmd + ([] if special else ["--no-parse-special"]), check=True, capture_output=True,
+                                 text=True).stdout
+            cases.append({"text": text, "special": special, "ids": json.loads(out.strip().splitlines()[-1])})
+    return {"file": "added-Q8_0.gguf", "added": [{"id": first + i, "text": t, "type": k} for i, (t, k) in enumerate(ADDED)],
+            "cases": cases}
+
+
 def default_model_ggufs(gguf, quantize, out):
     """The bundled model (models/default) with GPT-2's real tokenizer as GGUF files in `out`
     (not fixtures: for measuring perplexity and greedy text against llama.cpp)."""
@@ -245,6 +281,7 @@ def main():
     tokens, merges = train_bpe(311)
     write_gguf(gguf, tmp / "small-f32.gguf", "hf_gpt2", small, hf_to_gguf_tensors(sd, 2), tokens, merges)
     models = [("small", small, ids, SMALL_TYPES, golden)]
+    expected["added_tokens"] = added_tokens_gguf(gguf, quantize, llama / "bin" / "llama-tokenize", tmp, sd, small)
 
     # kq: random weights wide enough for the K-quants' 256-value super-blocks
     rng = np.random.default_rng(35)

@@ -22,6 +22,8 @@ struct Tokenizer::State {
   std::optional<uint32_t> eot;
   std::optional<uint32_t> start;  // set_document_ids
   std::vector<uint32_t> ends;
+  std::vector<tokenizer::AddedText> added;  // longest first (tokenizer::sort_longest_first)
+  bool plain_added = false;                 // some added token is not special: always matched
   // The pre-tokenizer's match state and the BPE cache change on every encode (const as
   // it is to callers), so one encode runs at a time.
   std::mutex mu;
@@ -43,6 +45,22 @@ Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merg
 
 namespace {
 
+// The added tokens with their texts, longest first, <|endoftext|> among them as a special one.
+std::vector<tokenizer::AddedText> added_texts(const std::vector<std::string>& tokens, std::optional<uint32_t> eot,
+                                              std::span<const AddedToken> added, const std::string& vocab_path) {
+  std::vector<tokenizer::AddedText> out;
+  for (const AddedToken& a : added) {
+    if (a.id >= tokens.size())
+      throw InputError(vocab_path + ": added token " + std::to_string(a.id) + " is outside the vocabulary of " +
+                       std::to_string(tokens.size()));
+    out.push_back({a.id, tokens[a.id], a.special});
+  }
+  if (eot && std::none_of(added.begin(), added.end(), [&](const AddedToken& a) { return a.id == *eot; }))
+    out.push_back({*eot, tokens[*eot], true});
+  tokenizer::sort_longest_first(out);
+  return out;
+}
+
 // GPT-1's tokens as text: the end-of-word mark is the space that follows the word.
 void spell_word_ends(std::vector<std::string>& tokens) {
   constexpr std::string_view eow = tokenizer::WordBpe::kEndOfWord;
@@ -53,7 +71,8 @@ void spell_word_ends(std::vector<std::string>& tokens) {
 }  // namespace
 
 Tokenizer Tokenizer::from_text(const std::string& vocab_path, std::string_view vocab_json,
-                               const std::string& merges_path, std::string_view merges_text) {
+                               const std::string& merges_path, std::string_view merges_text,
+                               std::span<const AddedToken> added) {
   auto s = std::make_unique<State>();
   const tokenizer::Spelling spelling = tokenizer::vocab_spelling(vocab_json);
   s->tokens = tokenizer::parse_vocab(vocab_path, vocab_json, spelling);
@@ -82,6 +101,8 @@ Tokenizer Tokenizer::from_text(const std::string& vocab_path, std::string_view v
     s->eot = s->start = it->second;
     s->ends = {it->second};
   }
+  s->added = added_texts(s->tokens, s->eot, added, vocab_path);
+  s->plain_added = std::any_of(s->added.begin(), s->added.end(), [](const auto& a) { return !a.special; });
   s->bpe.emplace(tokenizer::parse_merges(merges_path, merges_text, ids), byte_ids);
   s->pre.emplace();
   return Tokenizer(std::move(s));
@@ -99,6 +120,9 @@ std::string Tokenizer::stop_text(std::string_view stop) const {
   return out;
 }
 std::optional<uint32_t> Tokenizer::eot_id() const { return s_->eot; }
+bool Tokenizer::has_special_tokens() const {
+  return std::any_of(s_->added.begin(), s_->added.end(), [](const auto& a) { return a.special; });
+}
 std::optional<uint32_t> Tokenizer::start_id() const { return s_->start; }
 std::span<const uint32_t> Tokenizer::end_ids() const { return s_->ends; }
 
@@ -120,19 +144,15 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool allow_specia
 
 void Tokenizer::encode_append(std::string_view text, std::vector<uint32_t>& out, bool allow_special) const {
   std::lock_guard lock(s_->mu);
-  if (!allow_special || !s_->eot) {
+  if (!s_->plain_added && !(allow_special && !s_->added.empty())) {
     encode_text(text, out);
     return;
   }
-  // Text between the special tokens is encoded as usual (so a word right before
+  // Text between the added tokens is encoded as usual (so a word right before
   // "<|endoftext|>" ends there, as in tiktoken's allowed_special).
-  for (;;) {
-    size_t at = text.find(kEndOfText);
-    encode_text(text.substr(0, at), out);
-    if (at == std::string_view::npos) return;
-    out.push_back(*s_->eot);
-    text.remove_prefix(at + kEndOfText.size());
-  }
+  tokenizer::split_on_added(
+      text, s_->added, allow_special, [&](std::string_view part) { encode_text(part, out); },
+      [&](uint32_t id) { out.push_back(id); });
 }
 
 void Tokenizer::encode_text(std::string_view text, std::vector<uint32_t>& out) const {

@@ -12,7 +12,9 @@
 //
 // Input that is not valid UTF-8 is encoded losslessly: each byte that is not part of a
 // valid character becomes its own single-byte token, so decode(encode(x)) == x for any
-// bytes x. "<|endoftext|>" in the input is ordinary text unless allow_special is set.
+// bytes x. "<|endoftext|>" in the input is ordinary text unless allow_special is set. A
+// model's added tokens (models/tokenizer/added_tokens.hpp) are matched in the text before
+// the BPE runs: special ones, like <|endoftext|>, only with allow_special.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/tokenizer/added_tokens.hpp"
+
 namespace gptvk {
 
 class Tokenizer {
@@ -29,16 +33,18 @@ class Tokenizer {
   // Throws InputError "PATH:LINE:COLUMN: cause" for an unreadable or malformed file.
   static Tokenizer load(const std::string& vocab_path, const std::string& merges_path);
   // The same from the files' text held in memory (a GGUF file's tokenizer); the paths only
-  // name them in errors.
+  // name them in errors. `added`: the vocabulary's added tokens, byte-level vocabularies
+  // only (<|endoftext|> is one, special, whether listed or not).
   static Tokenizer from_text(const std::string& vocab_path, std::string_view vocab_json,
-                             const std::string& merges_path, std::string_view merges_text);
+                             const std::string& merges_path, std::string_view merges_text,
+                             std::span<const AddedToken> added = {});
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  // allow_special: "<|endoftext|>" in the text becomes eot_id() (when the vocabulary has
-  // it) instead of being encoded as plain text, which is what GPT-2's encoder does.
+  // allow_special: "<|endoftext|>" (and any other special added token) in the text becomes
+  // its token instead of being encoded as plain text, which is what GPT-2's encoder does.
   // Thread-safe; concurrent calls on one Tokenizer take turns.
   std::vector<uint32_t> encode(std::string_view text, bool allow_special = false) const;
   void encode_append(std::string_view text, std::vector<uint32_t>& out, bool allow_special = false) const;
@@ -58,6 +64,8 @@ class Tokenizer {
   uint32_t vocab_size() const;
   // The id of "<|endoftext|>" (50256 for GPT-2), what --special reads that text as.
   std::optional<uint32_t> eot_id() const;
+  // Whether encode's allow_special has anything to read: <|endoftext|> or a special added token.
+  bool has_special_tokens() const;
   // Where a document starts and ends: "<|endoftext|>" both, as GPT-2 was trained, unless
   // the model file names its own ids (ModelConfig's start_token_id and end_token_ids),
   // which set_document_ids adds: an empty prompt starts from the file's start id, and
