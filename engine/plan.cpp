@@ -44,8 +44,10 @@ ops::LinearKernel ExecutionPlan::batch_linear_kernel(const vk::Context& ctx, uin
   // The CPU GEMM that broadcasts weights over the lanes (gemm_bcast, which Auto picks where
   // the row kernels run and the device has subgroup arithmetic) sums each output in the row
   // kernels' order too, and took less CPU time than the batched row kernel on lavapipe
-  // (bench/PERFORMANCE.md, "Batched decode").
-  return ctx.caps().subgroup_arithmetic ? ops::LinearKernel::Auto : ops::LinearKernel::MatVecRowsBatch;
+  // (bench/PERFORMANCE.md, "Batched decode"). Without it, quantized weights, which have no
+  // batched row kernel, take the one-token row kernel over every row.
+  if (ctx.caps().subgroup_arithmetic) return ops::LinearKernel::Auto;
+  return is_quantized(W.dtype) ? one : ops::LinearKernel::MatVecRowsBatch;
 }
 
 bool ExecutionPlan::batch_norm_in_lanes(const vk::Context& ctx, const Matrix& W, View x) const {

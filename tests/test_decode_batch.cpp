@@ -73,6 +73,11 @@ struct Fixture : test::NoValidationMessages {
     return weights_on(test::context(), c);
   }
   On other_matvec() { return weights_on(test::other_matvec_context(), cfg); }
+  On shuffles_only(DType dt) {
+    ModelConfig c = cfg;
+    c.dtype = dt;
+    return weights_on(test::shuffles_only_context(), c);
+  }
   std::unique_ptr<GptModel> model() { return model(native()); }
   std::unique_ptr<GptModel> model(const On& on) { return std::make_unique<GptModel>(on.ctx, on.cfg, on.weights); }
   // A burst of prompts against each one alone (a_burst_of_prompts_... below): sequence i
@@ -259,6 +264,14 @@ BOOST_AUTO_TEST_CASE(exact_rows_with_the_other_cpu_matvec_are_bit_identical_too,
 // one-token mat-vec does. Six sequences joining one a step, four steps each.
 BOOST_AUTO_TEST_CASE(exact_rows_over_q8_0_weights_are_bit_identical_too) {
   check_exact_rows(quantized(DType::Q8_0), 6, 4, 1);
+}
+
+// Q8_0 blocks again on a device with subgroup shuffles but no subgroup arithmetic, where
+// the CPU's broadcast GEMM cannot run: the one-token row mat-vec over every row.
+BOOST_AUTO_TEST_CASE(exact_rows_over_q8_0_weights_without_subgroup_arithmetic,
+                     *test::device_has([](vk::Context& c) { return c.cpu_kernels() && ops::row_matvec_supported(c); },
+                                       "has no CPU row mat-vecs")) {
+  check_exact_rows(shuffles_only(DType::Q8_0), 6, 4, 1);
 }
 
 // Sixteen rows in every step: on lavapipe they fill the CPU GEMM's wide tile (16 tokens a

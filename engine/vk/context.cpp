@@ -181,7 +181,8 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     std::string key = item.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
     const std::pair<const char*, bool*> switches[] = {
-        {"no_fp16", &f.no_fp16}, {"no_subgroup", &f.no_subgroup}, {"no_coopmat", &f.no_coopmat},
+        {"no_fp16", &f.no_fp16}, {"no_subgroup", &f.no_subgroup},
+        {"no_subgroup_arithmetic", &f.no_subgroup_arithmetic}, {"no_coopmat", &f.no_coopmat},
         {"coopmat_emu", &f.emulated_coopmat}, {"no_coopmat_attention", &f.no_coopmat_attention}, {"gpu", &f.gpu_kernels}};
     const auto on = std::find_if(std::begin(switches), std::end(switches), [&](const auto& s) { return key == s.first; });
     if (on != std::end(switches)) {
@@ -197,8 +198,8 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     else if (key == "matvec") throw UsageError("GPTVK_FORCE: matvec is 'rows' or 'cols', not '" + value + "'");
     else
       throw UsageError("unknown limit '" + key +
-                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, no_coopmat, no_coopmat_attention, coopmat_emu, "
-                       "gpu, max_range=SIZE, shared=SIZE, matvec=rows|cols)");
+                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, no_subgroup_arithmetic, no_coopmat, no_coopmat_attention, "
+                       "coopmat_emu, gpu, max_range=SIZE, shared=SIZE, matvec=rows|cols)");
   }
   return f;
 }
@@ -212,6 +213,7 @@ ForcedLimits ForcedLimits::merged_with(const ForcedLimits& over) const {
   ForcedLimits m = *this;
   m.no_fp16 |= over.no_fp16;
   m.no_subgroup |= over.no_subgroup;
+  m.no_subgroup_arithmetic |= over.no_subgroup_arithmetic;
   m.no_coopmat |= over.no_coopmat;
   m.emulated_coopmat |= over.emulated_coopmat;
   m.no_coopmat_attention |= over.no_coopmat_attention;
@@ -471,8 +473,9 @@ void Context::read_caps(const ForcedLimits& forced) {
 void Context::apply_forced(const ForcedLimits& forced) {
   if (forced.no_fp16) caps_.fp16_storage = caps_.fp16_arithmetic = false;
   if (forced.no_subgroup) caps_.subgroup_arithmetic = caps_.subgroup_shuffle = false;
+  if (forced.no_subgroup_arithmetic) caps_.subgroup_arithmetic = false;
   if (forced.emulated_coopmat && caps_.fp16_arithmetic && caps_.subgroup_arithmetic) caps_.coopmat = emulated_coopmat();
-  if (forced.no_coopmat || forced.no_fp16 || forced.no_subgroup) caps_.coopmat = {};
+  if (forced.no_coopmat || forced.no_fp16 || forced.no_subgroup || forced.no_subgroup_arithmetic) caps_.coopmat = {};
   if (forced.no_coopmat_attention) caps_.coopmat_attention = false;
   // A GPU's kernels and staging uploads on any device, so that a machine without a GPU can
   // test them on whole models (tests/test_models.cpp); the device stays what it is.

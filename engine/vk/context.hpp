@@ -72,6 +72,9 @@ struct Caps {
 struct ForcedLimits {
   bool no_fp16 = false;
   bool no_subgroup = false;
+  // "no_subgroup_arithmetic": subgroup shuffles without subgroupAdd and the like, as some
+  // devices offer them, for the kernels that choose by each.
+  bool no_subgroup_arithmetic = false;
   bool no_coopmat = false;  // "no_coopmat": the GEMMs of the FP32 units, not the matrix units
   // "coopmat_emu": the matrix-unit kernels on emulated cooperative matrices (engine/vk/coopmat.hpp),
   // on devices with f16 arithmetic and subgroups; taken with "gpu" on CPU devices, whose own

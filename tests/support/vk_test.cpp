@@ -18,7 +18,7 @@ const std::map<std::string, std::span<const uint32_t>>& test_shader_table();
 namespace gptvk::test {
 
 namespace {
-std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu, g_other_matvec, g_coopmat_emu;
+std::unique_ptr<vk::Context> g_native, g_fallback, g_gpu, g_other_matvec, g_coopmat_emu, g_shuffles_only;
 
 vk::ContextOptions options() {
   static const bool test_shaders_added = (vk::add_shader_table(vk::test_shader_table()), true);
@@ -57,6 +57,8 @@ vk::Context& coopmat_emu_context() { return forced_context(g_coopmat_emu, "gpu,c
 
 bool can_emulate_coopmat(vk::Context& ctx) { return ctx.caps().fp16_arithmetic && ctx.caps().subgroup_arithmetic; }
 const char* const kCannotEmulateCoopmat = "has no f16 arithmetic or subgroup operations, which the emulation needs";
+
+vk::Context& shuffles_only_context() { return forced_context(g_shuffles_only, "no_subgroup_arithmetic"); }
 
 vk::Context& other_matvec_context() {
   return forced_context(g_other_matvec, context().caps().column_split_matvec ? "matvec=rows" : "matvec=cols");

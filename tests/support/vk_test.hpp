@@ -30,6 +30,9 @@ vk::Context& gpu_paths_context();
 // (GPTVK_FORCE=matvec=rows where Caps::column_split_matvec, matvec=cols elsewhere), so
 // whole models cover both whichever CPU runs the tests. Validation as gpu_paths_context's.
 vk::Context& other_matvec_context();
+// The device with subgroup shuffles but no subgroup arithmetic (GPTVK_FORCE=
+// no_subgroup_arithmetic), as some devices are. Validation as gpu_paths_context's.
+vk::Context& shuffles_only_context();
 // A GPU's kernels with cooperative matrices emulated (GPTVK_FORCE=gpu,coopmat_emu), so that
 // the matrix-unit kernels run on any device with f16 arithmetic and subgroups. Validation as
 // gpu_paths_context's.
