@@ -176,11 +176,7 @@ Tokenizer read_tokenizer_files(const ModelConfig& cfg) {
 
 Tokenizer load_tokenizer(const ModelConfig& cfg) {
   Tokenizer tok = read_tokenizer_files(cfg);
-  try {
-    tok.set_document_ids(cfg.start_token_id, cfg.end_token_ids);
-  } catch (const InputError& e) {
-    throw InputError(cfg.source + ": the start (bos) token: " + e.what());
-  }
+  tok.set_document_ids(cfg.start_token_id, cfg.end_token_ids);
   return tok;
 }
 

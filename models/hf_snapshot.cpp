@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "engine/error.hpp"
@@ -56,18 +57,17 @@ class ConfigJson {
       fail(key, j_.at(key).dump() + " is outside the range of a float (about 1e-38 to 3e38)");
     return e;
   }
-  // A token id below `vocab`: the value of `key`, or each of its values when it is a list
-  // (transformers' eos_token_id may be either).
+  // The token ids of `key`, one or a list (transformers' eos_token_id may be either), less
+  // those at or past `vocab`: GPT2Config's defaults name 50256 whatever the vocabulary,
+  // and a token the model cannot produce never ends its text (llama.cpp too carries on).
   std::vector<uint32_t> token_ids(const std::string& key, uint32_t vocab) const {
     if (!has(key)) return {};
     const json& v = j_.at(key);
     const json list = v.is_array() ? v : json::array({v});
     std::vector<uint32_t> ids;
     for (const json& id : list) {
-      const bool in_range = id.is_number_unsigned() ? id.get<uint64_t>() < vocab
-                            : id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < int64_t(vocab);
-      if (!in_range) fail(key, id.dump() + " is not the id of a token (0 .. " + std::to_string(vocab - 1) + ")");
-      ids.push_back(id.get<uint32_t>());
+      if (!id.is_number_unsigned()) fail(key, id.dump() + " is not a token id (a whole number from 0)");
+      if (id.get<uint64_t>() < vocab) ids.push_back(id.get<uint32_t>());
     }
     return ids;
   }
@@ -115,26 +115,35 @@ void read_added_tokens(const fs::path& file, ModelConfig& cfg) {
   if (!t.is_object() || !t.contains("added_tokens")) return;
   const std::string vocab_text = tokenizer::read_file_bytes(cfg.tokenizer_vocab);
   if (tokenizer::vocab_spelling(vocab_text) != tokenizer::Spelling::ByteAlphabet) return;
-  json vocab = json::parse(vocab_text, nullptr, false);
-  if (!vocab.is_object()) return;  // the tokenizer's own reader says what is wrong with it
-  std::set<uint64_t> ids;
-  for (const auto& [text, id] : vocab.items())
-    if (id.is_number_unsigned()) ids.insert(id.get<uint64_t>());
+  // vocab.json's own errors first, as its reader states them (line and column).
+  const std::vector<std::string> tokens =
+      tokenizer::parse_vocab(cfg.tokenizer_vocab, vocab_text, tokenizer::Spelling::ByteAlphabet);
+  json vocab = json::parse(vocab_text);
+  std::map<uint64_t, std::string> added_ids;  // id -> content, of the entries read so far
   const json& added = t["added_tokens"];
   if (!added.is_array()) throw InputError(path + ": added_tokens: expected an array");
   for (const json& a : added) {
+    auto flag = [&](const char* key) { return a.contains(key) && !a[key].is_boolean(); };
     if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() || a["id"].get<uint64_t>() >= cfg.vocab_size ||
-        !a.contains("content") || !a["content"].is_string() || (a.contains("special") && !a["special"].is_boolean()))
+        !a.contains("content") || !a["content"].is_string() || flag("special") || flag("lstrip") || flag("rstrip"))
       throw InputError(path + ": added_tokens: " + a.dump().substr(0, 200) +
                        " is not {\"id\": a token id below vocab_size, \"content\": text, \"special\": true or false}");
+    if (a.value("single_word", false))
+      throw InputError(path + ": added token " + a["content"].dump() + ": single_word is not supported");
     const uint64_t id = a["id"].get<uint64_t>();
-    const std::string spelled = tokenizer::byte_alphabet_spelling(a["content"].get<std::string>());
-    if (vocab.contains(spelled) ? vocab[spelled] != id : ids.count(id))
-      throw InputError(path + ": added token " + a["content"].dump() + " has id " + std::to_string(id) +
-                       ", which vocab.json gives another token");
+    const std::string content = a["content"].get<std::string>();
+    if (auto [it, fresh] = added_ids.emplace(id, content); !fresh)
+      throw InputError(path + ": added_tokens give id " + std::to_string(id) + " to both " + json(it->second).dump() +
+                       " and " + json(content).dump());
+    const std::string spelled = tokenizer::byte_alphabet_spelling(content);
+    const bool known = id < tokens.size();
+    const std::string named = path + ": added token " + json(content).dump() + " has id " + std::to_string(id);
+    if (known && tokens[id] != content) throw InputError(named + ", which vocab.json gives " + json(tokens[id]).dump());
+    if (!known && vocab.contains(spelled))
+      throw InputError(named + ", but vocab.json gives it id " + vocab[spelled].dump());
     vocab[spelled] = id;
-    ids.insert(id);
-    cfg.tokenizer_added.push_back({uint32_t(id), a.value("special", false)});
+    cfg.tokenizer_added.push_back({uint32_t(id), a.value("special", false), a.value("lstrip", false),
+                                   a.value("rstrip", false)});
   }
   cfg.tokenizer_vocab_json = vocab.dump();
   cfg.tokenizer_merges_text = tokenizer::read_file_bytes(cfg.tokenizer_merges);
@@ -216,10 +225,8 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   if (cfg.emb_dim % cfg.n_heads) c.fail("n_head", std::to_string(cfg.n_heads) + " does not divide n_embd");
   if (std::string why = head_dim_limit(cfg); !why.empty()) c.fail("n_head", why);
   if (std::string why = vocab_limit(cfg); !why.empty()) c.fail("vocab_size", why);
-  if (auto bos = c.token_ids("bos_token_id", cfg.vocab_size); !bos.empty()) {
-    if (bos.size() > 1) c.fail("bos_token_id", "expected one token id");
-    cfg.start_token_id = bos[0];
-  }
+  if (c.has("bos_token_id") && j["bos_token_id"].is_array()) c.fail("bos_token_id", "expected one token id");
+  if (auto bos = c.token_ids("bos_token_id", cfg.vocab_size); !bos.empty()) cfg.start_token_id = bos[0];
   cfg.end_token_ids = c.token_ids("eos_token_id", cfg.vocab_size);
   cfg.weights_file = dir;
   cfg.dtype = dtype;

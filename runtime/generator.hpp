@@ -58,7 +58,7 @@ struct TokenLogprob {
 };
 
 struct GenerationStep {
-  std::optional<uint32_t> token;       // the token this step generated; none for <|endoftext|> or cancel
+  std::optional<uint32_t> token;       // the token this step generated; none for an end id or cancel
   std::string text;                    // the text final now (may be empty: held back, or after a stop)
   std::optional<TokenLogprob> logprob;  // with GenerationOptions::logprobs
   bool last = false;                   // finished after this step
@@ -131,7 +131,7 @@ class Generator {
   GptModel& model() const { return model_; }
   bool finished() const { return reason_ != FinishReason::None; }
   FinishReason finish_reason() const { return reason_; }
-  // Every generated token (the one that completed a stop string included; not <|endoftext|>).
+  // Every generated token (the one that completed a stop string included; not an end id).
   const std::vector<uint32_t>& tokens() const { return tokens_; }
   // The text released so far; when finished, the whole continuation (up to a stop string).
   const std::string& text() const { return text_.released(); }

@@ -109,18 +109,28 @@ BOOST_AUTO_TEST_CASE(snapshot_document_ids) {
   dir.write("config.json", j.dump());
   BOOST_TEST(model_config_for_path(dir.path.string(), DType::F32).end_token_ids == std::vector<uint32_t>{310},
              boost::test_tools::per_element());
+  // GPT2Config's defaults (50256) in a config of 311 tokens: ids the model cannot produce,
+  // left out; the folder still runs.
+  j.update({{"bos_token_id", 50256}, {"eos_token_id", {50256, 7}}});
+  dir.write("config.json", j.dump());
+  ModelConfig defaults = model_config_for_path(dir.path.string(), DType::F32);
+  BOOST_TEST(!defaults.start_token_id.has_value());
+  BOOST_TEST(defaults.end_token_ids == std::vector<uint32_t>{7}, boost::test_tools::per_element());
+  CliResult r = run_cli({"forward", "-m", dir.path.string(), "--ids", "1,2", "--out", (dir / "o.npy").string()});
+  BOOST_TEST(r.exit_code == 0, r.err);
 }
 
-// A snapshot's tokenizer.json added_tokens (three past vocab.json's ids): the ids Hugging
-// Face's JavaScript tokenizers gives (tools/make_added_tokens_fixture.js), special tokens
-// read with --special and left text without, and the text back from them. Only
-// added_tokens is read from tokenizer.json, so the test writes only that.
+// A snapshot's tokenizer.json added_tokens (six past vocab.json's ids, two overlapping, one
+// with lstrip and one with rstrip): the ids Hugging Face's JavaScript tokenizers gives
+// (tools/make_added_tokens_fixture.js), special tokens read with --special and left text
+// without, and what it decodes them to. Only added_tokens is read from tokenizer.json, so
+// the test writes only that.
 BOOST_AUTO_TEST_CASE(snapshot_added_tokens_as_hugging_face_reads_them) {
   std::ifstream in(kSource / "tests/fixtures/tokenizer/added_tokens.json");
   const auto fixture = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
   TempDir dir;
   auto j = hf_gpt2_json();
-  j["vocab_size"] = 50260;
+  j["vocab_size"] = 50263;
   dir.write("config.json", j.dump());
   fs::copy_file(kSource / "models/gpt2-tokenizer/encoder.json", dir / "vocab.json");
   fs::copy_file(kSource / "models/gpt2-tokenizer/vocab.bpe", dir / "merges.txt");
@@ -137,16 +147,23 @@ BOOST_AUTO_TEST_CASE(snapshot_added_tokens_as_hugging_face_reads_them) {
       BOOST_TEST(r.out == want + "\n");
       CliResult d = run_cli({"detokenize", "-m", dir.path.string(), "--ids", want});
       BOOST_TEST(d.exit_code == 0, d.err);
-      BOOST_TEST(d.out == text);
+      BOOST_TEST(d.out == c["decoded"].get<std::string>());
     }
   }
-  // An added token whose id vocab.json gives another token is refused, naming both.
-  dir.write("tokenizer.json", R"({"added_tokens": [{"id": 464, "content": "<|x|>", "special": true}]})");
-  CliResult bad = run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"});
-  BOOST_TEST(bad.exit_code == 1);
-  BOOST_TEST(bad.err.find("tokenizer.json: added token \"<|x|>\" has id 464, which vocab.json gives another token") !=
-                 std::string::npos,
-             bad.err);
+  // Added tokens that contradict vocab.json or each other are refused, naming both sides.
+  for (auto [added, why] : {std::pair{R"({"id": 464, "content": "<|x|>"})",
+                                      "added token \"<|x|>\" has id 464, which vocab.json gives \"The\""},
+                            {R"({"id": 50257, "content": "The"})",
+                             "added token \"The\" has id 50257, but vocab.json gives it id 464"},
+                            {R"({"id": 50257, "content": "<a>"}, {"id": 50257, "content": "<b>"})",
+                             "added_tokens give id 50257 to both \"<a>\" and \"<b>\""},
+                            {R"({"id": 50257, "content": "<a>", "single_word": true})",
+                             "added token \"<a>\": single_word is not supported"}}) {
+    dir.write("tokenizer.json", std::string(R"({"added_tokens": [)") + added + "]}");
+    CliResult bad = run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"});
+    BOOST_TEST(bad.exit_code == 1);
+    BOOST_TEST(bad.err.find(std::string("tokenizer.json: ") + why) != std::string::npos, bad.err);
+  }
 }
 
 // model.safetensors.index.json over two shards.

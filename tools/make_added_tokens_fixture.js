@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // Writes tests/fixtures/tokenizer/added_tokens.json: GPT-2's tokenizer with tokens added
-// (as a fine-tune's tokenizer.json carries them: <|endoftext|> and <|im_start|> special,
-// " Bonjour tout" and "ünï" not, the last three past vocab.json's ids), and texts with the
+// (as a fine-tune's tokenizer.json carries them: <|endoftext|>, <|im_start|> and <mask>
+// (lstrip, as RoBERTa's) special, " Bonjour tout", "ünï" and the overlapping "xab" and "bcdq"
+// not, all but the first past vocab.json's ids), and texts with the
 // ids Hugging Face's JavaScript `tokenizers` (@huggingface/tokenizers 0.2.0, npm) gives
 // them through the tokenizer.json transformers' GPT2Converter writes (ByteLevel
 // pre-tokenizer, BPE). "special": true is that tokenizer as it is, which reads special
 // tokens in the text (gpt-vk's --special); false is the same without its special tokens,
-// which leaves them text (gpt-vk's default, as GPT-2's own encoder).
+// which leaves them text (gpt-vk's default, as GPT-2's own encoder); "decoded" is what the
+// ids decode to.
 //
 // Run from anywhere (npm ci in tools/ first): node tools/make_added_tokens_fixture.js
 'use strict';
@@ -23,11 +25,15 @@ const added = [
   { id: 50257, content: '<|im_start|>', special: true },
   { id: 50258, content: ' Bonjour tout', special: false },
   { id: 50259, content: '\u00fcn\u00ef', special: false },
+  { id: 50260, content: '<mask>', special: true, lstrip: true },
+  { id: 50261, content: 'xab', special: false },
+  { id: 50262, content: 'bcdq', special: false, rstrip: true },
 ].map((a) => ({ single_word: false, lstrip: false, rstrip: false, normalized: !a.special, ...a }));
 const texts = [
   '<|im_start|>user Bonjour tout le monde, \u00fcn\u00ef!<|endoftext|>',
   'plain text Bonjour toutes \u00fcn\u00ef\u00fcn\u00ef',
   '<|endoftext|><|im_start|> Bonjour tout<|im_start|',
+  'a <mask> b \u3000<mask>xabcdq  bcdq \t\nz',
 ];
 
 // The byte alphabet's spelling of the added tokens' text, as vocab.json spells its tokens.
@@ -54,7 +60,11 @@ function tokenizerJson(withSpecial) {
 const cases = [];
 for (const special of [false, true]) {
   const tok = new Tokenizer(tokenizerJson(special), {});
-  for (const text of texts) cases.push({ text, special, ids: tok.encode(text, { add_special_tokens: false }).ids });
+  for (const text of texts) {
+    const ids = tok.encode(text, { add_special_tokens: false }).ids;
+    // What the ids decode to: the text, less the whitespace lstrip and rstrip took.
+    cases.push({ text, special, ids, decoded: tok.decode(ids, { skip_special_tokens: false }) });
+  }
 }
 const out = path.join(root, 'tests/fixtures/tokenizer/added_tokens.json');
 fs.writeFileSync(out, JSON.stringify({ generator: 'tools/make_added_tokens_fixture.js', added_tokens: added, cases },

@@ -1,41 +1,57 @@
 // Tokens added to a vocabulary after its BPE merges were learned (llama.cpp's CONTROL and
 // USER_DEFINED token types, transformers' added_tokens, GPT-2's own <|endoftext|>): each is
-// matched in the text as a whole before the BPE runs, as llama.cpp's tokenizer and
-// transformers' do. A special one (a control token such as <|endoftext|>) only where the
-// caller allows special tokens (--special); the others always.
+// matched in the text as a whole before the BPE runs. A special one (a control token such
+// as <|endoftext|>) only where the caller allows special tokens (--special); the others
+// always.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace gptvk {
 
-// An added token of a model's vocabulary, by id: its text is the vocabulary's.
+// An added token of a model's vocabulary, by id: its text is the vocabulary's. lstrip and
+// rstrip (transformers'): the match takes the whitespace before / after it along.
 struct AddedToken {
   uint32_t id = 0;
   bool special = false;
+  bool lstrip = false, rstrip = false;
 };
 
 namespace tokenizer {
 
-struct AddedText {
-  uint32_t id = 0;
-  std::string text;
-  bool special = false;
+// Finds the added tokens in a text in one pass over it, leftmost first and the longest
+// there (transformers' rule; llama.cpp, which tries the longest token everywhere first,
+// differs only where two added tokens overlap), through a trie of their texts.
+class AddedTokenMatcher {
+ public:
+  // `texts[i]` is added[i]'s text; tokens with empty texts are left out.
+  AddedTokenMatcher(std::vector<AddedToken> added, const std::vector<std::string>& texts);
+  bool any_plain() const { return any_plain_; }
+  bool any_special() const { return any_special_; }
+  // Calls `plain` for each stretch of text between matches and `token` for each match, in
+  // the order they appear.
+  void split(std::string_view text, bool allow_special, const std::function<void(std::string_view)>& plain,
+             const std::function<void(uint32_t)>& token) const;
+
+ private:
+  static constexpr uint32_t kNone = ~0u;
+  struct Node {
+    std::vector<std::pair<uint8_t, uint32_t>> next;  // byte -> node
+    uint32_t token = kNone;                          // index into added_ of the token ending here
+  };
+  uint32_t child(uint32_t node, uint8_t b) const;
+  // The longest allowed token starting at text[i]: (index into added_, its length); kNone if none.
+  std::pair<uint32_t, size_t> longest_at(std::string_view text, size_t i, bool allow_special) const;
+
+  std::vector<AddedToken> added_;
+  std::vector<Node> nodes_;
+  std::array<uint32_t, 256> root_;  // the first byte's node
+  bool any_plain_ = false, any_special_ = false;
 };
-
-// The order split_on_added takes them in: longest text first, then lowest id.
-void sort_longest_first(std::vector<AddedText>& added);
-
-// Splits `text` on the added tokens' texts (sorted by sort_longest_first), as llama.cpp
-// partitions it: each token in turn splits the stretches the ones before it left, so a
-// longer token wins over a shorter one inside it. Calls `plain` for each stretch of text
-// between matches and `token` for each match, in the order they appear.
-void split_on_added(std::string_view text, std::span<const AddedText> added, bool allow_special,
-                    const std::function<void(std::string_view)>& plain, const std::function<void(uint32_t)>& token);
 
 // The byte-level vocabulary's spelling of raw bytes (a GGUF file's added tokens are stored
 // as their text; its other tokens, like vocab.json's, in GPT-2's byte alphabet).

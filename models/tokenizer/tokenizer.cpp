@@ -22,8 +22,7 @@ struct Tokenizer::State {
   std::optional<uint32_t> eot;
   std::optional<uint32_t> start;  // set_document_ids
   std::vector<uint32_t> ends;
-  std::vector<tokenizer::AddedText> added;  // longest first (tokenizer::sort_longest_first)
-  bool plain_added = false;                 // some added token is not special: always matched
+  std::optional<tokenizer::AddedTokenMatcher> added;  // byte-level vocabularies
   // The pre-tokenizer's match state and the BPE cache change on every encode (const as
   // it is to callers), so one encode runs at a time.
   std::mutex mu;
@@ -45,20 +44,20 @@ Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merg
 
 namespace {
 
-// The added tokens with their texts, longest first, <|endoftext|> among them as a special one.
-std::vector<tokenizer::AddedText> added_texts(const std::vector<std::string>& tokens, std::optional<uint32_t> eot,
-                                              std::span<const AddedToken> added, const std::string& vocab_path) {
-  std::vector<tokenizer::AddedText> out;
-  for (const AddedToken& a : added) {
+// The added tokens and their texts, <|endoftext|> among them as a special one.
+tokenizer::AddedTokenMatcher added_matcher(const std::vector<std::string>& tokens, std::optional<uint32_t> eot,
+                                           std::span<const AddedToken> added, const std::string& vocab_path) {
+  std::vector<AddedToken> all(added.begin(), added.end());
+  if (eot && std::none_of(added.begin(), added.end(), [&](const AddedToken& a) { return a.id == *eot; }))
+    all.push_back({*eot, true});
+  std::vector<std::string> texts;
+  for (const AddedToken& a : all) {
     if (a.id >= tokens.size())
       throw InputError(vocab_path + ": added token " + std::to_string(a.id) + " is outside the vocabulary of " +
                        std::to_string(tokens.size()));
-    out.push_back({a.id, tokens[a.id], a.special});
+    texts.push_back(tokens[a.id]);
   }
-  if (eot && std::none_of(added.begin(), added.end(), [&](const AddedToken& a) { return a.id == *eot; }))
-    out.push_back({*eot, tokens[*eot], true});
-  tokenizer::sort_longest_first(out);
-  return out;
+  return tokenizer::AddedTokenMatcher(std::move(all), texts);
 }
 
 // GPT-1's tokens as text: the end-of-word mark is the space that follows the word.
@@ -101,8 +100,7 @@ Tokenizer Tokenizer::from_text(const std::string& vocab_path, std::string_view v
     s->eot = s->start = it->second;
     s->ends = {it->second};
   }
-  s->added = added_texts(s->tokens, s->eot, added, vocab_path);
-  s->plain_added = std::any_of(s->added.begin(), s->added.end(), [](const auto& a) { return !a.special; });
+  s->added.emplace(added_matcher(s->tokens, s->eot, added, vocab_path));
   s->bpe.emplace(tokenizer::parse_merges(merges_path, merges_text, ids), byte_ids);
   s->pre.emplace();
   return Tokenizer(std::move(s));
@@ -120,17 +118,12 @@ std::string Tokenizer::stop_text(std::string_view stop) const {
   return out;
 }
 std::optional<uint32_t> Tokenizer::eot_id() const { return s_->eot; }
-bool Tokenizer::has_special_tokens() const {
-  return std::any_of(s_->added.begin(), s_->added.end(), [](const auto& a) { return a.special; });
-}
+bool Tokenizer::has_special_tokens() const { return s_->added && s_->added->any_special(); }
 std::optional<uint32_t> Tokenizer::start_id() const { return s_->start; }
 std::span<const uint32_t> Tokenizer::end_ids() const { return s_->ends; }
 
 void Tokenizer::set_document_ids(std::optional<uint32_t> start, std::span<const uint32_t> ends) {
-  if (start) {
-    token_bytes(*start);  // its text starts an empty prompt's echo
-    s_->start = start;
-  }
+  if (start && *start < s_->tokens.size()) s_->start = start;  // its text starts an empty prompt's echo
   for (uint32_t id : ends)
     if (std::find(s_->ends.begin(), s_->ends.end(), id) == s_->ends.end()) s_->ends.push_back(id);
 }
@@ -144,14 +137,14 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool allow_specia
 
 void Tokenizer::encode_append(std::string_view text, std::vector<uint32_t>& out, bool allow_special) const {
   std::lock_guard lock(s_->mu);
-  if (!s_->plain_added && !(allow_special && !s_->added.empty())) {
+  if (!s_->added || !(s_->added->any_plain() || (allow_special && s_->added->any_special()))) {
     encode_text(text, out);
     return;
   }
   // Text between the added tokens is encoded as usual (so a word right before
   // "<|endoftext|>" ends there, as in tiktoken's allowed_special).
-  tokenizer::split_on_added(
-      text, s_->added, allow_special, [&](std::string_view part) { encode_text(part, out); },
+  s_->added->split(
+      text, allow_special, [&](std::string_view part) { encode_text(part, out); },
       [&](uint32_t id) { out.push_back(id); });
 }
 

@@ -70,7 +70,8 @@ class Tokenizer {
   // the model file names its own ids (ModelConfig's start_token_id and end_token_ids),
   // which set_document_ids adds: an empty prompt starts from the file's start id, and
   // generation stops at any of its end ids as well as at "<|endoftext|>" (as llama.cpp
-  // does). Throws InputError for a start id outside the vocabulary.
+  // does). A start id outside the vocabulary is left out, as the model cannot have been
+  // trained to start from it.
   void set_document_ids(std::optional<uint32_t> start, std::span<const uint32_t> ends);
   std::optional<uint32_t> start_id() const;
   std::span<const uint32_t> end_ids() const;

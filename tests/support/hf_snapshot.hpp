@@ -13,7 +13,8 @@ namespace gptvk::test {
 inline nlohmann::json hf_gpt2_json() {
   return {{"model_type", "gpt2"}, {"n_embd", 64}, {"n_layer", 2}, {"n_head", 2}, {"n_positions", 73},
           {"vocab_size", 311},   {"n_inner", nullptr}, {"activation_function", "gelu_new"},
-          {"layer_norm_epsilon", 1e-5}, {"tie_word_embeddings", true}};
+          {"layer_norm_epsilon", 1e-5}, {"tie_word_embeddings", true}, {"bos_token_id", 50256},
+          {"eos_token_id", 50256}};
 }
 
 // A snapshot folder: `config` as config.json and the weights (copied), nothing else.
