@@ -7,6 +7,7 @@
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   gptvk::fuzz::gpt2_tokenizer();
   gptvk::fuzz::gpt1_tokenizer();
+  gptvk::fuzz::gpt2_tokenizer_with_added();
   return 0;
 }
 

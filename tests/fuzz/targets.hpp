@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -237,6 +239,22 @@ inline const Tokenizer& gpt2_tokenizer() {
   return tok;
 }
 
+// GPT-2's with added tokens that overlap (" the", "heres", " there", ","), special and not,
+// and one that takes the whitespace beside it along (" and", lstrip and rstrip).
+inline const Tokenizer& gpt2_tokenizer_with_added() {
+  static const Tokenizer tok = [] {
+    auto read = [](const char* p) {
+      std::ifstream in(p, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const std::vector<AddedToken> added = {
+        {262, false}, {19079, false}, {612, true}, {11, true}, {290, false, true, true}};
+    return Tokenizer::from_text("encoder.json", read(GPTVK_SOURCE_DIR "/models/gpt2-tokenizer/encoder.json"),
+                                "vocab.bpe", read(GPTVK_SOURCE_DIR "/models/gpt2-tokenizer/vocab.bpe"), added);
+  }();
+  return tok;
+}
+
 // A GPT-1-style tokenizer (tests/fixtures/tokenizer/gpt1: 400 tokens, "<unk>" among them).
 inline const Tokenizer& gpt1_tokenizer() {
   static const Tokenizer tok = Tokenizer::load(GPTVK_SOURCE_DIR "/tests/fixtures/tokenizer/gpt1/vocab.json",
@@ -284,6 +302,14 @@ inline Outcome check_tokenizer(std::span<const uint8_t> data) {
       streamed += stream.flush();
       require(streamed == text, "streamed decode differs from the input");
     }
+    // With added tokens: ids in the vocabulary, and the input back but for the whitespace
+    // beside " and", which it takes along.
+    const Tokenizer& added = gpt2_tokenizer_with_added();
+    std::vector<uint32_t> with = added.encode(text, special);
+    for (uint32_t id : with) require(id < added.vocab_size(), "encode() with added tokens gave id " + std::to_string(id));
+    if (text.find(" and") == std::string_view::npos)
+      require(added.decode(with) == text, std::string("with added tokens, decode(encode(x)) != x") +
+                                              (special ? " with special tokens" : ""));
   }
   return {};
 }
