@@ -159,9 +159,9 @@ namespace {
 
 Tokenizer read_tokenizer_files(const ModelConfig& cfg) {
   if (!cfg.tokenizer_unsupported.empty()) throw InputError(cfg.tokenizer_unsupported);
-  if (!cfg.tokenizer_vocab_json.empty())
-    return Tokenizer::from_text(cfg.tokenizer_vocab, cfg.tokenizer_vocab_json, cfg.tokenizer_merges,
-                                cfg.tokenizer_merges_text, cfg.tokenizer_added);
+  if (cfg.tokenizer_vocab_json)
+    return Tokenizer::from_text(cfg.tokenizer_vocab, *cfg.tokenizer_vocab_json, cfg.tokenizer_merges,
+                                *cfg.tokenizer_merges_text, cfg.tokenizer_added);
   if (cfg.tokenizer_vocab.empty() || cfg.tokenizer_merges.empty()) {
     using Origin = ModelConfig::Origin;
     const std::string what = cfg.origin == Origin::Snapshot ? "no vocab.json and merges.txt beside it"

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,9 +61,12 @@ struct ModelConfig {
   // [tokenizer]; empty when the config has none
   std::string tokenizer_vocab;
   std::string tokenizer_merges;
-  // A tokenizer carried by the model file itself (GGUF metadata), as the text of a
-  // vocab.json and a merges.txt; empty otherwise.
-  std::string tokenizer_vocab_json, tokenizer_merges_text;
+  // A tokenizer carried by the model file itself (GGUF metadata), or a snapshot's vocab.json
+  // with tokenizer.json's added tokens in it, as the text of a vocab.json and a merges.txt;
+  // null otherwise.
+  // Shared, as every model a config makes keeps a copy of the config (a GPT-2 vocabulary's
+  // text is a megabyte, and a server holds a model per slot).
+  std::shared_ptr<const std::string> tokenizer_vocab_json, tokenizer_merges_text;
   // Why this model's text cannot be tokenized (a GGUF file's tokenizer of another kind than
   // gpt2's); empty when it can or when there is simply no tokenizer.
   std::string tokenizer_unsupported;

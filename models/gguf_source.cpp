@@ -196,7 +196,7 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
     vocab[spelled] = i;
   }
   try {
-    cfg.tokenizer_vocab_json = vocab.dump();
+    cfg.tokenizer_vocab_json = std::make_shared<const std::string>(vocab.dump());
   } catch (const nlohmann::json::exception&) {
     k.fail("tokenizer.ggml.tokens", "a token is not valid UTF-8");
   }
@@ -206,7 +206,7 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
     if (m.find('\n') != std::string::npos) k.fail("tokenizer.ggml.merges", "a merge contains a line break");
     merges += m + "\n";
   }
-  cfg.tokenizer_merges_text = std::move(merges);
+  cfg.tokenizer_merges_text = std::make_shared<const std::string>(std::move(merges));
   cfg.tokenizer_vocab = f.path() + " (tokenizer.ggml.tokens)";
   cfg.tokenizer_merges = f.path() + " (tokenizer.ggml.merges)";
 }

@@ -145,8 +145,8 @@ void read_added_tokens(const fs::path& file, ModelConfig& cfg) {
     cfg.tokenizer_added.push_back({uint32_t(id), a.value("special", false), a.value("lstrip", false),
                                    a.value("rstrip", false)});
   }
-  cfg.tokenizer_vocab_json = vocab.dump();
-  cfg.tokenizer_merges_text = tokenizer::read_file_bytes(cfg.tokenizer_merges);
+  cfg.tokenizer_vocab_json = std::make_shared<const std::string>(vocab.dump());
+  cfg.tokenizer_merges_text = std::make_shared<const std::string>(tokenizer::read_file_bytes(cfg.tokenizer_merges));
 }
 
 void read_gpt2(const ConfigJson& c, ModelConfig& cfg) {
