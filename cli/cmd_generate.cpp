@@ -123,7 +123,8 @@ void add_flags(CLI::App* cmd, Flags& f) {
                 "one JSON object per completion per line: text (the continuation), tokens, finish_reason\n"
                 "(stop/length/cancelled), index, prompt_index, seed, prompt_tokens, timings; logprobs with\n"
                 "--logprobs");
-  cmd->add_flag("--special", f.special, "read <|endoftext|> and the model's other special tokens in the prompt as tokens, not text");
+  cmd->add_flag("--special", f.special,
+                "read <|endoftext|> and the model's other special tokens in the prompt as tokens, not text");
 }
 
 // One completion to run: a prompt (ids and text), its sample's seed and length limit, and
@@ -263,7 +264,8 @@ std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& 
     // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents
     // (or from the model file's bos token).
     if (ids.empty()) {
-      if (!tok.start_id()) throw InputError(spec.where + " is empty and the vocabulary has no <|endoftext|> to start from");
+      if (!tok.start_id())
+        throw InputError(spec.where + " is empty and the vocabulary has no <|endoftext|> to start from");
       ids.push_back(*tok.start_id());
     }
     require_context_room(ids.size(), 1, context, spec.where);

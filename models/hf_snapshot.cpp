@@ -124,8 +124,10 @@ void read_added_tokens(const fs::path& file, ModelConfig& cfg) {
   if (!added.is_array()) throw InputError(path + ": added_tokens: expected an array");
   for (const json& a : added) {
     auto flag = [&](const char* key) { return a.contains(key) && !a[key].is_boolean(); };
-    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() || a["id"].get<uint64_t>() >= cfg.vocab_size ||
-        !a.contains("content") || !a["content"].is_string() || flag("special") || flag("lstrip") || flag("rstrip"))
+    const bool id_ok = a.is_object() && a.contains("id") && a["id"].is_number_unsigned() &&
+                       a["id"].get<uint64_t>() < cfg.vocab_size;
+    if (!id_ok || !a.contains("content") || !a["content"].is_string() || flag("special") || flag("lstrip") ||
+        flag("rstrip") || flag("single_word"))
       throw InputError(path + ": added_tokens: " + a.dump().substr(0, 200) +
                        " is not {\"id\": a token id below vocab_size, \"content\": text, \"special\": true or false}");
     if (a.value("single_word", false))

@@ -234,7 +234,8 @@ GenerationStep Generator::next() {
     decode_due_ = false;
   }
   const uint32_t token = pending_;
-  if (opts_.stop_at_end_of_text && std::ranges::find(end_ids_, token) != end_ids_.end()) return finish(FinishReason::EndOfText, std::move(step));
+  if (opts_.stop_at_end_of_text && std::ranges::find(end_ids_, token) != end_ids_.end())
+    return finish(FinishReason::EndOfText, std::move(step));
   step.token = token;
   step.logprob = std::move(pending_logprob_);
   pending_logprob_.reset();

@@ -198,8 +198,8 @@ ForcedLimits ForcedLimits::parse(const std::string& spec) {
     else if (key == "matvec") throw UsageError("GPTVK_FORCE: matvec is 'rows' or 'cols', not '" + value + "'");
     else
       throw UsageError("unknown limit '" + key +
-                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, no_subgroup_arithmetic, no_coopmat, no_coopmat_attention, "
-                       "coopmat_emu, gpu, max_range=SIZE, shared=SIZE, matvec=rows|cols)");
+                       "' in GPTVK_FORCE (known: no_fp16, no_subgroup, no_subgroup_arithmetic, no_coopmat, "
+                       "no_coopmat_attention, coopmat_emu, gpu, max_range=SIZE, shared=SIZE, matvec=rows|cols)");
   }
   return f;
 }
