@@ -78,6 +78,7 @@ void release_contexts() {
   g_gpu.reset();
   g_other_matvec.reset();
   g_coopmat_emu.reset();
+  g_shuffles_only.reset();
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
