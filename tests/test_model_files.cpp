@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <numeric>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,7 @@
 #include "tests/support/safetensors_writer.hpp"
 #include "models/tokenizer/id_list.hpp"
 #include "models/weights.hpp"
+#include "models/weights_source.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/hf_snapshot.hpp"
 #include "tests/support/model_cases.hpp"
@@ -163,6 +165,22 @@ BOOST_AUTO_TEST_CASE(snapshot_added_tokens_as_hugging_face_reads_them) {
     CliResult bad = run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"});
     BOOST_TEST(bad.exit_code == 1);
     BOOST_TEST(bad.err.find(std::string("tokenizer.json: ") + why) != std::string::npos, bad.err);
+  }
+}
+
+// pickle_protocol=1 writes INT's text where protocol 2 has BININT and NEWTRUE (requires_grad
+// as "I01"): read as torch.load reads it, a Parameter's values included.
+BOOST_AUTO_TEST_CASE(torch_save_at_pickle_protocol_1) {
+  auto src = open_tensor_source((kFormats / "torch/protocol1.pt").string());
+  for (const char* name : {"w", "p"}) {  // arange(12).view(3, 4), and a Parameter of it
+    const TensorInfo& t = src->get(name);
+    BOOST_TEST(t.shape_str() == "[3, 4]");
+    std::vector<float> got(12);
+    BOOST_REQUIRE(src->data(t).size() == got.size() * 4);
+    std::memcpy(got.data(), src->data(t).data(), 48);
+    std::vector<float> want(12);
+    std::iota(want.begin(), want.end(), 0.f);
+    BOOST_TEST(got == want, boost::test_tools::per_element());
   }
 }
 

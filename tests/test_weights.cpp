@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <numeric>
 #include <unistd.h>
 
 #include "engine/error.hpp"
@@ -479,22 +478,6 @@ BOOST_AUTO_TEST_CASE(torch_views_read_in_row_major_order) {
   BOOST_CHECK_EXCEPTION(src->get("rows"), InputError, [](const InputError& e) {
     return std::string(e.what()).find("tensor 'rows' is a view that repeats its storage's elements") != std::string::npos;
   });
-}
-
-// pickle_protocol=1 writes INT's text where protocol 2 has BININT and NEWTRUE (requires_grad
-// as "I01"): read as torch.load reads it, a Parameter's values included.
-BOOST_AUTO_TEST_CASE(torch_save_at_pickle_protocol_1) {
-  auto src = open_tensor_source(GPTVK_SOURCE_DIR "/tests/fixtures/formats/torch/protocol1.pt");
-  for (const char* name : {"w", "p"}) {  // arange(12).view(3, 4), and a Parameter of it
-    const TensorInfo& t = src->get(name);
-    BOOST_TEST(t.shape_str() == "[3, 4]");
-    std::vector<float> got(12);
-    BOOST_REQUIRE(src->data(t).size() == got.size() * 4);
-    std::memcpy(got.data(), src->data(t).data(), 48);
-    std::vector<float> want(12);
-    std::iota(want.begin(), want.end(), 0.f);
-    BOOST_TEST(got == want, boost::test_tools::per_element());
-  }
 }
 
 BOOST_AUTO_TEST_CASE(chunked_matrix_reads_back) {
