@@ -12,7 +12,7 @@
 #include <set>
 #include <unistd.h>
 
-#include "models/tokenizer/byte_alphabet.hpp"
+#include "models/tokenizer/added_tokens.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/test_tokenizer_util.hpp"
 
@@ -24,11 +24,7 @@ namespace {
 using test::TempDir;
 
 // Bytes -> the vocab files' spelling.
-std::string spell(const std::string& bytes) {
-  std::string out;
-  for (unsigned char b : bytes) tokenizer::append_utf8(out, tokenizer::byte_to_code_point(b));
-  return out;
-}
+std::string spell(const std::string& bytes) { return tokenizer::byte_alphabet_spelling(bytes); }
 
 // A vocabulary of the 256 bytes (ids 0..255 in byte order) plus `extra` tokens.
 std::string vocab_json(const std::vector<std::string>& extra) {
