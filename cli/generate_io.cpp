@@ -13,6 +13,7 @@
 #include "cli/number_checks.hpp"
 #include "engine/error.hpp"
 #include "engine/files.hpp"
+#include "engine/json_limits.hpp"
 #include "models/tokenizer/utf8.hpp"
 
 namespace gptvk::cli {
@@ -40,6 +41,13 @@ std::string kind_of(const json& v) {
   return "a string";
 }
 
+// A number or a string as an error message quotes it, dumped as JSON (a string may hold a
+// newline, and the message stays one line) and cut short when long; anything else by its kind.
+std::string quoted(const json& v) {
+  if (!v.is_number() && !v.is_string()) return kind_of(v);
+  return excerpt(v.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
 // A whole number in [lo, hi]: a line's "max_tokens" or "seed". Written 5, 5.0 or 5e0 alike
 // (JSON Schema's integers, as the server takes them; Python's json.dumps writes 5.0 for a float).
 uint64_t whole_number(const json& v, const std::string& key, uint64_t lo, uint64_t hi, const std::string& where) {
@@ -51,13 +59,14 @@ uint64_t whole_number(const json& v, const std::string& key, uint64_t lo, uint64
   }
   if (!x || *x < lo || *x > hi)
     throw InputError(where + ": \"" + key + "\" must be a whole number from " + std::to_string(lo) + " to " +
-                     std::to_string(hi) + ", got " + v.dump(-1, ' ', false, json::error_handler_t::replace));
+                     std::to_string(hi) + ", got " + quoted(v));
   return *x;
 }
 
 // One non-blank line: a JSON string, or an object with "prompt" and optional settings.
 PromptSpec parse_prompt_line(const std::string& line, const std::string& where) {
   const auto bad = [&](const std::string& what) { return InputError(where + ": " + what); };
+  if (auto breach = json_limit_breach(line)) throw bad("the JSON " + *breach);
   json v;
   try {
     v = json::parse(line);
@@ -81,8 +90,7 @@ PromptSpec parse_prompt_line(const std::string& line, const std::string& where) 
     } else if (key == "seed") {
       spec.seed = whole_number(value, key, 0, UINT64_MAX, where);
     } else {
-      // Dumped as JSON: a key may hold a newline, and the message stays one line.
-      throw bad("unknown key " + json(key).dump(-1, ' ', false, json::error_handler_t::replace) +
+      throw bad("unknown key " + quoted(json(key)) +
                 " (a line's object takes prompt, max_tokens and seed)");
     }
   }

@@ -8,6 +8,7 @@
 
 #include "engine/error.hpp"
 #include "engine/files.hpp"
+#include "engine/json_limits.hpp"
 #include "models/tokenizer/added_tokens.hpp"
 #include "models/tokenizer/vocab_files.hpp"
 
@@ -20,7 +21,7 @@ using nlohmann::json;
 
 class ConfigJson {
  public:
-  ConfigJson(std::string path, json j) : path_(std::move(path)), j_(std::move(j)) {}
+  ConfigJson(std::string path, const json& j) : path_(std::move(path)), j_(j) {}
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
     throw InputError(path_ + ": " + key + ": " + what);
   }
@@ -83,7 +84,7 @@ class ConfigJson {
 
  private:
   std::string path_;
-  json j_;
+  const json& j_;
 };
 
 // Whether the folder holds `p`, a dangling or looping link included: opening it then says
@@ -98,8 +99,10 @@ std::unique_ptr<TensorSource> open_weights_file(const fs::path& p) {
 }
 
 json read_json(const std::string& path, uint64_t max_bytes = files::kMaxConfigBytes) {
+  const std::string text = tokenizer::read_file_bytes(path, max_bytes);
+  if (auto breach = json_limit_breach(text)) throw InputError(path + ": the JSON " + *breach);
   try {
-    return json::parse(tokenizer::read_file_bytes(path, max_bytes));
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw InputError(path + ": malformed JSON: " + e.what());
   }

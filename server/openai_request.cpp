@@ -6,6 +6,8 @@
 #include <limits>
 #include <random>
 
+#include "engine/json_limits.hpp"
+
 namespace gptvk::server {
 
 bool is_whole_number(const json& v) {
@@ -319,57 +321,13 @@ CompletionRequest parse_completion_request(const json& body, const Tokenizer& to
   return r;
 }
 
-namespace {
-
-// Keys an object in a request may have. An insertion-ordered object looks each new key up
-// among those before it, so parsing costs the square of an object's keys: 1 MiB of keys in
-// one object would take half a minute of a core; under this cap it takes milliseconds.
-// (No field needs more: logit_bias maps a few hundred ids at most in practice.)
+// Keys an object in a request may have. No field needs more: logit_bias maps a few hundred ids
+// at most in practice, and under this cap building the body takes milliseconds.
 constexpr size_t kMaxObjectKeys = 1024;
 
-// Counts each object's keys in a pass of its own before the body is built: nlohmann's
-// callback parser, which could do it in one pass, is quadratic on arrays of objects.
-class KeyCounter : public nlohmann::json_sax<json> {
- public:
-  bool too_many_keys = false;
-
-  bool start_object(std::size_t) override {
-    keys_.push_back(0);
-    return true;
-  }
-  bool key(string_t&) override {
-    too_many_keys = ++keys_.back() > kMaxObjectKeys;
-    return !too_many_keys;
-  }
-  bool end_object() override {
-    keys_.pop_back();
-    return true;
-  }
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-
- private:
-  std::vector<size_t> keys_;  // keys so far in each object open, innermost last
-};
-
-}  // namespace
-
 json parse_body(const std::string& text) {
-  KeyCounter counter;
-  if (!json::sax_parse(text, &counter)) {
-    if (counter.too_many_keys)
-      throw ApiError(400, "an object in the request has more than " + std::to_string(kMaxObjectKeys) + " keys", "",
-                     "invalid_value");
-    throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
-  }
+  if (auto breach = json_limit_breach(text, {.max_object_keys = kMaxObjectKeys}))
+    throw ApiError(400, "the request body " + *breach, "", "invalid_value");
   json body = json::parse(text, nullptr, false);
   if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_type");

@@ -233,6 +233,9 @@ BOOST_AUTO_TEST_CASE(bad_config_json) {
   check(forward_model(dir.path.string()), {1, {"config.json", "malformed JSON"}});
   dir.write("config.json", "{\"model_type\": \"llama\"}");
   check(forward_model(dir.path.string()), {1, {"config.json", "model_type", "\"llama\" is not supported"}});
+  // Copying such a document (nlohmann::json recurses) overflowed the stack: a segfault.
+  dir.write("config.json", "{\"model_type\": \"gpt2\", \"x\": " + std::string(300000, '[') + std::string(300000, ']') + "}");
+  check(forward_model(dir.path.string()), {1, {"config.json: the JSON nests deeper than 100 levels"}});
   dir.write("config.json", std::string("{\"model_type\": \"gpt2\\u0000x\"}"));  // the message went on past a NUL
   check(forward_model(dir.path.string()), {1, {"model_type: \"gpt2\\u0000x\" is not supported (gpt2 or openai-gpt)"}});
   auto j = hf_gpt2_json();

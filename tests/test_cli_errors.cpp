@@ -381,6 +381,17 @@ BOOST_AUTO_TEST_CASE(object_without_a_prompt_string) {
 BOOST_AUTO_TEST_CASE(unknown_key) {
   check(generate_lines("{\"prompt\": \"hi\", \"max_token\": 5}"), {1, {"prompts.jsonl:3: unknown key \"max_token\""}});
   check(generate_lines("{\"prompt\": \"hi\", \"a\\nb\": 5}"), {1, {"prompts.jsonl:3: unknown key \"a\\nb\""}});
+  // A long key is quoted by its start, so the error stays one readable line.
+  check(generate_lines("{\"prompt\": \"hi\", \"" + std::string(100000, 'k') + "\": 5}"),
+        {1, {"prompts.jsonl:3: unknown key \"" + std::string(63, 'k') + "... (100002 bytes) (a line's object takes"}});
+}
+// nlohmann::json prints and copies a value recursively, so a line nested a few hundred
+// thousand levels deep overflowed the stack when its error quoted it (a segfault).
+BOOST_AUTO_TEST_CASE(nesting_past_100_levels) {
+  const std::string deep = std::string(300000, '[') + std::string(300000, ']');
+  check(generate_lines("{\"prompt\": \"hi\", \"seed\": " + deep + "}"),
+        {1, {"prompts.jsonl:3: the JSON nests deeper than 100 levels"}});
+  check(generate_lines("{\"prompt\": \"hi\", \"seed\": [[[]]]}"), {1, {"prompts.jsonl:3: \"seed\"", "got an array"}});
 }
 BOOST_AUTO_TEST_CASE(bad_settings) {
   check(generate_lines("{\"prompt\": \"hi\", \"max_tokens\": 0}"),

@@ -217,11 +217,29 @@ BOOST_AUTO_TEST_CASE(bodies_with_objects_of_too_many_keys_are_refused) {
       BOOST_ERROR("no error for " << body.size() << " bytes");
     } catch (const ApiError& e) {
       BOOST_TEST(e.status == 400);
-      BOOST_TEST(std::string(e.what()) == "an object in the request has more than 1024 keys");
+      BOOST_TEST(std::string(e.what()) == "the request body has an object of more than 1024 keys");
     }
   }
   BOOST_CHECK_THROW(server::parse_body("[1]"), ApiError);
   BOOST_CHECK_THROW(server::parse_body("{\"a\":"), ApiError);
+}
+
+// nlohmann::json prints and copies a document recursively: a body of a few hundred thousand
+// "[" would overflow the stack of whatever printed it. Bodies nest at most 100 levels.
+BOOST_AUTO_TEST_CASE(bodies_nested_past_100_levels_are_refused) {
+  auto nested = [](size_t levels) {  // the body's object and levels - 1 arrays inside it
+    return "{\"user\":" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  BOOST_TEST(server::parse_body(nested(100)).contains("user"));
+  for (size_t levels : {101, 300000}) {
+    try {
+      server::parse_body(nested(levels));
+      BOOST_ERROR("no error for " << levels << " levels");
+    } catch (const ApiError& e) {
+      BOOST_TEST(e.status == 400);
+      BOOST_TEST(std::string(e.what()) == "the request body nests deeper than 100 levels");
+    }
+  }
 }
 
 // Counting keys must not make a body's many small objects cost the square of their number

@@ -8,7 +8,7 @@ namespace gptvk::tokenizer {
 namespace {
 constexpr uint64_t kEmptyKey = UINT64_MAX;  // ids are below 2^24, so no real key is this
 inline uint64_t pair_key(uint32_t l, uint32_t r) { return uint64_t(l) << 32 | r; }
-inline uint64_t mix(uint64_t k) {
+inline uint64_t hash_pair_key(uint64_t k) {
   k *= 0x9E3779B97F4A7C15ull;
   return k ^ (k >> 31);
 }
@@ -22,7 +22,7 @@ MergeTable::MergeTable(const std::vector<Merge>& merges) {
   mask_ = cap - 1;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     uint64_t key = pair_key(merges[rank].left, merges[rank].right);
-    uint64_t i = mix(key) & mask_;
+    uint64_t i = hash_pair_key(key) & mask_;
     while (slots_[i].key != kEmptyKey && slots_[i].key != key) i = (i + 1) & mask_;
     slots_[i] = Slot{key, {uint32_t(rank), merges[rank].merged}};
   }
@@ -30,7 +30,7 @@ MergeTable::MergeTable(const std::vector<Merge>& merges) {
 
 MergeTable::Hit MergeTable::find(uint32_t left, uint32_t right) const {
   uint64_t key = pair_key(left, right);
-  for (uint64_t i = mix(key) & mask_;; i = (i + 1) & mask_) {
+  for (uint64_t i = hash_pair_key(key) & mask_;; i = (i + 1) & mask_) {
     const Slot& s = slots_[i];
     if (s.key == key) return s.hit;
     if (s.key == kEmptyKey) return {kNoRank, 0};

@@ -4,7 +4,7 @@ namespace gptvk::tokenizer {
 
 namespace {
 constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-inline uint64_t mix(uint64_t h) {
+inline uint64_t mix_word(uint64_t h) {
   h *= kMul;
   return h ^ (h >> 29);
 }
@@ -19,13 +19,13 @@ PieceCache::Key::Key(std::string_view p) : piece(p) {
     uint64_t w;
     std::memcpy(&w, p.data() + i, 8);
     if (i < kInlineKey) words[i / 8] = w;
-    h = mix(h ^ w);
+    h = mix_word(h ^ w);
   }
   if (i < p.size()) {
     uint64_t w = 0;
     std::memcpy(&w, p.data() + i, p.size() - i);
     if (i < kInlineKey) words[i / 8] = w;
-    h = mix(h ^ w);
+    h = mix_word(h ^ w);
   }
   h *= kMul;
   hash = h ^ (h >> 32);
