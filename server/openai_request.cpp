@@ -6,6 +6,7 @@
 #include <limits>
 #include <random>
 
+#include "engine/error.hpp"
 #include "engine/json_limits.hpp"
 
 namespace gptvk::server {
@@ -114,7 +115,7 @@ std::vector<std::pair<uint32_t, float>> logit_bias(const json& body, uint32_t vo
     auto [stop, ec] = std::from_chars(key.data(), end, id);
     // Plain decimal: "05" beside "5" would be the same token twice.
     if (key.empty() || ec != std::errc() || stop != end || (key.size() > 1 && key[0] == '0'))
-      throw bad("logit_bias", "has key \"" + key + "\", which is not a token id", "invalid_type");
+      throw bad("logit_bias", "has key \"" + excerpt(key) + "\", which is not a token id", "invalid_type");
     if (id >= vocab)
       throw bad("logit_bias", "has token id " + key + " outside the vocabulary of " + std::to_string(vocab));
     if (!value.is_number()) throw bad("logit_bias", "must map token ids to numbers", "invalid_type");
@@ -254,7 +255,7 @@ void refuse_chat_features(const json& body) {
     if (!f->is_object() || !f->contains("type") || !f->at("type").is_string())
       throw bad("response_format", "must be an object with a string 'type'", "invalid_type");
     if (f->at("type") != "text")
-      throw ApiError(400, "'response_format' of type " + f->at("type").dump() + " is not supported by this server (only \"text\")",
+      throw ApiError(400, "'response_format' of type " + excerpt(f->at("type").dump()) + " is not supported by this server (only \"text\")",
                      "response_format", "unsupported_parameter");
   }
 }
