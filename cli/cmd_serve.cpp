@@ -18,6 +18,7 @@
 #include "cli/stop_signals.hpp"
 #include "engine/byte_size.hpp"
 #include "engine/error.hpp"
+#include "models/decode_batch.hpp"
 #include "runtime/scheduler.hpp"
 #include "server/http_server.hpp"
 
@@ -32,18 +33,26 @@ constexpr auto kHttpStopWait = std::chrono::seconds(3);
 // The slots: the session's model and parallel - 1 more over the same weights, after checking
 // that their KV caches and activations fit beside the weights.
 std::vector<std::unique_ptr<GptModel>> make_slots(ModelSession& s, uint32_t parallel, uint32_t chunk) {
-  const uint64_t per_slot = slot_device_bytes(s.cfg, chunk);
-  const uint64_t weights = weights_device_bytes(s.cfg), have = model_memory_bytes(*s.ctx);
-  const uint64_t need = weights + parallel * per_slot;
-  if (have && weights + per_slot > have)  // not even one slot: no --parallel to suggest
-    throw InputError("the model needs about " + mib_ceil(weights + per_slot) + " of device memory for one slot (" +
-                     mib_ceil(weights) + " weights + " + mib_ceil(per_slot) + "); the device has " + mib_ceil(have) +
-                     model_memory_note(*s.ctx));
-  if (have && need > have)
-    throw UsageError("--parallel " + std::to_string(parallel) + " needs about " + mib_ceil(need) +
-                     " of device memory (" + mib_ceil(weights) + " weights + " + mib_ceil(per_slot) +
-                     " per slot); the device has " + mib_ceil(have) + model_memory_note(*s.ctx) +
-                     ": use at most --parallel " + std::to_string((have - weights) / per_slot));
+  const uint64_t weights = weights_device_bytes(s.cfg), per_slot = slot_device_bytes(*s.ctx, s.cfg, chunk);
+  auto need = [&](uint32_t slots) {  // the batch's sampler keeps rows for 16 slots or more
+    return weights + slots * per_slot + DecodeBatch::device_bytes(*s.ctx, s.cfg, slots, chunk);
+  };
+  const uint64_t have = model_memory_bytes(*s.ctx);
+  if (have && need(1) > have)  // not even one slot: no --parallel to suggest
+    throw InputError("the model needs about " + mib_ceil(need(1)) + " of device memory for one slot (" +
+                     mib_ceil(weights) + " weights + " + mib_ceil(need(1) - weights) + "); the device has " +
+                     mib_ceil(have) + model_memory_note(*s.ctx));
+  if (have && need(parallel) > have) {
+    uint32_t fits = 1, fails = parallel;  // need(fits) <= have < need(fails): bisect to the most that fit
+    while (fails - fits > 1) {
+      const uint32_t mid = fits + (fails - fits) / 2;
+      (need(mid) <= have ? fits : fails) = mid;
+    }
+    throw UsageError("--parallel " + std::to_string(parallel) + " needs about " + mib_ceil(need(parallel)) +
+                     " of device memory (" + mib_ceil(weights) + " weights + " +
+                     mib_ceil((need(parallel) - weights) / parallel) + " per slot); the device has " + mib_ceil(have) +
+                     model_memory_note(*s.ctx) + ": use at most --parallel " + std::to_string(fits));
+  }
   // Their KV caches are the slots of one pool (a batched step's attention is then one
   // dispatch a layer on CPU devices); the session's own model makes way for them.
   auto shared = s.model->shared_weights();

@@ -84,6 +84,22 @@ bool DecodeBatch::one_attention_dispatch(std::span<GptModel* const> seqs, std::s
   return rows_.size() >= T * sizeof(ops::RowEntry);  // (a larger pool than the first: row by row)
 }
 
+// Room for 16 rows or every KV slot, so that a growing batch rarely records again, but never
+// more scratch than one binding may hold (GPTVK_FORCE=max_range shrinks it).
+size_t DecodeBatch::sampler_rows_for(const vk::Context& ctx, const ModelConfig& cfg, size_t slots, size_t rows) {
+  const size_t fit = ops::sampler_rows_per_binding(ctx, cfg.vocab_size);
+  return std::max(rows, std::min(std::max<size_t>(slots, 16), fit));
+}
+
+uint64_t DecodeBatch::device_bytes(const vk::Context& ctx, const ModelConfig& cfg, uint32_t slots, uint32_t max_chunk) {
+  const uint64_t sampler = sampler_rows_for(ctx, cfg, slots, slots);
+  const uint64_t table = std::max(slots, std::min(max_chunk, cfg.context_length));
+  const uint64_t bytes = sampler * (sizeof(ops::SampleRow) + 4 + ops::sample_scratch_bytes(cfg.vocab_size) +
+                                    uint64_t(cfg.vocab_size) * 4) +
+                         table * (sizeof(ops::RowEntry) + 4);
+  return bytes + 6 * kAllocationRounding;  // six buffers
+}
+
 bool DecodeBatch::one_sampler_dispatch(std::span<GptModel* const> seqs) {
   for (const GptModel* m : seqs)
     if (m->sampling_.controls_on()) return false;
@@ -92,10 +108,7 @@ bool DecodeBatch::one_sampler_dispatch(std::span<GptModel* const> seqs) {
     kept_graph_.reset();
     kept_rows_ = {};
     const GptModel& first = *seqs[0];
-    // Room for 16 rows or every KV slot, so that a growing batch rarely records again, but
-    // never more scratch than one binding may hold (GPTVK_FORCE=max_range shrinks it).
-    const size_t fit = ops::sampler_rows_per_binding(first.ctx_, first.cfg_.vocab_size);
-    sampler_rows_ = std::max(seqs.size(), std::min(std::max<size_t>(first.kv_->slots(), 16), fit));
+    sampler_rows_ = sampler_rows_for(first.ctx_, first.cfg_, first.kv_->slots(), seqs.size());
     sample_table_ = vk::Buffer(first.ctx_, sampler_rows_ * sizeof(ops::SampleRow), vk::Memory::Host, "batch sampler table");
     sample_ids_ = vk::Buffer(first.ctx_, sampler_rows_ * 4, vk::Memory::Host, "batch sampled ids");
     sample_scratch_ = vk::Buffer(first.ctx_, sampler_rows_ * ops::sample_scratch_bytes(first.cfg_.vocab_size),

@@ -39,6 +39,10 @@ class DecodeBatch {
   // GPUs the cooperative-matrix GEMM rounds x to f16).
   explicit DecodeBatch(bool exact_rows = true) : exact_rows_(exact_rows) {}
 
+  // The device bytes a DecodeBatch over `slots` models of this config comes to at most
+  // (its sampler's rows, kept-logits rows and row tables), beside theirs (slot_device_bytes).
+  static uint64_t device_bytes(const vk::Context& ctx, const ModelConfig& cfg, uint32_t slots, uint32_t max_chunk);
+
   // One decode step of every model in `seqs` (distinct, sharing weights and config, each
   // started by prefill_and_sample, its context not full; at most seqs[0]->max_chunk()
   // rows): the same as each one's decode_next(). Returns their next token ids, in order.
@@ -105,6 +109,7 @@ class DecodeBatch {
     bool uses_sampler = false;  // one sampler dispatch for every row, reading the sampler table
   };
   static constexpr size_t kMaxGraphs = 8;
+  static size_t sampler_rows_for(const vk::Context& ctx, const ModelConfig& cfg, size_t slots, size_t rows);
   // The decode step's graph for seqs, or with `lens` (and twin_of) a burst's.
   Graph& graph_for(std::span<GptModel* const> seqs, std::span<const uint32_t> lens = {},
                    std::span<const uint32_t> twin_of = {});

@@ -366,4 +366,34 @@ std::vector<std::unique_ptr<GptModel>> make_slot_models(vk::Context& ctx, const 
   return models;
 }
 
+uint64_t slot_device_bytes(const vk::Context& ctx, const ModelConfig& cfg, uint32_t max_chunk) {
+  const uint64_t C = cfg.emb_dim, F = cfg.ffn_dim, V = cfg.vocab_size, L = cfg.n_layers;
+  const uint64_t T = std::min(max_chunk, cfg.context_length);
+  const ops::AttentionShape shape = attention_shape_of(cfg);
+  uint64_t bytes = 2 * L * ops::kv_cache_bytes(shape);
+  uint64_t buffers = 0;  // each may round up by kAllocationRounding
+  auto add = [&](uint64_t n, uint64_t each) { bytes += n * each, buffers += n; };
+  add(1, T * 4);                                            // ids
+  add(2, sizeof(StepState));                                // step, step_last
+  add(4, T * C * 4);                                        // x, h, att; qkv below
+  add(1, T * 3 * C * 4);
+  add(1, T * F * 4);
+  add(1, C * 4);                                            // h_last
+  add(2, V * 4);                                            // logits_last, kept_logits
+  add(1, T * V * 4);                                        // logits_all
+  add(1, ops::sample_scratch_bytes(cfg.vocab_size));
+  add(1, ops::pick_partials_bytes(cfg.vocab_size));
+  add(1, (2 * L + 1) * ctx.caps().storage_offset_alignment);  // arrival counters
+  add(1, (uint64_t(cfg.context_length) + 1) * 4);           // SamplingState: history
+  add(3, V * 4);                                            //   counts, controlled, bias
+  if (ctx.cpu_kernels()) {
+    add(1, ops::attention_tiled_scratch_bytes(shape, uint32_t(T)));  // scores_
+  } else {                                                  // folded LayerNorms: qkv, fc, LM head
+    add(2 * L, 3 * C * 4);
+    add(2 * L, F * 4);
+    add(2, V * 4);
+  }
+  return bytes + buffers * kAllocationRounding;
+}
+
 }  // namespace gptvk

@@ -6,8 +6,6 @@
 #include <span>
 #include <utility>
 
-#include "engine/ops/attention.hpp"
-#include "engine/ops/sample.hpp"
 
 namespace gptvk {
 
@@ -59,19 +57,6 @@ void Sequence::finish(FinishReason why, const GenerationTimings& timings, std::s
     done_ = true;
   }
   cv_.notify_all();
-}
-
-uint64_t slot_device_bytes(const ModelConfig& cfg, uint32_t max_chunk) {
-  const uint64_t C = cfg.emb_dim, F = cfg.ffn_dim, V = cfg.vocab_size;
-  const uint64_t T = std::min(max_chunk, cfg.context_length);
-  const ops::AttentionShape shape{cfg.n_heads, cfg.head_dim(), cfg.context_length, cfg.kv_f16()};
-  const uint64_t kv = 2 * uint64_t(cfg.n_layers) * ops::kv_cache_bytes(shape);
-  // x, h, att (C), qkv (3C), ff (F) per chunk token; logits of the last position and of a
-  // whole chunk; the sampler's scratch; the prompt cache's kept first-token logits and the
-  // slot's row of them in DecodeBatch::sample_kept.
-  const uint64_t activations =
-      T * (6 * C + F) * 4 + V * 4 + T * V * 4 + ops::sample_scratch_bytes(cfg.vocab_size) + 2 * V * 4;
-  return kv + activations;
 }
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<GptModel>> slots, const Tokenizer& tokenizer, size_t max_queue,

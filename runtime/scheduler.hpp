@@ -117,9 +117,6 @@ struct SchedulerStats {
   uint64_t prompt_cache_hits = 0;  // first tokens drawn from a prompt's kept logits: the prompt ran before whole
 };
 
-// Device bytes one slot (a GptModel beside shared weights) takes: KV cache and activations
-// for chunks of `max_chunk` tokens, plus the all-positions logits echo with logprobs needs.
-uint64_t slot_device_bytes(const ModelConfig& cfg, uint32_t max_chunk);
 
 class Scheduler {
  public:

@@ -509,3 +509,41 @@ BOOST_FIXTURE_TEST_CASE(rows_that_are_not_whole_vec4s_decode_as_each_sequence_al
       }
   }
 }
+
+// `serve` checks that --parallel slots fit beside the weights by slot_device_bytes, which
+// must neither fall short of what a slot allocates (it left out CPU devices' attention
+// scores, 12 MiB a slot of GPT-2 small, and the sampler's state) nor stand far above it.
+// Each slot runs a prompt with every position's logits and one with a logit bias, as a
+// server's may; the kept first-token logits are the part of the estimate left unused.
+BOOST_AUTO_TEST_CASE(slot_device_bytes_bounds_what_slots_allocate) {
+  for (auto [which, ctx] : test::native_and_gpu_contexts()) {
+    const ModelConfig c = load_config((which == "native" ? kConfig : kGpuConfig).string());
+    auto w = std::make_shared<ModelWeights>(load_weights(*ctx, c));
+    constexpr uint32_t kChunk = 64, kSlots = 2;
+    const uint64_t before = ctx->allocated_bytes();
+    {
+      auto slots = make_slot_models(*ctx, c, w, kSlots, kChunk);
+      ops::SamplingParams biased;
+      biased.logit_bias = {{5, 1.0f}};
+      std::vector<GptModel*> rows;
+      for (auto& m : slots) {
+        m->prefill(Fixture::prompt(0, c.vocab_size), 0, true);
+        m->set_sampling(biased);
+        m->prefill_and_sample(Fixture::prompt(1, c.vocab_size));
+        rows.push_back(m.get());
+      }
+      DecodeBatch batch(true);
+      batch.decode_next(rows);  // the controls' own sampler
+      for (auto& m : slots) m->set_sampling({});
+      batch.decode_next(rows);  // the batch's sampler rows
+      const double used = double(ctx->allocated_bytes() - before);
+      const double estimate = double(kSlots) * double(slot_device_bytes(*ctx, c, kChunk)) +
+                              double(DecodeBatch::device_bytes(*ctx, c, kSlots, kChunk));
+      BOOST_TEST_INFO(which << ": " << used << " bytes allocated, estimate " << estimate);
+      BOOST_TEST(used <= estimate);
+      // (The GPU paths' fixture model is smaller than the rounding the estimate allows for.)
+      if (which == "native") BOOST_TEST(used >= 0.8 * estimate);
+    }
+    BOOST_TEST(ctx->allocated_bytes() == before);
+  }
+}

@@ -75,6 +75,8 @@ Buffer::Buffer(Context& ctx, uint64_t bytes, Memory memory, const std::string& w
                       mib_ceil(caps.device_local_bytes) + " of device-local memory");
   }
   check(r, ("allocating " + what).c_str());
+  allocated_ = req.size;
+  ctx.count_allocation(static_cast<int64_t>(allocated_));
   check(vkBindBufferMemory(ctx.device(), buffer_, memory_, 0), "binding buffer memory");
   if (map) check(vkMapMemory(ctx.device(), memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "mapping buffer memory");
   if (mapped_ && caps.unified_memory) advise_huge_pages(mapped_, bytes);
@@ -89,6 +91,8 @@ void Buffer::release() {
   if (mapped_) vkUnmapMemory(ctx_->device(), memory_);
   if (buffer_) vkDestroyBuffer(ctx_->device(), buffer_, nullptr);
   if (memory_) vkFreeMemory(ctx_->device(), memory_, nullptr);
+  ctx_->count_allocation(-static_cast<int64_t>(allocated_));
+  allocated_ = 0;
   mapped_ = nullptr;
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;
@@ -104,6 +108,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     buffer_ = std::exchange(o.buffer_, VK_NULL_HANDLE);
     memory_ = std::exchange(o.memory_, VK_NULL_HANDLE);
     size_ = std::exchange(o.size_, 0);
+    allocated_ = std::exchange(o.allocated_, 0);
     mapped_ = std::exchange(o.mapped_, nullptr);
     texel_view_ = std::exchange(o.texel_view_, VK_NULL_HANDLE);
   }

@@ -52,6 +52,7 @@ class Buffer {
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   uint64_t size_ = 0;
+  uint64_t allocated_ = 0;  // the memory's size, which may exceed size_ (the device's alignment)
   void* mapped_ = nullptr;
   VkBufferView texel_view_ = VK_NULL_HANDLE;
 };

@@ -137,6 +137,10 @@ class Context {
 
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
                        VkMemoryPropertyFlags preferred = 0) const;
+  // Bytes of device memory the context's buffers hold now (vk::Buffer keeps it), so that a
+  // test can hold an estimate of what a model allocates to the truth.
+  uint64_t allocated_bytes() const { return allocated_bytes_.load(); }
+  void count_allocation(int64_t bytes) { allocated_bytes_ += static_cast<uint64_t>(bytes); }
 
   // One-shot command buffers for uploads and downloads.
   VkCommandBuffer begin_one_shot();
@@ -171,6 +175,7 @@ class Context {
   CoopMatSupport enabled_coopmat_;
   const char* validation_mode_ = "off";
   std::atomic<uint64_t> validation_messages_{0};
+  std::atomic<uint64_t> allocated_bytes_{0};
   std::string last_validation_message_;
   std::unique_ptr<PipelineCache> pipelines_;
 };
