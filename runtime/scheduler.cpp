@@ -6,7 +6,6 @@
 #include <span>
 #include <utility>
 
-
 namespace gptvk {
 
 namespace {
