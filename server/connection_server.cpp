@@ -27,7 +27,6 @@ using Clock = std::chrono::steady_clock;
 thread_local RequestCut t_cut = RequestCut::none;
 thread_local std::string t_cut_reason;  // why the request is malformed or unsupported
 thread_local int t_cut_status = 0;       // an unsupported request's status
-thread_local int t_client_fd = -1;       // the connection this thread serves a request of
 
 // Waits at most `wait` for `events` on `fd`; true when they came (or the socket failed, which
 // the read or write that follows reports).
@@ -223,12 +222,6 @@ RequestCut request_cut() { return t_cut; }
 std::string request_cut_reason() { return t_cut_reason; }
 int request_cut_status() { return t_cut_status; }
 
-bool client_hung_up() {
-  if (t_client_fd < 0) return false;
-  pollfd p{t_client_fd, POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLERR | POLLHUP | POLLNVAL));
-}
-
 ConnectionServer::ConnectionServer(RequestLimits limits, size_t workers)
     : limits_(limits), workers_(std::make_unique<WorkerPool>(workers)),
       gate_(limits.arrival, limits.head_bytes, [this](WaitingConnection c) {
@@ -279,10 +272,8 @@ void ConnectionServer::serve(WaitingConnection c) {
     t_cut = *over;
   }
   bool closed = false;
-  t_client_fd = c.fd;
   const bool ok = process_request(stream, c.requests_left == 1, closed,
                                   [&](httplib::Request& req) { stream.head_done(req.has_header("Transfer-Encoding")); });
-  t_client_fd = -1;
   // After a cut the rest of the request is unread: nothing after it can be parsed.
   if (!ok || closed || t_cut != RequestCut::none || c.requests_left == 1 || svr_sock_ == INVALID_SOCKET)
     return close_after_answer(c.fd);

@@ -47,12 +47,6 @@ RequestCut request_cut();
 std::string request_cut_reason();
 int request_cut_status();
 
-// Whether the client of the request this thread serves has closed its side of the
-// connection (or it failed): for an answer that writes nothing for a long time (an HTTP/1.0
-// one, which cannot send heartbeats) to notice a client that has gone. A client that only
-// half-closes after its request counts as gone, as in most servers.
-bool client_hung_up();
-
 class ConnectionServer : public httplib::Server {
  public:
   // `workers`: threads serving requests (each open request holds one, a stream to its end).

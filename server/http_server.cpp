@@ -441,39 +441,33 @@ void HttpServer::completions(const httplib::Request& req, const std::string& tex
 void HttpServer::respond_when_done(const httplib::Request& req, httplib::Response& res,
                                    const std::shared_ptr<CompletionJob>& job) {
   if (auto body = job->response_within(kPlainWait)) return send_json(res, *body);
-  if (req.version == "HTTP/1.0") {
-    // No chunked encoding to carry heartbeats: the socket itself says when the client has
-    // gone, and the job is cancelled rather than run to its end holding slots.
+  // The JSON after a space each kHeartbeat while it runs: only a write finds out that a
+  // client has gone (a socket the client shut for sending may still read the answer).
+  auto spaces_then_json = [job](size_t, httplib::DataSink& sink) {
     std::optional<json> body;
-    while (!(body = job->response_within(kHeartbeat)))
-      if (client_hung_up()) return job->cancel();
-    return send_json(res, *body);
-  }
+    try {
+      body = job->response_within(kHeartbeat);
+    } catch (const ApiError& e) {
+      // The status line (200) has gone out. The error goes in the body for a person to
+      // read, and over HTTP/1.1 the body is left unfinished (no last chunk; the connection
+      // closes), so that a client sees a failed transfer, not a success without `choices`
+      // (the openai npm client throws 'terminated'; curl exits 18).
+      const std::string text = dump(error_body(e));
+      sink.write(text.data(), text.size());
+      return false;
+    }
+    if (!body) return sink.write(" ", 1);
+    const std::string text = dump(*body);
+    if (!sink.write(text.data(), text.size())) return false;
+    sink.done();
+    return true;
+  };
   // A content type httplib does not compress (it compresses plain "application/json"): a
   // compressor holds the one-byte heartbeats back, and without writes a client that hangs
-  // up is not noticed.
-  res.set_chunked_content_provider(
-      "application/json; charset=utf-8",
-      [job](size_t, httplib::DataSink& sink) {
-        std::optional<json> body;
-        try {
-          body = job->response_within(kHeartbeat);
-        } catch (const ApiError& e) {
-          // The status line (200) has gone out. The error goes in the body for a person
-          // to read, and the body is left unfinished (no last chunk; the connection
-          // closes), so that a client sees a failed transfer, not a success without
-          // `choices` (the openai npm client throws 'terminated'; curl exits 18).
-          const std::string text = dump(error_body(e));
-          sink.write(text.data(), text.size());
-          return false;
-        }
-        if (!body) return sink.write(" ", 1);
-        const std::string text = dump(*body);
-        if (!sink.write(text.data(), text.size())) return false;
-        sink.done();
-        return true;
-      },
-      open_answer(job));
+  // up is not noticed. HTTP/1.0 has no chunked encoding: the body ends with the connection.
+  const char* type = "application/json; charset=utf-8";
+  if (req.version == "HTTP/1.0") res.set_content_provider(type, spaces_then_json, open_answer(job));
+  else res.set_chunked_content_provider(type, spaces_then_json, open_answer(job));
 }
 
 void HttpServer::tokenize(const std::string& text, httplib::Response& res) {
