@@ -108,12 +108,14 @@ std::string describe_plan(const vk::Context& ctx, const PlanModel& model) {
             ? "tiled scores and values passes from " + std::to_string(ops::kTiledMinTokens) + " tokens"
             : attention_kernel_name(ops::attention_kernel(ctx, shape, texel_views, 128)))
     << "\n";
+  const bool fused = ops::last_workgroup_fusions(ctx, ops::decode_kernel(ctx, shape.n_heads * shape.head_dim,
+                                                                         DType::F16, texel_views, texel_views));
   s << "  LayerNorms: "
-    << (plan.cpu_kernels  ? "after each residual add, in the mat-vec's last workgroup (one token)"
+    << (fused             ? "after each residual add, in the mat-vec's last workgroup (one token)"
         : plan.fold_norms ? "folded into the next mat-vec (pre-LN, one token)"
                           : "a dispatch of their own")
     << "\n";
-  s << "  greedy pick: " << (plan.cpu_kernels ? "in the LM head's last workgroup" : "a sampler dispatch") << "\n";
+  s << "  greedy pick: " << (fused ? "in the LM head's last workgroup" : "a sampler dispatch") << "\n";
   s << "  last prompt row: "
     << (plan.last_row_on_chunk_pipelines ? "alone in the last layer, through the chunk's pipelines (tiled chunks)"
                                          : "alone in the last layer, through the one-token kernels")

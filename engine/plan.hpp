@@ -53,9 +53,9 @@ struct ExecutionPlan {
   // chunk's own pipelines (lavapipe compiles a pipeline at its first dispatch, and the
   // decode step's would add to the time to the first token).
   bool last_row_on_chunk_pipelines = false;
-  // GPUs whose prompt products run on matrix units (f16 weights): prompt chunks of
-  // ops::kCoopMatAttentionMinTokens or more run attention there too, in flash-attention
-  // tiles (ops::attention_coopmat), after kv_append.
+  // GPUs whose prompt products run on matrix units (any weights but f32:
+  // ops::coopmat_available): prompt chunks of ops::kCoopMatAttentionMinTokens or more run
+  // attention there too, in flash-attention tiles (ops::attention_coopmat), after kv_append.
   bool coopmat_prompt_attention = false;
 
   // Whether a T-token chunk takes the tiled attention passes.

@@ -78,7 +78,8 @@ struct GptModel::GraphBuild {
   std::unique_ptr<Graph> g;
   const uint32_t T;
   const Head head;
-  uint32_t live_rows;  // rows past attention: T, or 1 in a last_row_only step's last layer
+  // Rows past attention: T; 1 in a last_row_only step's last layer; prompts_run in a burst's last layer.
+  uint32_t live_rows;
   const BatchStep bs;                      // a batched step's sequences and buffers
   const std::span<GptModel* const> seqs;  // a batched step's sequences
   const std::span<const uint32_t> lens;    // a burst's rows per sequence
@@ -217,8 +218,7 @@ struct GptModel::GraphBuild {
     const View q = aligned ? row(m.qkv_, b, 3 * C) : rows_of(s.qkv_, 1, 3 * C);
     const View out = aligned ? row(m.att_, b, C) : rows_of(s.att_, 1, C);
     if (!aligned) ops::copy_rows(*g, qkv, q, b, 1, 3 * C, p + "row_qkv");
-    ops::kv_append_attention(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), out, 1, shape, p + "attention",
-                             view_or_none(s.scores_));
+    ops::kv_append_attention(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), out, 1, shape, p + "attention");
     if (!aligned) ops::copy_rows(*g, out, rows_of(m.att_, b + 1, C), 0, 1, C, p + "row_att", b);
   }
 

@@ -64,10 +64,7 @@ void Generator::start(std::span<const uint32_t> prompt, const GenerationOptions&
 void Generator::begin(std::span<const uint32_t> prompt, const GenerationOptions& options, uint32_t reuse) {
   ops::check_sampling_params(options.sampling);
   if (options.max_tokens == 0) throw UsageError("max_tokens must be at least 1");
-  for (auto [id, bias] : options.sampling.logit_bias)
-    if (id >= model_.config().vocab_size)
-      throw UsageError("logit bias for token " + std::to_string(id) + ", outside the vocabulary of " +
-                       std::to_string(model_.config().vocab_size));
+  ops::check_logit_bias_ids(options.sampling, model_.config().vocab_size);
   const uint32_t context = model_.config().context_length;
   if (prompt.empty()) throw InputError("the prompt has no tokens");
   check_prompt_fits(prompt.size(), context);

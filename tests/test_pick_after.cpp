@@ -11,6 +11,7 @@
 #include "engine/dtype.hpp"
 #include "engine/ops/linear.hpp"
 #include "engine/ops/step.hpp"
+#include "engine/plan.hpp"
 #include "tests/support/vk_test.hpp"
 
 using namespace gptvk;
@@ -155,6 +156,24 @@ BOOST_AUTO_TEST_CASE(rejects_short_pick_views) {
   BOOST_CHECK_THROW(
       ops::linear_with(g, whole(dx), m, {}, whole(dy), 1, {.name = "lm_head", .pick_after = &pick}),
       std::invalid_argument);
+}
+
+// `gpt-vk devices -v` says the LayerNorm and greedy pick ride on the mat-vec's last
+// workgroup only where the decode kernel has those variants: a CPU device's row kernels
+// with subgroup arithmetic. It said so of every CPU device, those with shuffles only too.
+BOOST_AUTO_TEST_CASE(devices_v_says_the_fusions_only_where_the_kernels_have_them) {
+  const PlanModel gpt2_small{true, 12, true, 256, {12, 64, 1024, true}, true};
+  const std::string fused = "greedy pick: in the LM head's last workgroup";
+  const std::string shuffles_only = describe_plan(test::shuffles_only_context(), gpt2_small);
+  BOOST_TEST_INFO(shuffles_only);
+  BOOST_TEST(shuffles_only.find("LayerNorms: after each residual add") == std::string::npos);
+  BOOST_TEST(shuffles_only.find(fused) == std::string::npos);
+  const vk::Context& ctx = test::context();
+  if (ctx.cpu_kernels() && ctx.caps().subgroup_arithmetic && ops::row_matvec_supported(ctx)) {
+    const std::string native = describe_plan(ctx, gpt2_small);
+    BOOST_TEST_INFO(native);
+    BOOST_TEST(native.find(fused) != std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,7 @@
 // Prompt attention on matrix units (shaders/attention_coopmat.comp): flash-attention style
 // tiles of queries and keys through cooperative matrices, q, k, v and the softmax weights
-// rounded to f16, f32 sums. For GPUs whose prompt products run on matrix units (f16
-// weights, engine/plan.cpp); devices without them run it on emulated matrices in tests
+// rounded to f16, f32 sums. For GPUs whose prompt products run on matrix units (any
+// weights but f32, engine/plan.cpp); devices without them run it on emulated matrices in tests
 // (GPTVK_FORCE=gpu,coopmat_emu).
 #pragma once
 #include <cstdint>

@@ -118,7 +118,7 @@ enum class LinearKernel {
 constexpr uint32_t kRowsBatchTokens = 16;  // shaders/common/linear_matvec_rows_batch.glsl, NB_MAX
 constexpr uint32_t kColsBatchTokens = 16;   // shaders/common/linear_cols_batch.glsl, NB_MAX
 constexpr uint32_t kColsBatchTexels = 512;  // the same, XB_MAX
-constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_matvec_rows.glsl, X_HELD_MAX
+constexpr uint32_t kMaxHeldInputs = 1024;  // shaders/common/linear_rows_held_x.glsl, X_HELD_MAX
 // shaders/common/linear_cols_held_x.glsl, XC_MAX
 constexpr uint32_t kMaxColumnSplitTexels = 256;
 // Chunks of at least this many tokens take the CPU GEMM's wide tile (16-bit weights, two
@@ -137,6 +137,10 @@ LinearKernel auto_kernel(const vk::Context& ctx, uint32_t T, const Matrix& W, Vi
 // x can be read through texel views (also what `gpt-vk devices -v` reports).
 LinearKernel decode_kernel(const vk::Context& ctx, uint32_t K, DType dtype, bool w_texel, bool x_texel);
 
+// Whether kernel `k`'s last workgroup can also finish the LayerNorm after a residual add
+// (ops::NormAfter) or the greedy pick (ops::PickAfter): the row and column-split mat-vecs,
+// with subgroup arithmetic.
+bool last_workgroup_fusions(const vk::Context& ctx, LinearKernel k);
 // Whether the device runs MatVecRows at all: subgroup shuffles on workgroups of one
 // subgroup of 4-16 lanes (CPU devices' SIMD vectors; a GPU's 32 or 64 lanes are not).
 bool row_matvec_supported(const vk::Context& ctx);

@@ -81,6 +81,12 @@ bool one_subgroup_shuffles(const vk::Context& ctx) {
 
 bool row_matvec_supported(const vk::Context& ctx) { return one_subgroup_shuffles(ctx); }
 
+bool last_workgroup_fusions(const vk::Context& ctx, LinearKernel k) {
+  const bool row_kernel = k == LinearKernel::MatVecRows || k == LinearKernel::MatVecRowsHeld ||
+                          k == LinearKernel::MatVecCols;
+  return row_kernel && ctx.caps().subgroup_arithmetic;
+}
+
 bool broadcast_gemm_supported(const vk::Context& ctx) {
   return ctx.cpu_kernels() && ctx.caps().subgroup_arithmetic && one_subgroup_shuffles(ctx);
 }
@@ -125,7 +131,7 @@ Kernel mat_vec_rows(const vk::Context& ctx, DType dtype, uint32_t rows, bool hel
   Kernel k;
   k.shader = family(dtype) + (held ? "matvec_rows_held" : "matvec_rows");
   k.texel = k.x_texel = true;
-  k.norm_variant = k.pick_variant = ctx.caps().subgroup_arithmetic;
+  k.norm_variant = k.pick_variant = ctx.caps().subgroup_arithmetic;  // last_workgroup_fusions
   k.local = ctx.caps().subgroup_size;
   const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
   const uint64_t groups_of_16 = (uint64_t(rows) + 16 * k.local - 1) / (16 * k.local);

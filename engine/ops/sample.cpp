@@ -178,6 +178,13 @@ void sample_rows(Graph& g, View logits, uint32_t rows, View table, View ids, Vie
          push});
 }
 
+void check_logit_bias_ids(const SamplingParams& p, uint32_t vocab) {
+  for (auto [id, bias] : p.logit_bias)
+    if (id >= vocab)
+      throw UsageError("logit bias for token " + std::to_string(id) + ", outside the vocabulary of " +
+                       std::to_string(vocab));
+}
+
 void check_sampling_params(const SamplingParams& p) {
   if (!std::isfinite(p.temperature) || p.temperature < 0)
     throw UsageError("temperature must be a finite number >= 0 (0 = greedy), got " + std::to_string(p.temperature));

@@ -51,6 +51,8 @@ struct SamplingParams {
 // outside [0, 1], a repeat_penalty that is not a finite number > 0, a repeat_last_n below -1,
 // or a non-finite penalty or bias.
 void check_sampling_params(const SamplingParams& p);
+// Throws UsageError when a logit bias names a token id at or past `vocab`.
+void check_logit_bias_ids(const SamplingParams& p, uint32_t vocab);
 
 // Picks the next token from logits [vocab] (f32, finite; -inf works as a mask unless every
 // logit is -inf; NaN and +inf are not supported): writes it to ids[0] and advances the step

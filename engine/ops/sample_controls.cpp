@@ -44,13 +44,9 @@ std::vector<uint32_t> SamplingState::tokens() const {
 View SamplingState::bias_for(const SamplingParams& p) {
   if (bias_.empty()) bias_ = vk::Buffer(ctx_, uint64_t(vocab_) * 4, vk::Memory::Host, "logit bias");
   auto* b = static_cast<float*>(bias_.mapped());
+  check_logit_bias_ids(p, vocab_);
   std::fill(b, b + vocab_, 0.0f);
-  for (auto [id, bias] : p.logit_bias) {
-    if (id >= vocab_)
-      throw UsageError("logit bias for token " + std::to_string(id) + ", outside the vocabulary of " +
-                       std::to_string(vocab_));
-    b[id] += bias;
-  }
+  for (auto [id, bias] : p.logit_bias) b[id] += bias;
   return whole(bias_);
 }
 
