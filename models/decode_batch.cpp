@@ -345,11 +345,8 @@ void DecodeBatch::set_up_prompts(std::span<GptModel* const> seqs, std::span<cons
   // sampler's history and counter.
   for (size_t b = 0; b < seqs.size(); ++b) {
     GptModel& m = *seqs[b];
-    const auto chunk = prompts[b].subspan(prefilled[b]);
-    m.check_ids(chunk, prefilled[b]);
-    if (prefilled[b] && m.pos_ != prefilled[b]) throw std::logic_error("DecodeBatch: the earlier chunks did not run");
-    m.sampling_state_->reset(prompts[b]);
-    m.write_ids(chunk, prefilled[b]);
+    m.begin_last_chunk(prompts[b], prefilled[b]);
+    m.write_ids(prompts[b].subspan(prefilled[b]), prefilled[b]);
     static_cast<StepState*>(m.step_.mapped())->rng_step = 0;
   }
 }

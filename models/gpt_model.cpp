@@ -294,11 +294,16 @@ std::vector<KvCopy> GptModel::kv_copies_from(const GptModel& other, uint32_t beg
   return copies;
 }
 
-uint32_t GptModel::sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled) {
+void GptModel::begin_last_chunk(std::span<const uint32_t> prompt, uint32_t prefilled) {
   if (prompt.empty()) throw InputError("the prompt has no tokens");
   if (prefilled >= prompt.size()) throw std::logic_error("sample_after_prefill: no tokens left to run");
   if (prefilled && pos_ != prefilled) throw std::logic_error("sample_after_prefill: the earlier chunks did not run");
-  if (prompt.size() < cfg_.context_length) sampling_state_->reset(prompt);  // run_chunks rejects longer ones
+  check_ids(prompt.subspan(prefilled), prefilled);
+  sampling_state_->reset(prompt);
+}
+
+uint32_t GptModel::sample_after_prefill(std::span<const uint32_t> prompt, uint32_t prefilled) {
+  begin_last_chunk(prompt, prefilled);
   run_chunks(prompt.subspan(prefilled), prefilled, Head::LastSample);
   static_cast<StepState*>(step_.mapped())->pos = pos_;  // the sampled token goes at the position after the prompt
   return static_cast<const uint32_t*>(ids_.mapped())[0];

@@ -152,6 +152,10 @@ class GptModel {
   friend class DecodeBatch;
   struct GraphBuild;  // build_graph's steps and the state they share (models/gpt_graph.cpp)
   void write_ids(std::span<const uint32_t> ids, uint32_t pos);
+  // Before a prompt's last chunk runs and samples (sample_after_prefill, or a burst of
+  // DecodeBatch): checks that its earlier chunks ran and its ids, and sets the sampler's
+  // history (penalties) to the prompt.
+  void begin_last_chunk(std::span<const uint32_t> prompt, uint32_t prefilled);
   // Runs ids at [pos, pos + n) in chunks of max_chunk_ tokens: every chunk but the last only
   // fills the KV cache, the last ends with `head`. last_run_ then holds every chunk's graph.
   void run_chunks(std::span<const uint32_t> ids, uint32_t pos, Head head);
