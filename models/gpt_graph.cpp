@@ -130,11 +130,6 @@ struct GptModel::GraphBuild {
       ops::layernorm(*g, y, norm->gamma, norm->beta, norm->out, T, W.rows, eps, norm->name);
   }
 
-  // Row b of a [T][cols] float buffer.
-  static View row(const vk::Buffer& buf, uint32_t b, uint32_t cols) {
-    return View{&buf, uint64_t(b) * cols * 4, uint64_t(cols) * 4};
-  }
-
   // A linear after a pre-LN LayerNorm (qkv, fc, the LM head) reads h, which the linear
   // before it normalised (ops::NormAfter); with folded LayerNorms it reads x and normalises
   // it itself, its bias folded into the shift of folded_[site], and nothing writes h.
@@ -163,7 +158,7 @@ struct GptModel::GraphBuild {
       for (uint32_t b = 0; b < T; ++b) {
         const bool aligned = m.row_aligned(b, C);
         ops::embed(*g, whole(seqs[b]->ids_), whole(seqs[b]->step_), w.tok_emb, w.pos_emb,
-                   aligned ? row(m.x_, b, C) : rows_of(m.x_, b + 1, C), 1, "embed", aligned ? 0 : b);
+                   aligned ? rows_at(m.x_, b, 1, C) : rows_of(m.x_, b + 1, C), 1, "embed", aligned ? 0 : b);
       }
     } else {
       ops::embed(*g, ids, step, w.tok_emb, w.pos_emb, x, T, "embed");
@@ -215,8 +210,8 @@ struct GptModel::GraphBuild {
   void attend_row(uint32_t l, uint32_t b, const std::string& p) {
     GptModel& s = *seqs[b];
     const bool aligned = m.row_aligned(b, C) && m.row_aligned(b, 3 * C);
-    const View q = aligned ? row(m.qkv_, b, 3 * C) : rows_of(s.qkv_, 1, 3 * C);
-    const View out = aligned ? row(m.att_, b, C) : rows_of(s.att_, 1, C);
+    const View q = aligned ? rows_at(m.qkv_, b, 1, 3 * C) : rows_of(s.qkv_, 1, 3 * C);
+    const View out = aligned ? rows_at(m.att_, b, 1, C) : rows_of(s.att_, 1, C);
     if (!aligned) ops::copy_rows(*g, qkv, q, b, 1, 3 * C, p + "row_qkv");
     ops::kv_append_attention(*g, q, whole(s.step_), s.k_cache(l), s.v_cache(l), out, 1, shape, p + "attention");
     if (!aligned) ops::copy_rows(*g, out, rows_of(m.att_, b + 1, C), 0, 1, C, p + "row_att", b);
@@ -310,7 +305,7 @@ struct GptModel::GraphBuild {
       if (!(pre && cfg.n_layers > 0)) ops::layernorm(*g, x, whole(w.lnf_g), whole(w.lnf_b), h, live_rows, C, eps, "ln_f");
       normed = h;
     }
-    const View head_bias = cfg.out_bias ? view_or_none(w.head_b) : none();
+    const View head_bias = view_or_none(w.head_b);
     if (batch || burst) {
       batch_head(normed, head_bias);
     } else if (fold && cfg.final_norm) {
@@ -335,7 +330,7 @@ struct GptModel::GraphBuild {
   // devices), saving the sampler its dispatch.
   void last_row_head(View normed) {
     const uint32_t V = cfg.vocab_size;
-    const View head_bias = cfg.out_bias ? view_or_none(w.head_b) : none();
+    const View head_bias = view_or_none(w.head_b);
     View last = normed;
     if (live_rows > 1) {
       ops::copy_rows(*g, normed, whole(m.h_last_), live_rows - 1, 1, C, "last_row");

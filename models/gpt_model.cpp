@@ -137,7 +137,7 @@ void GptModel::compute_folded_norms() {
     fold(2 * l + 1, L.fc, L.ln2_g, L.ln2_b, whole(L.fc_b), p + "ln2");
   }
   if (cfg_.final_norm)
-    fold(folded_.size() - 1, w_.lm_head(), w_.lnf_g, w_.lnf_b, cfg_.out_bias ? view_or_none(w_.head_b) : View{}, "ln_f");
+    fold(folded_.size() - 1, w_.lm_head(), w_.lnf_g, w_.lnf_b, view_or_none(w_.head_b), "ln_f");
   g.record();
   g.run();
   folded_ready_ = true;
