@@ -86,6 +86,10 @@ struct ExecutionPlan {
   bool batch_norm_in_lanes(const vk::Context& ctx, const Matrix& W, View x) const;
   // The kernel for `rows` rows of a T-token chunk's product (rows < T: the last row alone).
   ops::LinearKernel linear_kernel(const vk::Context& ctx, uint32_t T, uint32_t rows, const Matrix& W, View x) const;
+  // Whether several prompts' last chunks may run as one burst (models/decode_batch.hpp).
+  // Not on GPUs with exact rows: a GPU's prompt step takes other kernels than a burst's, so
+  // a burst could not give each prompt's own step's results, bit for bit.
+  bool bursts_prompts(bool exact_rows) const { return !exact_rows || cpu_kernels; }
 };
 
 ExecutionPlan make_plan(const vk::Context& ctx, const PlanModel& model);

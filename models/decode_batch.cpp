@@ -231,8 +231,7 @@ void DecodeBatch::warm_up(std::span<GptModel* const> slots) {
 }
 
 bool DecodeBatch::can_burst(const GptModel& first) const {
-  // A GPU's prompt step differs from any burst in its kernels' order (exact rows: one by one).
-  if ((exact_rows_ && !first.plan_.cpu_kernels) || first.cfg_.n_layers == 0) return false;
+  if (!first.plan_.bursts_prompts(exact_rows_) || first.cfg_.n_layers == 0) return false;
   // Every sequence's rows start on a row of the activations, each view offset aligned.
   return first.row_aligned(1, first.cfg_.emb_dim);
 }
