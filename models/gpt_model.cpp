@@ -296,8 +296,8 @@ std::vector<KvCopy> GptModel::kv_copies_from(const GptModel& other, uint32_t beg
 
 void GptModel::begin_last_chunk(std::span<const uint32_t> prompt, uint32_t prefilled) {
   if (prompt.empty()) throw InputError("the prompt has no tokens");
-  if (prefilled >= prompt.size()) throw std::logic_error("sample_after_prefill: no tokens left to run");
-  if (prefilled && pos_ != prefilled) throw std::logic_error("sample_after_prefill: the earlier chunks did not run");
+  if (prefilled >= prompt.size()) throw std::logic_error("begin_last_chunk: no tokens left to run");
+  if (prefilled && pos_ != prefilled) throw std::logic_error("begin_last_chunk: the earlier chunks did not run");
   check_ids(prompt.subspan(prefilled), prefilled);
   sampling_state_->reset(prompt);
 }
@@ -380,7 +380,7 @@ uint64_t slot_device_bytes(const vk::Context& ctx, const ModelConfig& cfg, uint3
   auto add = [&](uint64_t n, uint64_t each) { bytes += n * each, buffers += n; };
   add(1, T * 4);                                            // ids
   add(2, sizeof(StepState));                                // step, step_last
-  add(4, T * C * 4);                                        // x, h, att; qkv below
+  add(3, T * C * 4);                                        // x, h, att; qkv below
   add(1, T * 3 * C * 4);
   add(1, T * F * 4);
   add(1, C * 4);                                            // h_last

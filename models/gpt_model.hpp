@@ -246,8 +246,9 @@ std::vector<std::unique_ptr<GptModel>> make_slot_models(vk::Context& ctx, const 
 // The device bytes one of those slots comes to beside the shared weights: its keys and
 // values in the pool, the buffers its GptModel allocates for chunks of `max_chunk` tokens
 // (those allocated on first use included: every position's logits, kept logits, a logit
-// bias). Kept beside the constructor, whose buffers it adds up, for `serve` to check that
-// --parallel slots (and their DecodeBatch::device_bytes) fit before making them.
+// bias), less the scratch its graphs may hold (GPUs' split-K products: a few MiB). Kept
+// beside the constructor, whose buffers it adds up, for `serve` to check that --parallel
+// slots (and their DecodeBatch::device_bytes) fit before making them.
 // Drivers round an allocation's size up (to 4 to 64 KiB); the estimate allows this much a buffer.
 constexpr uint64_t kAllocationRounding = 64 << 10;
 uint64_t slot_device_bytes(const vk::Context& ctx, const ModelConfig& cfg, uint32_t max_chunk);

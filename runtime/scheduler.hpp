@@ -117,7 +117,6 @@ struct SchedulerStats {
   uint64_t prompt_cache_hits = 0;  // first tokens drawn from a prompt's kept logits: the prompt ran before whole
 };
 
-
 class Scheduler {
  public:
   // `slots`: models sharing one set of loaded weights, from now on used only by the

@@ -75,10 +75,15 @@ Buffer::Buffer(Context& ctx, uint64_t bytes, Memory memory, const std::string& w
                       mib_ceil(caps.device_local_bytes) + " of device-local memory");
   }
   check(r, ("allocating " + what).c_str());
+  try {
+    check(vkBindBufferMemory(ctx.device(), buffer_, memory_, 0), "binding buffer memory");
+    if (map) check(vkMapMemory(ctx.device(), memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "mapping buffer memory");
+  } catch (...) {
+    release();  // a constructor that throws gets no destructor
+    throw;
+  }
   allocated_ = req.size;
   ctx.count_allocation(static_cast<int64_t>(allocated_));
-  check(vkBindBufferMemory(ctx.device(), buffer_, memory_, 0), "binding buffer memory");
-  if (map) check(vkMapMemory(ctx.device(), memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "mapping buffer memory");
   if (mapped_ && caps.unified_memory) advise_huge_pages(mapped_, bytes);
 }
 
