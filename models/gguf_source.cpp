@@ -149,6 +149,17 @@ std::vector<AddedToken> added_tokens(const GgufFile& f, const KeyReader& k, size
 
 // tokenizer.ggml.* as the text of a vocab.json and a merges.txt, which spell tokens in the
 // same byte alphabet GGUF's gpt2 tokenizer does (its added tokens as their text).
+// tokenizer.ggml.pre names that split text as GPT-2 does: those llama.cpp's vocabulary
+// loader runs with GPT-2's pattern and nothing else added (llama-vocab.cpp), and "default"
+// or none (converters before the key), which llama.cpp runs with a generic split of its
+// own, warning that quality degrades: GPT-2's is the one a gpt2 model was trained with.
+bool splits_as_gpt2(const std::string& pre) {
+  static const std::set<std::string> kGpt2Split = {"gpt-2",      "default",    "phi-2",   "jina-es",     "jina-de",
+                                                   "gigachat",   "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum",
+                                                   "modern-bert", "exaone4"};
+  return kGpt2Split.count(pre) != 0;
+}
+
 void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
   if (!f.find("tokenizer.ggml.model")) {  // (a TOML's "[tokenizer] section" would mislead here)
     cfg.tokenizer_unsupported = f.path() + ": no tokenizer in the file (metadata key tokenizer.ggml.model): text "
@@ -164,7 +175,7 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
   // The pre-tokenizer splits text before the merges; another one than GPT-2's (llama3's
   // digit groups, say) would give other ids than the file's own tokenizer.
   if (const GgufValue* pre = f.find("tokenizer.ggml.pre");
-      pre && !(pre->type == GgufType::String && (pre->s == "gpt-2" || pre->s == "default"))) {
+      pre && !(pre->type == GgufType::String && splits_as_gpt2(pre->s))) {
     cfg.tokenizer_unsupported = f.path() + ": tokenizer.ggml.pre is " +
                                 (pre->type == GgufType::String ? "'" + pre->s + "'" : std::string("not a string")) +
                                 ", not GPT-2's pre-tokenizer ('gpt-2'): text commands cannot run; use forward --ids";
@@ -180,8 +191,10 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
                              "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     const GgufValue* v = f.find(id_key);
     if (!v) continue;
-    if (!v->is_integer() || v->i < 0 || uint64_t(v->i) >= tokens.size())
-      k.fail(id_key, "is not the id of a token (0 .. " + std::to_string(tokens.size() - 1) + ")");
+    if (!v->is_integer() || v->i < 0) k.fail(id_key, "is not a token id (a whole number from 0)");
+    // An id past the tokens names none: left out, as llama.cpp carries on past it ("bad
+    // special token") and as a snapshot's config.json ids past its vocabulary are.
+    if (uint64_t(v->i) >= tokens.size()) continue;
     if (id_key == std::string_view("tokenizer.ggml.bos_token_id")) cfg.start_token_id = uint32_t(v->i);
     else cfg.end_token_ids.push_back(uint32_t(v->i));
   }

@@ -113,7 +113,7 @@ BOOST_AUTO_TEST_CASE(other_architecture_and_missing_keys) {
 // Metadata that would make the file another model than the one run: a head_count_kv below
 // head_count (grouped-query attention; general.quantization_version, the same length and
 // type, renamed), and another pre-tokenizer than GPT-2's, whose ids the text commands would
-// not give (the model itself still runs on ids).
+// not give (the model itself still runs on ids), unless llama.cpp splits its text as GPT-2.
 BOOST_AUTO_TEST_CASE(metadata_of_another_model) {
   std::string b = gguf;
   const size_t at = b.find("general.quantization_version");
@@ -128,6 +128,13 @@ BOOST_AUTO_TEST_CASE(metadata_of_another_model) {
   BOOST_TEST(forward_model(pre).exit_code == 0);
   check(run_cli({"tokenize", "-m", pre, "--text", "a 123"}),
         {1, {"bad.gguf: tokenizer.ggml.pre is 'llama', not GPT-2's pre-tokenizer"}});
+  // A name llama.cpp runs with GPT-2's split (phi-2, mellum, ...) tokenizes as gpt-2 does.
+  const std::string text = "The year 12345, ok!? x+y=z";
+  const CliResult as_gpt2 = run_cli({"tokenize", "-m", dir.write("gpt2.gguf", gguf), "--text", text});
+  const CliResult as_phi2 = run_cli({"tokenize", "-m", gguf_with(le64(5) + "gpt-2", le64(5) + "phi-2"), "--text", text});
+  BOOST_TEST(as_gpt2.exit_code == 0);
+  BOOST_TEST(as_phi2.exit_code == 0);
+  BOOST_TEST(as_phi2.out == as_gpt2.out);
 }
 // Tensors whose bytes overlap (position_embd at token_embd's offset) are refused, as in
 // safetensors: the header lies about one of them.

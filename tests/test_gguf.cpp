@@ -200,7 +200,8 @@ BOOST_AUTO_TEST_CASE(generate_with_model_flag) {
 
 // The file's tokenizer.ggml.eos_token_id ends a generation as <|endoftext|> does (llama.cpp's
 // llama_vocab_is_eog): greedy tokens of the file as written, then of a copy whose eos is the
-// last of them, which stops right before that token's first appearance.
+// last of them, which stops right before that token's first appearance, and of one whose
+// eos names no token, which runs as the file as written.
 BOOST_AUTO_TEST_CASE(generation_stops_at_the_files_eos) {
   auto greedy = [](const std::string& path) {
     auto r = test::run_cli({"generate", "-m", path, "--prompt", "Hello world", "--max-tokens", "8", "--temperature",
@@ -231,6 +232,12 @@ BOOST_AUTO_TEST_CASE(generation_stops_at_the_files_eos) {
   BOOST_TEST(cut["tokens"].get<std::vector<uint32_t>>() == std::vector<uint32_t>(tokens.begin(), tokens.begin() + long(first)),
              boost::test_tools::per_element());
   BOOST_TEST(cut["finish_reason"] == "stop");
+  // An eos past the tokens names none: the model runs as if the key were absent, as in
+  // llama.cpp ("bad special token"), rather than being refused.
+  const uint32_t past = 1000000;
+  std::memcpy(&bytes[at + 4], &past, 4);
+  const auto uncut = greedy(dir.write("eos_past.gguf", bytes));
+  BOOST_TEST(uncut["tokens"].get<std::vector<uint32_t>>() == tokens, boost::test_tools::per_element());
 }
 
 // ggml's block layouts, value for value, on hand-made blocks (the fixtures cover them
