@@ -337,6 +337,12 @@ ModelConfig gguf_model_config(const GgufFile& f, DType dtype) {
   if (emb->ne[1] == 0 || emb->ne[1] > kMaxVocab)
     throw InputError(f.path() + ": token_embd.weight has a bad vocabulary size (" + std::to_string(emb->ne[1]) +
                      " rows, 1 to " + std::to_string(kMaxVocab) + " allowed)");
+  // Its rows are the vocabulary and its columns the width: checked here, before the
+  // tokenizer compares its tokens with the rows, so that swapped dims are said as such.
+  if (emb->ne[0] != cfg.emb_dim)
+    throw InputError(f.path() + ": token_embd.weight is [" + std::to_string(emb->ne[1]) + "][" +
+                     std::to_string(emb->ne[0]) + "], not [vocabulary][" + std::to_string(cfg.emb_dim) +
+                     "] (gpt2.embedding_length)");
   cfg.vocab_size = static_cast<uint32_t>(emb->ne[1]);
   cfg.qkv_bias = f.tensor("blk.0.attn_qkv.bias") != nullptr;
   cfg.tie_embeddings = f.tensor("output.weight") == nullptr;

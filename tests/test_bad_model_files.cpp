@@ -173,6 +173,17 @@ BOOST_AUTO_TEST_CASE(shape_disagrees_with_metadata) {
   size_t e = tensor_entry("position_embd.weight");
   check(forward_model(gguf_poke(e + 4 + 8, 72, 8)), {1, {"position_embd.weight", "has shape [72, 64]", "[73, 64]"}});
 }
+// A token table with its dims swapped is said as such, not as a tokenizer of more tokens
+// than the table's rows (the tokenizer used to be read first).
+// (F16: a Q8_0 table of 311 columns is refused first, for rows of whole blocks.)
+BOOST_AUTO_TEST_CASE(token_table_with_swapped_dims) {
+  gguf = read_text(kGguf / "small-F16.gguf");
+  const size_t e = tensor_entry("token_embd.weight") + 4;  // past its dimension count
+  std::string b = gguf;
+  std::swap_ranges(b.begin() + long(e), b.begin() + long(e + 8), b.begin() + long(e + 8));
+  check(forward_model(dir.write("bad.gguf", b)),
+        {1, {"bad.gguf: token_embd.weight is [64][311], not [vocabulary][64] (gpt2.embedding_length)"}});
+}
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(bad_torch_files, FileRows)
