@@ -202,6 +202,19 @@ BOOST_AUTO_TEST_CASE(malformed_content_parts_are_refused_naming_messages) {
   }
 }
 
+// A prompt's or a message's text is read as text: <|endoftext|> written in it is its
+// characters' BPE pieces, never token 50256 (which only a token-id prompt sends).
+BOOST_AUTO_TEST_CASE(special_tokens_written_in_text_stay_text) {
+  const Tokenizer& tok = bundled_tokenizer();
+  const std::vector<uint32_t> as_text = tok.encode("a<|endoftext|>b");
+  BOOST_TEST(std::count(as_text.begin(), as_text.end(), 50256u) == 0);
+  BOOST_TEST(completion({{"prompt", "a<|endoftext|>b"}}).prompts.at(0) == as_text, boost::test_tools::per_element());
+  BOOST_TEST(completion({{"prompt", {50256}}}).prompts.at(0) == std::vector<uint32_t>{50256});
+  const json messages = json::array({{{"role", "user"}, {"content", "<|endoftext|>"}}});
+  const auto c = server::parse_chat_request({{"messages", messages}}, tok, kContext);
+  BOOST_TEST(std::count(c.prompts.at(0).begin(), c.prompts.at(0).end(), 50256u) == 0);
+}
+
 // An insertion-ordered object costs the square of its keys to parse: a body's objects are
 // held to 1024 keys (in a 1 MiB body, 100k keys in one object took 30 s of a core).
 BOOST_AUTO_TEST_CASE(bodies_with_objects_of_too_many_keys_are_refused) {
