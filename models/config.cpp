@@ -3,7 +3,6 @@
 // config is a one-line error naming the file, line and key instead of a silent default.
 #include "models/config.hpp"
 
-#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +13,7 @@
 
 #include "engine/error.hpp"
 #include "engine/files.hpp"
+#include "models/toml_prescan.hpp"
 
 namespace gptvk {
 
@@ -185,91 +185,6 @@ std::string resolve(const fs::path& dir, const std::string& p) {
   fs::path real = fs::weakly_canonical(plain_name ? joined.parent_path() : joined, ec);
   if (ec) return joined.lexically_normal().string();
   return (plain_name ? real / name : real).string();
-}
-
-// toml++ 3.3, the Debian 12 version, reaches __builtin_unreachable() (undefined
-// behaviour) when it asks whether some non-ASCII characters are whitespace (é, most of
-// Latin, Greek, Cyrillic...), which it does for characters outside strings and comments,
-// and in a multi-line basic string for the first character that is not whitespace after
-// a backslash (upstream issues #190 and #295). TOML allows non-ASCII text only inside
-// strings and comments, so a file with it anywhere else is rejected here (parse_document),
-// before toml++ reads it.
-// The same scan rejects a table header whose "[" or "[[" is not followed by a key or "]":
-// toml++ 3.3 assumes one there (a failed assertion in builds without NDEBUG, undefined
-// behaviour under clang with NDEBUG) instead of reporting the error.
-// Regression inputs: tests/fuzz/regressions/config/.
-void reject_what_tomlpp_mishandles(const std::string& text, const std::string& path) {
-  enum { Normal, Comment, Basic, Literal, MultiBasic, MultiLiteral } mode = Normal;
-  size_t line = 1;
-  size_t depth = 0;  // open value brackets ([ ] arrays, { } inline tables)
-  bool line_start = true;
-  auto key_start = [](char k) { return std::isalnum(static_cast<unsigned char>(k)) || k == '_' || k == '-' ||
-                                       k == '"' || k == '\'' || k == ']'; };
-  auto fail = [&](const std::string& what) { throw InputError(path + ":" + std::to_string(line) + ": " + what); };
-  auto run_of = [&](size_t i, char q) {
-    size_t k = 0;
-    while (i + k < text.size() && text[i + k] == q) ++k;
-    return k;
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      ++line;
-      line_start = true;
-      if (mode == Comment || mode == Basic || mode == Literal) mode = Normal;
-      continue;
-    }
-    const bool first_on_line = line_start;
-    if (c != ' ' && c != '\t') line_start = false;
-    switch (mode) {
-      case Normal:
-        if (c >= 0x80) fail("malformed TOML: non-ASCII character outside a string or comment");
-        if (c == '[' && first_on_line && depth == 0) {  // a table header
-          size_t j = i + 1 < text.size() && text[i + 1] == '[' ? i + 2 : i + 1;
-          while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
-          if (j < text.size() && !key_start(text[j])) fail("malformed TOML: expected a table name after '['");
-          i = j - 1;
-          break;
-        }
-        if (c == '[' || c == '{') ++depth;
-        if ((c == ']' || c == '}') && depth > 0) --depth;
-        if (c == '#') mode = Comment;
-        if (c == '"' || c == '\'') {
-          bool multi = run_of(i, char(c)) >= 3;
-          mode = c == '"' ? (multi ? MultiBasic : Basic) : (multi ? MultiLiteral : Literal);
-          if (multi) i += 2;
-        }
-        break;
-      case Comment:
-        break;
-      case Basic:
-        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i;  // an escaped character
-        else if (c == '"') mode = Normal;
-        break;
-      case Literal:
-        if (c == '\'') mode = Normal;
-        break;
-      case MultiBasic:
-        if (c == '\\') {
-          size_t j = i + 1;  // a line-ending backslash skips whitespace and newlines
-          while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n'))
-            if (text[j++] == '\n') ++line;
-          if (j < text.size() && static_cast<unsigned char>(text[j]) >= 0x80)
-            fail("non-ASCII character right after a backslash in a multi-line string (not supported)");
-          i = j > i + 1 ? j - 1 : j;  // skip the escaped character, or only the whitespace
-        } else if (c == '"' && run_of(i, '"') >= 3) {
-          i += run_of(i, '"') - 1;  // up to two quotes before the closing three belong to the string
-          mode = Normal;
-        }
-        break;
-      case MultiLiteral:
-        if (c == '\'' && run_of(i, '\'') >= 3) {
-          i += run_of(i, '\'') - 1;
-          mode = Normal;
-        }
-        break;
-    }
-  }
 }
 
 toml::table parse_document(const std::string& path) {

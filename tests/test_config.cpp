@@ -221,6 +221,26 @@ BOOST_AUTO_TEST_CASE(malformed_toml_names_the_line) {
   BOOST_CHECK_THROW(load_config((temp_dir() / "does-not-exist.toml").string()), InputError);
 }
 
+// toml++ opens a dotted key's tables recursively: a header of 200,000 parts overflowed the
+// stack (a segfault). Keys are held to 100 parts wherever they stand; values with dots
+// (numbers, strings, comments) never count.
+BOOST_AUTO_TEST_CASE(dotted_keys_of_more_than_100_parts) {
+  auto dotted = [](size_t parts, const std::string& part) {
+    std::string key = part;
+    for (size_t i = 1; i < parts; ++i) key += " ." + part;
+    return key;
+  };
+  const std::string too_many = "a dotted key of more than 100 parts";
+  expect_rejected("[" + dotted(200000, "a") + "]\n", {":1", too_many});
+  expect_rejected(kHf + "[tokenizer]\n" + dotted(101, "\"x.y\"") + " = 1\n", {too_many});
+  expect_rejected(kHf + "x = {" + dotted(101, "'b'") + " = 1}\n", {too_many});
+  // 100 parts reach toml++, which reads them: the error is then the schema's.
+  expect_rejected(kHf + "[" + dotted(100, "a") + "]\n", {"unknown key a"});
+  const std::string dots_in_values =
+      "x = [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5]\ny = \"" + std::string(300, '.') + "\" # " + std::string(300, '.');
+  expect_rejected(kHf + "[unused]\n" + dots_in_values + "\n", {"unknown key unused"});
+}
+
 BOOST_AUTO_TEST_CASE(unknown_keys_in_every_table) {
   expect_rejected(edit(kHf, "n_layers = 2", "n_layers = 2\nn_layer = 2"), {"unknown key model.n_layer"});
   expect_rejected(edit(kHf, "dtype = \"f16\"", "dtype = \"f16\"\npath = \"x\""), {"unknown key weights.path"});
