@@ -85,6 +85,7 @@ class Unpickler {
   // pickle can make one every opcode byte, each ~250 bytes here: this bound keeps a small
   // hostile file from taking gigabytes.
   static constexpr size_t kMaxObjects = size_t(1) << 18;
+  static constexpr size_t kMaxRank = 8;  // as safetensors files are held to
   Ref make(Obj::K k) {
     if (all_.size() >= kMaxObjects)
       fail("makes more than " + std::to_string(kMaxObjects) + " objects: not a state dict of tensors");
@@ -348,6 +349,10 @@ Ref Unpickler::reduce(const Ref& callable, const Ref& args) {
     if (a.size() < 6 || a.size() > 7 || a[0]->k != Obj::K::Storage || a[1]->k != Obj::K::Int || a[1]->i < 0 ||
         a[2]->k != Obj::K::Tuple || a[3]->k != Obj::K::Tuple || a[2]->items.size() != a[3]->items.size())
       fail("_rebuild_tensor_v2 with arguments that do not describe a tensor");
+    // Before the shape is copied: one memoized tuple of a million dimensions, shared by
+    // every tensor, would be copied for each of them.
+    if (a[2]->items.size() > kMaxRank)
+      fail("a tensor of rank " + std::to_string(a[2]->items.size()) + " (more than " + std::to_string(kMaxRank) + ")");
     Ref r = make(Obj::K::Tensor);
     r->tensor = a[0]->tensor;
     r->tensor.offset = uint64_t(a[1]->i);
@@ -363,12 +368,24 @@ Ref Unpickler::reduce(const Ref& callable, const Ref& args) {
   fail("REDUCE of '" + callable->s + "' is not allowed");  // a storage class called directly
 }
 
-// name -> tensor pairs of a dict (other values ignored).
-std::vector<std::pair<std::string, TorchTensorRef>> tensors_of(const Ref& dict) {
+// name -> tensor pairs of a dict (other values ignored). A pickle can list one memoized
+// name and tensor a million times (2 bytes each), so the names copied here are held to a
+// budget far above any model's (GPT-2 XL's: 25 KB) before they are copied.
+std::vector<std::pair<std::string, TorchTensorRef>> tensors_of(const Unpickler& unpickler, const Ref& dict) {
+  constexpr size_t kMaxName = 1024, kMaxNamesBytes = size_t(16) << 20;
   std::vector<std::pair<std::string, TorchTensorRef>> out;
-  for (size_t i = 0; i + 1 < dict->items.size(); i += 2)
-    if (dict->items[i]->k == Obj::K::Str && dict->items[i + 1]->k == Obj::K::Tensor)
-      out.emplace_back(dict->items[i]->s, dict->items[i + 1]->tensor);
+  size_t names_bytes = 0;
+  for (size_t i = 0; i + 1 < dict->items.size(); i += 2) {
+    if (dict->items[i]->k != Obj::K::Str || dict->items[i + 1]->k != Obj::K::Tensor) continue;
+    const std::string& name = dict->items[i]->s;
+    if (name.size() > kMaxName)
+      unpickler.fail("a tensor name of " + std::to_string(name.size()) + " bytes (more than " +
+                     std::to_string(kMaxName) + "): " + excerpt(name));
+    if ((names_bytes += name.size()) > kMaxNamesBytes)
+      unpickler.fail("tensor names of more than " + std::to_string(kMaxNamesBytes >> 20) +
+                     " MiB in all: not a state dict");
+    out.emplace_back(name, dict->items[i + 1]->tensor);
+  }
   return out;
 }
 
@@ -383,8 +400,8 @@ std::vector<std::pair<std::string, TorchTensorRef>> state_dict_of(const Unpickle
   for (const char* key : {"state_dict", "model_state_dict", "model", "module"})
     for (size_t i = 0; out.empty() && i + 1 < root->items.size(); i += 2)
       if (root->items[i]->k == Obj::K::Str && root->items[i]->s == key && root->items[i + 1]->k == Obj::K::Dict)
-        out = tensors_of(root->items[i + 1]);
-  if (out.empty()) out = tensors_of(root);
+        out = tensors_of(unpickler, root->items[i + 1]);
+  if (out.empty()) out = tensors_of(unpickler, root);
   if (out.empty()) unpickler.fail("holds no tensors");
   // The wrappers' prefixes on every name: torch.compile's "_orig_mod." (nanoGPT saves its
   // compiled model so) and DistributedDataParallel's "module.".

@@ -89,7 +89,7 @@ class TorchSource : public MappedTensorSource {
  private:
   // The tensor `r` of the storage whose elements are `storage` (inside the mapping).
   void add(const std::string& name, const TorchTensorRef& r, std::span<const std::byte> storage) {
-    auto bad = [&](const std::string& what) { throw InputError(path() + ": tensor '" + name + "': " + what); };
+    auto bad = [&](const std::string& what) { throw InputError(path() + ": tensor '" + excerpt(name) + "': " + what); };
     if (r.storage_numel > storage.size() / r.element_bytes)
       bad("storage " + r.storage_key + " holds " + std::to_string(storage.size()) + " bytes, too few for its " +
           std::to_string(r.storage_numel) + " elements of " + std::to_string(r.element_bytes) + " bytes: truncated");

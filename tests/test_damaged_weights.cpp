@@ -169,6 +169,57 @@ BOOST_AUTO_TEST_CASE(pickles_that_make_values_without_end) {
         });
 }
 
+namespace {
+
+// Opcodes of a state-dict pickle, as torch.save writes them (protocol 2).
+std::string u32_le(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
+std::string unicode(const std::string& s) { return "X" + u32_le(uint32_t(s.size())) + s; }
+std::string global(const std::string& module, const std::string& name) { return "c" + module + "\n" + name + "\n"; }
+std::string int32(int32_t v) { return "J" + u32_le(uint32_t(v)); }
+std::string memo_put(uint32_t k) { return "r" + u32_le(k); }
+std::string memo_get(uint32_t k) { return "j" + u32_le(k); }
+// name -> a one-element f32 tensor of `rank` ones, then `repeats` more pairs that only
+// refer to the memoized first (2 x 5 bytes a pair).
+std::string repeated_tensor_pickle(const std::string& name, size_t rank, size_t repeats) {
+  const std::string storage =
+      "(" + unicode("storage") + global("torch", "FloatStorage") + unicode("0") + unicode("cpu") + int32(1) + "tQ";
+  std::string ones = "(";
+  for (size_t d = 0; d < rank; ++d) ones += int32(1);
+  ones += "t";
+  std::string p = "\x80\x02}(" + unicode(name) + memo_put(1) + global("torch._utils", "_rebuild_tensor_v2") + "(" +
+                  storage + int32(0) + ones + ones + "\x89" + global("collections", "OrderedDict") + ")RtR" +
+                  memo_put(2);
+  for (size_t i = 0; i < repeats; ++i) p += memo_get(1) + memo_get(2);
+  return p + "u.";
+}
+
+}  // namespace
+
+// A pickle can name one memoized value again and again at 5 bytes a time, and each use was
+// copied: a 1 MB tensor name listed 20,000 times asked for gigabytes, a shape of a million
+// dimensions shared by 160 tensors for 5 GB. Names are held to 1 KiB each and 16 MiB in
+// all, shapes to 8 dimensions, before anything is copied.
+BOOST_AUTO_TEST_CASE(pickles_that_repeat_a_memoized_value) {
+  const std::pair<std::string, std::string> cases[] = {
+      {repeated_tensor_pickle(std::string(1025, 'k'), 1, 0),
+       "big.pt: data.pkl: a tensor name of 1025 bytes (more than 1024): kkk"},
+      {repeated_tensor_pickle(std::string(1000, 'k'), 1, 20000),
+       "big.pt: data.pkl: tensor names of more than 16 MiB in all"},
+      {repeated_tensor_pickle("w", 9, 0), "big.pt: data.pkl: a tensor of rank 9 (more than 8)"}};
+  for (const auto& c : cases)
+    BOOST_CHECK_EXCEPTION(
+        gptvk::read_state_dict_pickle("big.pt", std::as_bytes(std::span(c.first.data(), c.first.size()))),
+        gptvk::InputError, [&](const gptvk::InputError& e) {
+          BOOST_TEST_INFO(e.what());
+          return std::string(e.what()).find(c.second) == 0 && std::string(e.what()).size() < 200;
+        });
+  // Below the bounds the same pickle reads: 1,000 pairs of one 1000-byte name, rank 8.
+  const std::string fits = repeated_tensor_pickle(std::string(1000, 'k'), 8, 1000);
+  const auto tensors = gptvk::read_state_dict_pickle("fits.pt", std::as_bytes(std::span(fits.data(), fits.size())));
+  BOOST_TEST(tensors.size() == 1001u);
+  BOOST_TEST(tensors.front().second.size == std::vector<uint64_t>(8, 1), boost::test_tools::per_element());
+}
+
 // A torch.save zip whose stored bytes are damaged: one bit of a storage (its CRC-32 no longer
 // matches), or a local header naming another entry (the directory's offsets then point into
 // the wrong bytes). Both would otherwise load and run with exit status 0.
