@@ -92,8 +92,8 @@ class GgufParser {
       fail("tensor count " + std::to_string(n_tensors) + " does not fit in the file: truncated or a lying header");
     for (uint64_t i = 0; i < n_kv; ++i) {
       std::string key = str("a metadata key");
-      GgufValue v = value(key, static_cast<GgufType>(u32("the type of '" + key + "'")), 0);
-      if (!f_.kv_.emplace(key, std::move(v)).second) fail("metadata key '" + key + "' appears twice");
+      GgufValue v = value(key, static_cast<GgufType>(u32("the type of '" + excerpt(key) + "'")), 0);
+      if (!f_.kv_.emplace(key, std::move(v)).second) fail("metadata key '" + excerpt(key) + "' appears twice");
     }
     uint64_t alignment = 32;
     if (const GgufValue* a = f_.find("general.alignment")) {
@@ -196,7 +196,8 @@ class GgufParser {
   GgufValue value(const std::string& key, GgufType t, int depth) {
     GgufValue v;
     v.type = t;
-    const std::string what = "the value of '" + key + "'";
+    // Built for every element of an array of arrays: the key's start, not a megabyte of it.
+    const std::string what = "the value of '" + excerpt(key) + "'";
     if (t == GgufType::String) {
       v.s = str(what);
     } else if (t == GgufType::Array) {
@@ -229,7 +230,7 @@ class GgufParser {
   void tensor_info(uint64_t alignment) {
     GgufTensor t;
     t.name = str("a tensor name");
-    const std::string what = "tensor '" + t.name + "'";
+    const std::string what = "tensor '" + excerpt(t.name) + "'";
     const uint32_t n_dims = u32(what);
     if (n_dims == 0 || n_dims > kMaxDims)
       fail(what + " has " + std::to_string(n_dims) + " dimensions (1 to " + std::to_string(kMaxDims) + " allowed)");
@@ -251,7 +252,7 @@ class GgufParser {
              " values, got " + std::to_string(t.ne[0]));
       if (!mul_ok(n / ti->block_values, ti->block_bytes, t.bytes)) fail(what + ": its size overflows");
     }
-    if (!f_.index_.emplace(t.name, f_.tensors_.size()).second) fail("tensor '" + t.name + "' appears twice");
+    if (!f_.index_.emplace(t.name, f_.tensors_.size()).second) fail(what + " appears twice");
     f_.tensors_.push_back(std::move(t));
   }
 
