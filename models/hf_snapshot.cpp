@@ -137,6 +137,10 @@ void read_added_tokens(const fs::path& file, ModelConfig& cfg) {
       throw InputError(path + ": added token " + a["content"].dump() + ": single_word is not supported");
     const uint64_t id = a["id"].get<uint64_t>();
     const std::string content = a["content"].get<std::string>();
+    if (content.size() > tokenizer::AddedTokenMatcher::kMaxTextBytes)
+      throw InputError(path + ": added token " + excerpt(json(content).dump()) + " is " +
+                       std::to_string(content.size()) + " bytes long, more than the " +
+                       std::to_string(tokenizer::AddedTokenMatcher::kMaxTextBytes) + " this tokenizer matches");
     if (auto [it, fresh] = added_ids.emplace(id, content); !fresh)
       throw InputError(path + ": added_tokens give id " + std::to_string(id) + " to both " + json(it->second).dump() +
                        " and " + json(content).dump());

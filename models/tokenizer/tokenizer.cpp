@@ -55,6 +55,11 @@ tokenizer::AddedTokenMatcher added_matcher(const std::vector<std::string>& token
     if (a.id >= tokens.size())
       throw InputError(vocab_path + ": added token " + std::to_string(a.id) + " is outside the vocabulary of " +
                        std::to_string(tokens.size()));
+    if (tokens[a.id].size() > tokenizer::AddedTokenMatcher::kMaxTextBytes)
+      throw InputError(vocab_path + ": added token " + std::to_string(a.id) + " is " +
+                       std::to_string(tokens[a.id].size()) + " bytes long, more than the " +
+                       std::to_string(tokenizer::AddedTokenMatcher::kMaxTextBytes) + " this tokenizer matches: " +
+                       excerpt(tokens[a.id]));
     texts.push_back(tokens[a.id]);
   }
   return tokenizer::AddedTokenMatcher(std::move(all), texts);
