@@ -265,13 +265,13 @@ std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& 
     // (or from the model file's bos token).
     if (ids.empty()) {
       if (!tok.start_id())
-        throw InputError(spec.where + " is empty and the vocabulary has no <|endoftext|> to start from");
+        throw InputError(spec.where() + " is empty and the vocabulary has no <|endoftext|> to start from");
       ids.push_back(*tok.start_id());
     }
-    require_context_room(ids.size(), 1, context, spec.where);
+    require_context_room(ids.size(), 1, context, spec.where());
     const uint32_t max_tokens = spec.max_tokens.value_or(f.max_tokens);  // --max-tokens was checked already
     if (max_tokens > context)
-      throw InputError(spec.where + ": \"max_tokens\" " + std::to_string(max_tokens) +
+      throw InputError(spec.where() + ": \"max_tokens\" " + std::to_string(max_tokens) +
                        " exceeds the model's context of " + std::to_string(context) + " tokens");
     const uint64_t first_seed = spec.seed.value_or(seed);
     // GPT-1's tokens carry the space after a word ("the</w>" is "the "), which the prompt's

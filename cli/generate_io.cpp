@@ -50,7 +50,8 @@ std::string quoted(const json& v) {
 
 // A whole number in [lo, hi]: a line's "max_tokens" or "seed". Written 5, 5.0 or 5e0 alike
 // (JSON Schema's integers, as the server takes them; Python's json.dumps writes 5.0 for a float).
-uint64_t whole_number(const json& v, const std::string& key, uint64_t lo, uint64_t hi, const std::string& where) {
+template <class Bad>
+uint64_t whole_number(const json& v, const std::string& key, uint64_t lo, uint64_t hi, const Bad& bad) {
   std::optional<uint64_t> x;
   if (v.is_number_unsigned()) x = v.get<uint64_t>();
   if (v.is_number_float()) {
@@ -58,14 +59,17 @@ uint64_t whole_number(const json& v, const std::string& key, uint64_t lo, uint64
     if (std::isfinite(d) && d == std::trunc(d) && d >= 0 && d < 0x1p64) x = static_cast<uint64_t>(d);
   }
   if (!x || *x < lo || *x > hi)
-    throw InputError(where + ": \"" + key + "\" must be a whole number from " + std::to_string(lo) + " to " +
-                     std::to_string(hi) + ", got " + quoted(v));
+    throw bad("\"" + key + "\" must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+              ", got " + quoted(v));
   return *x;
 }
 
 // One non-blank line: a JSON string, or an object with "prompt" and optional settings.
-PromptSpec parse_prompt_line(const std::string& line, const std::string& where) {
-  const auto bad = [&](const std::string& what) { return InputError(where + ": " + what); };
+PromptSpec parse_prompt_line(const std::string& line, const std::shared_ptr<const std::string>& file,
+                             size_t line_number) {
+  const auto bad = [&](const std::string& what) {
+    return InputError(*file + ":" + std::to_string(line_number) + ": " + what);
+  };
   if (auto breach = json_limit_breach(line)) throw bad("the JSON " + *breach);
   json v;
   try {
@@ -74,7 +78,8 @@ PromptSpec parse_prompt_line(const std::string& line, const std::string& where) 
     throw bad("not valid JSON (at column " + std::to_string(e.byte) + ")");
   }
   PromptSpec spec;
-  spec.where = "the prompt at " + where;
+  spec.file = file;
+  spec.line = line_number;
   if (v.is_string()) {
     spec.text = v.get<std::string>();
     return spec;
@@ -86,9 +91,9 @@ PromptSpec parse_prompt_line(const std::string& line, const std::string& where) 
       if (!value.is_string()) throw bad("\"prompt\" must be a string, got " + kind_of(value));
       spec.text = value.get<std::string>();
     } else if (key == "max_tokens") {
-      spec.max_tokens = static_cast<uint32_t>(whole_number(value, key, 1, 1u << 30, where));
+      spec.max_tokens = static_cast<uint32_t>(whole_number(value, key, 1, 1u << 30, bad));
     } else if (key == "seed") {
-      spec.seed = whole_number(value, key, 0, UINT64_MAX, where);
+      spec.seed = whole_number(value, key, 0, UINT64_MAX, bad);
     } else {
       throw bad("unknown key " + quoted(json(key)) +
                 " (a line's object takes prompt, max_tokens and seed)");
@@ -101,6 +106,7 @@ PromptSpec parse_prompt_line(const std::string& line, const std::string& where) 
 
 std::vector<PromptSpec> parse_prompt_lines(const std::string& text, const std::string& path) {
   std::vector<PromptSpec> specs;
+  const auto file = std::make_shared<const std::string>(path);
   size_t line_number = 0;
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
@@ -109,7 +115,7 @@ std::vector<PromptSpec> parse_prompt_lines(const std::string& text, const std::s
     start = end + 1;
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    specs.push_back(parse_prompt_line(line, path + ":" + std::to_string(line_number)));
+    specs.push_back(parse_prompt_line(line, file, line_number));
   }
   if (specs.empty()) throw InputError(path + ": no prompts (give one JSON string or {\"prompt\": ...} per line)");
   return specs;

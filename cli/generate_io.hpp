@@ -2,6 +2,7 @@
 // a JSON-lines file or stdin), --logit-bias pairs, and a completion as one line of JSON (--json).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,7 +21,13 @@ std::string read_prompt(const std::string* prompt, const std::string* prompt_fil
 // One prompt to continue, with what a JSON line may set for it alone.
 struct PromptSpec {
   std::string text;
-  std::string where = "the prompt";  // names it in messages: "the prompt" or "the prompt at PATH:LINE"
+  // The JSON-lines file and line it came from (none for a prompt of its own), kept apart:
+  // a file of a million lines would otherwise hold a million copies of its path.
+  std::shared_ptr<const std::string> file;
+  size_t line = 0;
+  std::string where() const {  // names it in messages: "the prompt" or "the prompt at PATH:LINE"
+    return file ? "the prompt at " + *file + ":" + std::to_string(line) : "the prompt";
+  }
   std::optional<uint32_t> max_tokens;  // instead of --max-tokens
   std::optional<uint64_t> seed;        // instead of --seed (sample i of --num-samples: seed + i)
 };
