@@ -138,7 +138,8 @@ void read_added_tokens(const fs::path& file, ModelConfig& cfg) {
     const uint64_t id = a["id"].get<uint64_t>();
     const std::string content = a["content"].get<std::string>();
     if (content.size() > tokenizer::AddedTokenMatcher::kMaxTextBytes)
-      throw InputError(path + ": added token " + excerpt(json(content).dump()) + " is " +
+      throw InputError(path + ": added token " +
+                       json(content.substr(0, 64)).dump(-1, ' ', false, json::error_handler_t::replace) + "... is " +
                        std::to_string(content.size()) + " bytes long, more than the " +
                        std::to_string(tokenizer::AddedTokenMatcher::kMaxTextBytes) + " this tokenizer matches");
     if (auto [it, fresh] = added_ids.emplace(id, content); !fresh)

@@ -5,16 +5,16 @@
 
 namespace gptvk {
 
-// Throws InputError "<path>:<line>: malformed TOML: ..." for
+// Throws InputError "<path>:<line>: ..." for
 // - non-ASCII text outside strings and comments (toml++ reaches __builtin_unreachable()
 //   asking whether é and most other non-ASCII characters are whitespace: upstream issues
 //   #190 and #295), and a non-ASCII character right after a multi-line string's
-//   line-ending backslash (the same question);
+//   line-ending backslash (the same question, valid TOML but "not supported");
 // - a table header whose "[" or "[[" is not followed by a key (a failed assertion, or
 //   undefined behaviour under NDEBUG);
 // - a dotted key of more than kMaxTomlKeyParts parts (toml++ walks the tables it opens
 //   recursively: 200,000 parts overflow the stack).
-// TOML allows none of the first two; no config needs the third.
+// The others are "malformed TOML"; no config needs a key of so many parts.
 // Regression inputs: tests/fuzz/regressions/config/.
 void reject_what_tomlpp_mishandles(const std::string& text, const std::string& path);
 

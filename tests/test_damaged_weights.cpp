@@ -195,10 +195,9 @@ std::string repeated_tensor_pickle(const std::string& name, size_t rank, size_t 
 
 }  // namespace
 
-// A pickle can name one memoized value again and again at 5 bytes a time, and each use was
-// copied: a 1 MB tensor name listed 20,000 times asked for gigabytes, a shape of a million
-// dimensions shared by 160 tensors for 5 GB. Names are held to 1 KiB each and 16 MiB in
-// all, shapes to 8 dimensions, before anything is copied.
+// A pickle can name one memoized value again and again at 5 bytes a time, and reading the
+// state dict copies each use: names are held to 1 KiB each and 16 MiB in all, shapes to 8
+// dimensions, before they are copied, so a small file cannot ask for gigabytes.
 BOOST_AUTO_TEST_CASE(pickles_that_repeat_a_memoized_value) {
   const std::pair<std::string, std::string> cases[] = {
       {repeated_tensor_pickle(std::string(1025, 'k'), 1, 0),

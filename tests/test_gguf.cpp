@@ -187,6 +187,21 @@ BOOST_AUTO_TEST_CASE(added_tokens_as_llama_cpp_reads_them) {
       BOOST_TEST(d.out == text);
     }
   }
+  // A USER_DEFINED token of 301 bytes in place of " Bonjour tout" (288 more bytes, a multiple
+  // of the alignment, so the tensor data stays where it was): past the 256 bytes the added-
+  // token matcher takes, refused by name.
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes(std::istreambuf_iterator<char>(in), {});
+  const std::string from = std::string("\x0d\0\0\0\0\0\0\0", 8) + " Bonjour tout";
+  const size_t at = bytes.find(from);
+  BOOST_REQUIRE(at != std::string::npos);
+  bytes.replace(at, from.size(), std::string("\x2d\x01\0\0\0\0\0\0", 8) + std::string(301, 'a'));
+  test::TempDir dir;
+  std::ofstream(dir / "long.gguf", std::ios::binary) << bytes;
+  auto r = test::run_cli({"tokenize", "-m", (dir / "long.gguf").string(), "--text", "hi"});
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.err.find("is 301 bytes long, more than the 256 this tokenizer matches: aaaa") != std::string::npos,
+             r.err);
 }
 
 // `generate --model x.gguf`: runs, and says once that it dequantizes.

@@ -29,9 +29,8 @@ namespace tokenizer {
 class AddedTokenMatcher {
  public:
   // The longest text matched. The scan tries a match at every byte and follows it as far as
-  // the text agrees with some token, so it costs the text's length times this at worst (an
-  // added token of 100 KB made tokenizing 200 KB of text take 90 s); transformers' and
-  // llama.cpp's added tokens are a few dozen bytes.
+  // the text agrees with some token, so it costs the text's length times this at worst;
+  // transformers' and llama.cpp's added tokens are a few dozen bytes.
   static constexpr size_t kMaxTextBytes = 256;
   // `texts[i]` is added[i]'s text, at most kMaxTextBytes long; empty ones are left out.
   AddedTokenMatcher(std::vector<AddedToken> added, const std::vector<std::string>& texts);
