@@ -34,7 +34,14 @@ layout(std430, binding = 2) readonly buffer History { uint history[]; };
 layout(std430, binding = 3) coherent buffer Counts { uint counts[]; };
 layout(std430, binding = 4) readonly buffer Bias { float bias[]; };
 
-float biased(uint t, float x) { return BIAS ? x + bias[t] : x; }
+// Every result is kept finite: a bias or a penalty can take a logit past the float range
+// (a large bias, a repeat penalty of 1e-45), and the sampler's softmax would make NaN of
+// an infinity (inf - inf) and draw a token the controls ruled out. The largest float
+// keeps the order the controls asked for.
+const float FLOAT_MAX = 3.4028234663852886e38;
+float finite(float x) { return clamp(x, -FLOAT_MAX, FLOAT_MAX); }
+
+float biased(uint t, float x) { return BIAS ? finite(x + bias[t]) : x; }
 
 void main() {
   const uint lid = gl_LocalInvocationID.x, size = gl_WorkGroupSize.x;
@@ -56,7 +63,7 @@ void main() {
       if (c == 0u) continue;  // another invocation has this token
       float x = biased(t, logits[t]);
       x = x > 0.0 ? x / P.repeat_penalty : x * P.repeat_penalty;
-      outv[t] = x - (float(c) * P.frequency_penalty + P.presence_penalty);
+      outv[t] = finite(finite(x) - (float(c) * P.frequency_penalty + P.presence_penalty));
     }
   }
 }

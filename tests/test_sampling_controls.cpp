@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -265,6 +266,36 @@ BOOST_AUTO_TEST_CASE(min_p_cuts_after_the_nucleus_with_a_bias) {
     BOOST_TEST(differ == 0u, label << ": " << differ << " of 200 draws differ from the CPU");
     BOOST_TEST(past_cut_first >= 10u, label << ": " << past_cut_first << " of 200 draws outside the nucleus taken after min-p");
     BOOST_TEST(seq.state.tokens().size() == 200u, label << ": every draw appended to the history");
+  }
+}
+
+// A repeat penalty of 1e-45 divides a positive logit past the float range, as a bias of
+// 3.4e38 adds it past: the results stay finite (the largest float), so the sampler's
+// softmax has no infinity to make NaN of, and every draw falls on a token the controls
+// lifted to the top, never on the banned token 0 (an infinity drew token 0 every time).
+BOOST_AUTO_TEST_CASE(controls_past_the_float_range_stay_finite) {
+  GpuPathsMessages watch;
+  for (auto [label, ctx] : contexts()) {
+    auto x = lm_logits(1000, 5, 1.0f);
+    const std::vector<uint32_t> prompt = {3, 17, 17, 250, 999};
+    for (uint32_t t : prompt) x[t] = 2.0f;  // positive: the penalty divides them
+    SamplingParams p{1.0f, 0, 1.0f, 77};
+    p.repeat_penalty = 1e-45f;
+    p.repeat_last_n = -1;
+    p.logit_bias = {{0, -100.0f}, {600, 3.4e38f}, {601, -3.4e38f}};
+    x[600] = 1e37f;  // past the range with their bias
+    x[601] = -1e37f;
+    Sequence seq(*ctx, x, prompt, p);
+    std::set<uint32_t> drawn;
+    for (int i = 0; i < 40; ++i) drawn.insert(seq.next());
+    const auto got = seq.controlled();
+    const float top = std::numeric_limits<float>::max();
+    BOOST_TEST(std::all_of(got.begin(), got.end(), [](float v) { return std::isfinite(v); }), label);
+    BOOST_TEST(got[17] == top, label);
+    BOOST_TEST(got[600] == top, label);
+    BOOST_TEST(got[601] == -top, label);
+    for (uint32_t t : drawn)
+      BOOST_TEST((t == 3 || t == 17 || t == 250 || t == 999 || t == 600), label << ": drew token " << t);
   }
 }
 

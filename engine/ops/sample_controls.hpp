@@ -9,6 +9,8 @@
 //        repetition (CTRL, llama.cpp): x / repeat_penalty if x > 0, else x * repeat_penalty
 //        frequency and presence (OpenAI's formula, over the same window):
 //          x -= c * frequency_penalty + presence_penalty
+//      (each result held within the float range: a bias or penalty that would overflow
+//      gives the largest float, which keeps the order it asked for)
 //   3. temperature, top-k, top-p: the nucleus of the top-k survivors' distribution
 //   4. min-p: of what top-k and top-p keep, drop the tokens whose probability at
 //      temperature 1 is below min_p times the most probable one's, i.e. whose x <
