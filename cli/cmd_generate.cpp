@@ -127,14 +127,32 @@ void add_flags(CLI::App* cmd, Flags& f) {
                 "read <|endoftext|> and the model's other special tokens in the prompt as tokens, not text");
 }
 
-// One completion to run: a prompt (ids and text), its sample's seed and length limit, and
-// its output index and prompt's index.
-struct Job {
-  std::vector<uint32_t> prompt;
+// A prompt as its samples run it: its ids and the text echoed for it, the first sample's
+// seed and the length limit.
+struct PromptRun {
+  std::vector<uint32_t> ids;
   std::string text;
-  uint64_t seed = 0;
+  uint64_t first_seed = 0;
   uint32_t max_tokens = 0;
+};
+
+// One completion to run: its prompt, its sample's seed, its output index and prompt's index.
+struct Job {
+  const PromptRun* prompt = nullptr;
+  uint64_t seed = 0;
   uint32_t index = 0, prompt_index = 0;
+};
+
+// Every prompt's --num-samples completions, output in that order, each made when it runs:
+// 10,000 prompts of 1,000 samples hold 10,000 prompts, not 10 million copies of them.
+struct Jobs {
+  std::vector<PromptRun> prompts;
+  uint32_t samples = 1;
+  size_t size() const { return prompts.size() * samples; }
+  Job at(size_t k) const {
+    const size_t p = k / samples;
+    return {&prompts[p], prompts[p].first_seed + k % samples, static_cast<uint32_t>(k), static_cast<uint32_t>(p)};
+  }
 };
 
 // Completions that decode together: each batched step gives every unfinished one its next
@@ -189,13 +207,13 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
     GenerationOptions run;
     run.sampling = f.sampling;
     run.sampling.seed = jobs[i].seed;
-    run.max_tokens = jobs[i].max_tokens;
+    run.max_tokens = jobs[i].prompt->max_tokens;
     run.stop = f.stop;
     // The generator lists K >= 1 alternatives whenever it lists logprobs; K = 0 shows none.
     run.logprobs = f.logprobs ? std::max(1u, *f.logprobs) : 0;
-    if (i == 0 && !f.json && !f.no_echo) emit(jobs[i].text);
+    if (i == 0 && !f.json && !f.no_echo) emit(jobs[i].prompt->text);
     gens.push_back(std::make_unique<Generator>(*models[i], tok));
-    gens.back()->begin(jobs[i].prompt, run);
+    gens.back()->begin(jobs[i].prompt->ids, run);
   }
   // The prompts in bursts, each with its own results (runtime/generator.hpp).
   DecodeBatch batch;
@@ -210,7 +228,7 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
     if (f.json) {
       emit(completion_json(*gens[i], tok, jobs[i].index, jobs[i].prompt_index, jobs[i].seed, f.logprobs) + "\n");
     } else {
-      if (i > 0 && !f.no_echo) emit(jobs[i].text);
+      if (i > 0 && !f.no_echo) emit(jobs[i].prompt->text);
       emit(texts[i] + "\n");
       if (f.logprobs) write_stderr(logprobs_table(*gens[i], tok, *f.logprobs));
     }
@@ -220,7 +238,7 @@ void run_batch(ModelSession& s, const Tokenizer& tok, std::span<const Job> jobs,
 
 // Runs every job, kSamplesPerBatch at a time, until Ctrl-C (a SigintFlag the caller holds);
 // returns the process's exit code.
-int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs, const Flags& f) {
+int run_jobs(ModelSession& s, const Tokenizer& tok, const Jobs& jobs, const Flags& f) {
   // One job runs on the session's model; several on models sharing its weights whose KV
   // caches are the slots of one pool (one attention dispatch a layer for the batch).
   std::vector<std::unique_ptr<GptModel>> slots;
@@ -237,27 +255,35 @@ int run_jobs(ModelSession& s, const Tokenizer& tok, const std::vector<Job>& jobs
   }
   size_t first = 0;
   for (; first < jobs.size() && !SigintFlag::raised(); first += width) {
-    const size_t n = std::min(width, jobs.size() - first);
-    run_batch(s, tok, std::span<const Job>(jobs).subspan(first, n), f, {models.begin(), models.begin() + n});
+    std::vector<Job> batch;
+    for (size_t k = first; k < std::min(first + width, jobs.size()); ++k) batch.push_back(jobs.at(k));
+    run_batch(s, tok, batch, f, {models.begin(), models.begin() + long(batch.size())});
   }
   if (first < jobs.size())
     std::fprintf(stderr, "gpt-vk: interrupted: %zu completion%s not started\n", jobs.size() - first,
                  jobs.size() - first == 1 ? "" : "s");
   // --json gives a line for every completion, the ones Ctrl-C kept from starting too.
-  for (; f.json && first < jobs.size(); ++first)
-    emit(unstarted_completion_json(jobs[first].index, jobs[first].prompt_index, jobs[first].seed,
-                                   static_cast<uint32_t>(jobs[first].prompt.size()), f.logprobs) +
+  for (; f.json && first < jobs.size(); ++first) {
+    const Job job = jobs.at(first);
+    emit(unstarted_completion_json(job.index, job.prompt_index, job.seed,
+                                   static_cast<uint32_t>(job.prompt->ids.size()), f.logprobs) +
          "\n");
+  }
   return SigintFlag::raised() ? SigintFlag::kExitCode : 0;
 }
 
 // Each prompt's ids (an empty one starts from <|endoftext|>) and each of its --num-samples
 // samples, sample i seeded seed + i (the prompt's own seed and max_tokens where its JSON line
 // gives them); output indices in that order.
-std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& prompts, const Flags& f,
-                           uint64_t seed, uint32_t context) {
+Jobs make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& prompts, const Flags& f, uint64_t seed,
+               uint32_t context) {
   require_special_token(tok, f.special);
-  std::vector<Job> jobs;
+  // Output indices are 32-bit, as the JSON lines' "index" is read.
+  if (prompts.size() * f.num_samples > UINT32_MAX)
+    throw InputError(std::to_string(prompts.size()) + " prompts of " + std::to_string(f.num_samples) +
+                     " samples are more than 2^32 completions");
+  Jobs jobs;
+  jobs.samples = f.num_samples;
   for (size_t p = 0; p < prompts.size(); ++p) {
     const PromptSpec& spec = prompts[p];
     auto ids = tok.encode(spec.text, f.special);
@@ -273,16 +299,14 @@ std::vector<Job> make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& 
     if (max_tokens > context)
       throw InputError(spec.where() + ": \"max_tokens\" " + std::to_string(max_tokens) +
                        " exceeds the model's context of " + std::to_string(context) + " tokens");
-    const uint64_t first_seed = spec.seed.value_or(seed);
+    const uint64_t first_seed = spec.seed.value_or(seed);  // sample i: first_seed + i
     // GPT-1's tokens carry the space after a word ("the</w>" is "the "), which the prompt's
     // text may lack at its end: the echo adds it, as decoding prompt and continuation
     // together does. (GPT-2's text is its tokens' bytes, so this never adds anything there.)
     std::string echo = spec.text;
     if (tok.token_bytes(ids.back()).ends_with(' ') && !echo.empty() && !std::isspace(uint8_t(echo.back())))
       echo += ' ';
-    for (uint32_t i = 0; i < f.num_samples; ++i)
-      jobs.push_back({ids, echo, first_seed + i, max_tokens, static_cast<uint32_t>(jobs.size()),
-                      static_cast<uint32_t>(p)});
+    jobs.prompts.push_back({std::move(ids), std::move(echo), first_seed, max_tokens});
   }
   return jobs;
 }
@@ -318,7 +342,7 @@ Action add_generate(CLI::App& app, Common& common) {
       throw InputError("--max-tokens " + std::to_string(f->max_tokens) + " exceeds the model's context of " +
                        std::to_string(cfg.context_length) + " tokens");
     Tokenizer tok = load_model_tokenizer(cfg);
-    const std::vector<Job> jobs = make_jobs(tok, prompts, *f, seed, cfg.context_length);
+    const Jobs jobs = make_jobs(tok, prompts, *f, seed, cfg.context_length);
     // Ctrl-C from here on ends the run with what it has (before, it kills the process).
     const SigintFlag sigint;
     // The seed matters only when sampling draws (greedy decoding never does) and some prompt
@@ -328,7 +352,7 @@ Action add_generate(CLI::App& app, Common& common) {
       std::fprintf(stderr, "gpt-vk: seed %llu\n", static_cast<unsigned long long>(seed));
     s.model->set_sampling(f->sampling);
     // The prompt's pipelines compile (on lavapipe, most of a cold start) while the weights load.
-    s.model->warm_up(static_cast<uint32_t>(jobs[0].prompt.size()));
+    s.model->warm_up(static_cast<uint32_t>(jobs.prompts[0].ids.size()));
     s.load_weights();
     return run_jobs(s, tok, jobs, *f);
   };
