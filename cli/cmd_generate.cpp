@@ -278,7 +278,7 @@ int run_jobs(ModelSession& s, const Tokenizer& tok, const Jobs& jobs, const Flag
 Jobs make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& prompts, const Flags& f, uint64_t seed,
                uint32_t context) {
   require_special_token(tok, f.special);
-  // Output indices are 32-bit, as the JSON lines' "index" is read.
+  // A completion's index (its --json line's "index") is 32-bit.
   if (prompts.size() * f.num_samples > UINT32_MAX)
     throw InputError(std::to_string(prompts.size()) + " prompts of " + std::to_string(f.num_samples) +
                      " samples are more than 2^32 completions");
