@@ -64,6 +64,32 @@ bool GgufValue::is_integer() const {
   }
 }
 
+namespace {
+template <typename T>
+double element(std::span<const std::byte> bytes, uint64_t i) {
+  T v;
+  std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+  return static_cast<double>(v);
+}
+}  // namespace
+
+double GgufValue::number(uint64_t i) const {
+  if (type != GgufType::Array || i >= count) throw std::out_of_range("GgufValue::number: not an element");
+  switch (elem_type) {
+    case GgufType::U8: case GgufType::Bool: return element<uint8_t>(elements, i);
+    case GgufType::I8: return element<int8_t>(elements, i);
+    case GgufType::U16: return element<uint16_t>(elements, i);
+    case GgufType::I16: return element<int16_t>(elements, i);
+    case GgufType::U32: return element<uint32_t>(elements, i);
+    case GgufType::I32: return element<int32_t>(elements, i);
+    case GgufType::U64: return element<uint64_t>(elements, i);
+    case GgufType::I64: return element<int64_t>(elements, i);
+    case GgufType::F32: return element<float>(elements, i);
+    case GgufType::F64: return element<double>(elements, i);
+    default: throw std::out_of_range("GgufValue::number: not an array of numbers");
+  }
+}
+
 uint64_t GgufTensor::elements() const {
   uint64_t n = 1;
   for (uint64_t d : ne) n *= d;  // checked for overflow when parsed
@@ -152,13 +178,14 @@ class GgufParser {
   }
   uint32_t u32(const std::string& what) { return scalar<uint32_t>(what); }
   uint64_t u64(const std::string& what) { return scalar<uint64_t>(what); }
-  std::string str(const std::string& what) {
+  std::string_view str_view(const std::string& what) {
     uint64_t n = u64(what);
     if (n > remaining()) fail("the length " + std::to_string(n) + " of " + what + " runs past the end of the file");
-    std::string s(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    std::string_view s(reinterpret_cast<const char*>(b_.data() + pos_), n);
     pos_ += n;
     return s;
   }
+  std::string str(const std::string& what) { return std::string(str_view(what)); }
 
   static uint64_t scalar_size(GgufType t) {
     switch (t) {
@@ -209,17 +236,17 @@ class GgufParser {
       if (!min_size) fail(what + ": unknown array element type " + std::to_string(uint32_t(v.elem_type)));
       if (v.count > remaining() / min_size)
         fail(what + ": array of " + std::to_string(v.count) + " elements runs past the end of the file");
-      for (uint64_t k = 0; k < v.count; ++k) {
-        if (v.elem_type == GgufType::String) {
-          v.strings.push_back(str(what));
-        } else if (v.elem_type == GgufType::Array) {
-          (void)value(key, GgufType::Array, depth + 1);
-        } else {
-          GgufValue e;
-          e.type = v.elem_type;
-          read_scalar(v.elem_type, e, what);
-          v.numbers.push_back(e.f);
-        }
+      if (v.elem_type == GgufType::String) {
+        for (uint64_t k = 0; k < v.count; ++k) v.strings.push_back(str_view(what));
+      } else if (v.elem_type == GgufType::Array) {
+        for (uint64_t k = 0; k < v.count; ++k) (void)value(key, GgufType::Array, depth + 1);
+      } else {  // numbers, in place (the count fits the bytes left, checked above)
+        v.elements = b_.subspan(pos_, v.count * min_size);
+        if (v.elem_type == GgufType::Bool)
+          for (uint64_t k = 0; k < v.count; ++k)
+            if (v.elements[k] > std::byte{1})
+              fail(what + ": a bool must be 0 or 1, got " + std::to_string(uint8_t(v.elements[k])));
+        pos_ += v.elements.size();
       }
     } else {
       read_scalar(t, v, what);

@@ -30,12 +30,15 @@ struct GgufValue {
   uint64_t u = 0;
   double f = 0;
   std::string s;
-  // Arrays of strings in `strings`, of numbers in `numbers` (as doubles); nested arrays are
-  // read over and kept as a count only.
-  std::vector<std::string> strings;
-  std::vector<double> numbers;
+  // Arrays, `count` elements: of strings in `strings`, of numbers in `elements` (their bytes
+  // in the file, read by number(i)); both views of the file's bytes, which no copy of a
+  // long array then multiplies. Nested arrays are read over and kept as a count only.
+  std::vector<std::string_view> strings;
+  std::span<const std::byte> elements;
   uint64_t count = 0;
   bool is_integer() const;
+  // Element i < count of an array of numbers (or bools), as a double.
+  double number(uint64_t i) const;
 };
 
 // ggml's tensor types; the ones gpt-vk reads have a block layout below.

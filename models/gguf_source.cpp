@@ -122,7 +122,7 @@ class KeyReader {
     if (v.type != GgufType::String) fail(key, "expected a string");
     return v.s;
   }
-  const std::vector<std::string>& strings(const std::string& key) const {
+  const std::vector<std::string_view>& strings(const std::string& key) const {
     const GgufValue& v = required(key);
     if (v.type != GgufType::Array || v.elem_type != GgufType::String) fail(key, "expected an array of strings");
     return v.strings;
@@ -138,12 +138,12 @@ std::vector<AddedToken> added_tokens(const GgufFile& f, const KeyReader& k, size
   constexpr double kControl = 3, kUserDefined = 4;  // llama.cpp's llama_token_type
   const GgufValue* types = f.find("tokenizer.ggml.token_type");
   if (!types) return {};
-  if (types->type != GgufType::Array || types->numbers.size() != n_tokens)
+  if (types->type != GgufType::Array || types->elements.empty() || types->count != n_tokens)
     k.fail("tokenizer.ggml.token_type", "expected an array of " + std::to_string(n_tokens) + " numbers, one a token");
   std::vector<AddedToken> added;
   for (size_t i = 0; i < n_tokens; ++i)
-    if (types->numbers[i] == kControl || types->numbers[i] == kUserDefined)
-      added.push_back({uint32_t(i), types->numbers[i] == kControl});
+    if (const double t = types->number(i); t == kControl || t == kUserDefined)
+      added.push_back({uint32_t(i), t == kControl});
   return added;
 }
 
@@ -204,8 +204,8 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
     // An added token is stored as its text, the others in GPT-2's byte alphabet.
     const bool added = a < cfg.tokenizer_added.size() && cfg.tokenizer_added[a].id == i;
     if (added) ++a;
-    const std::string spelled = added ? tokenizer::byte_alphabet_spelling(tokens[i]) : tokens[i];
-    if (vocab.contains(spelled)) k.fail("tokenizer.ggml.tokens", "token '" + tokens[i] + "' is listed twice");
+    const std::string spelled = added ? tokenizer::byte_alphabet_spelling(tokens[i]) : std::string(tokens[i]);
+    if (vocab.contains(spelled)) k.fail("tokenizer.ggml.tokens", "token '" + excerpt(tokens[i]) + "' is listed twice");
     vocab[spelled] = i;
   }
   try {
@@ -215,9 +215,9 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
   }
   // Required, as llama.cpp requires it: without merges every byte would be its own token.
   std::string merges;
-  for (const std::string& m : k.strings("tokenizer.ggml.merges")) {
+  for (std::string_view m : k.strings("tokenizer.ggml.merges")) {
     if (m.find('\n') != std::string::npos) k.fail("tokenizer.ggml.merges", "a merge contains a line break");
-    merges += m + "\n";
+    merges.append(m).push_back('\n');
   }
   cfg.tokenizer_merges_text = std::make_shared<const std::string>(std::move(merges));
   cfg.tokenizer_vocab = f.path() + " (tokenizer.ggml.tokens)";

@@ -13,7 +13,9 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <span>
 
+#include "engine/error.hpp"
 #include "models/gguf_dequant.hpp"
 #include "models/gguf_file.hpp"
 #include "models/gpt_model.hpp"
@@ -281,6 +283,41 @@ BOOST_AUTO_TEST_CASE(block_formulas) {
     BOOST_TEST(y[j + 16] == 2.0f * float(15 - j) + 1.0f);
   }
   BOOST_TEST(!dequantize_ggml(ggml::F16, b.data(), y.data(), 32));
+}
+
+// Arrays of numbers are read in place, each element as its type: a 64 MiB array of u8 under
+// a key nothing reads takes no memory of its own (held as doubles it took 512 MiB, and a
+// file's long arrays could ask for 8 times its size); a bool other than 0 or 1 is refused.
+BOOST_AUTO_TEST_CASE(number_arrays_are_read_in_place) {
+  auto le = [](auto v) { return std::string(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto array_of = [&](const std::string& key, uint32_t type, uint64_t n) {
+    return le(uint64_t(key.size())) + key + le(uint32_t(9)) + le(type) + le(n);
+  };
+  constexpr uint64_t kCount = 64 << 20;
+  const std::string head = "GGUF" + le(uint32_t(3)) + le(uint64_t(0)) + le(uint64_t(3));
+  const std::string file = head + array_of("u8s", 0, kCount) + std::string(kCount, '\x03') +
+                           array_of("i16s", 3, 2) + le(int16_t(-7)) + le(int16_t(300)) + array_of("bools", 7, 3) +
+                           std::string("\x00\x01\x00", 3);
+  auto resident = [] {
+    std::ifstream statm("/proc/self/statm");
+    uint64_t size = 0, pages = 0;
+    statm >> size >> pages;
+    return pages * 4096;
+  };
+  const uint64_t before = resident();
+  const GgufFile f = GgufFile::parse("m.gguf", std::as_bytes(std::span(file.data(), file.size())));
+  BOOST_TEST(resident() < before + (16 << 20));
+  BOOST_TEST(f.find("u8s")->count == kCount);
+  BOOST_TEST(f.find("u8s")->number(kCount - 1) == 3.0);
+  BOOST_TEST(f.find("i16s")->number(0) == -7.0);
+  BOOST_TEST(f.find("i16s")->number(1) == 300.0);
+  BOOST_TEST(f.find("bools")->number(1) == 1.0);
+  BOOST_CHECK_THROW(f.find("bools")->number(3), std::out_of_range);
+  const std::string two = head.substr(0, head.size() - 8) + le(uint64_t(1)) + array_of("bools", 7, 2) + "\x01\x02";
+  BOOST_CHECK_EXCEPTION(GgufFile::parse("b.gguf", std::as_bytes(std::span(two.data(), two.size()))), InputError,
+                        [](const InputError& e) {
+                          return std::string(e.what()) == "b.gguf: the value of 'bools': a bool must be 0 or 1, got 2";
+                        });
 }
 
 BOOST_AUTO_TEST_SUITE_END()
