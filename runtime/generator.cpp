@@ -52,6 +52,16 @@ TokenLogprob log_softmax_top(std::span<const float> logits, uint32_t token, uint
   return r;
 }
 
+uint32_t score_prompt_chunk(GptModel& model, std::span<const uint32_t> prompt, uint32_t from, uint32_t k,
+                            std::vector<TokenLogprob>& scores) {
+  const uint32_t end = static_cast<uint32_t>(std::min<size_t>(prompt.size(), size_t(from) + model.max_chunk()));
+  const uint64_t V = model.config().vocab_size;
+  const std::vector<float> logits = model.prefill(prompt.subspan(from, end - from), from, true);
+  for (uint32_t i = from; i < end && i + 1 < prompt.size(); ++i)
+    scores.push_back(log_softmax_top(std::span<const float>(logits).subspan((i - from) * V, V), prompt[i + 1], k));
+  return end;
+}
+
 Generator::Generator(GptModel& model, const Tokenizer& tokenizer)
     : model_(model), tok_(tokenizer), end_ids_(tokenizer.end_ids().begin(), tokenizer.end_ids().end()) {}
 

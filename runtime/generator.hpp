@@ -184,4 +184,12 @@ void check_prompt_fits(size_t prompt_tokens, uint32_t context);
 // Log-softmax of `logits` at `token` and the K largest entries (ties: lower id first), in double.
 TokenLogprob log_softmax_top(std::span<const float> logits, uint32_t token, uint32_t k);
 
+// Runs the chunk of `prompt` from `from` (a multiple of model.max_chunk()) at its positions,
+// with every row's logits, and appends the scores (log_softmax_top, k alternatives) of the
+// prompt tokens its rows predict: the prompt's last row predicts a generated token, not
+// scored. Returns the end of the chunk. The keys and values it leaves are those of the
+// prompt's chunks (GptModel::prompt_chunks), as a generator runs them.
+uint32_t score_prompt_chunk(GptModel& model, std::span<const uint32_t> prompt, uint32_t from, uint32_t k,
+                            std::vector<TokenLogprob>& scores);
+
 }  // namespace gptvk

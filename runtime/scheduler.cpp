@@ -180,12 +180,13 @@ void Scheduler::loop() {
 Scheduler::Slot* Scheduler::next_to_prefill(std::span<Slot* const> skip) {
   Slot* oldest = nullptr;
   for (Slot& s : slots_)
-    if (s.seq && s.gen->prefilling() && (!oldest || s.admitted < oldest->admitted) &&
+    if (s.seq && (s.scoring || s.gen->prefilling()) && (!oldest || s.admitted < oldest->admitted) &&
         std::find(skip.begin(), skip.end(), &s) == skip.end())
       oldest = &s;
   if (oldest) return oldest;
   if (!free_slot_for(nullptr)) return nullptr;
   for (auto seq = next_queued(); seq; seq = next_queued()) {
+    take_last_scores(*seq);
     Slot& s = *free_slot_for(seq.get());
     admit(s, std::move(seq));
     if (s.seq) return &s;  // else cancelled or refused: the slot is still free
@@ -195,13 +196,52 @@ Scheduler::Slot* Scheduler::next_to_prefill(std::span<Slot* const> skip) {
 
 size_t Scheduler::kept_tokens(const Slot& slot) const {
   if (!slot.seq) return slot.kept;
+  if (slot.scoring) return slot.scored;
   // A sequence whose first token comes from kept logits holds its whole prompt already.
   if (slot.from_kept) return slot.logits_for;
   return std::min<size_t>(slot.gen->prompt_tokens_in_cache(), slot.tokens.size());
 }
 
 bool Scheduler::may_use_prompt_cache(const Sequence& seq) const {
-  return prompt_cache_ && !seq.wants_prompt_logprobs() && seq.options().max_tokens > 0 && !seq.prompt().empty();
+  return prompt_cache_ && !seq.needs_prompt_scores() && seq.options().max_tokens > 0 && !seq.prompt().empty();
+}
+
+void Scheduler::take_last_scores(Sequence& seq) const {
+  if (!seq.needs_prompt_scores() || !last_scored_ || last_scored_->k != seq.options().logprobs ||
+      last_scored_->prompt != seq.prompt())
+    return;
+  seq.prompt_logprobs_ = last_scored_->scores;
+  seq.prompt_scored_ = true;
+}
+
+void Scheduler::score_chunk(Slot& slot) {
+  Sequence& q = *slot.seq;
+  try {
+    slot.scored = score_prompt_chunk(*slot.model, q.prompt(), slot.scored, q.options().logprobs, q.prompt_logprobs_);
+    if (slot.scored < q.prompt().size()) return;
+    slot.scoring = false;
+    q.prompt_scored_ = true;
+    last_scored_ = ScoredPrompt{q.prompt(), q.options().logprobs, q.prompt_logprobs_};
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.prompts_scored;
+    }
+    if (q.options().max_tokens == 0) {
+      slot.kept = slot.scored;  // as the prompt's chunks compute them: kept for the prompt cache
+      return release(slot, {}, FinishReason::Length);
+    }
+    // The keys and values scoring computed are those of the prompt's chunks: only the last
+    // chunk runs again, to draw the first token.
+    const uint32_t chunk = slot.model->max_chunk();
+    slot.gen->begin(q.prompt(), q.options(), reusable_prefix(q.prompt(), q.prompt(), q.prompt().size(), chunk));
+  } catch (const std::exception& e) {
+    release(slot, e.what());
+  }
+}
+
+uint32_t Scheduler::cached_prompt_tokens(const Slot& slot) const {
+  // A prompt scored here ran whole in this slot, though its generator skipped its first chunks.
+  return slot.scored_here ? 0 : slot.gen->timings().prompt_tokens_cached;
 }
 
 uint32_t Scheduler::reusable(const Slot& slot, const Sequence& seq) const {
@@ -306,6 +346,18 @@ size_t Scheduler::prefill_round() {
       continue;
     }
     if (!s) break;
+    if (s->scoring) {
+      if (s->seq->cancelled()) {
+        release(*s, {}, FinishReason::Cancelled);
+        continue;
+      }
+      const uint32_t n = std::min<uint32_t>(s->model->max_chunk(), s->seq->prompt().size() - s->scored);
+      if (spent > 0 && spent + n > prefill_budget_) break;  // the next round's
+      spent += n;
+      ++chunks;
+      score_chunk(*s);
+      continue;
+    }
     // An exact hit of the prompt cache runs no rows (sample_kept), so it costs no budget.
     const bool hit = s->from_kept && s->gen->last_chunk_next();
     const bool burst = hit || (s->gen->last_chunk_next() && DecodeBatch::burst_fits(s->gen->next_chunk_tokens()));
@@ -371,7 +423,7 @@ uint64_t Scheduler::step_all() {
   std::vector<Slot*> due;
   std::vector<GptModel*> rows;
   for (Slot& s : slots_)
-    if (s.seq) {
+    if (s.seq && !s.scoring) {  // a scoring slot's generator has not begun
       if (s.seq->cancelled()) s.gen->cancel();
       if (s.gen->decode_due()) due.push_back(&s), rows.push_back(s.model.get());
     }
@@ -400,11 +452,15 @@ uint64_t Scheduler::step_all() {
     }
   }
   uint64_t made = 0;
-  for (Slot& s : slots_)
-    if (s.seq && (!s.gen->prefilling() || s.seq->cancelled())) {
+  for (Slot& s : slots_) {
+    if (!s.seq) continue;
+    if (s.scoring) {
+      if (s.seq->cancelled()) release(s, {}, FinishReason::Cancelled);  // its scores stop here
+    } else if (!s.gen->prefilling() || s.seq->cancelled()) {
       step(s);  // hands out the token decoded above (or finishes a cancelled sequence)
       ++made;
     }
+  }
   return made;
 }
 
@@ -427,6 +483,7 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
   const Slot* holder = holder_of(*seq, slot);  // the whole prompt, with its first token's logits
   slot.seq = std::move(seq);
   slot.admitted = ++admissions_;
+  slot.scoring = slot.scored_here = false;
   Sequence& q = *slot.seq;
   slot.kept = 0;
   slot.tokens = q.prompt();  // while it runs, its prompt chunks are kept for others (kept_tokens)
@@ -445,12 +502,10 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
     }
     slot.own_cached = holder == &slot ? static_cast<uint32_t>(q.prompt().size()) : holder || source ? 0 : reuse;
     slot.cache_counted = false;
-    if (q.want_prompt_logprobs_) {
-      const uint32_t V = slot.model->config().vocab_size;
-      std::vector<float> logits = slot.model->prefill(q.prompt(), 0, true);
-      for (size_t i = 1; i < q.prompt().size(); ++i)
-        q.prompt_logprobs_.push_back(log_softmax_top(std::span<const float>(logits).subspan((i - 1) * V, V),
-                                                     q.prompt()[i], q.options().logprobs));
+    if (q.needs_prompt_scores()) {  // its chunks run in prefill_round(), the generator's after them
+      slot.scoring = slot.scored_here = true;
+      slot.scored = 0;
+      return;
     }
     // max_tokens 0 asks for the prompt's scores alone (OpenAI's echo with max_tokens 0): the
     // prompt may then fill the whole context, with no room for a generated token.
@@ -467,7 +522,7 @@ void Scheduler::step(Slot& slot) {
   // before reports no usage, and is not counted.
   if (!slot.cache_counted && !slot.gen->prefilling()) {
     slot.cache_counted = true;
-    const uint32_t cached = slot.gen->timings().prompt_tokens_cached;
+    const uint32_t cached = cached_prompt_tokens(slot);
     std::lock_guard lock(mu_);
     stats_.prompt_tokens_cached += cached;
     stats_.prompt_tokens_copied += cached - std::min(cached, slot.own_cached);
@@ -489,8 +544,9 @@ void Scheduler::step(Slot& slot) {
 void Scheduler::release(Slot& slot, std::string error, std::optional<FinishReason> why) {
   std::shared_ptr<Sequence> seq = std::move(slot.seq);
   slot.released = ++releases_;
+  slot.scoring = false;
   // The prompt cache keeps the prompt chunks the generator ran (or reused), unless the sequence failed
-  // or never reached the generator (its prompt scored alone: prefill's other chunks).
+  // or never reached the generator (score_chunk keeps those of a prompt scored alone).
   // Its copies cannot fail the release (the caller's handler would release an empty slot).
   if (prompt_cache_ && error.empty() && !why) {
     try {
@@ -511,9 +567,15 @@ void Scheduler::release(Slot& slot, std::string error, std::optional<FinishReaso
     --stats_.active;
     ++stats_.sequences_done;
   }
-  if (why) seq->finish(*why, {});
-  else if (error.empty()) seq->finish(slot.gen->finish_reason(), slot.gen->timings());
-  else seq->finish(FinishReason::Cancelled, {}, std::move(error));
+  if (why) {
+    seq->finish(*why, {});
+  } else if (error.empty()) {
+    GenerationTimings timings = slot.gen->timings();
+    timings.prompt_tokens_cached = cached_prompt_tokens(slot);
+    seq->finish(slot.gen->finish_reason(), timings);
+  } else {
+    seq->finish(FinishReason::Cancelled, {}, std::move(error));
+  }
 }
 
 }  // namespace gptvk

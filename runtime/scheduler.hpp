@@ -47,7 +47,9 @@ namespace gptvk {
 class Sequence {
  public:
   // prompt_logprobs: also score the prompt (each prompt token after the first gets its
-  // log-probability and options.logprobs alternatives; OpenAI's echo with logprobs).
+  // log-probability and options.logprobs alternatives; OpenAI's echo with logprobs). The
+  // prompt is scored a chunk a round, as prompts prefill; a sequence with the prompt and
+  // alternatives that the scheduler scored last (OpenAI's n choices) takes those scores.
   // options.max_tokens 0 generates nothing: the sequence finishes (Length) once the prompt
   // is scored, and its prompt may fill the whole context.
   Sequence(std::vector<uint32_t> prompt, GenerationOptions options, bool prompt_logprobs = false);
@@ -72,6 +74,7 @@ class Sequence {
 
  private:
   friend class Scheduler;
+  bool needs_prompt_scores() const { return want_prompt_logprobs_ && !prompt_scored_; }
   void push(GenerationStep step);
   void finish(FinishReason why, const GenerationTimings& timings, std::string error = {});
 
@@ -88,6 +91,7 @@ class Sequence {
   std::string error_;
   GenerationTimings timings_;
   std::vector<TokenLogprob> prompt_logprobs_;
+  bool prompt_scored_ = false;  // the scheduler's thread only
 };
 
 // The queue has no room for a request (HTTP 429).
@@ -115,6 +119,9 @@ struct SchedulerStats {
   uint64_t prompt_tokens_copied = 0;
   uint64_t cache_refill_chunks = 0;       // chunks of finished sequences' replies run while idle (prompt cache)
   uint64_t prompt_cache_hits = 0;  // first tokens drawn from a prompt's kept logits: the prompt ran before whole
+  // Prompts scored (echo with logprobs); a sequence given the scores of the prompt scored
+  // last is not counted.
+  uint64_t prompts_scored = 0;
 };
 
 class Scheduler {
@@ -181,6 +188,19 @@ class Scheduler {
     // tokens went into the stats (once its prompt has run).
     uint32_t own_cached = 0;
     bool cache_counted = false;
+    // The running sequence's prompt is being scored (echo with logprobs), a chunk a round,
+    // before its generator begins; `scored` of its tokens have run. The generator then runs
+    // its last chunk only (its keys and values before are those scoring computed), and the
+    // sequence reports none of its prompt as cached.
+    bool scoring = false;
+    bool scored_here = false;
+    uint32_t scored = 0;
+  };
+  // The prompt scored last, with `k` alternatives a token, and its scores.
+  struct ScoredPrompt {
+    std::vector<uint32_t> prompt;
+    uint32_t k = 0;
+    std::vector<TokenLogprob> scores;
   };
   // Most prompts that run in one burst (their twins join free): a burst hands out every
   // first token when it ends, so a round with many new prompts runs several smaller ones,
@@ -208,15 +228,22 @@ class Scheduler {
   void admit(Slot& slot, std::shared_ptr<Sequence> seq);
   size_t kept_tokens(const Slot& slot) const;  // see Slot::tokens
   // The prompt cache is on and seq may take from it: it generates, from a prompt of its
-  // own, without scoring that prompt (which runs it whole).
+  // own, with no prompt scores left to compute (scoring runs the prompt whole).
   bool may_use_prompt_cache(const Sequence& seq) const;
+  // Gives seq the scores of the prompt scored last when it asks for those.
+  void take_last_scores(Sequence& seq) const;
+  // Runs the next chunk of the slot's prompt scoring; after the last, the sequence finishes
+  // (max_tokens 0) or its generator begins.
+  void score_chunk(Slot& slot);
+  // The prompt tokens that seq's usage and the stats count as cached.
+  uint32_t cached_prompt_tokens(const Slot& slot) const;
   // Prompt tokens of `seq` whose keys and values `slot` holds, in whole chunks, leaving one
-  // token or more to run (0 without the prompt cache, or for a sequence that scores its
-  // prompt, which runs it whole).
+  // token or more to run (0 without the prompt cache, or for a sequence that is to score
+  // its prompt, which runs it whole).
   uint32_t reusable(const Slot& slot, const Sequence& seq) const;
   // A slot (`target` first) whose kept logits and keys and values are those of seq's whole
   // prompt; null if none, or if seq cannot use them (the prompt cache off, prompt scores
-  // wanted, sampling controls on).
+  // to compute, sampling controls on).
   const Slot* holder_of(const Sequence& seq, const Slot& target) const;
   // After a last chunk ran: those of these slots that drew their first token from logits of
   // their own (the first of equal prompts only; not failed ones) ...
@@ -254,6 +281,7 @@ class Scheduler {
   std::deque<std::shared_ptr<Sequence>> queue_;
   bool stopping_ = false;
   std::chrono::steady_clock::time_point cancel_at_;
+  std::optional<ScoredPrompt> last_scored_;
   SchedulerStats stats_;  // under mu_
   std::thread thread_;    // last: started once the rest exists
 };

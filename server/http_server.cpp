@@ -569,6 +569,9 @@ void HttpServer::metrics(httplib::Response& res) {
     metric("gptvk_prompt_cache_hits_total", "counter",
            "Sequences whose whole prompt ran before: first token drawn from the logits kept from that run, nothing run again.",
            uint64_t(s.prompt_cache_hits));
+    metric("gptvk_prompts_scored_total", "counter",
+           "Prompts scored for echo with logprobs (a choice given the same prompt's scores is not counted).",
+           uint64_t(s.prompts_scored));
     metric("gptvk_decode_tokens_per_second", "gauge", "Tokens per second of the decode rounds so far, all slots together.",
            s.step_seconds > 0 ? uint64_t(s.step_tokens) / s.step_seconds : 0.0);
   }
