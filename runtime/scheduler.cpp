@@ -189,7 +189,7 @@ Scheduler::Slot* Scheduler::next_to_prefill(std::span<Slot* const> skip) {
     take_last_scores(*seq);
     Slot& s = *free_slot_for(seq.get());
     admit(s, std::move(seq));
-    if (s.seq) return &s;  // else cancelled or refused: the slot is still free
+    if (s.seq) return &s;  // else cancelled, refused or finished at once: the slot is still free
   }
   return nullptr;  // the queue is empty
 }
@@ -465,13 +465,17 @@ uint64_t Scheduler::step_all() {
 }
 
 void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
-  if (seq->cancelled()) {
+  // A cancelled sequence, or one with nothing to run (max_tokens 0, its scores taken or not
+  // asked for: OpenAI's echo), finishes here, leaving the slot and what it keeps untouched.
+  const bool idle = !seq->needs_prompt_scores() && seq->options().max_tokens == 0;
+  if (seq->cancelled() || idle) {
     {
       std::lock_guard lock(mu_);
       --stats_.active;  // counted by next_queued()
       ++stats_.sequences_done;
+      if (!seq->cancelled()) stats_.prompt_tokens += seq->prompt().size();
     }
-    seq->finish(FinishReason::Cancelled, {});
+    seq->finish(seq->cancelled() ? FinishReason::Cancelled : FinishReason::Length, {});
     return;
   }
   // Before anything runs over the slot's KV cache: what it keeps of the prompt, and what
@@ -507,9 +511,6 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
       slot.scored = 0;
       return;
     }
-    // max_tokens 0 asks for the prompt's scores alone (OpenAI's echo with max_tokens 0): the
-    // prompt may then fill the whole context, with no room for a generated token.
-    if (q.options().max_tokens == 0) return release(slot, {}, FinishReason::Length);
     slot.gen->begin(q.prompt(), q.options(), reuse);  // its chunks run in prefill_round()
   } catch (const std::exception& e) {
     release(slot, e.what());
@@ -517,9 +518,10 @@ void Scheduler::admit(Slot& slot, std::shared_ptr<Sequence> seq) {
 }
 
 void Scheduler::step(Slot& slot) {
-  // Counted once the prompt has run, as the sequence's usage reports it (begin's reuse, or
-  // the whole prompt when its first token came from kept logits): a sequence cancelled
-  // before reports no usage, and is not counted.
+  // Counted once the prompt has run, as the sequence's usage reports it (cached_prompt_tokens:
+  // begin's reuse, none for a prompt scored in this slot, or the whole prompt when its first
+  // token came from kept logits): a sequence cancelled before reports no usage, and is not
+  // counted.
   if (!slot.cache_counted && !slot.gen->prefilling()) {
     slot.cache_counted = true;
     const uint32_t cached = cached_prompt_tokens(slot);

@@ -174,8 +174,9 @@ class Scheduler {
     // The prompt cache: the running sequence's prompt, or the last sequence's (and, once it
     // ran whole, its generated tokens); the slot's KV cache holds the keys and values of
     // the first kept_tokens() of them as a prompt's chunks compute them: while a sequence
-    // runs, those its prompt ran (Generator::prompt_tokens_in_cache); when free, `kept`
-    // (the same at release, then refill_chunk's).
+    // runs, those its prompt ran (`scored` while it is scored, then
+    // Generator::prompt_tokens_in_cache); when free, `kept` (the same at release, then
+    // refill_chunk's).
     std::vector<uint32_t> tokens;
     size_t kept = 0;
     uint64_t released = 0;  // release order: among equals the least recently used slot is taken

@@ -1,7 +1,8 @@
 // runtime/scheduler scoring prompts (OpenAI's echo with logprobs) on the bundled model: the
 // scores run a chunk a round like any prompt's, the generation after them runs only the
 // prompt's last chunk again, the choices of one prompt score it once, a sequence cancelled
-// while scored leaves its slot; scores, tokens and log-probabilities equal a lone model's.
+// while scored leaves its slot, one with nothing to run leaves the slot's kept prompt;
+// scores, tokens and log-probabilities equal a lone model's.
 #include <boost/test/unit_test.hpp>
 
 #include <span>
@@ -113,6 +114,34 @@ BOOST_AUTO_TEST_CASE(a_prompt_cancelled_while_scored_leaves_its_slot) {
   GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
   expect_lone(lone, *next, next_steps);
   expect_scores(lone, *scored);
+}
+
+// A prompt scored alone (max_tokens 0) leaves its keys and values in the slot as a prompt's
+// chunks; the same request again takes the scores and runs nothing, and leaves them there
+// too (it once took the slot and dropped them), so a generation from a prompt that begins
+// with that one skips its whole chunks.
+BOOST_AUTO_TEST_CASE(a_request_with_nothing_to_run_leaves_the_slots_kept_prompt) {
+  constexpr uint32_t kChunk = 8;
+  Scheduler sched(slots(1, kChunk), tok, 4);
+  GenerationOptions score_only = options(0);
+  score_only.max_tokens = 0;
+  score_only.logprobs = 2;
+  const std::vector<uint32_t> scored = joined_prompts(20), longer = joined_prompts(30);
+  auto first = std::make_shared<Sequence>(scored, score_only, true);
+  auto again = std::make_shared<Sequence>(scored, score_only, true);
+  auto generate = std::make_shared<Sequence>(longer, options(2));
+  sched.submit({first, again});
+  drain(*first);
+  drain(*again);
+  sched.submit({generate});
+  const std::vector<GenerationStep> steps = drain(*generate);
+  BOOST_TEST(again->finish_reason() == FinishReason::Length);
+  BOOST_TEST(sched.stats().prompts_scored == 1u);
+  BOOST_TEST(generate->timings().prompt_tokens_cached == 16u);  // two whole chunks of the scored prompt
+  sched.shutdown(std::chrono::milliseconds(0));
+  GptModel lone(test::context(), cfg, load_weights(test::context(), cfg), kChunk);
+  expect_scores(lone, *again);
+  expect_lone(lone, *generate, steps);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
