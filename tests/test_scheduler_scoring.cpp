@@ -16,6 +16,13 @@ using test::drain;
 namespace {
 
 struct ScoringFixture : test::SchedulerFixture {
+  // Greedy options that score the prompt with k alternatives a token and generate nothing.
+  GenerationOptions scoring_only(uint32_t k) {
+    GenerationOptions o = options(0);
+    o.max_tokens = 0;
+    o.logprobs = k;
+    return o;
+  }
   // seq's prompt scores equal those of `lone`'s logits for every row of the whole prompt
   // (the last row's aside), log-softmaxed on the host, bit for bit.
   void expect_scores(GptModel& lone, const Sequence& seq) {
@@ -92,9 +99,7 @@ BOOST_AUTO_TEST_CASE(the_choices_of_one_scored_prompt_score_it_once) {
 BOOST_AUTO_TEST_CASE(a_prompt_cancelled_while_scored_leaves_its_slot) {
   constexpr uint32_t kChunk = 2;
   Scheduler sched(slots(1, kChunk), tok, 4);
-  GenerationOptions score_only = options(0);
-  score_only.max_tokens = 0;
-  score_only.logprobs = 1;
+  const GenerationOptions score_only = scoring_only(1);
   const std::vector<uint32_t> whole = joined_prompts(cfg.context_length);
   auto cancelled = std::make_shared<Sequence>(whole, score_only, true);
   auto next = std::make_shared<Sequence>(prompt(1), options(1));
@@ -123,9 +128,7 @@ BOOST_AUTO_TEST_CASE(a_prompt_cancelled_while_scored_leaves_its_slot) {
 BOOST_AUTO_TEST_CASE(a_request_with_nothing_to_run_leaves_the_slots_kept_prompt) {
   constexpr uint32_t kChunk = 8;
   Scheduler sched(slots(1, kChunk), tok, 4);
-  GenerationOptions score_only = options(0);
-  score_only.max_tokens = 0;
-  score_only.logprobs = 2;
+  const GenerationOptions score_only = scoring_only(2);
   const std::vector<uint32_t> scored = joined_prompts(20), longer = joined_prompts(30);
   auto first = std::make_shared<Sequence>(scored, score_only, true);
   auto again = std::make_shared<Sequence>(scored, score_only, true);
