@@ -192,7 +192,8 @@ class Scheduler {
     // The running sequence's prompt is being scored (echo with logprobs), a chunk a round,
     // before its generator begins; `scored` of its tokens have run. The generator then runs
     // its last chunk only (its keys and values before are those scoring computed), and the
-    // sequence reports none of its prompt as cached.
+    // sequence, its prompt `scored_here` (not its scores taken from the last scored), reports
+    // none of its prompt as cached.
     bool scoring = false;
     bool scored_here = false;
     uint32_t scored = 0;
