@@ -404,10 +404,19 @@ std::vector<std::pair<std::string, TorchTensorRef>> state_dict_of(const Unpickle
   if (out.empty()) out = tensors_of(unpickler, root);
   if (out.empty()) unpickler.fail("holds no tensors");
   // The wrappers' prefixes on every name: torch.compile's "_orig_mod." (nanoGPT saves its
-  // compiled model so) and DistributedDataParallel's "module.".
-  for (const std::string prefix : {"module.", "_orig_mod."})
-    if (std::all_of(out.begin(), out.end(), [&](const auto& t) { return t.first.starts_with(prefix); }))
-      for (auto& t : out) t.first.erase(0, prefix.size());
+  // compiled model so) and DistributedDataParallel's "module.", nested in either order
+  // (compiling a DDP model gives "_orig_mod.module.", wrapping a compiled one the reverse).
+  auto every_name_has = [&](const std::string& prefix) {
+    return std::all_of(out.begin(), out.end(), [&](const auto& t) { return t.first.starts_with(prefix); });
+  };
+  for (bool stripped = true; stripped;) {
+    stripped = false;
+    for (const std::string prefix : {"module.", "_orig_mod."})
+      if (every_name_has(prefix)) {
+        for (auto& t : out) t.first.erase(0, prefix.size());
+        stripped = true;
+      }
+  }
   return out;
 }
 

@@ -34,6 +34,17 @@ namespace {
 
 // ---------------------------------------------------------------- names in the file
 
+// What the file holds in place of `wanted`, for a not-found message: a name that ends with it
+// (under a prefix no reader strips, such as a Lightning module's "model.") or else the first
+// name, so that the message shows the layout the file has.
+std::string held_instead(const TensorSource& file, std::string_view wanted) {
+  const std::vector<std::string> names = file.names();
+  if (names.empty()) return " (the file holds no tensors)";
+  const auto suffixed = std::find_if(names.begin(), names.end(), [&](const std::string& n) { return n.ends_with(wanted); });
+  const std::string& shown = suffixed != names.end() ? *suffixed : *std::min_element(names.begin(), names.end());
+  return " (the file has '" + excerpt(shown) + "'" + (suffixed != names.end() ? "" : " among others") + ")";
+}
+
 // HF GPT-2 (GPT2LMHeadModel saves "transformer.h.0..." plus "lm_head.weight"; GPT2Model
 // saves "h.0..."): all linear weights are Conv1D [in][out], q/k/v fused in c_attn.
 TensorNames hf_gpt2_names(const ModelConfig& cfg, const TensorSource& file) {
@@ -50,9 +61,8 @@ TensorNames hf_gpt2_names(const ModelConfig& cfg, const TensorSource& file) {
   else if (file.contains("transformer.wte.weight"))
     prefix = "transformer.";
   else
-    throw InputError(file.path() +
-                     ": tensor 'wte.weight' (or 'transformer.wte.weight') not found: "
-                     "not a weights file in the hf-gpt2 layout");
+    throw InputError(file.path() + ": tensor 'wte.weight' (or 'transformer.wte.weight') not found" +
+                     held_instead(file, "wte.weight") + ": not a weights file in the hf-gpt2 layout");
   TensorNames n;
   n.in_out = true;
   auto& r = n.roles;

@@ -9,6 +9,7 @@
 #include "models/safetensors.hpp"
 #include "tests/support/cli_matrix.hpp"
 #include "tests/support/hf_snapshot.hpp"
+#include "tests/support/safetensors_writer.hpp"
 
 using namespace gptvk;
 using namespace gptvk::test::matrix;
@@ -301,6 +302,24 @@ BOOST_AUTO_TEST_CASE(snapshot_weights_missing_or_inconsistent) {
   fs::copy_file(kModels / "hf_gpt2/model.safetensors", dir / "b.safetensors");
   dir.write("model.safetensors.index.json", R"({"weight_map": {"wte.weight": "a.safetensors", "wpe.weight": "b.safetensors"}})");
   check(forward_model(dir.path.string()), {1, {"is in two shards"}});
+}
+// Weights under a prefix no reader strips (a Lightning module's "model."): the message shows
+// the name the file has, so the prefix is plain to see.
+BOOST_AUTO_TEST_CASE(weights_under_an_unknown_prefix) {
+  SafetensorsFile f = SafetensorsFile::open((kModels / "hf_gpt2/model.safetensors").string());
+  SafetensorsWriter w;
+  for (const TensorInfo& t : f.tensors()) w.add("model." + t.name, t.dtype, t.shape, f.data(t).data());
+  w.write((dir / "model.safetensors").string());
+  dir.write("config.json", hf_gpt2_json().dump());
+  check(forward_model(dir.path.string()),
+        {1, {"tensor 'wte.weight' (or 'transformer.wte.weight') not found (the file has 'model.wte.weight'): not a "
+             "weights file in the hf-gpt2 layout"}});
+  SafetensorsWriter other;
+  const std::vector<float> one{1.0f};
+  other.add_f32("z.weight", DType::F32, {1}, one);
+  other.add_f32("a.weight", DType::F32, {1}, one);
+  other.write((dir / "model.safetensors").string());
+  check(forward_model(dir.path.string()), {1, {"not found (the file has 'a.weight' among others): not a weights"}});
 }
 // Messages that name the cause: HF's own key for the context, a float out of range, and
 // a model.safetensors link whose target is gone.

@@ -18,6 +18,7 @@
 #include "models/torch_pickle.hpp"
 #include "models/zip_archive.hpp"
 #include "tests/support/cli_matrix.hpp"
+#include "tests/support/pickle_writer.hpp"
 
 using namespace gptvk::test::matrix;
 
@@ -171,24 +172,11 @@ BOOST_AUTO_TEST_CASE(pickles_that_make_values_without_end) {
 
 namespace {
 
-// Opcodes of a state-dict pickle, as torch.save writes them (protocol 2).
-std::string u32_le(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
-std::string unicode(const std::string& s) { return "X" + u32_le(uint32_t(s.size())) + s; }
-std::string global(const std::string& module, const std::string& name) { return "c" + module + "\n" + name + "\n"; }
-std::string int32(int32_t v) { return "J" + u32_le(uint32_t(v)); }
-std::string memo_put(uint32_t k) { return "r" + u32_le(k); }
-std::string memo_get(uint32_t k) { return "j" + u32_le(k); }
 // name -> a one-element f32 tensor of `rank` ones, then `repeats` more pairs that only
 // refer to the memoized first (2 x 5 bytes a pair).
 std::string repeated_tensor_pickle(const std::string& name, size_t rank, size_t repeats) {
-  const std::string storage =
-      "(" + unicode("storage") + global("torch", "FloatStorage") + unicode("0") + unicode("cpu") + int32(1) + "tQ";
-  std::string ones = "(";
-  for (size_t d = 0; d < rank; ++d) ones += int32(1);
-  ones += "t";
-  std::string p = "\x80\x02}(" + unicode(name) + memo_put(1) + global("torch._utils", "_rebuild_tensor_v2") + "(" +
-                  storage + int32(0) + ones + ones + "\x89" + global("collections", "OrderedDict") + ")RtR" +
-                  memo_put(2);
+  using namespace gptvk::test::pickle;
+  std::string p = "\x80\x02}(" + unicode(name) + memo_put(1) + one_element_tensor(rank) + memo_put(2);
   for (size_t i = 0; i < repeats; ++i) p += memo_get(1) + memo_get(2);
   return p + "u.";
 }

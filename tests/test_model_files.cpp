@@ -24,6 +24,7 @@
 #include "models/model_path.hpp"
 #include "models/npy.hpp"
 #include "models/safetensors.hpp"
+#include "models/torch_pickle.hpp"
 #include "tests/support/safetensors_writer.hpp"
 #include "models/tokenizer/id_list.hpp"
 #include "models/weights.hpp"
@@ -31,6 +32,7 @@
 #include "tests/support/cli_run.hpp"
 #include "tests/support/hf_snapshot.hpp"
 #include "tests/support/model_cases.hpp"
+#include "tests/support/pickle_writer.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/vk_test.hpp"
 
@@ -297,6 +299,28 @@ BOOST_AUTO_TEST_CASE(torch_save_files) {
       BOOST_TEST(err <= tol);
     }
   }
+}
+
+// The wrappers' prefixes on every name come off in either order and nesting: torch.compile
+// of a DDP model saves "_orig_mod.module.", DDP of a compiled one "module._orig_mod."; a
+// prefix only some names have stays.
+BOOST_AUTO_TEST_CASE(torch_wrapper_prefixes_in_either_order) {
+  auto names_of = [](const std::vector<std::string>& saved) {
+    const std::string p = test::pickle::state_dict(saved);
+    std::vector<std::string> names;
+    for (const auto& [name, tensor] : read_state_dict_pickle("p.pt", std::as_bytes(std::span(p.data(), p.size()))))
+      names.push_back(name);
+    return names;
+  };
+  const std::vector<std::string> plain{"wte.weight", "h.0.ln_1.weight"};
+  for (const std::string prefix : {"module.", "_orig_mod.", "_orig_mod.module.", "module._orig_mod.", "module.module."})
+    BOOST_TEST(names_of({prefix + plain[0], prefix + plain[1]}) == plain, boost::test_tools::per_element());
+  BOOST_TEST(names_of({"module.wte.weight", "h.0.ln_1.weight"}) ==
+                 (std::vector<std::string>{"module.wte.weight", "h.0.ln_1.weight"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(names_of({"_orig_mod.module.wte.weight", "_orig_mod.h.0.ln_1.weight"}) ==
+                 (std::vector<std::string>{"module.wte.weight", "h.0.ln_1.weight"}),
+             boost::test_tools::per_element());
 }
 
 // The CLI end to end: forward --model FOLDER, and a GGUF named by a TOML's [weights] file.
