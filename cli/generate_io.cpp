@@ -132,7 +132,10 @@ std::vector<PromptSpec> read_prompts(const std::vector<std::string>* prompts, co
   }
   if (std::count(prompts->begin(), prompts->end(), "-") > 1)
     throw UsageError("--prompt - reads stdin, which can be read only once");
-  for (const std::string& p : *prompts) specs.push_back({read_prompt(&p, nullptr)});
+  for (const std::string& p : *prompts) {
+    specs.push_back({read_prompt(&p, nullptr)});
+    if (prompts->size() > 1) specs.back().flag = specs.size();
+  }
   return specs;
 }
 

@@ -25,8 +25,11 @@ struct PromptSpec {
   // a file of a million lines would otherwise hold a million copies of its path.
   std::shared_ptr<const std::string> file;
   size_t line = 0;
-  std::string where() const {  // names it in messages: "the prompt" or "the prompt at PATH:LINE"
-    return file ? "the prompt at " + *file + ":" + std::to_string(line) : "the prompt";
+  size_t flag = 0;  // of several --prompt flags, which (from 1); 0 for a lone prompt
+  // Names it in messages: "the prompt", "the prompt at PATH:LINE" or "--prompt #N".
+  std::string where() const {
+    if (file) return "the prompt at " + *file + ":" + std::to_string(line);
+    return flag ? "--prompt #" + std::to_string(flag) : "the prompt";
   }
   std::optional<uint32_t> max_tokens;  // instead of --max-tokens
   std::optional<uint64_t> seed;        // instead of --seed (sample i of --num-samples: seed + i)

@@ -171,6 +171,9 @@ BOOST_AUTO_TEST_CASE(past_the_context_is_exit_1_everywhere) {
   for (int i = 0; i < 300; ++i) long_prompt += "hi ";
   expect(test::run_cli({"generate", "--config", kConfig, "--prompt", long_prompt}, {}, 60.0), 1,
          "the prompt is 301 tokens; with 1 generated token that exceeds the model's context of 256");
+  // Of several --prompt flags, the one that does not fit is named.
+  expect(test::run_cli({"generate", "--config", kConfig, "--prompt", "fine", "--prompt", long_prompt}, {}, 60.0), 1,
+         "--prompt #2 is 301 tokens; with 1 generated token that exceeds the model's context of 256");
   // A JSON-lines prompt file's line that does not fit names its file and line.
   const fs::path lines = fs::temp_directory_path() / "gptvk_test_long_prompts.jsonl";
   std::ofstream(lines) << "\"fine\"\n" << nlohmann::json({{"prompt", long_prompt}}).dump() << "\n";
