@@ -7,7 +7,6 @@
 #include <random>
 #include <span>
 
-#include "cli/output.hpp"
 #include "cli/profile_table.hpp"
 #include "models/decode_batch.hpp"
 
@@ -19,14 +18,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-struct Rates {
-  std::vector<double> prefill, decode;  // tok/s of each measured repeat; decode: all rows together
-};
-
 // One repeat at batch size B over models[0..B): every prompt prefilled (and its first token
 // sampled), then gen_tokens decode steps of all B sequences.
 void run_once(std::vector<GptModel*> rows, const std::vector<std::vector<uint32_t>>& prompts, uint32_t gen_tokens,
-              DecodeBatch& batch, Rates* out) {
+              DecodeBatch& batch, BenchRates* out) {
   const auto t0 = Clock::now();
   // Every prompt prefilled and its first token sampled, in bursts as a server admits them.
   std::vector<std::span<const uint32_t>> views(prompts.begin(), prompts.begin() + rows.size());
@@ -44,14 +39,7 @@ void run_once(std::vector<GptModel*> rows, const std::vector<std::vector<uint32_
 
 }  // namespace
 
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-int run_batch_bench(ModelSession& s, const BatchBenchFlags& f) {
+std::vector<BenchRates> run_batch_bench(ModelSession& s, const BatchBenchFlags& f, const BenchSetup& setup) {
   const ModelConfig& cfg = s.cfg;
   const uint32_t most = *std::max_element(f.batches.begin(), f.batches.end());
   // Models over the session's weights whose KV caches are the slots of one pool, as a
@@ -66,32 +54,19 @@ int run_batch_bench(ModelSession& s, const BatchBenchFlags& f) {
     for (auto& t : p) t = rng() % cfg.vocab_size;
   for (GptModel* m : models) m->set_sampling({0.0f, 0, 1.0f, 0});
   DecodeBatch batch(f.exact_rows);
-  std::vector<Rates> rates(f.batches.size());
+  std::vector<BenchRates> rates(f.batches.size());
+  for (size_t i = 0; i < f.batches.size(); ++i) rates[i].batch = f.batches[i];
   models[0]->set_profile(f.profile);
   for (uint32_t r = 0; r <= f.repeats; ++r)  // repeat 0 warms up; batch sizes alternate within a repeat
     for (size_t i = 0; i < f.batches.size(); ++i) {
       std::vector<GptModel*> rows(models.begin(), models.begin() + f.batches[i]);
       run_once(rows, prompts, f.gen_tokens, batch, r ? &rates[i] : nullptr);
     }
-  double prefill = 0, decode = 0;
-  for (size_t i = 0; i < f.batches.size(); ++i) {
-    const uint32_t B = f.batches[i];
-    prefill = median(rates[i].prefill);
-    decode = median(rates[i].decode);
-    const auto [lo, hi] = std::minmax_element(rates[i].decode.begin(), rates[i].decode.end());
-    if (f.gen_tokens)
-      std::fprintf(stderr,
-                   "batch %u: decode %u tokens each at depth %u: aggregate median %.2f tok/s (min %.2f, max %.2f), "
-                   "per sequence %.2f tok/s; prefill %.1f tok/s\n",
-                   B, f.gen_tokens, f.prompt_tokens, decode, *lo, *hi, decode / B, prefill);
-    else
-      std::fprintf(stderr, "batch %u: prefill %.1f tok/s; decode not measured (--gen-tokens 0)\n", B, prefill);
-  }
+  print_bench_lines(setup, rates, true);
   if (f.profile)  // the last graph that ran: a decode step, or with --gen-tokens 0 the last prompts' burst
     print_profile_table((f.gen_tokens ? "decode step of batch " : "prompts of batch ") + std::to_string(f.batches.back()),
                         models[0]->profile_summary());
-  print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", prefill, decode);
-  return 0;
+  return rates;
 }
 
 }  // namespace gptvk::cli

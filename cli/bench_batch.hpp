@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cli/bench_report.hpp"
 #include "cli/model_session.hpp"
 
 namespace gptvk::cli {
@@ -16,12 +17,9 @@ struct BatchBenchFlags {
 
 // Each repeat prefills B random prompts and then decodes --gen-tokens tokens of all B
 // together, for every B in turn (B = 1: the one-sequence decode step, as plain `bench`);
-// the first repeat warms up. Prints one line per B on stderr (aggregate and per-sequence
-// decode tok/s) and, last on stdout, prefill_tok_s and decode_tok_s of the last B listed
-// (decode: the aggregate).
-int run_batch_bench(ModelSession& s, const BatchBenchFlags& f);
-
-// The median of a run's rates (NaN when there are none); plain `bench` shares it.
-double median(std::vector<double> v);
+// the first repeat warms up. Prints a line per B on stderr (aggregate and per-sequence
+// decode tok/s) and, with f.profile, the last B's last step's per-op table; returns each
+// B's rates (decode: the aggregate).
+std::vector<BenchRates> run_batch_bench(ModelSession& s, const BatchBenchFlags& f, const BenchSetup& setup);
 
 }  // namespace gptvk::cli

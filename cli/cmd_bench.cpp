@@ -5,15 +5,14 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <cmath>
 #include <random>
 
 #include "cli/bench_batch.hpp"
+#include "cli/bench_report.hpp"
 #include "cli/commands.hpp"
 #include "cli/model_rules.hpp"
 #include "cli/model_session.hpp"
 #include "cli/number_checks.hpp"
-#include "cli/output.hpp"
 #include "cli/profile_table.hpp"
 #include "engine/error.hpp"
 #include "engine/interpose/yielding_waits.hpp"
@@ -23,50 +22,36 @@ namespace gptvk::cli {
 namespace {
 
 // One sequence: each repeat prefills the same random prompt, then decodes gen_tokens
-// greedily; the first repeat warms up. Medians and spreads on stderr, rates on stdout.
-int run_single_bench(ModelSession& s, uint32_t prompt_tokens, uint32_t gen_tokens, uint32_t repeats, bool profile) {
+// greedily; the first repeat warms up. Prints the rates' lines on stderr, then with
+// `profile` the per-op tables of the last prefill and decode step.
+BenchRates run_single_bench(ModelSession& s, const BenchSetup& setup, bool profile) {
   const auto& cfg = s.cfg;
   std::mt19937 rng(42);
-  std::vector<uint32_t> prompt(prompt_tokens);
+  std::vector<uint32_t> prompt(setup.prompt_tokens);
   for (auto& t : prompt) t = rng() % cfg.vocab_size;
   s.model->set_sampling({0.0f, 0, 1.0f, 0});
   s.model->set_profile(profile);
 
-  std::vector<double> prefill_rates, decode_rates;
+  BenchRates rates;
   std::vector<OpTime> prefill_profile;
   using clock = std::chrono::steady_clock;
-  for (uint32_t r = 0; r <= repeats; ++r) {
+  for (uint32_t r = 0; r <= setup.repeats; ++r) {
     auto t0 = clock::now();
     s.model->prefill_and_sample(prompt);
     auto t1 = clock::now();
     if (profile) prefill_profile = s.model->profile_summary();
-    for (uint32_t i = 0; i < gen_tokens; ++i) s.model->decode_next();
+    for (uint32_t i = 0; i < setup.gen_tokens; ++i) s.model->decode_next();
     auto t2 = clock::now();
     if (r == 0) continue;  // warm-up
-    prefill_rates.push_back(prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
-    if (gen_tokens) decode_rates.push_back(gen_tokens / std::chrono::duration<double>(t2 - t1).count());
+    rates.prefill.push_back(setup.prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
+    if (setup.gen_tokens) rates.decode.push_back(setup.gen_tokens / std::chrono::duration<double>(t2 - t1).count());
   }
-  auto spread = [](const std::vector<double>& v) {
-    if (v.empty()) return std::make_pair(0.0, 0.0);
-    return std::make_pair(*std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
-  };
-  auto [pmin, pmax] = spread(prefill_rates);
-  auto [dmin, dmax] = spread(decode_rates);
-  // No decode measured: nan, not a rate of 0 tokens/s.
-  double p = median(prefill_rates), d = median(decode_rates);
-  std::fprintf(stderr, "prefill %u tokens: median %.1f tok/s (min %.1f, max %.1f) over %u runs\n", prompt_tokens, p,
-               pmin, pmax, repeats);
-  if (gen_tokens)
-    std::fprintf(stderr, "decode %u tokens at depth %u: median %.2f tok/s (min %.2f, max %.2f)\n", gen_tokens,
-                 prompt_tokens, d, dmin, dmax);
-  else
-    std::fprintf(stderr, "decode: not measured (--gen-tokens 0)\n");
+  print_bench_lines(setup, {rates}, false);
   if (profile) {
     print_profile_table("prefill", prefill_profile);
-    if (gen_tokens) print_profile_table("decode (one token)", s.model->profile_summary());
+    if (setup.gen_tokens) print_profile_table("decode (one token)", s.model->profile_summary());
   }
-  print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", p, d);
-  return 0;
+  return rates;
 }
 
 // --batch: batch sizes 1 to 256 separated by commas, every item present ("1,,8" is refused,
@@ -112,7 +97,7 @@ Action add_bench(CLI::App& app, Common& common) {
   struct Flags {
     ModelFlags model;
     uint32_t prompt_tokens = 128, gen_tokens = 64, repeats = 5;
-    bool profile = false;
+    bool profile = false, json = false;
     std::string batch = "1";  // --batch, parsed by batch_sizes()
     std::string batch_kernels = "exact";
   };
@@ -137,6 +122,11 @@ Action add_bench(CLI::App& app, Common& common) {
                   "with --batch, as serve's: exact (every row's logits those of its lone run; on GPUs the\n"
                   "one-token mat-vecs over every row) or gemm (the prompts' GEMMs)")
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
+  cmd->add_flag("--json", f->json,
+                "stdout: one JSON object instead of the prefill_tok_s=... line: model, device, dtype, kv_cache,\n"
+                "random_weights, load_s, the lengths and repeats, per batch size every repeat's prefill and\n"
+                "decode tok/s (median, min, max, runs; decode the aggregate; null with --gen-tokens 0), and\n"
+                "prefill_tok_s and decode_tok_s: the last batch size's medians");
   auto* prompt_flag = cmd->get_option("--prompt-tokens");
   auto* gen_flag = cmd->get_option("--gen-tokens");
   auto* kernels_flag = cmd->get_option("--batch-kernels");
@@ -161,15 +151,28 @@ Action add_bench(CLI::App& app, Common& common) {
     std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s, loaded in %.2f s\n", cfg.name.c_str(),
                  s.ctx->info().name.c_str(), dtype_name(cfg.dtype), cfg.kv_f16() ? ", f16 KV cache" : "", waits,
                  s.load_seconds);
+    const BenchSetup setup{.model = cfg.name,
+                           .device = s.ctx->info().name,
+                           .dtype = dtype_name(cfg.dtype),
+                           .kv_f16 = cfg.kv_f16(),
+                           .random_weights = s.random_weights,
+                           .load_seconds = s.load_seconds,
+                           .prompt_tokens = f->prompt_tokens,
+                           .gen_tokens = f->gen_tokens,
+                           .repeats = f->repeats};
+    std::vector<BenchRates> rates;
     if (batches != std::vector<uint32_t>{1}) {
       const uint32_t most = *std::max_element(batches.begin(), batches.end());
       if (most > s.model->max_chunk())
         throw UsageError("--batch " + std::to_string(most) + " exceeds the " + std::to_string(s.model->max_chunk()) +
                          " rows a step takes");
-      return run_batch_bench(s, {f->prompt_tokens, f->gen_tokens, f->repeats, batches,
-                                 f->batch_kernels == "exact", f->profile});
+      rates = run_batch_bench(
+          s, {f->prompt_tokens, f->gen_tokens, f->repeats, batches, f->batch_kernels == "exact", f->profile}, setup);
+    } else {
+      rates = {run_single_bench(s, setup, f->profile)};
     }
-    return run_single_bench(s, f->prompt_tokens, f->gen_tokens, f->repeats, f->profile);
+    print_bench_result(setup, rates, f->json);
+    return 0;
   };
 }
 

@@ -1,11 +1,13 @@
 // Smaller command-line rules for the generation commands, each checked by exit code and
 // message: tokenize/detokenize on the bundled tokenizer without --config, tokenize
-// --pieces, device flags refused where no device is used, bench --gen-tokens 0 (nan), forward
+// --pieces, device flags refused where no device is used, bench --gen-tokens 0 (nan) and
+// bench --json, forward
 // --out -, and a prompt past the context exiting 1 in both generate (a --prompt or a
 // JSON-lines file's prompt or max_tokens) and bench; an unreadable stdin, and serve's empty
 // --api-key.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -94,6 +96,51 @@ BOOST_AUTO_TEST_CASE(bench_without_decode_says_so) {
   BOOST_TEST(r.err.find("decode: not measured (--gen-tokens 0)") != std::string::npos);
   BOOST_TEST(r.out.find("decode_tok_s=nan\n") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("prefill_tok_s=") == 0u, r.out);
+}
+
+// --json: one line on stdout holding every batch size's repeats; each summary agrees with
+// its runs, and the top-level rates are the last batch size's medians (null, not nan, with
+// no decode measured).
+BOOST_AUTO_TEST_CASE(bench_json_reports_every_repeat) {
+  auto r = test::run_cli({"bench", "--config", kConfig, "--prompt-tokens", "4", "--gen-tokens", "2", "--repeats", "3",
+                          "--batch", "1,2", "--json"},
+                         {}, 120.0);
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE(r.exit_code == 0);
+  BOOST_REQUIRE(r.out.ends_with("\n"));
+  BOOST_TEST(r.out.find('\n') == r.out.size() - 1, r.out);
+  const auto j = nlohmann::json::parse(r.out);
+  BOOST_TEST(j["model"] == "austen-gpt2-6x128");
+  BOOST_TEST(j["prompt_tokens"] == 4);
+  BOOST_TEST(j["gen_tokens"] == 2);
+  BOOST_TEST(j["repeats"] == 3);
+  BOOST_TEST(j["random_weights"] == false);
+  BOOST_REQUIRE(j["batches"].size() == 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& b = j["batches"][i];
+    BOOST_TEST(b["batch"] == i + 1);
+    for (const char* key : {"prefill_tok_s", "decode_tok_s"}) {
+      BOOST_TEST_CONTEXT(key << " of batch " << i + 1) {
+        std::vector<double> runs = b[key]["runs"].get<std::vector<double>>();
+        BOOST_REQUIRE(runs.size() == 3u);
+        std::sort(runs.begin(), runs.end());
+        BOOST_TEST(runs.front() > 0);
+        BOOST_TEST(b[key]["min"].get<double>() == runs.front());
+        BOOST_TEST(b[key]["median"].get<double>() == runs[1]);
+        BOOST_TEST(b[key]["max"].get<double>() == runs.back());
+      }
+    }
+    BOOST_TEST(b["decode_tok_s_per_sequence"].get<double>() == b["decode_tok_s"]["median"].get<double>() / double(i + 1));
+  }
+  BOOST_TEST(j["decode_tok_s"] == j["batches"][1]["decode_tok_s"]["median"]);
+  BOOST_TEST(j["prefill_tok_s"] == j["batches"][1]["prefill_tok_s"]["median"]);
+  r = test::run_cli({"bench", "--config", kConfig, "--prompt-tokens", "4", "--gen-tokens", "0", "--repeats", "1", "--json"},
+                    {}, 120.0);
+  BOOST_REQUIRE(r.exit_code == 0);
+  const auto p = nlohmann::json::parse(r.out);
+  BOOST_TEST(p["decode_tok_s"].is_null());
+  BOOST_TEST(p["batches"][0]["decode_tok_s"].is_null());
+  BOOST_TEST(p["prefill_tok_s"].get<double>() == p["batches"][0]["prefill_tok_s"]["median"].get<double>());
 }
 
 BOOST_AUTO_TEST_CASE(forward_refuses_stdout) {
