@@ -259,20 +259,21 @@ std::unique_ptr<TensorSource> open_sharded(const fs::path& d, const fs::path& in
     throw InputError(index.string() + ": no weight_map object");
   std::set<std::string> shards;
   for (auto& [name, file] : j["weight_map"].items()) {
-    if (!file.is_string()) throw InputError(index.string() + ": weight_map['" + name + "'] is not a file name");
+    // Names and values quoted in part: an index can hold megabytes of either.
+    const std::string entry = index.string() + ": weight_map['" + excerpt(name) + "']";
+    if (!file.is_string()) throw InputError(entry + " is not a file name");
     const std::string f = file.get<std::string>();
     // Opened as a C string, a name with a NUL would open the name cut there.
     if (f.find('\0') != std::string::npos)
-      throw InputError(index.string() + ": weight_map['" + name + "'] = " + file.dump() +
-                       " holds a NUL byte: not a file name");
+      throw InputError(entry + " = " + excerpt(file.dump()) + " holds a NUL byte: not a file name");
     if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
-      throw InputError(index.string() + ": weight_map['" + name + "'] = '" + f + "' is not a file in the folder");
+      throw InputError(entry + " = '" + excerpt(f) + "' is not a file in the folder");
     shards.insert(f);
   }
   if (shards.empty()) throw InputError(index.string() + ": weight_map is empty");
   std::vector<std::unique_ptr<TensorSource>> parts;
   for (const std::string& s : shards) {
-    if (!present(d / s)) throw InputError(index.string() + ": shard " + s + " is not in the folder");
+    if (!present(d / s)) throw InputError(index.string() + ": shard " + excerpt(s) + " is not in the folder");
     parts.push_back(open_weights_file(d / s));
   }
   return joined_source(d.string(), std::move(parts));

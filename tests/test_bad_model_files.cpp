@@ -298,6 +298,13 @@ BOOST_AUTO_TEST_CASE(snapshot_weights_missing_or_inconsistent) {
   check(forward_model(dir.path.string()), {1, {"model.safetensors.index.json", "shard model-1.safetensors"}});
   dir.write("model.safetensors.index.json", R"({"weight_map": {"wte.weight": "../x.safetensors"}})");
   check(forward_model(dir.path.string()), {1, {"is not a file in the folder"}});
+  // A 100 KB name and file name are quoted in part.
+  const std::string long_name(100000, 'w');
+  dir.write("model.safetensors.index.json",
+            nlohmann::json{{"weight_map", {{long_name, "../" + long_name}}}}.dump());
+  const CliResult long_entry = forward_model(dir.path.string());
+  check(long_entry, {1, {"weight_map['" + long_name.substr(0, 64) + "... (100000 bytes)'] = '../www", "is not a file"}});
+  BOOST_TEST(long_entry.err.size() < 600u, long_entry.err.size());
   fs::copy_file(kModels / "hf_gpt2/model.safetensors", dir / "a.safetensors");
   fs::copy_file(kModels / "hf_gpt2/model.safetensors", dir / "b.safetensors");
   dir.write("model.safetensors.index.json", R"({"weight_map": {"wte.weight": "a.safetensors", "wpe.weight": "b.safetensors"}})");
