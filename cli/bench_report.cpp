@@ -31,13 +31,13 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-void print_bench_lines(const BenchSetup& s, const std::vector<BenchRates>& rows, bool batched) {
+void print_bench_lines(const BenchSetup& setup, const std::vector<BenchRates>& rows, bool batched) {
   for (const BenchRates& r : rows) {
     const double prefill = median(r.prefill), decode = median(r.decode);
     const auto [plo, phi] = std::minmax_element(r.prefill.begin(), r.prefill.end());
     if (!batched)
-      std::fprintf(stderr, "prefill %u tokens: median %.1f tok/s (min %.1f, max %.1f) over %u runs\n", s.prompt_tokens,
-                   prefill, *plo, *phi, s.repeats);
+      std::fprintf(stderr, "prefill %u tokens: median %.1f tok/s (min %.1f, max %.1f) over %u runs\n",
+                   setup.prompt_tokens, prefill, *plo, *phi, setup.repeats);
     if (r.decode.empty()) {
       if (batched)
         std::fprintf(stderr, "batch %u: prefill %.1f tok/s; decode not measured (--gen-tokens 0)\n", r.batch, prefill);
@@ -50,14 +50,14 @@ void print_bench_lines(const BenchSetup& s, const std::vector<BenchRates>& rows,
       std::fprintf(stderr,
                    "batch %u: decode %u tokens each at depth %u: aggregate median %.2f tok/s (min %.2f, max %.2f), "
                    "per sequence %.2f tok/s; prefill %.1f tok/s\n",
-                   r.batch, s.gen_tokens, s.prompt_tokens, decode, *lo, *hi, decode / r.batch, prefill);
+                   r.batch, setup.gen_tokens, setup.prompt_tokens, decode, *lo, *hi, decode / r.batch, prefill);
     else
-      std::fprintf(stderr, "decode %u tokens at depth %u: median %.2f tok/s (min %.2f, max %.2f)\n", s.gen_tokens,
-                   s.prompt_tokens, decode, *lo, *hi);
+      std::fprintf(stderr, "decode %u tokens at depth %u: median %.2f tok/s (min %.2f, max %.2f)\n", setup.gen_tokens,
+                   setup.prompt_tokens, decode, *lo, *hi);
   }
 }
 
-void print_bench_result(const BenchSetup& s, const std::vector<BenchRates>& rows, bool json_out) {
+void print_bench_result(const BenchSetup& setup, const std::vector<BenchRates>& rows, bool json_out) {
   const BenchRates& last = rows.back();
   if (!json_out) {
     print_stdout("prefill_tok_s=%.3f decode_tok_s=%.3f\n", median(last.prefill), median(last.decode));
@@ -69,15 +69,16 @@ void print_bench_result(const BenchSetup& s, const std::vector<BenchRates>& rows
                        {"prefill_tok_s", rate_summary(r.prefill)},
                        {"decode_tok_s", rate_summary(r.decode)},
                        {"decode_tok_s_per_sequence", rate(median(r.decode) / r.batch)}});
-  const json out = {{"model", s.model},
-                    {"device", s.device},
-                    {"dtype", s.dtype},
-                    {"kv_cache", s.kv_f16 ? "f16" : "f32"},
-                    {"random_weights", s.random_weights},
-                    {"load_s", s.load_seconds},
-                    {"prompt_tokens", s.prompt_tokens},
-                    {"gen_tokens", s.gen_tokens},
-                    {"repeats", s.repeats},
+  const json out = {{"model", setup.model},
+                    {"device", setup.device},
+                    {"dtype", setup.dtype},
+                    {"kv_cache", setup.kv_f16 ? "f16" : "f32"},
+                    {"batch_kernels", setup.batch_kernels.empty() ? json(nullptr) : json(setup.batch_kernels)},
+                    {"random_weights", setup.random_weights},
+                    {"load_s", setup.load_seconds},
+                    {"prompt_tokens", setup.prompt_tokens},
+                    {"gen_tokens", setup.gen_tokens},
+                    {"repeats", setup.repeats},
                     {"batches", batches},
                     {"prefill_tok_s", rate(median(last.prefill))},
                     {"decode_tok_s", rate(median(last.decode))}};

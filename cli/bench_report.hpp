@@ -18,6 +18,7 @@ struct BenchRates {
 // What the JSON object says of the run besides its rates.
 struct BenchSetup {
   std::string model, device, dtype;
+  std::string batch_kernels;  // with --batch: "exact" or "gemm"; "" for a lone sequence's runs
   bool kv_f16 = false, random_weights = false;
   double load_seconds = 0;
   uint32_t prompt_tokens = 0, gen_tokens = 0, repeats = 0;
@@ -33,6 +34,6 @@ void print_bench_lines(const BenchSetup& setup, const std::vector<BenchRates>& r
 // stdout: the last batch size's medians as `prefill_tok_s=P decode_tok_s=D` (nan where
 // nothing was measured), or with `json` one line holding the setup and every batch size's
 // rates (null where nothing was measured).
-void print_bench_result(const BenchSetup& setup, const std::vector<BenchRates>& rows, bool json);
+void print_bench_result(const BenchSetup& setup, const std::vector<BenchRates>& rows, bool json_out);
 
 }  // namespace gptvk::cli

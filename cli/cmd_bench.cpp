@@ -91,17 +91,54 @@ void fit_default_lengths(uint32_t& prompt, uint32_t& gen, bool prompt_given, boo
                prompt, gen);
 }
 
+struct BenchFlags {
+  ModelFlags model;
+  uint32_t prompt_tokens = 128, gen_tokens = 64, repeats = 5;
+  bool profile = false, json = false;
+  std::string batch = "1";  // --batch, parsed by batch_sizes()
+  std::string batch_kernels = "exact";
+};
+
+// The run's setup, also said on stderr before anything is measured.
+BenchSetup describe_run(const ModelSession& s, const BenchFlags& f, const std::vector<uint32_t>& batches) {
+  const ModelConfig& cfg = s.cfg;
+#if GPTVK_YIELDING_WAITS
+  const char* waits = yielding_waits::enabled() ? ", yielding waits" : "";
+#else
+  const char* waits = "";
+#endif
+  std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s, loaded in %.2f s\n", cfg.name.c_str(),
+               s.ctx->info().name.c_str(), dtype_name(cfg.dtype), cfg.kv_f16() ? ", f16 KV cache" : "", waits,
+               s.load_seconds);
+  const bool batched = batches != std::vector<uint32_t>{1};
+  return {.model = cfg.name,
+          .device = s.ctx->info().name,
+          .dtype = dtype_name(cfg.dtype),
+          .batch_kernels = batched ? f.batch_kernels : "",
+          .kv_f16 = cfg.kv_f16(),
+          .random_weights = s.random_weights,
+          .load_seconds = s.load_seconds,
+          .prompt_tokens = f.prompt_tokens,
+          .gen_tokens = f.gen_tokens,
+          .repeats = f.repeats};
+}
+
+// Every batch size's rates: a lone sequence's own step for --batch 1, else run_batch_bench.
+std::vector<BenchRates> measure(ModelSession& s, const BenchFlags& f, const std::vector<uint32_t>& batches,
+                                const BenchSetup& setup) {
+  if (batches == std::vector<uint32_t>{1}) return {run_single_bench(s, setup, f.profile)};
+  const uint32_t most = *std::max_element(batches.begin(), batches.end());
+  if (most > s.model->max_chunk())
+    throw UsageError("--batch " + std::to_string(most) + " exceeds the " + std::to_string(s.model->max_chunk()) +
+                     " rows a step takes");
+  return run_batch_bench(
+      s, {f.prompt_tokens, f.gen_tokens, f.repeats, batches, f.batch_kernels == "exact", f.profile}, setup);
+}
+
 }  // namespace
 
 Action add_bench(CLI::App& app, Common& common) {
-  struct Flags {
-    ModelFlags model;
-    uint32_t prompt_tokens = 128, gen_tokens = 64, repeats = 5;
-    bool profile = false, json = false;
-    std::string batch = "1";  // --batch, parsed by batch_sizes()
-    std::string batch_kernels = "exact";
-  };
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<BenchFlags>();
   auto* cmd = app.add_subcommand(
       "bench",
       "prefill and decode throughput (tokens/s); deterministic random weights when neither --weights nor the "
@@ -124,9 +161,9 @@ Action add_bench(CLI::App& app, Common& common) {
       ->capture_default_str()->check(CLI::IsMember({"exact", "gemm"}));
   cmd->add_flag("--json", f->json,
                 "stdout: one JSON object instead of the prefill_tok_s=... line: model, device, dtype, kv_cache,\n"
-                "random_weights, load_s, the lengths and repeats, per batch size every repeat's prefill and\n"
-                "decode tok/s (median, min, max, runs; decode the aggregate; null with --gen-tokens 0), and\n"
-                "prefill_tok_s and decode_tok_s: the last batch size's medians");
+                "batch_kernels (null for --batch 1), random_weights, load_s, the lengths and repeats, per batch\n"
+                "size every repeat's prefill and decode tok/s (median, min, max, runs; decode the aggregate; null\n"
+                "with --gen-tokens 0), and prefill_tok_s and decode_tok_s: the last batch size's medians");
   auto* prompt_flag = cmd->get_option("--prompt-tokens");
   auto* gen_flag = cmd->get_option("--gen-tokens");
   auto* kernels_flag = cmd->get_option("--batch-kernels");
@@ -143,34 +180,8 @@ Action add_bench(CLI::App& app, Common& common) {
     // prefill samples, which needs no room of its own).
     require_context_room(f->prompt_tokens, f->gen_tokens, cfg.context_length,
                          "--prompt-tokens " + std::to_string(f->prompt_tokens));
-#if GPTVK_YIELDING_WAITS
-    const char* waits = yielding_waits::enabled() ? ", yielding waits" : "";
-#else
-    const char* waits = "";
-#endif
-    std::fprintf(stderr, "gpt-vk: %s on %s, %s weights%s%s, loaded in %.2f s\n", cfg.name.c_str(),
-                 s.ctx->info().name.c_str(), dtype_name(cfg.dtype), cfg.kv_f16() ? ", f16 KV cache" : "", waits,
-                 s.load_seconds);
-    const BenchSetup setup{.model = cfg.name,
-                           .device = s.ctx->info().name,
-                           .dtype = dtype_name(cfg.dtype),
-                           .kv_f16 = cfg.kv_f16(),
-                           .random_weights = s.random_weights,
-                           .load_seconds = s.load_seconds,
-                           .prompt_tokens = f->prompt_tokens,
-                           .gen_tokens = f->gen_tokens,
-                           .repeats = f->repeats};
-    std::vector<BenchRates> rates;
-    if (batches != std::vector<uint32_t>{1}) {
-      const uint32_t most = *std::max_element(batches.begin(), batches.end());
-      if (most > s.model->max_chunk())
-        throw UsageError("--batch " + std::to_string(most) + " exceeds the " + std::to_string(s.model->max_chunk()) +
-                         " rows a step takes");
-      rates = run_batch_bench(
-          s, {f->prompt_tokens, f->gen_tokens, f->repeats, batches, f->batch_kernels == "exact", f->profile}, setup);
-    } else {
-      rates = {run_single_bench(s, setup, f->profile)};
-    }
+    const BenchSetup setup = describe_run(s, *f, batches);
+    const std::vector<BenchRates> rates = measure(s, *f, batches, setup);
     print_bench_result(setup, rates, f->json);
     return 0;
   };

@@ -35,12 +35,13 @@ namespace {
 // ---------------------------------------------------------------- names in the file
 
 // What the file holds in place of `wanted`, for a not-found message: a name that ends with it
-// (under a prefix no reader strips, such as a Lightning module's "model.") or else the first
-// name, so that the message shows the layout the file has.
+// (under a prefix no reader strips, such as a Lightning module's "model.") or else the
+// alphabetically first name, so that the message shows the layout the file has.
 std::string held_instead(const TensorSource& file, std::string_view wanted) {
   const std::vector<std::string> names = file.names();
   if (names.empty()) return " (the file holds no tensors)";
-  const auto suffixed = std::find_if(names.begin(), names.end(), [&](const std::string& n) { return n.ends_with(wanted); });
+  const auto suffixed =
+      std::find_if(names.begin(), names.end(), [&](const std::string& n) { return n.ends_with(wanted); });
   const std::string& shown = suffixed != names.end() ? *suffixed : *std::min_element(names.begin(), names.end());
   return " (the file has '" + excerpt(shown) + "'" + (suffixed != names.end() ? "" : " among others") + ")";
 }

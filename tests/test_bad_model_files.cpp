@@ -303,7 +303,8 @@ BOOST_AUTO_TEST_CASE(snapshot_weights_missing_or_inconsistent) {
   dir.write("model.safetensors.index.json",
             nlohmann::json{{"weight_map", {{long_name, "../" + long_name}}}}.dump());
   const CliResult long_entry = forward_model(dir.path.string());
-  check(long_entry, {1, {"weight_map['" + long_name.substr(0, 64) + "... (100000 bytes)'] = '../www", "is not a file"}});
+  check(long_entry,
+        {1, {"weight_map['" + long_name.substr(0, 64) + "... (100000 bytes)'] = '../www", "is not a file"}});
   BOOST_TEST(long_entry.err.size() < 600u, long_entry.err.size());
   fs::copy_file(kModels / "hf_gpt2/model.safetensors", dir / "a.safetensors");
   fs::copy_file(kModels / "hf_gpt2/model.safetensors", dir / "b.safetensors");

@@ -1,10 +1,9 @@
 // Smaller command-line rules for the generation commands, each checked by exit code and
 // message: tokenize/detokenize on the bundled tokenizer without --config, tokenize
 // --pieces, device flags refused where no device is used, bench --gen-tokens 0 (nan) and
-// bench --json, forward
-// --out -, and a prompt past the context exiting 1 in both generate (a --prompt or a
-// JSON-lines file's prompt or max_tokens) and bench; an unreadable stdin, and serve's empty
-// --api-key.
+// bench --json, forward --out -, and a prompt past the context exiting 1 in both generate
+// (one of several --prompt flags, or a JSON-lines file's prompt or max_tokens) and bench;
+// an unreadable stdin, and serve's empty --api-key.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -115,6 +114,7 @@ BOOST_AUTO_TEST_CASE(bench_json_reports_every_repeat) {
   BOOST_TEST(j["gen_tokens"] == 2);
   BOOST_TEST(j["repeats"] == 3);
   BOOST_TEST(j["random_weights"] == false);
+  BOOST_TEST(j["batch_kernels"] == "exact");
   BOOST_REQUIRE(j["batches"].size() == 2u);
   for (size_t i = 0; i < 2; ++i) {
     const auto& b = j["batches"][i];
@@ -130,15 +130,17 @@ BOOST_AUTO_TEST_CASE(bench_json_reports_every_repeat) {
         BOOST_TEST(b[key]["max"].get<double>() == runs.back());
       }
     }
-    BOOST_TEST(b["decode_tok_s_per_sequence"].get<double>() == b["decode_tok_s"]["median"].get<double>() / double(i + 1));
+    BOOST_TEST(b["decode_tok_s_per_sequence"].get<double>() ==
+               b["decode_tok_s"]["median"].get<double>() / double(i + 1));
   }
   BOOST_TEST(j["decode_tok_s"] == j["batches"][1]["decode_tok_s"]["median"]);
   BOOST_TEST(j["prefill_tok_s"] == j["batches"][1]["prefill_tok_s"]["median"]);
-  r = test::run_cli({"bench", "--config", kConfig, "--prompt-tokens", "4", "--gen-tokens", "0", "--repeats", "1", "--json"},
-                    {}, 120.0);
+  r = test::run_cli(
+      {"bench", "--config", kConfig, "--prompt-tokens", "4", "--gen-tokens", "0", "--repeats", "1", "--json"}, {}, 120.0);
   BOOST_REQUIRE(r.exit_code == 0);
   const auto p = nlohmann::json::parse(r.out);
   BOOST_TEST(p["decode_tok_s"].is_null());
+  BOOST_TEST(p["batch_kernels"].is_null());  // a lone sequence's own step
   BOOST_TEST(p["batches"][0]["decode_tok_s"].is_null());
   BOOST_TEST(p["prefill_tok_s"].get<double>() == p["batches"][0]["prefill_tok_s"]["median"].get<double>());
 }
