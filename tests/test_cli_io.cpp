@@ -500,5 +500,22 @@ BOOST_AUTO_TEST_CASE(serve_out_of_address_space_exits_naming_the_limit) {
   check(r, {1, {"ulimit -v, is 1024 MiB"}});
 }
 
+// One word of 40 MB ("aaa..."), which the tokenizer cannot split, takes ~1.4 GB to merge:
+// refused at once, naming the word and what it needs, where the merge would otherwise run
+// out of memory (without a limit: the OOM killer's SIGKILL). A word of 1.5 MB is checked
+// too, fits, and gives the ids it gives without a limit.
+BOOST_AUTO_TEST_CASE(a_word_too_long_to_tokenize_in_the_memory_free) {
+  CliResult r = run_cli({"tokenize", "--file", dir.write("long.txt", std::string(40'000'000, 'a'))}, {}, 60.0,
+                        {.address_space_limit = 1024 * kMiB});
+  check(r, {1, {"a word of 40000000 bytes with nothing the tokenizer splits at", "needs about 1373 MiB to tokenize"}});
+  const std::string word = dir.write("word.txt", std::string(1'500'000, 'a'));
+  const CliResult limited = run_cli({"tokenize", "--file", word}, {}, 60.0, {.address_space_limit = 1024 * kMiB});
+  const CliResult unlimited = run_cli({"tokenize", "--file", word}, {}, 60.0);
+  BOOST_TEST(limited.exit_code == 0, limited.err);
+  BOOST_TEST(unlimited.exit_code == 0, unlimited.err);
+  BOOST_TEST(limited.out.size() > 100000u);
+  BOOST_TEST((limited.out == unlimited.out));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 #endif

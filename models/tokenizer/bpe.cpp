@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <string>
+
+#include "engine/error.hpp"
+#include "engine/host_memory.hpp"
 
 namespace gptvk::tokenizer {
 
@@ -49,16 +53,52 @@ void BpeEncoder::encode(std::string_view piece, std::vector<uint32_t>& out) {
 }
 
 void BpeEncoder::merge(std::string_view piece, std::vector<uint32_t>& out) {
+  PairMerger::check_memory(piece.size());
   sym_.resize(piece.size());
   for (size_t i = 0; i < piece.size(); ++i) sym_[i] = byte_ids_[static_cast<unsigned char>(piece[i])];
   merger_.merge(sym_, out);
+  if (sym_.size() > PairMerger::kKeptScratch) std::vector<uint32_t>().swap(sym_);
+}
+
+namespace {
+
+// Gives back a scratch vector's memory (clear() keeps it).
+template <class T>
+void release(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
+}  // namespace
+
+// The memory free: MemAvailable, and the address space left under `ulimit -v`.
+void PairMerger::check_memory(size_t symbols) {
+  if (symbols <= kCheckedSymbols) return;
+  const uint64_t need = uint64_t(symbols) * kBytesPerSymbol;
+  uint64_t free = host_available_bytes();
+  if (const auto left = address_space_left()) free = free ? std::min(free, *left) : *left;
+  if (free == 0 || need <= free) return;  // 0: unknown
+  throw InputError("a word of " + std::to_string(symbols) +
+                   " bytes with nothing the tokenizer splits at (a space, a digit after letters, "
+                   "punctuation) needs about " + std::to_string(need >> 20) + " MiB to tokenize, more than the " +
+                   std::to_string(free >> 20) + " MiB of memory free");
 }
 
 void PairMerger::merge(std::vector<uint32_t>& sym, std::vector<uint32_t>& out) {
+  merge_symbols(sym, out);
+  if (sym.size() > kKeptScratch) {
+    release(prev_);
+    release(next_);
+    release(heap_);
+    release(batch_);
+  }
+}
+
+void PairMerger::merge_symbols(std::vector<uint32_t>& sym, std::vector<uint32_t>& out) {
   const int32_t n = int32_t(sym.size());
   prev_.resize(n);
   next_.resize(n);
   heap_.clear();
+  heap_.reserve(sym.size());  // every adjacent pair at most, with no doubling past it
   for (int32_t i = 0; i < n; ++i) {
     prev_[i] = i - 1;
     next_[i] = i + 1 < n ? i + 1 : -1;

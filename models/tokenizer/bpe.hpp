@@ -34,12 +34,28 @@ class MergeTable {
   uint64_t mask_ = 0;
 };
 
-// The merge loop over a piece's initial symbols, with scratch buffers kept between calls.
+// The merge loop over a piece's initial symbols, with scratch buffers kept between calls
+// (those of a piece past kKeptScratch symbols are given back after it).
 class PairMerger {
  public:
   explicit PairMerger(const std::vector<Merge>& merges) : table_(merges) {}
   // Merges `symbols` (not empty) in place by the rule above and appends the result to out.
   void merge(std::vector<uint32_t>& symbols, std::vector<uint32_t>& out);
+
+  // Bytes a merge takes per symbol at most, the caller's symbols and output included
+  // (measured on 20 MB words: 35 bytes per byte for a run of one letter, whose every pair
+  // is queued at once and merged in the first round, 22 for random letters; the tokenize
+  // command's file and output included).
+  static constexpr uint64_t kBytesPerSymbol = 36;
+  // Pieces past this many symbols are checked against the memory free (check_memory).
+  static constexpr size_t kCheckedSymbols = size_t{1} << 20;
+  static constexpr size_t kKeptScratch = size_t{1} << 16;
+
+  // Called before a piece's symbols are made, with its length in bytes (each symbol is a
+  // byte or a character): InputError when a piece of more than kCheckedSymbols bytes needs
+  // more memory than the host has free, where the OOM killer would otherwise end the
+  // process (a word of hundreds of megabytes with nothing the pre-tokenizer splits at).
+  static void check_memory(size_t symbols);
 
  private:
   MergeTable table_;
@@ -47,6 +63,8 @@ class PairMerger {
   // candidate pairs.
   std::vector<int32_t> prev_, next_;
   std::vector<uint64_t> heap_, batch_;
+
+  void merge_symbols(std::vector<uint32_t>& symbols, std::vector<uint32_t>& out);
 };
 
 class BpeEncoder {

@@ -29,6 +29,7 @@ uint32_t WordBpe::symbol_id(std::string_view ch, bool last) {
 
 void WordBpe::encode(std::string_view word, std::vector<uint32_t>& out) {
   cache_.append(word, out, [&] {
+    PairMerger::check_memory(word.size());  // a character is a byte or more
     sym_.clear();
     for (size_t i = 0; i < word.size();) {
       size_t len = std::max<size_t>(1, utf8_char_length(word, i));  // bert_words() gives valid UTF-8
@@ -36,6 +37,7 @@ void WordBpe::encode(std::string_view word, std::vector<uint32_t>& out) {
       i += len;
     }
     merger_.merge(sym_, out);
+    if (sym_.size() > PairMerger::kKeptScratch) std::vector<uint32_t>().swap(sym_);
   });
 }
 
