@@ -52,14 +52,6 @@ void BpeEncoder::encode(std::string_view piece, std::vector<uint32_t>& out) {
   cache_.append(piece, out, [&] { merge(piece, out); });
 }
 
-void BpeEncoder::merge(std::string_view piece, std::vector<uint32_t>& out) {
-  PairMerger::check_memory(piece.size());
-  sym_.resize(piece.size());
-  for (size_t i = 0; i < piece.size(); ++i) sym_[i] = byte_ids_[static_cast<unsigned char>(piece[i])];
-  merger_.merge(sym_, out);
-  if (sym_.size() > PairMerger::kKeptScratch) std::vector<uint32_t>().swap(sym_);
-}
-
 namespace {
 
 // Gives back a scratch vector's memory (clear() keeps it).
@@ -69,6 +61,14 @@ void release(std::vector<T>& v) {
 }
 
 }  // namespace
+
+void BpeEncoder::merge(std::string_view piece, std::vector<uint32_t>& out) {
+  PairMerger::check_memory(piece.size());
+  sym_.resize(piece.size());
+  for (size_t i = 0; i < piece.size(); ++i) sym_[i] = byte_ids_[static_cast<unsigned char>(piece[i])];
+  merger_.merge(sym_, out);
+  if (sym_.size() > PairMerger::kKeptScratch) release(sym_);
+}
 
 // The memory free: MemAvailable, and the address space left under `ulimit -v`.
 void PairMerger::check_memory(size_t symbols) {
