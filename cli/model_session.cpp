@@ -164,7 +164,7 @@ Tokenizer read_tokenizer_files(const ModelConfig& cfg) {
                                 *cfg.tokenizer_merges_text, cfg.tokenizer_added);
   if (cfg.tokenizer_vocab.empty() || cfg.tokenizer_merges.empty()) {
     using Origin = ModelConfig::Origin;
-    const std::string what = cfg.origin == Origin::Snapshot ? "no vocab.json and merges.txt beside it"
+    const std::string what = cfg.origin == Origin::Snapshot ? "no vocab.json + merges.txt or tokenizer.json beside it"
                              : cfg.origin == Origin::Gguf   ? "no tokenizer in its metadata"
                                                             : "no [tokenizer] section with vocab and merges";
     throw InputError(cfg.source + ": " + what + " (needed to handle text)");

@@ -11,6 +11,7 @@
 #include "engine/json_limits.hpp"
 #include "models/tokenizer/added_tokens.hpp"
 #include "models/tokenizer/vocab_files.hpp"
+#include "models/tokenizer_json.hpp"
 
 namespace gptvk {
 
@@ -110,18 +111,17 @@ json read_json(const std::string& path, uint64_t max_bytes = files::kMaxConfigBy
 
 // tokenizer.json's added_tokens (save_pretrained writes it for a fast tokenizer: GPT-2's
 // <|endoftext|>, and any token added since) as the model's added tokens, each given its id
-// in the vocabulary (a token past vocab.json's ids joins it, spelled in the byte alphabet as
-// vocab.json spells its tokens). GPT-1's vocabulary, spelled as text, takes none.
-void read_added_tokens(const fs::path& file, ModelConfig& cfg) {
-  const std::string path = file.string();
-  const json t = read_json(path, files::kMaxTokenizerBytes);
-  if (!t.is_object() || !t.contains("added_tokens")) return;
-  const std::string vocab_text = tokenizer::read_file_bytes(cfg.tokenizer_vocab);
-  if (tokenizer::vocab_spelling(vocab_text) != tokenizer::Spelling::ByteAlphabet) return;
-  // vocab.json's own errors first, as its reader states them (line and column).
+// in the vocabulary `vocab_text` (named `vocab_name` in errors): a token past its ids joins
+// it, spelled in the byte alphabet as the vocabulary spells its tokens. Returns the
+// vocabulary's text with them. GPT-1's vocabulary, spelled as text, takes none.
+std::string with_added_tokens(const std::string& path, const json& t, const std::string& vocab_name,
+                              const std::string& vocab_text, ModelConfig& cfg) {
+  if (!t.is_object() || !t.contains("added_tokens")) return vocab_text;
+  if (tokenizer::vocab_spelling(vocab_text) != tokenizer::Spelling::ByteAlphabet) return vocab_text;
+  // The vocabulary's own errors first, as its reader states them (line and column).
   const std::vector<std::string> tokens =
       tokenizer::parse_vocab(cfg.tokenizer_vocab, vocab_text, tokenizer::Spelling::ByteAlphabet);
-  json vocab = json::parse(vocab_text);
+  json vocab;  // parsed only when a token joins it
   std::map<uint64_t, std::string> added_ids;  // id -> content, of the entries read so far
   const json& added = t["added_tokens"];
   if (!added.is_array()) throw InputError(path + ": added_tokens: expected an array");
@@ -148,15 +148,51 @@ void read_added_tokens(const fs::path& file, ModelConfig& cfg) {
     const std::string spelled = tokenizer::byte_alphabet_spelling(content);
     const bool known = id < tokens.size();
     const std::string named = path + ": added token " + json(content).dump() + " has id " + std::to_string(id);
-    if (known && tokens[id] != content) throw InputError(named + ", which vocab.json gives " + json(tokens[id]).dump());
-    if (!known && vocab.contains(spelled))
-      throw InputError(named + ", but vocab.json gives it id " + vocab[spelled].dump());
-    vocab[spelled] = id;
+    if (known && tokens[id] != content)
+      throw InputError(named + ", which " + vocab_name + " gives " + json(tokens[id]).dump());
+    if (!known) {
+      if (vocab.is_null()) vocab = json::parse(vocab_text);
+      if (vocab.contains(spelled))
+        throw InputError(named + ", but " + vocab_name + " gives it id " + vocab[spelled].dump());
+      vocab[spelled] = id;
+    }
     cfg.tokenizer_added.push_back({uint32_t(id), a.value("special", false), a.value("lstrip", false),
                                    a.value("rstrip", false)});
   }
-  cfg.tokenizer_vocab_json = std::make_shared<const std::string>(vocab.dump());
+  return vocab.is_null() ? vocab_text : vocab.dump();
+}
+
+// The tokenizer of a folder with vocab.json and merges.txt: those files, and tokenizer.json's
+// added tokens where it has one.
+void read_tokenizer_files(const fs::path& dir, ModelConfig& cfg) {
+  cfg.tokenizer_vocab = (dir / "vocab.json").string();
+  cfg.tokenizer_merges = (dir / "merges.txt").string();
+  if (!present(dir / "tokenizer.json")) return;
+  const std::string path = (dir / "tokenizer.json").string();
+  const json t = read_json(path, files::kMaxTokenizerBytes);
+  const std::string vocab_text = tokenizer::read_file_bytes(cfg.tokenizer_vocab);
+  std::string with_added = with_added_tokens(path, t, "vocab.json", vocab_text, cfg);
+  if (cfg.tokenizer_added.empty()) return;  // the files as they are
+  cfg.tokenizer_vocab_json = std::make_shared<const std::string>(std::move(with_added));
   cfg.tokenizer_merges_text = std::make_shared<const std::string>(tokenizer::read_file_bytes(cfg.tokenizer_merges));
+}
+
+// The tokenizer of a folder with tokenizer.json alone (PreTrainedTokenizerFast saves no
+// other): the vocabulary and merges of its BPE model, its added tokens; a pipeline gpt-vk
+// does not run leaves the model without text, saying why, as a GGUF's other tokenizers do.
+void read_tokenizer_json(const fs::path& file, ModelConfig& cfg) {
+  const std::string path = file.string();
+  const json t = read_json(path, files::kMaxTokenizerBytes);
+  TokenizerJsonBpe bpe = tokenizer_json_bpe(path, t);
+  if (!bpe.unsupported.empty()) {
+    cfg.tokenizer_unsupported = bpe.unsupported;
+    return;
+  }
+  cfg.tokenizer_vocab = path + " (model.vocab)";
+  cfg.tokenizer_merges = path + " (model.merges)";
+  cfg.tokenizer_vocab_json =
+      std::make_shared<const std::string>(with_added_tokens(path, t, "model.vocab", bpe.vocab_json, cfg));
+  cfg.tokenizer_merges_text = std::make_shared<const std::string>(std::move(bpe.merges_text));
 }
 
 void read_gpt2(const ConfigJson& c, ModelConfig& cfg) {
@@ -241,11 +277,10 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   cfg.weights_file = dir;
   cfg.dtype = dtype;
   // GPT-2's byte-level BPE or GPT-1's, told apart by the vocabulary (models/tokenizer).
-  if (present(fs::path(dir) / "vocab.json") && present(fs::path(dir) / "merges.txt")) {
-    cfg.tokenizer_vocab = (fs::path(dir) / "vocab.json").string();
-    cfg.tokenizer_merges = (fs::path(dir) / "merges.txt").string();
-    if (present(fs::path(dir) / "tokenizer.json")) read_added_tokens(fs::path(dir) / "tokenizer.json", cfg);
-  }
+  if (present(fs::path(dir) / "vocab.json") && present(fs::path(dir) / "merges.txt"))
+    read_tokenizer_files(dir, cfg);
+  else if (present(fs::path(dir) / "tokenizer.json"))
+    read_tokenizer_json(fs::path(dir) / "tokenizer.json", cfg);
   return cfg;
 }
 

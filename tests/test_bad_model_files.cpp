@@ -311,6 +311,59 @@ BOOST_AUTO_TEST_CASE(snapshot_weights_missing_or_inconsistent) {
   dir.write("model.safetensors.index.json", R"({"weight_map": {"wte.weight": "a.safetensors", "wpe.weight": "b.safetensors"}})");
   check(forward_model(dir.path.string()), {1, {"is in two shards"}});
 }
+// A snapshot's tokenizer.json (alone, without vocab.json and merges.txt) whose pipeline is not
+// GPT-2's or GPT-1's: the text commands name the part they cannot run, and forward --ids
+// still runs; a BPE model that is not one (its merges or vocab malformed) is refused
+// outright, naming the entry.
+BOOST_AUTO_TEST_CASE(tokenizer_json_that_gpt_vk_cannot_run) {
+  snapshot(dir, hf_gpt2_json(), kModels / "hf_gpt2/model.safetensors");
+  check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
+        {1, {"config.json: no vocab.json + merges.txt or tokenizer.json beside it (needed to handle text)"}});
+  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+  const nlohmann::json good = {
+      {"normalizer", nullptr}, {"pre_tokenizer", byte_level}, {"post_processor", nullptr}, {"decoder", byte_level},
+      {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b"}}}}};
+  const auto with = [&](const nlohmann::json::json_pointer& at, const nlohmann::json& value) {
+    nlohmann::json t = good;
+    t[at] = value;
+    return dir.write("tokenizer.json", t.dump());
+  };
+  using Ptr = nlohmann::json::json_pointer;
+  for (auto [at, value, says] : std::vector<std::tuple<Ptr, nlohmann::json, std::string>>{
+           {Ptr("/pre_tokenizer"), {{"type", "Metaspace"}}, "pre_tokenizer: Metaspace is not supported"},
+           {Ptr("/pre_tokenizer/add_prefix_space"), true,
+            "pre_tokenizer: ByteLevel without \"add_prefix_space\": false"},
+           {Ptr("/pre_tokenizer/use_regex"), false, "pre_tokenizer: ByteLevel with \"use_regex\": false"},
+           {Ptr("/normalizer"), {{"type", "NFC"}}, "normalizer: NFC is not supported"},
+           {Ptr("/post_processor"), {{"type", "TemplateProcessing"}}, "post_processor: TemplateProcessing"},
+           {Ptr("/decoder"), nullptr, "decoder: null is not supported"},
+           {Ptr("/model/type"), "WordPiece", "model: WordPiece is not supported (BPE)"},
+           {Ptr("/model/dropout"), 0.1, "model: dropout 0.1 is not supported"},
+           {Ptr("/model/ignore_merges"), true, "model: ignore_merges true is not supported"},
+           {Ptr("/model/vocab"), {{"a</w>", 0}, {"b", 1}}, "model.vocab is spelled as GPT-1's"}}) {
+    with(at, value);
+    check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}), {1, {"tokenizer.json: " + says}});
+  }
+  with(Ptr("/pre_tokenizer"), {{"type", "Metaspace"}});
+  const CliResult ids_only = forward_model(dir.path.string());
+  BOOST_TEST(ids_only.exit_code == 0, ids_only.err);
+  for (auto [at, value, says] : std::vector<std::tuple<Ptr, nlohmann::json, std::string>>{
+           {Ptr("/model/merges/0"), {"a", "b", "c"}, "model.merges[0]: [\"a\",\"b\",\"c\"] is not a merge"},
+           {Ptr("/model/merges/0"), "a  b", "model.merges[0]: \"a  b\" is not two tokens split by one space"},
+           {Ptr("/model/merges/0"), {"a b", "c"},
+            "model.merges[0]: [\"a b\",\"c\"] has a token that is empty or holds a space"},
+           {Ptr("/model/merges"), "a b", "model.merges: expected an array"},
+           {Ptr("/model/vocab"), nlohmann::json::array(), "model.vocab: expected an object"}}) {
+    with(at, value);
+    check(forward_model(dir.path.string()), {1, {"tokenizer.json: " + says}});
+  }
+  // The vocabulary's own errors name it where it is.
+  with(Ptr("/model/merges"), {"a b"});
+  check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
+        {1, {"tokenizer.json (model.vocab): no token for the single byte 0x00"}});
+  dir.write("tokenizer.json", "{\"model\": ");
+  check(forward_model(dir.path.string()), {1, {"tokenizer.json", "malformed JSON"}});
+}
 // Weights under a prefix no reader strips (a Lightning module's "model."): the message shows
 // the name the file has, so the prefix is plain to see.
 BOOST_AUTO_TEST_CASE(weights_under_an_unknown_prefix) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <iterator>
 #include <numeric>
+#include <sstream>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,7 @@
 #include "models/torch_pickle.hpp"
 #include "tests/support/safetensors_writer.hpp"
 #include "models/tokenizer/id_list.hpp"
+#include "models/tokenizer/tokenizer.hpp"
 #include "models/weights.hpp"
 #include "models/weights_source.hpp"
 #include "tests/support/cli_run.hpp"
@@ -69,6 +71,56 @@ void rewrite(const fs::path& file, const fs::path& out, const std::function<std:
   w.write(out.string());
 }
 
+
+// The merges of a merges.txt (its "#version" line left out), as tokenizer.json lists them:
+// "A B" strings (tokenizers before 0.20) or ["A", "B"] pairs (0.20 on).
+nlohmann::json merges_list(const std::string& merges_txt, bool pairs) {
+  nlohmann::json list = nlohmann::json::array();
+  std::istringstream lines(merges_txt);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.starts_with("#version")) continue;
+    const size_t space = line.find(' ');
+    if (pairs) list.push_back({line.substr(0, space), line.substr(space + 1)});
+    else list.push_back(line);
+  }
+  return list;
+}
+
+// tokenizer.json as GPT2TokenizerFast saves it, over the bundled vocabulary.
+nlohmann::json gpt2_tokenizer_json(bool pair_merges) {
+  const auto byte_level = [](bool prefix) {
+    return nlohmann::json{{"type", "ByteLevel"}, {"add_prefix_space", prefix}, {"trim_offsets", true},
+                          {"use_regex", true}};
+  };
+  nlohmann::json model = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
+                          {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""}, {"fuse_unk", false},
+                          {"byte_fallback", false}, {"ignore_merges", false}};
+  model["vocab"] = nlohmann::json::parse(read_bytes(kSource / "models/gpt2-tokenizer/encoder.json"));
+  model["merges"] = merges_list(read_bytes(kSource / "models/gpt2-tokenizer/vocab.bpe"), pair_merges);
+  return {{"version", "1.0"},
+          {"added_tokens", {{{"id", 50256}, {"content", "<|endoftext|>"}, {"single_word", false}, {"lstrip", false},
+                             {"rstrip", false}, {"normalized", true}, {"special", true}}}},
+          {"normalizer", nullptr},
+          {"pre_tokenizer", byte_level(false)},
+          {"post_processor", byte_level(true)},
+          {"decoder", byte_level(true)},
+          {"model", model}};
+}
+
+// The bundled model as a snapshot folder whose tokenizer is `tokenizer_json` alone.
+std::string bundled_snapshot(const TempDir& dir, const nlohmann::json& tokenizer_json) {
+  const nlohmann::json config = {{"model_type", "gpt2"}, {"vocab_size", 50257}, {"n_positions", 256},
+                                 {"n_embd", 128},        {"n_head", 4},         {"n_layer", 6}};
+  dir.write("tokenizer.json", tokenizer_json.dump());
+  return snapshot(dir, config, kSource / "models/default/model.safetensors");
+}
+
+Tokenizer tokenizer_of(const ModelConfig& cfg) {
+  BOOST_TEST_REQUIRE(cfg.tokenizer_unsupported.empty(), cfg.tokenizer_unsupported);
+  BOOST_TEST_REQUIRE(bool(cfg.tokenizer_vocab_json));
+  return Tokenizer::from_text(cfg.tokenizer_vocab, *cfg.tokenizer_vocab_json, cfg.tokenizer_merges,
+                              *cfg.tokenizer_merges_text, cfg.tokenizer_added);
+}
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(model_files, test::NoValidationMessages)
@@ -434,6 +486,61 @@ BOOST_AUTO_TEST_CASE(gpt1_text_commands_run) {
   CliResult echo = run_cli({"generate", "-m", gpt1, "--prompt", "in the", "--max-tokens", "2", "--temperature", "0"});
   BOOST_TEST_REQUIRE(echo.exit_code == 0, echo.err);
   BOOST_TEST(echo.out.starts_with("in the "), echo.out);
+}
+// A snapshot whose tokenizer is tokenizer.json alone (PreTrainedTokenizerFast saves no
+// vocab.json or merges.txt), in both spellings of its merges: the ids of Hugging Face's
+// tokenizers for every text of tests/fixtures/tokenizer/cases.json, <|endoftext|> read as
+// its token with --special, and the same greedy text as the bundled model's own config.
+BOOST_AUTO_TEST_CASE(gpt2_snapshot_with_tokenizer_json_alone) {
+  const auto cases = nlohmann::json::parse(read_bytes(kSource / "tests/fixtures/tokenizer/cases.json"));
+  for (bool pairs : {false, true}) {
+    TempDir dir;
+    const std::string folder = bundled_snapshot(dir, gpt2_tokenizer_json(pairs));
+    const Tokenizer tok = tokenizer_of(model_config_for_path(folder, DType::F32));
+    for (const auto& c : cases["cases"])
+      BOOST_TEST((tok.encode(c["text"].get<std::string>()) == c["ids"].get<std::vector<uint32_t>>()),
+                 c["name"] << (pairs ? " (merge pairs)" : " (merge strings)"));
+    BOOST_TEST((tok.encode("a<|endoftext|>b", true) == std::vector<uint32_t>{64, 50256, 65}));
+    if (!pairs) continue;
+    const std::vector<std::string> greedy = {"-p", "The old man said", "-n", "12", "--temperature", "0"};
+    auto run = [&](std::vector<std::string> args) {
+      args.insert(args.end(), greedy.begin(), greedy.end());
+      CliResult r = run_cli(args);
+      BOOST_TEST(r.exit_code == 0, r.err);
+      return r.out;
+    };
+    const std::string want = run({"generate", "--config", (kSource / "models/default/config.toml").string()});
+    BOOST_TEST(want.size() > std::string("The old man said").size() + 10);
+    BOOST_TEST(run({"generate", "-m", folder}) == want);
+  }
+}
+
+// GPT-1's tokenizer.json as transformers' OpenAIGPTConverter writes it: the fixture's
+// (tests/fixtures/tokenizer/gpt1) gives the reference ids of all its 325 texts, and the GPT-1
+// snapshot with its vocabulary in such a file tokenizes as with vocab.json + merges.txt.
+BOOST_AUTO_TEST_CASE(gpt1_snapshot_with_tokenizer_json_alone) {
+  const fs::path fixture = kSource / "tests/fixtures/tokenizer/gpt1";
+  const auto tokenizer_json = nlohmann::json::parse(read_bytes(fixture / "tokenizer.json"));
+  TempDir dir;
+  dir.write("config.json", read_bytes(kFormats / "gpt1_snapshot/config.json"));
+  fs::copy_file(kFormats / "gpt1_snapshot/model.safetensors", dir / "model.safetensors");
+  dir.write("tokenizer.json", tokenizer_json.dump());
+  const Tokenizer tok = tokenizer_of(model_config_for_path(dir.path.string(), DType::F32));
+  const auto cases = nlohmann::json::parse(read_bytes(fixture / "cases.json"));
+  BOOST_TEST_REQUIRE(cases["cases"].size() == 325u);
+  for (const auto& c : cases["cases"])
+    BOOST_TEST((tok.encode(c["text"].get<std::string>()) == c["ids"].get<std::vector<uint32_t>>()),
+               c["name"].get<std::string>());
+
+  auto own = tokenizer_json;
+  own["model"]["vocab"] = nlohmann::json::parse(read_bytes(kFormats / "gpt1_snapshot/vocab.json"));
+  own["model"]["merges"] = merges_list(read_bytes(kFormats / "gpt1_snapshot/merges.txt"), true);
+  own["added_tokens"] = nlohmann::json::array();
+  dir.write("tokenizer.json", own.dump());
+  const auto want = nlohmann::json::parse(read_bytes(kFormats / "gpt1_snapshot/text_ids.json"));
+  CliResult r = run_cli({"tokenize", "-m", dir.path.string(), "--text", want["text"].get<std::string>()});
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.err);
+  BOOST_TEST((parse_id_list(r.out, "ids") == want["ids"].get<std::vector<uint32_t>>()));
 }
 // --dtype with --model naming a folder that holds a gpt-vk config.toml: the flag wins over
 // the TOML's dtype, and without it the TOML's dtype stands.
