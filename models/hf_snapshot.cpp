@@ -195,6 +195,25 @@ void read_tokenizer_json(const fs::path& file, ModelConfig& cfg) {
   cfg.tokenizer_merges_text = std::make_shared<const std::string>(std::move(bpe.merges_text));
 }
 
+// tokenizer_config.json's add_prefix_space, which transformers' GPT-2 tokenizers apply over
+// the tokenizer files: true puts a space before every text (and after each added token), so
+// the ids would differ from gpt-vk's. Text is then refused, saying why; so it is where the
+// file cannot be read (transformers' tokenizer would not load, its model would).
+void check_tokenizer_config(const fs::path& file, ModelConfig& cfg) {
+  if (!cfg.tokenizer_unsupported.empty()) return;
+  json t;
+  try {
+    t = read_json(file.string(), files::kMaxTokenizerBytes);
+  } catch (const InputError& e) {
+    cfg.tokenizer_unsupported = e.what();
+    return;
+  }
+  const json& prefix = t.is_object() && t.contains("add_prefix_space") ? t["add_prefix_space"] : json();
+  if (prefix.is_null() || prefix == json(false)) return;  // null: the tokenizer files decide
+  cfg.tokenizer_unsupported = file.string() + ": add_prefix_space " + excerpt(prefix.dump()) +
+                              " is not supported (transformers would put a space before the text)";
+}
+
 void read_gpt2(const ConfigJson& c, ModelConfig& cfg) {
   cfg.vocab_size = c.dim("vocab_size");
   // n_positions is HF's own key (n_ctx an older alias): the one to name when both are absent.
@@ -281,6 +300,8 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
     read_tokenizer_files(dir, cfg);
   else if (present(fs::path(dir) / "tokenizer.json"))
     read_tokenizer_json(fs::path(dir) / "tokenizer.json", cfg);
+  if (present(fs::path(dir) / "tokenizer_config.json"))
+    check_tokenizer_config(fs::path(dir) / "tokenizer_config.json", cfg);
   return cfg;
 }
 

@@ -363,6 +363,25 @@ BOOST_AUTO_TEST_CASE(tokenizer_json_that_gpt_vk_cannot_run) {
         {1, {"tokenizer.json (model.vocab): no token for the single byte 0x00"}});
   dir.write("tokenizer.json", "{\"model\": ");
   check(forward_model(dir.path.string()), {1, {"tokenizer.json", "malformed JSON"}});
+  // tokenizer_config.json's add_prefix_space true (transformers applies it over the files):
+  // text refused, ids still run; false and null leave the files to decide.
+  with(Ptr("/model/merges"), {"a b"});
+  fs::remove(dir / "tokenizer.json");
+  fs::copy_file(kSource / "models/gpt2-tokenizer/encoder.json", dir / "vocab.json");
+  fs::copy_file(kSource / "models/gpt2-tokenizer/vocab.bpe", dir / "merges.txt");
+  for (const char* prefix : {"false", "null"}) {
+    dir.write("tokenizer_config.json", std::string(R"({"add_prefix_space": )") + prefix + "}");
+    const CliResult ok = run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"});
+    BOOST_TEST((ok.exit_code == 0 && ok.out == "5303\n"), prefix << ": " << ok.err);
+  }
+  dir.write("tokenizer_config.json", R"({"add_prefix_space": true})");
+  check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
+        {1, {"tokenizer_config.json: add_prefix_space true is not supported"}});
+  dir.write("tokenizer_config.json", "{");
+  check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}), {1, {"tokenizer_config.json: malformed JSON"}});
+  fs::remove(dir / "o.npy");  // the first forward's, which --out may not overwrite in the model's folder
+  const CliResult ids_still = forward_model(dir.path.string());
+  BOOST_TEST(ids_still.exit_code == 0, ids_still.err);
 }
 // Weights under a prefix no reader strips (a Lightning module's "model."): the message shows
 // the name the file has, so the prefix is plain to see.
