@@ -32,7 +32,7 @@ CLI::Option* add_source_flags(CLI::App* cmd, ModelFlags& flags) {
   auto* model = cmd->add_option("-m,--model", flags.model,
                                 "instead of --config: a GGUF file (llama.cpp's gpt2), a Hugging Face snapshot folder "
                                 "(config.json of gpt2 or openai-gpt, safetensors or pytorch_model.bin weights, vocab.json + "
-                                "merges.txt), or a folder holding a gpt-vk config.toml")
+                                "merges.txt or tokenizer.json), or a folder holding a gpt-vk config.toml")
                     ->check(non_empty_path());
   model->excludes(config);
   cmd->add_option("--dtype", flags.dtype,

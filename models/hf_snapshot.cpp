@@ -105,7 +105,28 @@ json read_json(const std::string& path, uint64_t max_bytes = files::kMaxConfigBy
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
-    throw InputError(path + ": malformed JSON: " + e.what());
+    // nlohmann's message ends with the token it last read, which can be the whole file.
+    throw InputError(path + ": malformed JSON: " + excerpt(e.what(), 240));
+  }
+}
+
+// GPT-1's tokenizer matches no added tokens. Those its vocabulary holds under the same id
+// (openai-gpt's "<unk>") add nothing; any other would give other ids than transformers',
+// so text is refused, naming it.
+void check_gpt1_added_tokens(const std::string& path, const json& added, const std::string& vocab_name,
+                             const std::string& vocab_text, ModelConfig& cfg) {
+  if (!added.is_array()) throw InputError(path + ": added_tokens: expected an array");
+  const std::vector<std::string> tokens =
+      tokenizer::parse_vocab(cfg.tokenizer_vocab, vocab_text, tokenizer::Spelling::Utf8);
+  for (const json& a : added) {
+    const json id = a.is_object() ? a.value("id", json()) : json();
+    const json content = a.is_object() ? a.value("content", json()) : json();
+    if (id.is_number_unsigned() && id.get<uint64_t>() < tokens.size() && content.is_string() &&
+        tokens[id.get<size_t>()] == content.get<std::string>())
+      continue;
+    cfg.tokenizer_unsupported = path + ": added token " + excerpt(a.dump()) + " is not one of " + vocab_name +
+                                "'s tokens, and GPT-1's tokenizer here matches no added tokens";
+    return;
   }
 }
 
@@ -117,7 +138,10 @@ json read_json(const std::string& path, uint64_t max_bytes = files::kMaxConfigBy
 std::string with_added_tokens(const std::string& path, const json& t, const std::string& vocab_name,
                               const std::string& vocab_text, ModelConfig& cfg) {
   if (!t.is_object() || !t.contains("added_tokens")) return vocab_text;
-  if (tokenizer::vocab_spelling(vocab_text) != tokenizer::Spelling::ByteAlphabet) return vocab_text;
+  if (tokenizer::vocab_spelling(vocab_text) != tokenizer::Spelling::ByteAlphabet) {
+    check_gpt1_added_tokens(path, t["added_tokens"], vocab_name, vocab_text, cfg);
+    return vocab_text;
+  }
   // The vocabulary's own errors first, as its reader states them (line and column).
   const std::vector<std::string> tokens =
       tokenizer::parse_vocab(cfg.tokenizer_vocab, vocab_text, tokenizer::Spelling::ByteAlphabet);
@@ -148,8 +172,9 @@ std::string with_added_tokens(const std::string& path, const json& t, const std:
     const std::string spelled = tokenizer::byte_alphabet_spelling(content);
     const bool known = id < tokens.size();
     const std::string named = path + ": added token " + json(content).dump() + " has id " + std::to_string(id);
-    if (known && tokens[id] != content)
-      throw InputError(named + ", which " + vocab_name + " gives " + json(tokens[id]).dump());
+    if (known && tokens[id] != content)  // a token's bytes need not be UTF-8: quoted with U+FFFD for those
+      throw InputError(named + ", which " + vocab_name + " gives " +
+                       excerpt(json(tokens[id]).dump(-1, ' ', false, json::error_handler_t::replace)));
     if (!known) {
       if (vocab.is_null()) vocab = json::parse(vocab_text);
       if (vocab.contains(spelled))

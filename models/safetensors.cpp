@@ -130,7 +130,8 @@ void SafetensorsFile::parse_header(uint64_t header_len) {
     nlohmann::json::sax_parse(text, text + header_len, &shape_check);
     header = nlohmann::json::parse(text, text + header_len);
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(path_ + ": malformed JSON header: " + e.what());
+    // nlohmann's message ends with the token it last read, which can be the whole header.
+    throw InputError(path_ + ": malformed JSON header: " + excerpt(e.what(), 240));
   }
   if (!header.is_object()) throw InputError(path_ + ": JSON header is not an object");
 

@@ -34,9 +34,9 @@ std::string byte_level_mismatch(const json& t) {
   if (field(pre, "add_prefix_space") != json(false))
     return "pre_tokenizer: ByteLevel without \"add_prefix_space\": false is not supported (it puts a space before "
            "the text, which GPT-2's tokenizer does not)";
-  if (!(field(pre, "use_regex").is_null() || field(pre, "use_regex") == json(true)))
-    return "pre_tokenizer: ByteLevel with \"use_regex\": false is not supported (GPT-2's tokenizer splits words "
-           "by its pattern first)";
+  if (const json& regex = field(pre, "use_regex"); !(regex.is_null() || regex == json(true)))
+    return "pre_tokenizer: ByteLevel with \"use_regex\": " + excerpt(regex.dump()) +
+           " is not supported (GPT-2's tokenizer splits words by its pattern first)";
   const json& post = field(t, "post_processor");
   if (!post.is_null() && type_of(post) != "ByteLevel")
     return "post_processor: " + type_of(post) + " is not supported (it adds tokens GPT-2's tokenizer does not)";
@@ -48,13 +48,16 @@ std::string byte_level_mismatch(const json& t) {
 // The same for GPT-1's: transformers' OpenAIGPTConverter writes each of these.
 std::string bert_mismatch(const json& t) {
   const json& norm = field(t, "normalizer");
-  const bool lowercases = type_of(norm) == "BertNormalizer" && field(norm, "lowercase") == json(true) &&
-                          field(norm, "clean_text") == json(true) &&
-                          field(norm, "handle_chinese_chars") == json(true) &&
-                          (field(norm, "strip_accents").is_null() || field(norm, "strip_accents") == json(true));
-  if (!lowercases)
-    return "normalizer: " + excerpt(norm.dump()) +
-           " is not supported (GPT-1's is BertNormalizer with lowercase, clean_text and handle_chinese_chars)";
+  if (type_of(norm) != "BertNormalizer")
+    return "normalizer: " + type_of(norm) + " is not supported (GPT-1's is BertNormalizer)";
+  for (const char* key : {"lowercase", "clean_text", "handle_chinese_chars"})
+    if (field(norm, key) != json(true))
+      return std::string("normalizer: BertNormalizer with ") + key + " " + excerpt(field(norm, key).dump()) +
+             " is not supported (GPT-1's has true)";
+  // null: as lowercase says, which is true here.
+  if (const json& accents = field(norm, "strip_accents"); !(accents.is_null() || accents == json(true)))
+    return "normalizer: BertNormalizer with strip_accents " + excerpt(accents.dump()) +
+           " is not supported (GPT-1's strips them: null or true)";
   if (const json& post = field(t, "post_processor"); !post.is_null())
     return "post_processor: " + type_of(post) + " is not supported (it adds tokens GPT-1's tokenizer does not)";
   const json& dec = field(t, "decoder");
@@ -78,6 +81,8 @@ std::string bpe_mismatch(const json& m, bool gpt1) {
            (gpt1 ? "\"</w>\" with BertPreTokenizer)" : "none with ByteLevel)");
   if (gpt1 && field(m, "unk_token") != json("<unk>"))
     return "model: unk_token " + excerpt(field(m, "unk_token").dump()) + " is not supported (\"<unk>\")";
+  // GPT-1's unknown characters are one "<unk>" each; fused, a run of them would be one.
+  if (gpt1 && field(m, "fuse_unk") == json(true)) return "model: fuse_unk true is not supported";
   if (field(m, "byte_fallback") == json(true)) return "model: byte_fallback true is not supported";
   if (field(m, "ignore_merges") == json(true))
     return "model: ignore_merges true is not supported (a word in the vocabulary would skip the merges)";

@@ -363,6 +363,19 @@ BOOST_AUTO_TEST_CASE(tokenizer_json_that_gpt_vk_cannot_run) {
         {1, {"tokenizer.json (model.vocab): no token for the single byte 0x00"}});
   dir.write("tokenizer.json", "{\"model\": ");
   check(forward_model(dir.path.string()), {1, {"tokenizer.json", "malformed JSON"}});
+  // nlohmann's message quotes the token it last read: a 300 KB one is cut short.
+  dir.write("tokenizer.json", "{\"normalizer\": \"" + std::string(300000, 'a') + "\\q\"}");
+  const CliResult long_token = forward_model(dir.path.string());
+  check(long_token, {1, {"tokenizer.json: malformed JSON: [json.exception.parse_error.101]", "bytes)"}});
+  BOOST_TEST(long_token.err.size() < 1000u, long_token.err.size());
+  // An added token whose id the vocabulary gives to a token of bytes that are not UTF-8
+  // (94 is the single byte 0xA1): named, not an internal error.
+  nlohmann::json bytes_token = good;
+  bytes_token["model"]["vocab"] = nlohmann::json::parse(read_text(kSource / "models/gpt2-tokenizer/encoder.json"));
+  bytes_token["added_tokens"] = {{{"id", 94}, {"content", "foo"}}};
+  dir.write("tokenizer.json", bytes_token.dump());
+  check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
+        {1, {"tokenizer.json: added token \"foo\" has id 94, which model.vocab gives \"\xef\xbf\xbd\""}});
   // tokenizer_config.json's add_prefix_space true (transformers applies it over the files):
   // text refused, ids still run; false and null leave the files to decide.
   with(Ptr("/model/merges"), {"a b"});
@@ -382,6 +395,27 @@ BOOST_AUTO_TEST_CASE(tokenizer_json_that_gpt_vk_cannot_run) {
   fs::remove(dir / "o.npy");  // the first forward's, which --out may not overwrite in the model's folder
   const CliResult ids_still = forward_model(dir.path.string());
   BOOST_TEST(ids_still.exit_code == 0, ids_still.err);
+}
+// GPT-1's tokenizer.json with what its tokenizer here does not do: fused unknowns, an added
+// token outside the vocabulary (transformers would match it whole), accents kept.
+BOOST_AUTO_TEST_CASE(gpt1_tokenizer_json_that_gpt_vk_cannot_run) {
+  dir.write("config.json", read_text(kFormats / "gpt1_snapshot/config.json"));
+  fs::copy_file(kFormats / "gpt1_snapshot/model.safetensors", dir / "model.safetensors");
+  const auto fixture = nlohmann::json::parse(read_text(kSource / "tests/fixtures/tokenizer/gpt1/tokenizer.json"));
+  using Ptr = nlohmann::json::json_pointer;
+  for (auto [at, value, says] : std::vector<std::tuple<Ptr, nlohmann::json, std::string>>{
+           {Ptr("/model/fuse_unk"), true, "model: fuse_unk true is not supported"},
+           {Ptr("/added_tokens/-"), {{"id", 400}, {"content", "xyzzy"}, {"special", false}},
+            "added token {\"content\":\"xyzzy\",\"id\":400,\"special\":false} is not one of model.vocab's tokens"},
+           {Ptr("/normalizer/strip_accents"), false, "normalizer: BertNormalizer with strip_accents false"}}) {
+    nlohmann::json t = fixture;
+    t[at] = value;
+    dir.write("tokenizer.json", t.dump());
+    check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "say xyzzy"}), {1, {"tokenizer.json: " + says}});
+  }
+  dir.write("tokenizer.json", fixture.dump());  // the added "<unk>" is the vocabulary's own
+  const CliResult ok = run_cli({"tokenize", "-m", dir.path.string(), "--text", "say"});
+  BOOST_TEST(ok.exit_code == 0, ok.err);
 }
 // Weights under a prefix no reader strips (a Lightning module's "model."): the message shows
 // the name the file has, so the prefix is plain to see.
