@@ -286,7 +286,7 @@ Jobs make_jobs(const Tokenizer& tok, const std::vector<PromptSpec>& prompts, con
   jobs.samples = f.num_samples;
   for (size_t p = 0; p < prompts.size(); ++p) {
     const PromptSpec& spec = prompts[p];
-    auto ids = tok.encode(spec.text, f.special);
+    auto ids = tok.encode_document(spec.text, f.special);
     // An empty prompt starts from <|endoftext|>, as GPT-2 was trained to begin documents
     // (or from the model file's bos token).
     if (ids.empty()) {

@@ -40,7 +40,7 @@ Action add_perplexity(CLI::App& app, Common& common) {
     uint32_t N = f->context.value_or(s.cfg.context_length);
     uint32_t S = f->stride.value_or(std::max(1u, N / 2));
     Tokenizer tok = load_model_tokenizer(s.cfg);
-    auto ids = tok.encode(text);
+    auto ids = tok.encode_document(text);
     auto t0 = std::chrono::steady_clock::now();
     ProgressBar bar("perplexity");
     const SigintFlag sigint;

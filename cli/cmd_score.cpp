@@ -52,7 +52,7 @@ Action add_score(CLI::App& app, Common& common) {
     const uint32_t N = f->context.value_or(s.cfg.context_length);
     const uint32_t S = f->stride.value_or(std::max(1u, N / 2));
     Tokenizer tok = load_model_tokenizer(s.cfg);
-    const auto ids = tok.encode(text);
+    const auto ids = tok.encode_document(text);
     ProgressBar bar("score");
     // The TSV header goes out with the first token (every text score_windows accepts has
     // one), so that a text it refuses leaves stdout empty, as in JSON.

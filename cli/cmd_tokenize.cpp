@@ -53,7 +53,7 @@ Action add_tokenize(CLI::App& app, Common&) {
     std::string input = file->count() ? read_file_bytes(args->file, "--file") : args->text;
     Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
     require_special_token(tok, args->special);
-    std::vector<uint32_t> ids = tok.encode(input, args->special);
+    std::vector<uint32_t> ids = tok.encode_document(input, args->special);
     std::string line;
     line.reserve(ids.size() * 6 + 1);
     for (size_t i = 0; i < ids.size(); ++i) {

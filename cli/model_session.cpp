@@ -176,7 +176,7 @@ Tokenizer read_tokenizer_files(const ModelConfig& cfg) {
 
 Tokenizer load_tokenizer(const ModelConfig& cfg) {
   Tokenizer tok = read_tokenizer_files(cfg);
-  tok.set_document_ids(cfg.start_token_id, cfg.end_token_ids);
+  tok.set_document_ids(cfg.start_token_id, cfg.end_token_ids, cfg.start_every_text);
   return tok;
 }
 

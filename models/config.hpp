@@ -79,6 +79,11 @@ struct ModelConfig {
   // empty prompt starts from the start id. None in a TOML's model.
   std::optional<uint32_t> start_token_id;
   std::vector<uint32_t> end_token_ids;
+  // The model file asks for its start token before every text (GGUF
+  // tokenizer.ggml.add_bos_token, a snapshot's tokenizer_config.json add_bos_token), as
+  // llama.cpp and transformers then add it: prompts, scored texts and tokenize's ids begin
+  // with it.
+  bool start_every_text = false;
 };
 
 // The largest dimensions the kernels take, whatever file describes the model. The attention

@@ -198,6 +198,10 @@ void read_tokenizer(const GgufFile& f, const KeyReader& k, ModelConfig& cfg) {
     if (id_key == std::string_view("tokenizer.ggml.bos_token_id")) cfg.start_token_id = uint32_t(v->i);
     else cfg.end_token_ids.push_back(uint32_t(v->i));
   }
+  if (const GgufValue* add = f.find("tokenizer.ggml.add_bos_token")) {
+    if (add->type != GgufType::Bool) k.fail("tokenizer.ggml.add_bos_token", "expected true or false");
+    cfg.start_every_text = add->i != 0;
+  }
   cfg.tokenizer_added = added_tokens(f, k, tokens.size());
   nlohmann::json vocab = nlohmann::json::object();
   for (size_t i = 0, a = 0; i < tokens.size(); ++i) {

@@ -220,11 +220,12 @@ void read_tokenizer_json(const fs::path& file, ModelConfig& cfg) {
   cfg.tokenizer_merges_text = std::make_shared<const std::string>(std::move(bpe.merges_text));
 }
 
-// tokenizer_config.json's add_prefix_space, which transformers' GPT-2 tokenizers apply over
-// the tokenizer files: true puts a space before every text (and after each added token), so
-// the ids would differ from gpt-vk's. Text is then refused, saying why; so it is where the
-// file cannot be read (transformers' tokenizer would not load, its model would).
-void check_tokenizer_config(const fs::path& file, ModelConfig& cfg) {
+// tokenizer_config.json's add_bos_token (transformers then starts every text with the bos
+// token) and add_prefix_space, which transformers' GPT-2 tokenizers apply over the tokenizer
+// files: true puts a space before every text (and after each added token), which gpt-vk's
+// tokenizer does not, so text is refused, saying why; so it is where the file cannot be read
+// (transformers' tokenizer would not load, its model would).
+void read_tokenizer_config(const fs::path& file, ModelConfig& cfg) {
   if (!cfg.tokenizer_unsupported.empty()) return;
   json t;
   try {
@@ -233,10 +234,15 @@ void check_tokenizer_config(const fs::path& file, ModelConfig& cfg) {
     cfg.tokenizer_unsupported = e.what();
     return;
   }
-  const json& prefix = t.is_object() && t.contains("add_prefix_space") ? t["add_prefix_space"] : json();
-  if (prefix.is_null() || prefix == json(false)) return;  // null: the tokenizer files decide
-  cfg.tokenizer_unsupported = file.string() + ": add_prefix_space " + excerpt(prefix.dump()) +
-                              " is not supported (transformers would put a space before the text)";
+  if (!t.is_object()) return;
+  const json bos = t.value("add_bos_token", json());
+  const json prefix = t.value("add_prefix_space", json());  // null: the tokenizer files decide
+  if (!(bos.is_null() || bos.is_boolean()))
+    cfg.tokenizer_unsupported = file.string() + ": add_bos_token " + excerpt(bos.dump()) + " is not true or false";
+  else if (!(prefix.is_null() || prefix == json(false)))
+    cfg.tokenizer_unsupported = file.string() + ": add_prefix_space " + excerpt(prefix.dump()) +
+                                " is not supported (transformers would put a space before the text)";
+  cfg.start_every_text = bos == json(true);
 }
 
 void read_gpt2(const ConfigJson& c, ModelConfig& cfg) {
@@ -326,7 +332,7 @@ ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   else if (present(fs::path(dir) / "tokenizer.json"))
     read_tokenizer_json(fs::path(dir) / "tokenizer.json", cfg);
   if (present(fs::path(dir) / "tokenizer_config.json"))
-    check_tokenizer_config(fs::path(dir) / "tokenizer_config.json", cfg);
+    read_tokenizer_config(fs::path(dir) / "tokenizer_config.json", cfg);
   return cfg;
 }
 

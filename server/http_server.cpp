@@ -475,11 +475,15 @@ void HttpServer::tokenize(const std::string& text, httplib::Response& res) {
   json body = parse_body(text);
   if (!body.contains("content") || !body["content"].is_string())
     throw ApiError(400, "'content' must be a string", "content", "invalid_type");
-  for (const char* key : {"with_pieces", "parse_special"})
+  for (const char* key : {"with_pieces", "parse_special", "add_special"})
     if (body.contains(key) && !body[key].is_boolean())
       throw ApiError(400, std::string("'") + key + "' must be a boolean", key, "invalid_type");
   const bool pieces = body.value("with_pieces", false);
-  auto ids = tok_->encode(body["content"].get<std::string>(), body.value("parse_special", false));
+  const std::string& content = body["content"].get_ref<const std::string&>();
+  const bool special = body.value("parse_special", false);
+  // add_special (llama-server's): the start token a prompt gets where the model file asks for it.
+  auto ids =
+      body.value("add_special", false) ? tok_->encode_document(content, special) : tok_->encode(content, special);
   json tokens = json::array();
   for (uint32_t id : ids)
     tokens.push_back(pieces ? json{{"id", id}, {"piece", piece_json(tok_->token_bytes(id))}} : json(id));

@@ -172,7 +172,7 @@ void parse_prompts(CompletionRequest& r, const json& body, const Tokenizer& tok)
   const uint32_t vocab = tok.vocab_size();
   const char* shape = "must be a string, an array of strings, token ids or arrays of token ids";
   if (p->is_string()) {
-    add_prompt(r, tok.encode(p->get<std::string>()), tok);
+    add_prompt(r, tok.encode_document(p->get<std::string>()), tok);
     return;
   }
   if (!p->is_array() || p->empty()) throw bad("prompt", p->is_array() ? "must not be empty" : shape, "invalid_type");
@@ -182,7 +182,7 @@ void parse_prompts(CompletionRequest& r, const json& body, const Tokenizer& tok)
   }
   if (p->size() > kMaxPrompts) throw bad("prompt", "holds at most " + std::to_string(kMaxPrompts) + " prompts");
   for (const json& one : *p) {
-    if (one.is_string()) add_prompt(r, tok.encode(one.get<std::string>()), tok);
+    if (one.is_string()) add_prompt(r, tok.encode_document(one.get<std::string>()), tok);
     else if (one.is_array()) add_prompt(r, token_ids(one, vocab), tok);
     else throw bad("prompt", shape, "invalid_type");
   }
@@ -385,7 +385,7 @@ CompletionRequest parse_chat_request(const json& body, const Tokenizer& tok, uin
   const json* messages = field(body, "messages");
   if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
   const std::string transcript = chat_transcript(*messages);
-  add_prompt(r, tok.encode(transcript), tok);
+  add_prompt(r, tok.encode_document(transcript), tok);
   r.sampling.options.stop.push_back("\nUser:");
   // The model's first space follows the transcript's "Assistant:"; the reply (and what stop
   // strings match) begins after it.

@@ -390,6 +390,9 @@ BOOST_AUTO_TEST_CASE(tokenizer_json_that_gpt_vk_cannot_run) {
   dir.write("tokenizer_config.json", R"({"add_prefix_space": true})");
   check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
         {1, {"tokenizer_config.json: add_prefix_space true is not supported"}});
+  dir.write("tokenizer_config.json", R"({"add_bos_token": "yes"})");
+  check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
+        {1, {"tokenizer_config.json: add_bos_token \"yes\" is not true or false"}});
   dir.write("tokenizer_config.json", "{");
   check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}), {1, {"tokenizer_config.json: malformed JSON"}});
   fs::remove(dir / "o.npy");  // the first forward's, which --out may not overwrite in the model's folder

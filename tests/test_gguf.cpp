@@ -257,6 +257,74 @@ BOOST_AUTO_TEST_CASE(generation_stops_at_the_files_eos) {
   BOOST_TEST(uncut["tokens"].get<std::vector<uint32_t>>() == tokens, boost::test_tools::per_element());
 }
 
+// tokenizer.ggml.add_bos_token true (convert_hf_to_gguf.py writes it from a snapshot's
+// tokenizer_config.json): every text the model reads starts from the bos token, as llama.cpp
+// tokenizes with add_special. The file with the key put in (and general.description, so that
+// the entries fill three 32-byte alignment steps and the data section's offsets hold):
+// tokenize's ids gain the bos id first, a prompt's greedy tokens are those of the text with
+// the bos token typed before it, and perplexity scores one token more (the text's first).
+BOOST_AUTO_TEST_CASE(start_token_when_the_file_asks) {
+  const fs::path plain = kDir / "small-F16.gguf";
+  std::ifstream in(plain, std::ios::binary);
+  std::string bytes(std::istreambuf_iterator<char>(in), {});
+  const auto entry = [](const std::string& key, uint32_t type, const std::string& value) {
+    std::string e(8, '\0');
+    for (size_t i = 0; i < 8; ++i) e[i] = char((key.size() >> (8 * i)) & 0xFF);
+    e += key;
+    e.append({char(type), 0, 0, 0});
+    return e + value;
+  };
+  const std::string description = "add_bos_token on";
+  std::string described(8, '\0');
+  described[0] = char(description.size());
+  const std::string entries = entry("tokenizer.ggml.add_bos_token", 7, std::string(1, '\1')) +
+                              entry("general.description", 8, described + description);
+  BOOST_REQUIRE_EQUAL(entries.size(), 96u);
+  BOOST_REQUIRE(bytes.compare(0, 4, "GGUF") == 0 && bytes[4] == 3);
+  uint64_t kv_count = 0;
+  std::memcpy(&kv_count, &bytes[16], 8);
+  kv_count += 2;
+  std::memcpy(&bytes[16], &kv_count, 8);
+  bytes.insert(24, entries);
+  test::TempDir dir;
+  const std::string asks = dir.write("bos.gguf", bytes);
+
+  const GgufFile parsed = GgufFile::open(plain.string());
+  const GgufValue* bos_key = parsed.find("tokenizer.ggml.bos_token_id");
+  BOOST_REQUIRE(bos_key);
+  const uint32_t bos = uint32_t(bos_key->i);
+  auto run = [](std::vector<std::string> args) {
+    auto r = test::run_cli(args);
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return r.out;
+  };
+  const std::string text = "Hello world";
+  BOOST_TEST(run({"tokenize", "-m", asks, "--text", text}) ==
+             std::to_string(bos) + " " + run({"tokenize", "-m", plain.string(), "--text", text}));
+  const std::string bos_text = Tokenizer::kEndOfText.data();
+  BOOST_REQUIRE(run({"tokenize", "-m", plain.string(), "--text", bos_text, "--special"}) ==
+                std::to_string(bos) + "\n");
+  const std::vector<std::string> greedy = {"--max-tokens", "6", "--temperature", "0", "--json"};
+  auto generate = [&](const std::string& model, const std::string& prompt, bool special) {
+    std::vector<std::string> args = {"generate", "-m", model, "--prompt", prompt};
+    args.insert(args.end(), greedy.begin(), greedy.end());
+    if (special) args.push_back("--special");
+    return nlohmann::json::parse(run(args));
+  };
+  const auto started = generate(asks, text, false);
+  const auto typed = generate(plain.string(), bos_text + text, true);
+  BOOST_TEST(started["tokens"] == typed["tokens"]);
+  BOOST_TEST(started["prompt_tokens"] == typed["prompt_tokens"]);
+  const std::string file = dir.write("text.txt", "It is a truth universally acknowledged, that a single man");
+  auto scored = [&](const std::string& model) {
+    const std::string out = run({"perplexity", "-m", model, "-f", file});
+    const size_t at = out.find("tokens=");
+    BOOST_REQUIRE(at != std::string::npos);
+    return std::stoul(out.substr(at + 7));
+  };
+  BOOST_TEST(scored(asks) == scored(plain.string()) + 1);
+}
+
 // ggml's block layouts, value for value, on hand-made blocks (the fixtures cover them
 // through whole models; this pins the formulas): Q8_0 d * q; Q4_0 d * (q - 8), low nibbles
 // first; Q4_1 d * q + m.

@@ -515,6 +515,21 @@ BOOST_AUTO_TEST_CASE(gpt2_snapshot_with_tokenizer_json_alone) {
   }
 }
 
+// tokenizer_config.json's add_bos_token true: transformers starts every text with the bos
+// token, and so does gpt-vk (tokenize shows it; prompts and scored texts run from it).
+BOOST_AUTO_TEST_CASE(snapshot_that_starts_every_text_with_bos) {
+  TempDir dir;
+  const std::string folder = bundled_snapshot(dir, gpt2_tokenizer_json(true));
+  auto ids = [&] {
+    CliResult r = run_cli({"tokenize", "-m", folder, "--text", "Hello world"});
+    BOOST_TEST(r.exit_code == 0, r.err);
+    return r.out;
+  };
+  BOOST_TEST(ids() == "15496 995\n");
+  dir.write("tokenizer_config.json", R"({"add_bos_token": true, "bos_token": "<|endoftext|>"})");
+  BOOST_TEST(ids() == "50256 15496 995\n");
+}
+
 // GPT-1's tokenizer.json as transformers' OpenAIGPTConverter writes it: the fixture's
 // (tests/fixtures/tokenizer/gpt1) gives the reference ids of all its 325 texts, and the GPT-1
 // snapshot with its vocabulary in such a file tokenizes as with vocab.json + merges.txt.

@@ -86,6 +86,27 @@ BOOST_AUTO_TEST_CASE(prompts_in_every_shape_become_the_tokenizers_ids) {
   BOOST_TEST(completion({{"prompt", {50256}}}).prompt_texts[0] == "<|endoftext|>");
 }
 
+// A model file that asks for its start token before every text (GGUF add_bos_token): text
+// prompts and the chat transcript begin with it, as llama-server's do; token-id prompts are
+// taken as given; echo shows it, as it does an empty prompt's.
+BOOST_AUTO_TEST_CASE(text_prompts_take_the_start_token_the_file_asks_for) {
+  ModelConfig cfg = load_config((fs::path(GPTVK_SOURCE_DIR) / "models/default/config.toml").string());
+  Tokenizer tok = Tokenizer::load(cfg.tokenizer_vocab, cfg.tokenizer_merges);
+  const uint32_t start = 464;  // "The", as a file's own bos id may be anything
+  tok.set_document_ids(start, {}, true);
+  const auto hello = tok.encode("Hello world");
+  std::vector<uint32_t> started = {start};
+  started.insert(started.end(), hello.begin(), hello.end());
+  const auto r = server::parse_completion_request({{"prompt", {"Hello world", json(hello)}}}, tok, kContext);
+  BOOST_TEST(r.prompts[0] == started);
+  BOOST_TEST(r.prompts[1] == hello);
+  BOOST_TEST(r.prompt_texts[0] == "TheHello world");
+  json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hello"}}})}};
+  BOOST_TEST(server::parse_chat_request(body, tok, kContext).prompts[0][0] == start);
+  tok.set_document_ids(start, {}, false);
+  BOOST_TEST(server::parse_completion_request({{"prompt", "Hello world"}}, tok, kContext).prompts[0] == hello);
+}
+
 // GPT-1's tokens do not give back the text they came from (lowercased, words split): the
 // prompt text echo shows, and text_offset counts in, is its tokens' text, as for GPT-2 (whose
 // tokens give back the exact text).

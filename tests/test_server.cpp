@@ -463,6 +463,7 @@ BOOST_AUTO_TEST_CASE(malformed_requests_get_openai_errors) {
   check_error(post(port, "/v1/completions", json{{"prompt", "a"}, {"stream_options", {{"include_usage", true}}}}), 400,
               "stream_options");
   check_error(post(port, "/tokenize", json{{"content", "a"}, {"with_pieces", "yes"}}), 400, "with_pieces");
+  check_error(post(port, "/tokenize", json{{"content", "a"}, {"add_special", 1}}), 400, "add_special");
   check_error(post(port, "/detokenize", json{{"tokens", {-1}}}), 400, "tokens");
   check_error(post(port, "/v1/nothing", json::object()), 404);
   check_error(post(port, "/v1/completions", std::string(2 << 20, ' ')), 413);
@@ -473,6 +474,9 @@ BOOST_AUTO_TEST_CASE(malformed_requests_get_openai_errors) {
   BOOST_TEST(ids.body["usage"]["prompt_tokens"] == 100);
   // The server still answers.
   BOOST_TEST(post(port, "/tokenize", json{{"content", "Hello world"}}).body["tokens"] == json({15496, 995}));
+  // The bundled model asks for no start token: add_special adds none.
+  BOOST_TEST(post(port, "/tokenize", json{{"content", "Hello world"}, {"add_special", true}}).body["tokens"] ==
+             json({15496, 995}));
   BOOST_TEST(post(port, "/detokenize", json{{"tokens", {15496, 995}}}).body["content"] == "Hello world");
   // Token ids are integers as JSON Schema counts them, as the integer fields are.
   BOOST_TEST(post(port, "/detokenize", std::string(R"({"tokens": [15496.0, 9.95e2]})")).body["content"] == "Hello world");

@@ -21,6 +21,7 @@ struct Tokenizer::State {
   std::vector<std::string> tokens;  // id -> bytes (GPT-1's with "</w>" as a space)
   std::optional<uint32_t> eot;
   std::optional<uint32_t> start;  // set_document_ids
+  bool start_every_text = false;
   std::vector<uint32_t> ends;
   std::optional<tokenizer::AddedTokenMatcher> added;  // byte-level vocabularies
   // The pre-tokenizer's match state and the BPE cache change on every encode (const as
@@ -127,10 +128,19 @@ bool Tokenizer::has_special_tokens() const { return s_->added && s_->added->any_
 std::optional<uint32_t> Tokenizer::start_id() const { return s_->start; }
 std::span<const uint32_t> Tokenizer::end_ids() const { return s_->ends; }
 
-void Tokenizer::set_document_ids(std::optional<uint32_t> start, std::span<const uint32_t> ends) {
+void Tokenizer::set_document_ids(std::optional<uint32_t> start, std::span<const uint32_t> ends,
+                                 bool start_every_text) {
   if (start && *start < s_->tokens.size()) s_->start = start;  // its text starts an empty prompt's echo
+  s_->start_every_text = start_every_text;
   for (uint32_t id : ends)
     if (std::find(s_->ends.begin(), s_->ends.end(), id) == s_->ends.end()) s_->ends.push_back(id);
+}
+
+std::vector<uint32_t> Tokenizer::encode_document(std::string_view text, bool allow_special) const {
+  std::vector<uint32_t> out;
+  if (s_->start_every_text && s_->start) out.push_back(*s_->start);
+  encode_append(text, out, allow_special);
+  return out;
 }
 
 std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool allow_special) const {

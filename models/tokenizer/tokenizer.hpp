@@ -71,9 +71,14 @@ class Tokenizer {
   // which set_document_ids adds: an empty prompt starts from the file's start id, and
   // generation stops at any of its end ids as well as at "<|endoftext|>" (as llama.cpp
   // does). A start id outside the vocabulary is left out, as the model cannot have been
-  // trained to start from it.
-  void set_document_ids(std::optional<uint32_t> start, std::span<const uint32_t> ends);
+  // trained to start from it. `start_every_text`: the model file asks for the start id
+  // before every text (ModelConfig::start_every_text), which encode_document then adds.
+  void set_document_ids(std::optional<uint32_t> start, std::span<const uint32_t> ends,
+                        bool start_every_text = false);
   std::optional<uint32_t> start_id() const;
+  // A text the model reads as a whole (a prompt, a text to score): encode's ids, after the
+  // start id where the model file asks for it.
+  std::vector<uint32_t> encode_document(std::string_view text, bool allow_special = false) const;
   std::span<const uint32_t> end_ids() const;
   static constexpr std::string_view kEndOfText = "<|endoftext|>";
 
