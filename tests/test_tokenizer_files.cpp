@@ -164,9 +164,9 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_errors_naming_file_and_line) {
   starts_with(msg, v + ":2:5:");  // the column of the space itself
   contains(msg, "U+0020 is not in GPT-2's byte alphabet");
   v = dir.write("dup_id.json", body + ",\n\"xyz\": 7}");
-  starts_with(test::tokenizer_load_error(v, good_merges), v + ":2:8: id 7 given to two tokens");
+  starts_with(test::tokenizer_load_error(v, good_merges), v + ":2:8: id 7 given to two tokens, \"\\u0007\" and \"xyz\"");
   v = dir.write("dup_token.json", body + ",\n\"ab\": 300}");
-  starts_with(test::tokenizer_load_error(v, good_merges), v + ":2:1: token listed twice");
+  starts_with(test::tokenizer_load_error(v, good_merges), v + ":2:1: token \"ab\" listed twice");
   v = dir.write("gap.json", body + ",\n\"xyz\": 400}");
   starts_with(test::tokenizer_load_error(v, good_merges), v + ": no token has id 257");
   v = dir.write("negative.json", body + ",\n\"xyz\": -1}");

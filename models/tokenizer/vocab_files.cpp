@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "engine/error.hpp"
 #include "engine/files.hpp"
@@ -16,6 +17,12 @@ namespace {
 // Largest id accepted: far above any real vocabulary, low enough that a typo cannot make
 // us allocate gigabytes.
 constexpr uint64_t kMaxId = 1u << 24;
+
+// A token's bytes in a message: JSON-quoted (control bytes escaped, bytes that are not UTF-8
+// as U+FFFD), its start only when long.
+std::string quote_token(const std::string& token) {
+  return nlohmann::json(excerpt(token)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 [[noreturn]] void fail_at(const std::string& path, std::string_view text, size_t pos, const std::string& why) {
   size_t line = 1, col = 1;
@@ -71,7 +78,7 @@ class VocabReader {
         skip_ws();
         size_t id_pos = i_;
         uint64_t id = read_id();
-        if (!seen.emplace(token, key_pos).second) fail(key_pos, "token listed twice");
+        if (!seen.emplace(token, key_pos).second) fail(key_pos, "token " + quote_token(token) + " listed twice");
         // Each entry takes 5 bytes at least ("a":0): a larger id leaves gaps for sure, and is
         // refused before the tables grow to it (a few bytes would otherwise claim gigabytes).
         if (id >= t_.size() / 5)
@@ -80,7 +87,9 @@ class VocabReader {
           by_id.resize(id + 1);
           where.resize(id + 1, std::string::npos);
         }
-        if (where[id] != std::string::npos) fail(id_pos, "id " + std::to_string(id) + " given to two tokens");
+        if (where[id] != std::string::npos)
+          fail(id_pos, "id " + std::to_string(id) + " given to two tokens, " + quote_token(by_id[id]) + " and " +
+                           quote_token(token));
         by_id[id] = std::move(token);
         where[id] = key_pos;
         skip_ws();
