@@ -28,6 +28,8 @@ Action add_perplexity(CLI::App& app, Common& common) {
       "perplexity of a text file: windows of --context tokens start every --stride tokens. A token is\n"
       "scored at most once, in the first window holding it and the token before it: token 0 never,\n"
       "all others when --stride < --context, and when they are equal all but each window's first.\n"
+      "A model file that asks for a bos token before every text (add_bos_token) gets it once, before\n"
+      "token 0, which is then scored (llama-perplexity puts one before every chunk instead).\n"
       "stdout: perplexity=P tokens=SCORED tok_s=RATE ppl_se=SE, SE the standard error of P (as\n"
       "llama-perplexity's +/-; nan when one token is scored). A progress bar shows on stderr when it\n"
       "is a terminal.");

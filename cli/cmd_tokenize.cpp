@@ -1,4 +1,4 @@
-// `gpt-vk tokenize [--config CFG] (--text TEXT | --file PATH) [--special] [--pieces]`: BPE
+// `gpt-vk tokenize [--config CFG] (--text TEXT | --file PATH) [--special] [--pieces] [--no-bos]`: BPE
 // encoding (GPT-2's byte-level one, or GPT-1's) with the tokenizer files named in the config
 // (default: the bundled model's); prints the ids separated by single spaces on one line, or
 // with --pieces one token per line with its text.
@@ -24,7 +24,7 @@ namespace {
 struct TokenizeArgs {
   ModelFlags model;
   std::string text, file;
-  bool special = false, pieces = false;
+  bool special = false, pieces = false, no_bos = false;
 };
 
 }  // namespace
@@ -39,6 +39,9 @@ Action add_tokenize(CLI::App& app, Common&) {
   cmd->add_flag("--special", args->special,
                 "read <|endoftext|> (id 50256 in GPT-2) and the model's other special tokens in the input as "
                 "tokens rather than as plain text, which is the default, as in GPT-2's own encoder");
+  cmd->add_flag("--no-bos", args->no_bos,
+                "leave out the bos token a model file may ask for before every text (GGUF add_bos_token, a "
+                "snapshot's tokenizer_config.json), which the ids otherwise begin with, as llama-tokenize's");
   cmd->add_flag("--pieces", args->pieces,
                 "one token per line instead: its id, a tab, and its text as a JSON string (bytes that are not "
                 "valid UTF-8 shown as U+FFFD)");
@@ -53,7 +56,8 @@ Action add_tokenize(CLI::App& app, Common&) {
     std::string input = file->count() ? read_file_bytes(args->file, "--file") : args->text;
     Tokenizer tok = load_tokenizer(resolve_model_config(args->model));
     require_special_token(tok, args->special);
-    std::vector<uint32_t> ids = tok.encode_document(input, args->special);
+    std::vector<uint32_t> ids =
+        args->no_bos ? tok.encode(input, args->special) : tok.encode_document(input, args->special);
     std::string line;
     line.reserve(ids.size() * 6 + 1);
     for (size_t i = 0; i < ids.size(); ++i) {

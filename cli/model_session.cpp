@@ -177,6 +177,11 @@ Tokenizer read_tokenizer_files(const ModelConfig& cfg) {
 Tokenizer load_tokenizer(const ModelConfig& cfg) {
   Tokenizer tok = read_tokenizer_files(cfg);
   tok.set_document_ids(cfg.start_token_id, cfg.end_token_ids, cfg.start_every_text);
+  // Without a start token to add (GPT-1's vocabulary has no <|endoftext|>), every text would
+  // run on other ids than the file's own tokenizer gives.
+  if (cfg.start_every_text && !tok.start_id())
+    throw InputError(cfg.source + ": the tokenizer asks for a bos token before every text (add_bos_token), but "
+                                  "the vocabulary has none");
   return tok;
 }
 

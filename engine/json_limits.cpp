@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "engine/error.hpp"
+#include "engine/files.hpp"
+
 namespace gptvk {
 
 namespace {
@@ -61,6 +64,17 @@ std::optional<std::string> json_limit_breach(std::string_view text, const JsonLi
   LimitCheck check(limits);
   json::sax_parse(text, &check, json::input_format_t::json, /*strict=*/true, /*ignore_comments=*/false);
   return check.breach;
+}
+
+json read_json_file(const std::string& path, uint64_t max_bytes) {
+  const std::string text = files::read_regular(path, "cannot read " + path + ": ", max_bytes);
+  if (auto breach = json_limit_breach(text)) throw InputError(path + ": the JSON " + *breach);
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    // nlohmann's message ends with the token it last read, which can be the whole file.
+    throw InputError(path + ": malformed JSON: " + excerpt(e.what(), 240));
+  }
 }
 
 }  // namespace gptvk

@@ -2,7 +2,9 @@
 // checked in one streaming pass before nlohmann::json builds the document.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,5 +26,9 @@ struct JsonLimits {
 // than 1024 keys"), or nothing. Malformed JSON is not reported here: the parse that follows
 // words it with its position.
 std::optional<std::string> json_limit_breach(std::string_view text, const JsonLimits& limits = {});
+
+// A JSON file of at most `max_bytes` (a regular file), within the default limits; InputError
+// "PATH: cause" for an unreadable, too deep or malformed one.
+nlohmann::json read_json_file(const std::string& path, uint64_t max_bytes);
 
 }  // namespace gptvk

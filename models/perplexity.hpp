@@ -2,7 +2,8 @@
 // 0, stride, 2 * stride, ...; the last one ends at the text's end. Target t (the token at
 // index t, predicted from the tokens before it in the window) is scored in the first window
 // that holds both t and t - 1 with t not scored before, so:
-//   - token 0 is never scored (nothing predicts it);
+//   - token 0 is never scored (nothing predicts it; where the model file asks for a bos
+//     token before every text, token 0 is that and the text's first token is scored);
 //   - with stride < context every other token is scored exactly once, with up to
 //     context - stride tokens of history beyond the first window;
 //   - with stride == context the first token of every window after the first is skipped

@@ -121,31 +121,32 @@ std::string merges_text(const std::string& path, const json& merges) {
 
 }  // namespace
 
-TokenizerJsonBpe tokenizer_json_bpe(const std::string& path, const json& t) {
-  if (!t.is_object()) throw InputError(path + ": not a JSON object");
-  const json& model = field(t, "model");
+std::string tokenizer_json_mismatch(const std::string& path, const json& t) {
+  if (!t.is_object()) return path + ": not a JSON object";
   const std::string pre = type_of(field(t, "pre_tokenizer"));
-  TokenizerJsonBpe out;
-  if (pre != "ByteLevel" && pre != "BertPreTokenizer") {
-    out.unsupported = path + ": pre_tokenizer: " + pre +
-                      " is not supported (ByteLevel for GPT-2's BPE, BertPreTokenizer for GPT-1's)";
-    return out;
-  }
+  if (pre != "ByteLevel" && pre != "BertPreTokenizer")
+    return path + ": pre_tokenizer: " + pre +
+           " is not supported (ByteLevel for GPT-2's BPE, BertPreTokenizer for GPT-1's)";
   const bool gpt1 = pre == "BertPreTokenizer";
-  std::string why = bpe_mismatch(model, gpt1);
+  std::string why = bpe_mismatch(field(t, "model"), gpt1);
   if (why.empty()) why = gpt1 ? bert_mismatch(t) : byte_level_mismatch(t);
-  if (!why.empty()) {
-    out.unsupported = path + ": " + why;
-    return out;
-  }
+  return why.empty() ? why : path + ": " + why;
+}
+
+TokenizerJsonBpe tokenizer_json_bpe(const std::string& path, const json& t) {
+  TokenizerJsonBpe out;
+  out.unsupported = tokenizer_json_mismatch(path, t);
+  if (!out.unsupported.empty()) return out;
+  const json& model = field(t, "model");
   if (!field(model, "vocab").is_object()) throw InputError(path + ": model.vocab: expected an object {token: id}");
   out.vocab_json = model.at("vocab").dump();
   out.merges_text = merges_text(path, field(model, "merges"));
+  const bool gpt1 = type_of(field(t, "pre_tokenizer")) == "BertPreTokenizer";
   const bool spelled_as_gpt1 = tokenizer::vocab_spelling(out.vocab_json) == tokenizer::Spelling::Utf8;
   if (spelled_as_gpt1 != gpt1) {
     out.unsupported = path + ": model.vocab is spelled as " +
                       (spelled_as_gpt1 ? "GPT-1's (words end in \"</w>\")" : "GPT-2's (bytes as characters)") +
-                      " but the pre_tokenizer is " + pre;
+                      " but the pre_tokenizer is " + type_of(field(t, "pre_tokenizer"));
     out.vocab_json.clear();
     out.merges_text.clear();
   }

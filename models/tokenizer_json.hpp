@@ -23,4 +23,8 @@ struct TokenizerJsonBpe {
 // are neither "A B" strings nor [A, B] pairs, a vocab that is not an object.
 TokenizerJsonBpe tokenizer_json_bpe(const std::string& path, const nlohmann::json& t);
 
+// The pipeline check alone ("" when gpt-vk runs it): for a folder whose vocab.json and
+// merges.txt gpt-vk reads, while transformers' fast tokenizer runs its tokenizer.json.
+std::string tokenizer_json_mismatch(const std::string& path, const nlohmann::json& t);
+
 }  // namespace gptvk

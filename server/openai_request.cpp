@@ -155,8 +155,9 @@ std::vector<uint32_t> token_ids(const json& arr, uint32_t vocab) {
 // The prompt's text is its tokens' (text_offset indexes into it): a string prompt's own
 // bytes for GPT-2, whose tokens give back any text exactly, and GPT-1's normalized words
 // ("The Theater" echoes as "the theater "). An empty prompt starts from <|endoftext|> (or
-// the model file's bos token), as GPT-2 was trained to begin documents; echo then shows it, as it does a prompt of that
-// token's id.
+// the model file's bos token), as GPT-2 was trained to begin documents, and so does every
+// text prompt where the model file asks for it (encode_document); echo then shows that
+// token's text, as it does for a prompt of its id.
 void add_prompt(CompletionRequest& r, std::vector<uint32_t> ids, const Tokenizer& tok) {
   if (ids.empty()) {
     if (!tok.start_id()) throw bad("prompt", "is empty and the vocabulary has no <|endoftext|> to start from");

@@ -60,6 +60,21 @@ struct FileRows : Rows {
   }
 };
 
+// A tokenizer.json of GPT-2's pipeline over a 3-token vocabulary (fine for the pipeline
+// checks; a byte-level vocabulary needs all 256 bytes to load).
+const nlohmann::json kByteLevel = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+const nlohmann::json kSmallTokenizerJson = {
+    {"normalizer", nullptr}, {"pre_tokenizer", kByteLevel}, {"post_processor", nullptr}, {"decoder", kByteLevel},
+    {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b"}}}}};
+using Ptr = nlohmann::json::json_pointer;
+
+// kSmallTokenizerJson with `value` at `at`, as the folder's tokenizer.json.
+void write_tokenizer_json(const test::TempDir& dir, const Ptr& at, const nlohmann::json& value) {
+  nlohmann::json t = kSmallTokenizerJson;
+  t[at] = value;
+  dir.write("tokenizer.json", t.dump());
+}
+
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(bad_gguf, FileRows)
@@ -312,23 +327,14 @@ BOOST_AUTO_TEST_CASE(snapshot_weights_missing_or_inconsistent) {
   check(forward_model(dir.path.string()), {1, {"is in two shards"}});
 }
 // A snapshot's tokenizer.json (alone, without vocab.json and merges.txt) whose pipeline is not
-// GPT-2's or GPT-1's: the text commands name the part they cannot run, and forward --ids
-// still runs; a BPE model that is not one (its merges or vocab malformed) is refused
-// outright, naming the entry.
+// GPT-2's or GPT-1's, or whose BPE model is malformed: the text commands name the part they
+// cannot run, and forward --ids still runs.
 BOOST_AUTO_TEST_CASE(tokenizer_json_that_gpt_vk_cannot_run) {
   snapshot(dir, hf_gpt2_json(), kModels / "hf_gpt2/model.safetensors");
+  dir.write("tokenizer_config.json", R"({"add_prefix_space": true})");  // no tokenizer to apply it to
   check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
         {1, {"config.json: no vocab.json + merges.txt or tokenizer.json beside it (needed to handle text)"}});
-  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
-  const nlohmann::json good = {
-      {"normalizer", nullptr}, {"pre_tokenizer", byte_level}, {"post_processor", nullptr}, {"decoder", byte_level},
-      {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b"}}}}};
-  const auto with = [&](const nlohmann::json::json_pointer& at, const nlohmann::json& value) {
-    nlohmann::json t = good;
-    t[at] = value;
-    return dir.write("tokenizer.json", t.dump());
-  };
-  using Ptr = nlohmann::json::json_pointer;
+  fs::remove(dir / "tokenizer_config.json");
   for (auto [at, value, says] : std::vector<std::tuple<Ptr, nlohmann::json, std::string>>{
            {Ptr("/pre_tokenizer"), {{"type", "Metaspace"}}, "pre_tokenizer: Metaspace is not supported"},
            {Ptr("/pre_tokenizer/add_prefix_space"), true,
@@ -340,62 +346,65 @@ BOOST_AUTO_TEST_CASE(tokenizer_json_that_gpt_vk_cannot_run) {
            {Ptr("/model/type"), "WordPiece", "model: WordPiece is not supported (BPE)"},
            {Ptr("/model/dropout"), 0.1, "model: dropout 0.1 is not supported"},
            {Ptr("/model/ignore_merges"), true, "model: ignore_merges true is not supported"},
-           {Ptr("/model/vocab"), {{"a</w>", 0}, {"b", 1}}, "model.vocab is spelled as GPT-1's"}}) {
-    with(at, value);
-    check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}), {1, {"tokenizer.json: " + says}});
-  }
-  with(Ptr("/pre_tokenizer"), {{"type", "Metaspace"}});
-  const CliResult ids_only = forward_model(dir.path.string());
-  BOOST_TEST(ids_only.exit_code == 0, ids_only.err);
-  for (auto [at, value, says] : std::vector<std::tuple<Ptr, nlohmann::json, std::string>>{
+           {Ptr("/model/vocab"), {{"a</w>", 0}, {"b", 1}}, "model.vocab is spelled as GPT-1's"},
            {Ptr("/model/merges/0"), {"a", "b", "c"}, "model.merges[0]: [\"a\",\"b\",\"c\"] is not a merge"},
            {Ptr("/model/merges/0"), "a  b", "model.merges[0]: \"a  b\" is not two tokens split by one space"},
            {Ptr("/model/merges/0"), {"a b", "c"},
             "model.merges[0]: [\"a b\",\"c\"] has a token that is empty or holds a space"},
            {Ptr("/model/merges"), "a b", "model.merges: expected an array"},
            {Ptr("/model/vocab"), nlohmann::json::array(), "model.vocab: expected an object"}}) {
-    with(at, value);
-    check(forward_model(dir.path.string()), {1, {"tokenizer.json: " + says}});
+    write_tokenizer_json(dir, at, value);
+    check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}), {1, {"tokenizer.json: " + says}});
   }
+  const CliResult ids_only = forward_model(dir.path.string());
+  BOOST_TEST(ids_only.exit_code == 0, ids_only.err);
   // The vocabulary's own errors name it where it is.
-  with(Ptr("/model/merges"), {"a b"});
+  write_tokenizer_json(dir, Ptr("/model/merges"), {"a b"});
   check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
         {1, {"tokenizer.json (model.vocab): no token for the single byte 0x00"}});
-  dir.write("tokenizer.json", "{\"model\": ");
-  check(forward_model(dir.path.string()), {1, {"tokenizer.json", "malformed JSON"}});
-  // nlohmann's message quotes the token it last read: a 300 KB one is cut short.
-  dir.write("tokenizer.json", "{\"normalizer\": \"" + std::string(300000, 'a') + "\\q\"}");
-  const CliResult long_token = forward_model(dir.path.string());
-  check(long_token, {1, {"tokenizer.json: malformed JSON: [json.exception.parse_error.101]", "bytes)"}});
-  BOOST_TEST(long_token.err.size() < 1000u, long_token.err.size());
   // An added token whose id the vocabulary gives to a token of bytes that are not UTF-8
   // (94 is the single byte 0xA1): named, not an internal error.
-  nlohmann::json bytes_token = good;
+  nlohmann::json bytes_token = kSmallTokenizerJson;
   bytes_token["model"]["vocab"] = nlohmann::json::parse(read_text(kSource / "models/gpt2-tokenizer/encoder.json"));
   bytes_token["added_tokens"] = {{{"id", 94}, {"content", "foo"}}};
   dir.write("tokenizer.json", bytes_token.dump());
   check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
         {1, {"tokenizer.json: added token \"foo\" has id 94, which model.vocab gives \"\xef\xbf\xbd\""}});
-  // tokenizer_config.json's add_prefix_space true (transformers applies it over the files):
-  // text refused, ids still run; false and null leave the files to decide.
-  with(Ptr("/model/merges"), {"a b"});
-  fs::remove(dir / "tokenizer.json");
+}
+
+// Tokenizer files beside vocab.json + merges.txt that transformers would read and gpt-vk
+// cannot follow, or that cannot be read: text is refused naming the file, ids still run.
+BOOST_AUTO_TEST_CASE(tokenizer_files_beside_vocab_json) {
+  snapshot(dir, hf_gpt2_json(), kModels / "hf_gpt2/model.safetensors");
   fs::copy_file(kSource / "models/gpt2-tokenizer/encoder.json", dir / "vocab.json");
   fs::copy_file(kSource / "models/gpt2-tokenizer/vocab.bpe", dir / "merges.txt");
+  const auto refused = [&](const std::string& says) {
+    check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}), {1, {says}});
+  };
+  // transformers' fast tokenizer runs tokenizer.json's pipeline over these files.
+  write_tokenizer_json(dir, Ptr("/pre_tokenizer"), {{"type", "Metaspace"}});
+  refused("tokenizer.json: pre_tokenizer: Metaspace is not supported");
+  dir.write("tokenizer.json", "{\"model\": ");
+  refused("tokenizer.json: malformed JSON");
+  // nlohmann's message quotes the token it last read: a 300 KB one is cut short.
+  dir.write("tokenizer.json", "{\"normalizer\": \"" + std::string(300000, 'a') + "\\q\"}");
+  const CliResult long_token = run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"});
+  check(long_token, {1, {"tokenizer.json: malformed JSON: [json.exception.parse_error.101]", "bytes)"}});
+  BOOST_TEST(long_token.err.size() < 1000u, long_token.err.size());
+  fs::remove(dir / "tokenizer.json");
+  // tokenizer_config.json's add_prefix_space true (transformers applies it over the files);
+  // false and null leave the files to decide.
   for (const char* prefix : {"false", "null"}) {
     dir.write("tokenizer_config.json", std::string(R"({"add_prefix_space": )") + prefix + "}");
     const CliResult ok = run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"});
     BOOST_TEST((ok.exit_code == 0 && ok.out == "5303\n"), prefix << ": " << ok.err);
   }
   dir.write("tokenizer_config.json", R"({"add_prefix_space": true})");
-  check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
-        {1, {"tokenizer_config.json: add_prefix_space true is not supported"}});
+  refused("tokenizer_config.json: add_prefix_space true is not supported");
   dir.write("tokenizer_config.json", R"({"add_bos_token": "yes"})");
-  check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}),
-        {1, {"tokenizer_config.json: add_bos_token \"yes\" is not true or false"}});
+  refused("tokenizer_config.json: add_bos_token \"yes\" is not true or false");
   dir.write("tokenizer_config.json", "{");
-  check(run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"}), {1, {"tokenizer_config.json: malformed JSON"}});
-  fs::remove(dir / "o.npy");  // the first forward's, which --out may not overwrite in the model's folder
+  refused("tokenizer_config.json: malformed JSON");
   const CliResult ids_still = forward_model(dir.path.string());
   BOOST_TEST(ids_still.exit_code == 0, ids_still.err);
 }

@@ -179,8 +179,8 @@ BOOST_AUTO_TEST_CASE(snapshot_document_ids) {
 // A snapshot's tokenizer.json added_tokens (six past vocab.json's ids, two overlapping, one
 // with lstrip and one with rstrip): the ids Hugging Face's JavaScript tokenizers gives
 // (tools/make_added_tokens_fixture.js), special tokens read with --special and left text
-// without, and what it decodes them to. Only added_tokens is read from tokenizer.json, so
-// the test writes only that.
+// without, and what it decodes them to. Of tokenizer.json only the pipeline (checked, as
+// transformers' fast tokenizer runs it) and added_tokens are read, so the test writes those.
 BOOST_AUTO_TEST_CASE(snapshot_added_tokens_as_hugging_face_reads_them) {
   std::ifstream in(kSource / "tests/fixtures/tokenizer/added_tokens.json");
   const auto fixture = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
@@ -190,7 +190,15 @@ BOOST_AUTO_TEST_CASE(snapshot_added_tokens_as_hugging_face_reads_them) {
   dir.write("config.json", j.dump());
   fs::copy_file(kSource / "models/gpt2-tokenizer/encoder.json", dir / "vocab.json");
   fs::copy_file(kSource / "models/gpt2-tokenizer/vocab.bpe", dir / "merges.txt");
-  dir.write("tokenizer.json", nlohmann::json{{"added_tokens", fixture["added_tokens"]}}.dump());
+  const auto byte_level = nlohmann::json{{"type", "ByteLevel"}, {"add_prefix_space", false}};
+  const nlohmann::json pipeline = {
+      {"normalizer", nullptr}, {"pre_tokenizer", byte_level}, {"decoder", byte_level}, {"model", {{"type", "BPE"}}}};
+  const auto with_added = [&](const nlohmann::json& added) {
+    nlohmann::json t = pipeline;
+    t["added_tokens"] = added;
+    return t.dump();
+  };
+  dir.write("tokenizer.json", with_added(fixture["added_tokens"]));
   for (const auto& c : fixture["cases"]) {
     const std::string text = c["text"].get<std::string>();
     std::vector<std::string> args = {"tokenize", "-m", dir.path.string(), "--text", text};
@@ -215,14 +223,14 @@ BOOST_AUTO_TEST_CASE(snapshot_added_tokens_as_hugging_face_reads_them) {
                              "added_tokens give id 50257 to both \"<a>\" and \"<b>\""},
                             {R"({"id": 50257, "content": "<a>", "single_word": true})",
                              "added token \"<a>\": single_word is not supported"}}) {
-    dir.write("tokenizer.json", std::string(R"({"added_tokens": [)") + added + "]}");
+    dir.write("tokenizer.json", with_added(nlohmann::json::parse(std::string("[") + added + "]")));
     CliResult bad = run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"});
     BOOST_TEST(bad.exit_code == 1);
     BOOST_TEST(bad.err.find(std::string("tokenizer.json: ") + why) != std::string::npos, bad.err);
   }
   // The matcher's cost grows with the longest added token: 257 bytes are refused, quoted by
   // their start.
-  dir.write("tokenizer.json", R"({"added_tokens": [{"id": 50257, "content": ")" + std::string(257, 'a') + "\"}]}");
+  dir.write("tokenizer.json", with_added({{{"id", 50257}, {"content", std::string(257, 'a')}}}));
   CliResult bad = run_cli({"tokenize", "-m", dir.path.string(), "--text", "hi"});
   BOOST_TEST(bad.exit_code == 1);
   BOOST_TEST(bad.err.find("tokenizer.json: added token \"aaaa") != std::string::npos, bad.err);
@@ -528,6 +536,8 @@ BOOST_AUTO_TEST_CASE(snapshot_that_starts_every_text_with_bos) {
   BOOST_TEST(ids() == "15496 995\n");
   dir.write("tokenizer_config.json", R"({"add_bos_token": true, "bos_token": "<|endoftext|>"})");
   BOOST_TEST(ids() == "50256 15496 995\n");
+  CliResult no_bos = run_cli({"tokenize", "-m", folder, "--text", "Hello world", "--no-bos"});
+  BOOST_TEST(no_bos.out == "15496 995\n", no_bos.err);
 }
 
 // GPT-1's tokenizer.json as transformers' OpenAIGPTConverter writes it: the fixture's

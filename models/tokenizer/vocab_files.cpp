@@ -18,12 +18,6 @@ namespace {
 // us allocate gigabytes.
 constexpr uint64_t kMaxId = 1u << 24;
 
-// A token's bytes in a message: JSON-quoted (control bytes escaped, bytes that are not UTF-8
-// as U+FFFD), its start only when long.
-std::string quote_token(const std::string& token) {
-  return nlohmann::json(excerpt(token)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 [[noreturn]] void fail_at(const std::string& path, std::string_view text, size_t pos, const std::string& why) {
   size_t line = 1, col = 1;
   for (size_t i = 0; i < pos && i < text.size(); ++i) {
@@ -303,6 +297,10 @@ std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
     merges.push_back(m);
   }
   return merges;
+}
+
+std::string quote_token(const std::string& token) {
+  return nlohmann::json(excerpt(token)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace gptvk::tokenizer

@@ -41,6 +41,10 @@ std::vector<Merge> parse_merges(const std::string& path, std::string_view text,
                                 const std::unordered_map<std::string, uint32_t>& ids,
                                 Spelling spelling = Spelling::ByteAlphabet);
 
+// A token's bytes in a message: JSON-quoted (control bytes escaped, bytes that are not UTF-8
+// as U+FFFD), its start only when long.
+std::string quote_token(const std::string& token);
+
 // The whole of a regular file of at most `max_bytes`, or InputError "cannot read PATH: reason".
 std::string read_file_bytes(const std::string& path, uint64_t max_bytes = files::kMaxTokenizerBytes);
 
