@@ -97,9 +97,6 @@ std::unique_ptr<TensorSource> open_weights_file(const fs::path& p) {
   return open_tensor_source(p.string());
 }
 
-json read_json(const std::string& path, uint64_t max_bytes = files::kMaxConfigBytes) {
-  return read_json_file(path, max_bytes);
-}
 
 void read_gpt2(const ConfigJson& c, ModelConfig& cfg) {
   cfg.vocab_size = c.dim("vocab_size");
@@ -156,7 +153,7 @@ void read_openai_gpt(const ConfigJson& c, ModelConfig& cfg) {
 
 ModelConfig snapshot_model_config(const std::string& dir, DType dtype) {
   const std::string path = (fs::path(dir) / "config.json").string();
-  json j = read_json(path);
+  json j = read_json_file(path, files::kMaxConfigBytes);
   if (!j.is_object()) throw InputError(path + ": not a JSON object");
   ConfigJson c(path, j);
   ModelConfig cfg;
@@ -191,7 +188,7 @@ namespace {
 // The shards a model.safetensors.index.json or pytorch_model.bin.index.json names (its
 // weight_map's files, each in the folder), read as one source.
 std::unique_ptr<TensorSource> open_sharded(const fs::path& d, const fs::path& index) {
-  json j = read_json(index.string());
+  json j = read_json_file(index.string(), files::kMaxConfigBytes);
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw InputError(index.string() + ": no weight_map object");
   std::set<std::string> shards;

@@ -141,12 +141,12 @@ TokenizerJsonBpe tokenizer_json_bpe(const std::string& path, const json& t) {
   if (!field(model, "vocab").is_object()) throw InputError(path + ": model.vocab: expected an object {token: id}");
   out.vocab_json = model.at("vocab").dump();
   out.merges_text = merges_text(path, field(model, "merges"));
-  const bool gpt1 = type_of(field(t, "pre_tokenizer")) == "BertPreTokenizer";
+  const std::string pre = type_of(field(t, "pre_tokenizer"));  // one of the two, as checked
   const bool spelled_as_gpt1 = tokenizer::vocab_spelling(out.vocab_json) == tokenizer::Spelling::Utf8;
-  if (spelled_as_gpt1 != gpt1) {
+  if (spelled_as_gpt1 != (pre == "BertPreTokenizer")) {
     out.unsupported = path + ": model.vocab is spelled as " +
                       (spelled_as_gpt1 ? "GPT-1's (words end in \"</w>\")" : "GPT-2's (bytes as characters)") +
-                      " but the pre_tokenizer is " + type_of(field(t, "pre_tokenizer"));
+                      " but the pre_tokenizer is " + pre;
     out.vocab_json.clear();
     out.merges_text.clear();
   }
